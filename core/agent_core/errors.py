@@ -1,0 +1,178 @@
+"""Typed errors, so callers can react to *what* went wrong rather than parse text.
+
+The hierarchy::
+
+    Exception
+    ├── LLMError                    the provider (model API) failed; .provider, .status_code
+    │   ├── RateLimitError          slow down; .retry_after seconds when the API said
+    │   ├── AuthenticationError     the key is missing, wrong or not allowed (401/403)
+    │   ├── ContextLengthError      the conversation no longer fits the model's window
+    │   ├── ContentFilterError      the provider refused the content
+    │   ├── InvalidRequestError     the API rejected the request as malformed (other 4xx)
+    │   ├── ProviderUnavailableError  5xx, overload, or the server could not be reached
+    │   └── LLMTimeoutError         the provider did not answer in time
+    ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
+    ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
+    ├── ActionInputError (ValueError)  an action was called with bad params; .action, .input
+    ├── MissingFieldError (KeyError, ValueError)  serialized data lacks a required key; .key
+    └── RuntimeError
+        └── ProviderRequestCancelled  a request was cancelled by id; .request_id
+
+LLM errors keep the provider's own message (never an API key) and mark
+whether a retry may help (``retryable``), so retry policy can live outside the
+provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ActionInputError",
+    "AuthenticationError",
+    "ConfigError",
+    "ContentFilterError",
+    "ContextLengthError",
+    "InvalidRequestError",
+    "LLMError",
+    "LLMTimeoutError",
+    "MissingFieldError",
+    "PluginError",
+    "ProviderRequestCancelled",
+    "ProviderUnavailableError",
+    "RateLimitError",
+]
+
+
+class LLMError(Exception):
+    """The model provider failed to produce a response.
+
+    Attributes:
+        message: the provider's own explanation, kept verbatim.
+        provider: name of the provider plugin, when known.
+        status_code: HTTP status, when the failure came from a response.
+        retryable: whether repeating the same request may succeed.
+    """
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status_code: int | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.status_code = status_code
+        if retryable is not None:
+            self.retryable = retryable
+
+    def __str__(self) -> str:
+        where = f"[{self.provider}] " if self.provider else ""
+        status = f" (HTTP {self.status_code})" if self.status_code else ""
+        return f"{where}{self.message}{status}"
+
+
+class RateLimitError(LLMError):
+    """The provider is throttling us; wait ``retry_after`` seconds when given."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: object) -> None:
+        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        return f"{base}; retry after {self.retry_after:g}s" if self.retry_after is not None else base
+
+
+class AuthenticationError(LLMError):
+    """The API key is missing, invalid, or lacks permission: fix the credentials."""
+
+
+class ContextLengthError(LLMError):
+    """The request exceeds the model's context window: shorten or compact the history."""
+
+
+class ContentFilterError(LLMError):
+    """The provider refused the input or output under its content policy."""
+
+
+class InvalidRequestError(LLMError):
+    """The provider rejected the request as malformed (bad model name, bad parameter...)."""
+
+
+class ProviderUnavailableError(LLMError):
+    """The provider is down, overloaded or unreachable; retrying later may work."""
+
+    retryable = True
+
+
+class LLMTimeoutError(LLMError):
+    """The provider did not respond within the configured timeout."""
+
+    retryable = True
+
+
+class PluginError(Exception):
+    """A plugin hook raised. Names the plugin and hook; ``original`` is the cause."""
+
+    def __init__(self, plugin: str, hook: str, original: BaseException, *, detail: str | None = None) -> None:
+        self.plugin = plugin
+        self.hook = hook
+        self.original = original
+        self.detail = detail
+        what = detail or f"{type(original).__name__}: {original}"
+        super().__init__(f"plugin {plugin!r} failed in hook {hook!r}: {what}")
+
+
+class ConfigError(ValueError):
+    """The configuration or the registered plugin set cannot work as given.
+
+    Attributes:
+        key: the config key at fault, when one is.
+        plugins: the plugins involved, when any are.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, plugins: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.key = key
+        self.plugins = tuple(plugins)
+
+
+class ActionInputError(ValueError):
+    """An action's params do not match the inputs it declares."""
+
+    def __init__(self, message: str, *, action: str, input: str | None = None) -> None:
+        super().__init__(message)
+        self.action = action
+        self.input = input
+
+
+class MissingFieldError(KeyError, ValueError):
+    """Serialized data (``from_dict``/``from_json``) lacks a required key.
+
+    A ``KeyError`` for code written against the original platform, and a
+    ``ValueError`` because the input, not the program, is wrong.
+    """
+
+    def __init__(self, key: str, type_name: str) -> None:
+        super().__init__(key)
+        self.key = key
+        self.type_name = type_name
+
+    def __str__(self) -> str:
+        return f"{self.type_name} data is missing the required key {self.key!r}"
+
+
+class ProviderRequestCancelled(RuntimeError):
+    """The request was cancelled through ``AgentCore.cancel_request(request_id)``."""
+
+    def __init__(self, request_id: str | None = None) -> None:
+        super().__init__("Provider request cancelled" + (f": {request_id}" if request_id else ""))
+        self.request_id = request_id

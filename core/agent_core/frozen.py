@@ -1,0 +1,325 @@
+"""Deeply immutable containers that still look like ``dict`` and ``list``.
+
+Theory of operation
+-------------------
+Plugins written in the style of the original platform treat messages and
+state as plain dicts and lists: they test ``isinstance(m, dict)``, splat them
+(``{**m, "content": ...}``), and build new lists with ``[*native, msg]``.
+Wrapping values in a foreign ``Mapping`` type would break every one of those
+plugins, so the two workhorse containers here *are* a ``dict`` and a ``list``
+(subclasses) whose mutating methods raise a ``TypeError`` that says what to
+write instead. Reading costs what reading a dict or list costs.
+
+``freeze`` turns any JSON-like value into these containers, recursively. It
+never walks into a container that is already frozen: a frozen container only
+ever holds frozen values (its constructor guarantees it), so a plugin that
+returns the history it was given costs one ``isinstance`` check, not a walk
+over the history. That is what keeps the per-chunk cost of the hot path
+independent of the conversation length.
+
+``FrozenVector`` is the one persistent structure: a pyrsistent vector behind
+a read-only ``Sequence`` face, used for ``Session.messages`` so that adding a
+message shares structure with the old session (O(log n)) instead of copying
+the whole history.
+
+A determined caller can still bypass the guards with ``dict.__setitem__(d,
+...)``; the guards exist to catch the honest mistake (``native.append(m)``
+silently losing ``m``), not to sandbox hostile code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NoReturn, TypeVar, overload
+
+import pyrsistent
+
+__all__ = ["FrozenDict", "FrozenList", "FrozenVector", "freeze", "thaw"]
+
+T = TypeVar("T")
+
+_SCALARS = (str, int, float, bool, type(None), bytes)
+
+
+def _refuse_dict(name: str) -> Any:
+    def method(self: FrozenDict, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"FrozenDict is immutable: {name}() would change a value other plugins "
+            "also see. Build a new mapping instead, e.g. {**state, 'key': value}, "
+            "and return it from your hook."
+        )
+
+    method.__name__ = name
+    return method
+
+
+def _refuse_list(name: str) -> Any:
+    def method(self: FrozenList, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"FrozenList is immutable: {name}() would change a value other plugins "
+            "also see. Return a new list instead, e.g. [*native_messages, msg]."
+        )
+
+    method.__name__ = name
+    return method
+
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A ``dict`` that refuses mutation and freezes the values it is given.
+
+    Equal to any dict with the same items; hashable when its values are.
+    Use :meth:`set`, :meth:`merged` or :meth:`without` (or a dict display)
+    to derive a changed copy.
+    """
+
+    __slots__ = ("_hash",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raw = dict(*args, **kwargs)
+        dict.__init__(self, {k: freeze(v) for k, v in raw.items()})
+        self._hash: int | None = None
+
+    @classmethod
+    def _trusted(cls, items: dict[str, Any]) -> FrozenDict:
+        """Wrap a dict whose values are already frozen (no walk)."""
+        new = dict.__new__(cls)
+        dict.__init__(new, items)
+        new._hash = None
+        return new
+
+    __setitem__ = _refuse_dict("__setitem__")
+    __delitem__ = _refuse_dict("__delitem__")
+    __ior__ = _refuse_dict("__ior__")
+    clear = _refuse_dict("clear")
+    pop = _refuse_dict("pop")
+    popitem = _refuse_dict("popitem")
+    setdefault = _refuse_dict("setdefault")
+    update = _refuse_dict("update")
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        if self._hash is None:
+            self._hash = hash(frozenset(self.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+    def __or__(self, other: Any) -> FrozenDict:  # type: ignore[override]
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return self.merged(other)
+
+    def set(self, key: str, value: Any) -> FrozenDict:
+        """Return a copy with ``key`` bound to ``value`` (frozen)."""
+        items = dict(self)
+        items[key] = freeze(value)
+        return FrozenDict._trusted(items)
+
+    def merged(self, other: Mapping[str, Any] | None = None, **kwargs: Any) -> FrozenDict:
+        """Return a copy updated with ``other`` and ``kwargs`` (shallow merge)."""
+        items = dict(self)
+        for source in (other or {}, kwargs):
+            for k, v in source.items():
+                items[k] = freeze(v)
+        return FrozenDict._trusted(items)
+
+    def without(self, *keys: str) -> FrozenDict:
+        """Return a copy without ``keys`` (missing keys are ignored)."""
+        return FrozenDict._trusted({k: v for k, v in self.items() if k not in keys})
+
+
+class FrozenList(list):  # type: ignore[type-arg]
+    """A ``list`` that refuses mutation and freezes its items.
+
+    Equal to any list with the same items; hashable when its items are.
+    """
+
+    __slots__ = ("_hash",)
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        list.__init__(self, [freeze(v) for v in items])
+        self._hash: int | None = None
+
+    @classmethod
+    def _trusted(cls, items: Iterable[Any]) -> FrozenList:
+        new = list.__new__(cls)
+        list.__init__(new, items)
+        new._hash = None
+        return new
+
+    __setitem__ = _refuse_list("__setitem__")
+    __delitem__ = _refuse_list("__delitem__")
+    __iadd__ = _refuse_list("__iadd__")
+    __imul__ = _refuse_list("__imul__")
+    append = _refuse_list("append")
+    clear = _refuse_list("clear")
+    extend = _refuse_list("extend")
+    insert = _refuse_list("insert")
+    pop = _refuse_list("pop")
+    remove = _refuse_list("remove")
+    reverse = _refuse_list("reverse")
+    sort = _refuse_list("sort")
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        if self._hash is None:
+            self._hash = hash(tuple(self))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenList({list.__repr__(self)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> FrozenList: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return FrozenList._trusted(list.__getitem__(self, index))
+        return list.__getitem__(self, index)
+
+    def __add__(self, other: Any) -> FrozenList:  # type: ignore[override]
+        return FrozenList._trusted([*self, *(freeze(v) for v in other)])
+
+    def appended(self, item: Any) -> FrozenList:
+        """Return a copy with ``item`` (frozen) at the end."""
+        return FrozenList._trusted([*self, freeze(item)])
+
+
+def _refuse_vector(name: str) -> Any:
+    def method(self: FrozenVector, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"{name}() cannot change a session's messages: sessions are values. "
+            "Use session.with_message(msg) / session.with_messages(msgs), or "
+            "core.add_message(session, msg), which return a new Session."
+        )
+
+    method.__name__ = name
+    return method
+
+
+class FrozenVector(Sequence[T]):
+    """A read-only sequence backed by a pyrsistent vector.
+
+    Adding items with :meth:`appended` / :meth:`extended` shares structure
+    with the original and costs O(log n). Compares equal to lists and tuples
+    with the same items.
+    """
+
+    __slots__ = ("_items", "_hash")
+
+    def __init__(self, items: Iterable[T] = ()) -> None:
+        self._items = items if isinstance(items, pyrsistent.PVector) else pyrsistent.pvector(items)
+        self._hash: int | None = None
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> FrozenVector[T]: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return FrozenVector(self._items[index])
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._items)
+
+    def __reversed__(self) -> Iterator[T]:
+        return reversed(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenVector):
+            return self._items == other._items
+        if isinstance(other, (list, tuple)):
+            return len(other) == len(self._items) and all(a == b for a, b in zip(self._items, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self._items))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenVector({list(self._items)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenVector, (list(self._items),))
+
+    __setitem__ = _refuse_vector("__setitem__")
+    __delitem__ = _refuse_vector("__delitem__")
+    __iadd__ = _refuse_vector("__iadd__")
+    append = _refuse_vector("append")
+    extend = _refuse_vector("extend")
+    insert = _refuse_vector("insert")
+    pop = _refuse_vector("pop")
+    remove = _refuse_vector("remove")
+    clear = _refuse_vector("clear")
+    set = _refuse_vector("set")
+
+    def appended(self, item: T) -> FrozenVector[T]:
+        """Return a new vector with ``item`` at the end (O(log n))."""
+        return FrozenVector(self._items.append(item))
+
+    def extended(self, items: Iterable[T]) -> FrozenVector[T]:
+        """Return a new vector with ``items`` at the end."""
+        return FrozenVector(self._items.extend(items))
+
+
+def freeze(value: Any) -> Any:
+    """Return a deeply immutable version of a JSON-like ``value``.
+
+    Dicts become :class:`FrozenDict`, lists and tuples become
+    :class:`FrozenList`, sets become ``frozenset``. Already-frozen containers
+    and scalars come back as the same object, so freezing something that is
+    mostly frozen costs only the new parts. Other objects (a plugin's client,
+    the ``core`` in a context) are left as they are.
+    """
+    cls = value.__class__
+    if cls in _SCALARS or cls is FrozenDict or cls is FrozenList:
+        return value
+    if cls is dict:
+        return FrozenDict._trusted({k: freeze(v) for k, v in value.items()})
+    if cls is list or cls is tuple:
+        return FrozenList._trusted([freeze(v) for v in value])
+    if isinstance(value, (FrozenDict, FrozenList, FrozenVector, frozenset)):
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict._trusted({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple, pyrsistent.PVector)):
+        return FrozenList._trusted([freeze(v) for v in value])
+    if isinstance(value, (set, pyrsistent.PSet)):
+        return frozenset(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Return a plain, mutable, independent deep copy of a frozen value."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, FrozenVector, pyrsistent.PVector)):
+        return [thaw(v) for v in value]
+    if isinstance(value, frozenset):
+        return [thaw(v) for v in value]
+    if hasattr(value, "to_dict") and callable(value.to_dict):
+        return value.to_dict()
+    return value

@@ -1,0 +1,1 @@
+"""Feature plugins shipped with agent-core."""

@@ -1,0 +1,1 @@
+"""Provider-extension and tool plugins shipped with agent-core."""

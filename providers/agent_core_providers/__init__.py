@@ -1,0 +1,1 @@
+"""Provider plugins shipped with agent-core (echo, openai, anthropic)."""
