@@ -1,0 +1,167 @@
+"""The typed errors: where they live, how they nest, and what they say."""
+
+from __future__ import annotations
+
+import pytest
+
+import agent_core
+import agent_core.errors as errors
+from agent_core.errors import (
+    ActionInputError,
+    AuthenticationError,
+    ConfigError,
+    ContentFilterError,
+    ContextLengthError,
+    InvalidRequestError,
+    LLMError,
+    LLMTimeoutError,
+    MissingFieldError,
+    PluginError,
+    ProviderRequestCancelled,
+    ProviderUnavailableError,
+    RateLimitError,
+)
+
+# (name, the built-in or project base it must derive from)
+HIERARCHY = [
+    ("LLMError", Exception),
+    ("RateLimitError", LLMError),
+    ("AuthenticationError", LLMError),
+    ("ContextLengthError", LLMError),
+    ("ContentFilterError", LLMError),
+    ("InvalidRequestError", LLMError),
+    ("ProviderUnavailableError", LLMError),
+    ("LLMTimeoutError", LLMError),
+    ("PluginError", Exception),
+    ("ConfigError", ValueError),
+    ("ActionInputError", ValueError),
+    ("MissingFieldError", KeyError),
+    ("MissingFieldError", ValueError),
+    ("ProviderRequestCancelled", RuntimeError),
+]
+
+LLM_SUBCLASSES = [
+    RateLimitError,
+    AuthenticationError,
+    ContextLengthError,
+    ContentFilterError,
+    InvalidRequestError,
+    ProviderUnavailableError,
+    LLMTimeoutError,
+]
+
+
+@pytest.mark.parametrize(("name", "base"), HIERARCHY)
+def test_error_is_exported_from_both_places_and_nests(name: str, base: type) -> None:
+    cls = getattr(errors, name)
+    assert getattr(agent_core, name) is cls
+    assert name in errors.__all__ and name in agent_core.__all__
+    assert issubclass(cls, base)
+
+
+def test_every_error_in_the_module_is_listed() -> None:
+    defined = {n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, BaseException)}
+    assert defined == set(errors.__all__)
+
+
+def test_non_llm_errors_stay_out_of_the_llm_family() -> None:
+    for cls in (PluginError, ConfigError, ActionInputError, MissingFieldError, ProviderRequestCancelled):
+        assert not issubclass(cls, LLMError)
+    assert not issubclass(PluginError, ValueError)
+    assert not issubclass(ProviderRequestCancelled, LLMError)
+
+
+@pytest.mark.parametrize("cls", LLM_SUBCLASSES)
+def test_llm_errors_carry_provider_status_and_message(cls: type[LLMError]) -> None:
+    err = cls("model said no", provider="openai", status_code=418)
+    assert isinstance(err, LLMError)
+    assert (err.message, err.provider, err.status_code) == ("model said no", "openai", 418)
+    text = str(err)
+    assert "model said no" in text and "openai" in text and "418" in text
+
+
+def test_llm_error_without_details_is_just_the_message() -> None:
+    assert str(LLMError("boom")) == "boom"
+    assert LLMError("boom").provider is None and LLMError("boom").status_code is None
+
+
+def test_retryable_defaults_and_override() -> None:
+    assert RateLimitError("x").retryable is True
+    assert ProviderUnavailableError("x").retryable is True
+    assert LLMTimeoutError("x").retryable is True
+    assert AuthenticationError("x").retryable is False
+    assert InvalidRequestError("x").retryable is False
+    assert ContextLengthError("x").retryable is False
+    assert InvalidRequestError("x", retryable=True).retryable is True
+    # The override is per instance, not a change to the class.
+    assert InvalidRequestError("y").retryable is False
+
+
+def test_rate_limit_error_shows_retry_after() -> None:
+    err = RateLimitError("slow down", provider="anthropic", status_code=429, retry_after=2.5)
+    assert err.retry_after == 2.5
+    assert "2.5" in str(err) and "retry" in str(err) and "slow down" in str(err)
+    plain = RateLimitError("slow down")
+    assert plain.retry_after is None
+    assert "retry after" not in str(plain)
+
+
+def test_rate_limit_error_is_caught_as_llm_error() -> None:
+    with pytest.raises(LLMError) as info:
+        raise RateLimitError("429", retry_after=1)
+    assert info.value.retry_after == 1
+
+
+def test_plugin_error_names_plugin_hook_and_cause() -> None:
+    cause = ZeroDivisionError("division by zero")
+    err = PluginError("prefix", "process_chunk", cause)
+    assert (err.plugin, err.hook, err.original) == ("prefix", "process_chunk", cause)
+    text = str(err)
+    assert "prefix" in text and "process_chunk" in text
+    assert "ZeroDivisionError" in text and "division by zero" in text
+
+
+def test_plugin_error_detail_replaces_the_cause_text() -> None:
+    err = PluginError("tag", "finalize", KeyError("x"), detail="returned 2 values, expected 3")
+    assert "returned 2 values, expected 3" in str(err)
+    assert "tag" in str(err) and "finalize" in str(err)
+    assert err.detail == "returned 2 values, expected 3"
+
+
+def test_config_error_is_a_value_error_with_key_and_plugins() -> None:
+    err = ConfigError("max_iterations must be an integer", key="max_iterations", plugins=["a", "b"])
+    assert isinstance(err, ValueError)
+    assert err.key == "max_iterations"
+    assert err.plugins == ("a", "b")
+    assert "max_iterations must be an integer" in str(err)
+    bare = ConfigError("nope")
+    assert bare.key is None and bare.plugins == ()
+    with pytest.raises(ValueError, match="nope"):
+        raise bare
+
+
+def test_action_input_error_names_action_and_input() -> None:
+    err = ActionInputError("'n' must be a number", action="compact", input="n")
+    assert isinstance(err, ValueError)
+    assert (err.action, err.input) == ("compact", "n")
+    assert "'n' must be a number" in str(err)
+
+
+def test_missing_field_error_is_key_and_value_error_naming_the_key() -> None:
+    err = MissingFieldError("session_id", "Session")
+    assert isinstance(err, KeyError) and isinstance(err, ValueError)
+    assert err.key == "session_id" and err.type_name == "Session"
+    assert "session_id" in str(err) and "Session" in str(err)
+    for catch in (KeyError, ValueError):
+        with pytest.raises(catch):
+            raise MissingFieldError("role", "Message")
+
+
+def test_provider_request_cancelled_carries_request_id() -> None:
+    err = ProviderRequestCancelled("req-42")
+    assert isinstance(err, RuntimeError)
+    assert err.request_id == "req-42"
+    assert "req-42" in str(err) and "cancel" in str(err).lower()
+    anonymous = ProviderRequestCancelled()
+    assert anonymous.request_id is None
+    assert "cancel" in str(anonymous).lower()

@@ -1,0 +1,79 @@
+"""Lock the public names of ``agent_core``: adding or removing one is a deliberate act."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import agent_core
+
+PUBLIC_NAMES = [
+    "ActionInputError",
+    "AuthenticationError",
+    "BaseFeature",
+    "BasePlugin",
+    "BaseProvider",
+    "BaseProviderExtension",
+    "BaseTool",
+    "ConfigError",
+    "ContentFilterError",
+    "ContextLengthError",
+    "FeaturePlugin",
+    "FrozenDict",
+    "FrozenList",
+    "FrozenVector",
+    "InspectedToolCall",
+    "InvalidRequestError",
+    "LLMError",
+    "LLMTimeoutError",
+    "Message",
+    "MissingFieldError",
+    "PartialMessage",
+    "PluginError",
+    "ProviderExtensionPlugin",
+    "ProviderPlugin",
+    "ProviderRequestCancelled",
+    "ProviderUnavailableError",
+    "ROLES",
+    "RateLimitError",
+    "Role",
+    "Session",
+    "ToolDescriptor",
+    "ToolInteropContribution",
+    "ToolPlugin",
+    "__version__",
+    "freeze",
+    "thaw",
+]
+
+
+def test_the_list_above_is_sorted() -> None:
+    assert PUBLIC_NAMES == sorted(PUBLIC_NAMES)
+
+
+def test_public_names_are_locked() -> None:
+    assert len(agent_core.__all__) == len(set(agent_core.__all__)), "duplicate names in agent_core.__all__"
+    assert sorted(agent_core.__all__) == PUBLIC_NAMES
+
+
+@pytest.mark.parametrize("name", PUBLIC_NAMES)
+def test_public_name_is_importable(name: str) -> None:
+    namespace: dict[str, object] = {}
+    exec(f"from agent_core import {name}", namespace)
+    assert namespace[name] is getattr(agent_core, name)
+
+
+def test_star_import_gives_exactly_the_public_names() -> None:
+    namespace: dict[str, object] = {}
+    exec("from agent_core import *", namespace)
+    assert sorted(k for k in namespace if k != "__builtins__") == PUBLIC_NAMES
+
+
+@pytest.mark.parametrize(
+    "module", ["agent_core.errors", "agent_core.frozen", "agent_core.protocols", "agent_core.tool_interop", "agent_core.types"]
+)
+def test_module_all_entries_exist(module: str) -> None:
+    mod = importlib.import_module(module)
+    missing = [name for name in mod.__all__ if not hasattr(mod, name)]
+    assert missing == []
