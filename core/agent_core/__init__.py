@@ -4,6 +4,8 @@ The public names are imported here explicitly; anything else is internal.
 Test helpers live in :mod:`agent_core.testing`.
 """
 
+from .approval import ApprovalRequest
+from .engine import ActionResult, AgentCore, RequestResult
 from .errors import (
     ActionInputError,
     AuthenticationError,
@@ -19,6 +21,22 @@ from .errors import (
     ProviderUnavailableError,
     RateLimitError,
 )
+from .events import (
+    DoneEvent,
+    ErrorEvent,
+    ErrorInfo,
+    Event,
+    FinalEvent,
+    Outcome,
+    PartialEvent,
+    StartEvent,
+    ToolCallEvent,
+    ToolProgressEvent,
+    ToolResultEvent,
+    Usage,
+    decode_event,
+    encode_event,
+)
 from .frozen import FrozenDict, FrozenList, FrozenVector, freeze, thaw
 from .protocols import (
     BaseFeature,
@@ -31,14 +49,18 @@ from .protocols import (
     ProviderPlugin,
     ToolPlugin,
 )
+from .native_history import NATIVE_KEY
+from .resolution import PluginRef, Resolution
 from .tool_interop import InspectedToolCall, ToolInteropContribution
 from .types import ROLES, Message, PartialMessage, Role, Session, ToolDescriptor
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ROLES",
     "ActionInputError",
+    "ActionResult",
+    "AgentCore",
+    "ApprovalRequest",
     "AuthenticationError",
     "BaseFeature",
     "BasePlugin",
@@ -48,7 +70,12 @@ __all__ = [
     "ConfigError",
     "ContentFilterError",
     "ContextLengthError",
+    "DoneEvent",
+    "ErrorEvent",
+    "ErrorInfo",
+    "Event",
     "FeaturePlugin",
+    "FinalEvent",
     "FrozenDict",
     "FrozenList",
     "FrozenVector",
@@ -58,19 +85,33 @@ __all__ = [
     "LLMTimeoutError",
     "Message",
     "MissingFieldError",
+    "NATIVE_KEY",
+    "Outcome",
+    "PartialEvent",
     "PartialMessage",
     "PluginError",
+    "PluginRef",
     "ProviderExtensionPlugin",
     "ProviderPlugin",
     "ProviderRequestCancelled",
     "ProviderUnavailableError",
+    "ROLES",
     "RateLimitError",
+    "RequestResult",
+    "Resolution",
     "Role",
     "Session",
+    "StartEvent",
+    "ToolCallEvent",
     "ToolDescriptor",
     "ToolInteropContribution",
     "ToolPlugin",
+    "ToolProgressEvent",
+    "ToolResultEvent",
+    "Usage",
     "__version__",
+    "decode_event",
+    "encode_event",
     "freeze",
     "thaw",
 ]

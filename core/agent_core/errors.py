@@ -26,6 +26,7 @@ provider.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "ActionInputError",
@@ -42,6 +43,15 @@ __all__ = [
     "ProviderUnavailableError",
     "RateLimitError",
 ]
+
+
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...], kwargs: dict[str, Any]) -> BaseException:
+    """Re-create an error from its constructor arguments (pickle / deepcopy).
+
+    ``BaseException`` pickles as ``cls(*self.args)``, which breaks any error
+    whose ``__init__`` takes other arguments than its message.
+    """
+    return cls(*args, **kwargs)
 
 
 class LLMError(Exception):
@@ -130,6 +140,9 @@ class PluginError(Exception):
         what = detail or f"{type(original).__name__}: {original}"
         super().__init__(f"plugin {plugin!r} failed in hook {hook!r}: {what}")
 
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), (self.plugin, self.hook, self.original), {"detail": self.detail}), self.__dict__
+
 
 class ConfigError(ValueError):
     """The configuration or the registered plugin set cannot work as given.
@@ -153,6 +166,9 @@ class ActionInputError(ValueError):
         self.action = action
         self.input = input
 
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"action": self.action, "input": self.input}), self.__dict__
+
 
 class MissingFieldError(KeyError, ValueError):
     """Serialized data (``from_dict``/``from_json``) lacks a required key.
@@ -169,6 +185,9 @@ class MissingFieldError(KeyError, ValueError):
     def __str__(self) -> str:
         return f"{self.type_name} data is missing the required key {self.key!r}"
 
+    def __reduce__(self) -> Any:
+        return type(self), (self.key, self.type_name), self.__dict__
+
 
 class ProviderRequestCancelled(RuntimeError):
     """The request was cancelled through ``AgentCore.cancel_request(request_id)``."""
@@ -176,3 +195,6 @@ class ProviderRequestCancelled(RuntimeError):
     def __init__(self, request_id: str | None = None) -> None:
         super().__init__("Provider request cancelled" + (f": {request_id}" if request_id else ""))
         self.request_id = request_id
+
+    def __reduce__(self) -> Any:
+        return type(self), (self.request_id,), self.__dict__

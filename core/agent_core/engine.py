@@ -1,0 +1,599 @@
+"""``AgentCore``: the public face of the engine.
+
+AgentCore holds the registered plugin *classes* and nothing about sessions:
+every call takes a session and/or a config and returns new values, so one
+instance can serve any number of concurrent, stateless request handlers. The
+only thing it tracks is which requests are in flight, so that
+``cancel_request(request_id)`` can reach them from another thread or task.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from importlib.metadata import entry_points
+from typing import Any
+
+import msgspec
+
+from .config import parse_schema
+from .effects import drive_async, drive_sync
+from .errors import ActionInputError, ConfigError, PluginError
+from .events import DoneEvent, Event, Outcome, Usage
+from .frozen import FrozenDict, FrozenList, freeze, thaw
+from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen_map, spec_for
+from .native_history import load_native, store_native
+from .pipeline import Flight, Pipeline, merge_context
+from .resolution import Resolution, resolve
+from .tools import build_catalog, interop_registry, prepare_tools, route, run_tool_call
+from .types import Message, Session, ToolDescriptor
+
+__all__ = ["ActionResult", "AgentCore", "RequestResult"]
+
+ENTRY_POINT_GROUPS = {
+    "provider": "agent_core.providers",
+    "extension": "agent_core.provider_extensions",
+    "feature": "agent_core.features",
+    "tool": "agent_core.tools",
+}
+
+_ACTION_RESULT_KEYS = ("native_messages", "session_metadata", "final_messages")
+
+_INPUT_TYPES: dict[str, Any] = {
+    "string": str, "number": (int, float), "integer": int, "boolean": bool,
+    "array": (list, tuple), "object": Mapping,
+}
+
+
+class RequestResult(msgspec.Struct, frozen=True):
+    """What ``request`` returns.
+
+    ``final_messages`` are the messages this request added to the session, in
+    order (assistant replies and tool results); ``final_messages[-1]`` is the
+    reply when the outcome is ``finished``.
+    """
+
+    session: Session
+    final_messages: list[Message]
+    outcome: Outcome
+    request_id: str
+    usage: Usage
+
+
+class ActionResult(msgspec.Struct, frozen=True):
+    """What ``execute_action`` returns: the new session, the native history, other keys."""
+
+    session: Session
+    native_messages: list[Any]
+    payload: dict[str, Any]
+
+
+class AgentCore:
+    """A stateless pipeline over registered plugin classes.
+
+    Args:
+        providers, extensions, features, tools: plugin classes (or
+            zero-argument factories); a fresh instance of each is made for
+            every request.
+        approval: optional callback (sync or async) asked when a feature's
+            ``tool_pre`` action wants a human to approve a tool call.
+
+    Raises:
+        ConfigError: a plugin is not a class/factory, has a hook whose
+            signature the engine cannot satisfy, or two plugins of one kind
+            share a name.
+    """
+
+    def __init__(
+        self,
+        providers: Iterable[Any] = (),
+        extensions: Iterable[Any] = (),
+        features: Iterable[Any] = (),
+        tools: Iterable[Any] = (),
+        *,
+        approval: Callable[..., Any] | None = None,
+    ) -> None:
+        self._specs: dict[str, tuple[PluginSpec, ...]] = {k: () for k in KINDS}
+        for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
+            for item in items:
+                self._add(kind, item)
+        self.approval = approval
+        self._flights: dict[str, Flight] = {}
+        self._lock = threading.Lock()
+
+    # -- registration ---------------------------------------------------------
+
+    def _add(self, kind: str, plugin: Any, *, replace: bool = False) -> PluginSpec:
+        spec = spec_for(kind, plugin)
+        existing = self._specs[kind]
+        if any(s.name == spec.name for s in existing):
+            if not replace:
+                raise ConfigError(f"two {kind} plugins are named {spec.name!r}", plugins=[spec.name])
+            existing = tuple(s for s in existing if s.name != spec.name)
+        self._specs[kind] = (*existing, spec)
+        return spec
+
+    def register_provider(self, plugin_class: Any, extensions: Iterable[Any] | None = None) -> None:
+        """Add a provider (and extensions), as the original platform's API did."""
+        self._add("provider", plugin_class)
+        for ext in extensions or ():
+            self._add("extension", ext)
+
+    def register_extension(self, plugin: Any) -> None:
+        self._add("extension", plugin)
+
+    def register_feature(self, plugin: Any) -> None:
+        self._add("feature", plugin)
+
+    def register_tool(self, plugin: Any) -> None:
+        self._add("tool", plugin)
+
+    @classmethod
+    def discover(
+        cls,
+        providers: Iterable[Any] = (),
+        extensions: Iterable[Any] = (),
+        features: Iterable[Any] = (),
+        tools: Iterable[Any] = (),
+        *,
+        approval: Callable[..., Any] | None = None,
+    ) -> AgentCore:
+        """Load plugins from the ``agent_core.*`` entry-point groups, plus any given.
+
+        Bundled plugins are found this way too, exactly like third-party ones.
+        A plugin passed here replaces a discovered one with the same name.
+
+        Raises:
+            ConfigError: an entry point cannot be loaded (names it and why).
+        """
+        core = cls(approval=approval)
+        for kind, group in ENTRY_POINT_GROUPS.items():
+            for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+                try:
+                    obj = ep.load()
+                except Exception as exc:  # noqa: BLE001 - say which entry point is broken
+                    raise ConfigError(
+                        f"entry point {ep.name!r} in group {group!r} ({ep.value}) failed to load: {exc}",
+                        plugins=[ep.name],
+                    ) from exc
+                core._add(kind, obj, replace=True)
+        for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
+            for item in items:
+                core._add(kind, item, replace=True)
+        return core
+
+    def plugins(self, kind: str) -> tuple[str, ...]:
+        """Names of the registered plugins of ``kind`` (provider/extension/feature/tool)."""
+        return tuple(s.name for s in self._specs[kind])
+
+    # -- sessions -------------------------------------------------------------
+
+    def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> Session:
+        """A new, empty session with a fresh id (or ``session_id``)."""
+        return Session(session_id or uuid.uuid4().hex, [], metadata or {})
+
+    def add_message(
+        self,
+        session: Session,
+        message: Message | Mapping[str, Any] | str,
+        content: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Return ``session`` with one more message.
+
+        Accepts a ``Message``, a message dict, or the original platform's
+        ``add_message(session, role, content, metadata)`` form.
+        """
+        if not isinstance(session, Session):
+            raise TypeError(f"add_message expects a Session, got {type(session).__name__}")
+        if isinstance(message, str):
+            message = Message(message, content, metadata)  # type: ignore[arg-type]
+        return session.with_message(message)
+
+    # -- resolution -----------------------------------------------------------
+
+    def resolve(self, config: Mapping[str, Any] | None = None) -> Resolution:
+        """Which plugins run for ``config``, in run order, and why (see :mod:`agent_core.resolution`)."""
+        return resolve(self._specs, config or {})
+
+    def get_models(self, config: Mapping[str, Any] | None = None) -> list[Any]:
+        return [thaw(m) for m in self.resolve(config).models]
+
+    def get_tags(self, config: Mapping[str, Any] | None = None) -> list[str]:
+        return list(self.resolve(config).tags)
+
+    # -- requests -------------------------------------------------------------
+
+    def _start(
+        self, session: Session, config: Mapping[str, Any] | None, stream_default: bool, request_id: str | None
+    ) -> tuple[Pipeline, Flight]:
+        if not isinstance(session, Session):
+            raise TypeError(f"expected a Session, got {type(session).__name__}")
+        if config is not None and not isinstance(config, Mapping):
+            raise TypeError(f"config must be a mapping, got {type(config).__name__}")
+        cfg = dict(config or {})
+        stream = cfg.get("stream", stream_default)
+        rid = request_id or uuid.uuid4().hex
+        flight = Flight(rid)
+        with self._lock:
+            self._flights[rid] = flight
+        return Pipeline(self, session, cfg, stream=bool(stream), request_id=rid, flight=flight), flight
+
+    def _finish(self, flight: Flight) -> None:
+        with self._lock:
+            if self._flights.get(flight.request_id) is flight:
+                del self._flights[flight.request_id]
+
+    def stream_request(
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+    ) -> Iterator[Event]:
+        """Run a request, yielding events; the last is ``done`` (streams by default).
+
+        Failures do not raise: they arrive as an ``error`` event followed by
+        ``done`` with a ``stopped`` outcome, and the input session is untouched.
+        """
+        pipeline, flight = self._start(session, config, True, request_id)
+
+        def events() -> Iterator[Event]:
+            try:
+                yield from drive_sync(pipeline.run())
+            finally:
+                self._finish(flight)
+
+        return events()
+
+    def request(
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+    ) -> RequestResult:
+        """Run a request to completion (no streaming unless ``config["stream"]``).
+
+        Returns:
+            RequestResult with the new session, the messages added, the outcome
+            (``finished``, or ``stopped``/``max_turns``), request id and usage.
+
+        Raises:
+            PluginError, LLMError subclasses, ConfigError, ActionInputError,
+            ProviderRequestCancelled: the request failed; the input session is untouched.
+        """
+        pipeline, flight = self._start(session, config, False, request_id)
+        done: DoneEvent | None = None
+        try:
+            for ev in drive_sync(pipeline.run()):
+                if isinstance(ev, DoneEvent):
+                    done = ev
+        finally:
+            self._finish(flight)
+        return self._result(pipeline, done)
+
+    @staticmethod
+    def _result(pipeline: Pipeline, done: DoneEvent | None) -> RequestResult:
+        if pipeline.error is not None:
+            raise pipeline.error
+        assert done is not None
+        return RequestResult(done.session, done.final_messages, done.outcome, done.request_id, done.usage)
+
+    def astream_request(
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Async twin of :meth:`stream_request` (same events, same order)."""
+        pipeline, flight = self._start(session, config, True, request_id)
+
+        async def events() -> AsyncIterator[Event]:
+            try:
+                async for ev in drive_async(pipeline.run()):
+                    yield ev
+            finally:
+                self._finish(flight)
+
+        return events()
+
+    async def arequest(
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+    ) -> RequestResult:
+        """Async twin of :meth:`request`."""
+        pipeline, flight = self._start(session, config, False, request_id)
+        done: DoneEvent | None = None
+        try:
+            async for ev in drive_async(pipeline.run()):
+                if isinstance(ev, DoneEvent):
+                    done = ev
+        finally:
+            self._finish(flight)
+        return self._result(pipeline, done)
+
+    def send_request(self, session: Session, config: Mapping[str, Any] | None = None) -> tuple[Session, list[dict[str, Any]]]:
+        """The original platform's name: ``(new_session, final message dicts)``."""
+        result = self.request(session, config)
+        return result.session, [m.to_dict() for m in result.final_messages]
+
+    def send_request_stream(self, session: Session, config: Mapping[str, Any] | None = None) -> Iterator[Event]:
+        """The original platform's name for :meth:`stream_request`."""
+        return self.stream_request(session, config)
+
+    def cancel_request(self, request_id: str) -> bool:
+        """Cancel an in-flight request; True when it was found.
+
+        The provider's ``cancel_request`` is called (closing its HTTP stream);
+        a stream stops at the next chunk with outcome ``stopped``/``cancelled``
+        and ``request`` raises ``ProviderRequestCancelled``.
+        """
+        with self._lock:
+            flight = self._flights.get(request_id)
+        if flight is None:
+            return False
+        flight.cancel()
+        return True
+
+    # -- tools ----------------------------------------------------------------
+
+    def _catalog(self, res: Resolution, *, prepare: bool) -> tuple[list[Any], FrozenList]:
+        live = res.live
+        feats = [live[n] for n in res.features]
+        ctx = freeze({"core": self, "config": res.config, "provider": str(res.provider),
+                      "tags": list(res.tags), "models": list(res.models)})
+        tools = _run_sync(build_catalog([live[n] for n in res.tools], feats, res.config, ctx, prepare=prepare))
+        available = FrozenList._trusted([d for t in tools for d in t.schemas.values()])
+        effective = prepare_tools(feats, res.config, available, ctx.merged({"available_tools": available, "tools": available}))
+        return tools, effective
+
+    def get_tool_schemas(self, config: Mapping[str, Any] | None = None) -> list[ToolDescriptor]:
+        """The tools a request with ``config`` would offer, after features' ``prepare_tools``."""
+        return list(self._catalog(self.resolve(config), prepare=True)[1])
+
+    def execute_tool_calls(
+        self, session: Session, tool_calls: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None = None
+    ) -> list[Message]:
+        """Run tool calls outside a request, for applications with their own loop.
+
+        Returns one ``tool`` message per call (append them with
+        ``session.with_messages(...)``). Failures become error results, as in
+        a request. Lifecycle actions do not run here.
+        """
+        res = self.resolve(config)
+        tools, effective = self._catalog(res, prepare=True)
+        live = res.live
+        provider = live[res.provider]
+        exts = [live[n] for n in res.extensions]
+        registry = interop_registry(provider, exts, tools, res.config)
+        emitted: list[str] = []
+        for p in (provider, *exts):
+            emitted.extend(call_hook(p, "emitted_tool_call_formats", res.config, None) or ())
+        names = {(d.plugin_name, d.tool_name) for d in effective}
+        ctx = freeze({"core": self, "config": res.config, "trigger_source": "core", "session": session.to_dict()})
+        from .tools import accepted_formats
+
+        accepted = accepted_formats(provider, exts, res.config)
+        out: list[Message] = []
+        for i, call in enumerate(tool_calls):
+            routed = route(registry.read_call(freeze(call), i, emitted), tools, names)
+            out.append(_run_sync(run_tool_call(routed, routed.call.payload, ctx, "", accepted)))
+        return out
+
+    # -- UI, completions, config ------------------------------------------------
+
+    def get_ui_schema(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every enabled plugin's UI elements, normalized into one flat list.
+
+        Missing ``ui_type`` becomes ``"config"``; ``plugin`` is added when
+        absent; config elements are de-duplicated on ``key`` (first wins);
+        action elements from extensions and features get ``action_owner``.
+        """
+        res = self.resolve(config)
+        tools, effective = self._catalog(res, prepare=False)
+        available = [d for t in tools for d in t.schemas.values()]
+        ctx = freeze({"tags": list(res.tags), "models": list(res.models),
+                      "available_tools": available, "tools": list(effective)})
+        out: list[dict[str, Any]] = []
+        seen_keys: set[Any] = set()
+        for ref in res.enabled:
+            plugin = res.live[ref]
+            if not plugin.defines("get_ui_elements"):
+                continue
+            elements = call_hook(plugin, "get_ui_elements", res.config, ctx) or []
+            for el in elements:
+                if not isinstance(el, Mapping):
+                    raise PluginError(plugin.name, "get_ui_elements", TypeError("bad element"),
+                                      detail=f"UI elements must be mappings, got {el!r}")
+                item = thaw(el)
+                item["ui_type"] = item.get("ui_type") or "config"
+                item.setdefault("plugin", plugin.name)
+                if item["ui_type"] in ("session_action", "message_action") and ref.kind in ("extension", "feature"):
+                    item.setdefault("action_owner", plugin.name)
+                if item["ui_type"] == "config" and "key" in item:
+                    if item["key"] in seen_keys:
+                        continue
+                    seen_keys.add(item["key"])
+                out.append(item)
+        return out
+
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        """Every registered plugin's config keys, one flat entry per key, with ``plugin``."""
+        out = []
+        for kind in KINDS:
+            for spec in self._specs[kind]:
+                plugin = LivePlugin(spec, spec.factory())
+                raw = call_hook(plugin, "get_config_schema")
+                parse_schema(spec.name, raw)
+                fields = raw.get("properties", raw) if isinstance(raw, Mapping) and raw.get("type") == "object" else raw
+                for key, desc in (fields or {}).items():
+                    out.append({**thaw(desc), "key": key, "plugin": spec.name})
+        return out
+
+    def get_completions(self, config: Mapping[str, Any] | None, text: str) -> list[dict[str, Any]]:
+        """Completions from every enabled feature for ``text``; each names its ``plugin``."""
+        res = self.resolve(config)
+        out = []
+        for name in res.features:
+            plugin = res.live[name]
+            if plugin.defines("get_completions"):
+                for c in call_hook(plugin, "get_completions", res.config, text) or ():
+                    item = thaw(c)
+                    item.setdefault("plugin", plugin.name)
+                    out.append(item)
+        return out
+
+    def apply_completion(self, config: Mapping[str, Any] | None, text: str, completion: Mapping[str, Any]) -> str:
+        """Ask the feature that offered ``completion`` for replacement text ("" for none)."""
+        res = self.resolve(config)
+        owner = completion.get("plugin") if isinstance(completion, Mapping) else None
+        for name in res.features:
+            plugin = res.live[name]
+            if owner is not None and plugin.name != owner:
+                continue
+            if plugin.defines("apply_completion"):
+                got = call_hook(plugin, "apply_completion", res.config, text, freeze(completion))
+                if got:
+                    return str(got)
+        return ""
+
+    # -- actions --------------------------------------------------------------
+
+    def _init_state(self, res: Resolution) -> tuple[Any, FrozenDict]:
+        live = res.live
+        provider = live[res.provider]
+        state = frozen_map(provider, "init", call_hook(provider, "init", res.config), "state")
+        for name in (*res.extensions, *res.features):
+            p = live[name]
+            state = frozen_map(p, "init", call_hook(p, "init", res.config, state), "state")
+        return provider, state
+
+    def get_actions(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Action definitions of the enabled extensions and features, each with ``plugin``."""
+        res = self.resolve(config)
+        _, state = self._init_state(res)
+        out = []
+        for name in (*res.extensions, *res.features):
+            plugin = res.live[name]
+            if plugin.defines("get_actions"):
+                for a in call_hook(plugin, "get_actions", state) or ():
+                    item = thaw(a)
+                    item.setdefault("plugin", plugin.name)
+                    out.append(item)
+        return out
+
+    def execute_action(
+        self,
+        session: Session,
+        action_id: str,
+        params: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+    ) -> ActionResult:
+        """Run a session-scoped action of an enabled extension or feature.
+
+        ``action_id`` may be qualified as ``"plugin:action"`` when two plugins
+        declare the same id. Params are checked against the action's
+        ``inputs`` before the plugin runs.
+
+        Returns:
+            ActionResult: the new session (metadata merged, native history
+            replaced), the native history, and the result's other keys.
+
+        Raises:
+            ActionInputError: unknown action, or a missing/ill-typed/unknown input.
+            PluginError: the plugin failed.
+        """
+        if not isinstance(session, Session):
+            raise TypeError(f"execute_action expects a Session, got {type(session).__name__}")
+        res = self.resolve(config)
+        provider, state = self._init_state(res)
+        owner_name, _, bare = action_id.rpartition(":") if ":" in action_id else ("", "", action_id)
+        matches = []
+        for name in (*res.extensions, *res.features):
+            plugin = res.live[name]
+            if owner_name and plugin.name != owner_name:
+                continue
+            if plugin.defines("get_actions"):
+                for a in call_hook(plugin, "get_actions", state) or ():
+                    if isinstance(a, Mapping) and a.get("id") == bare:
+                        matches.append((plugin, a))
+        if not matches:
+            raise ActionInputError(f"no enabled plugin offers an action {action_id!r}", action=action_id)
+        if len(matches) > 1:
+            owners = ", ".join(f"{p.name}:{bare}" for p, _ in matches)
+            raise ActionInputError(f"action {bare!r} is ambiguous; qualify it as one of {owners}", action=action_id)
+        plugin, action = matches[0]
+        checked = _check_inputs(action_id, action.get("inputs") or {}, params or {})
+
+        pname = str(res.provider)
+        native, covered = load_native(session, pname)
+        uncovered = list(session.messages)[covered:]
+        if uncovered or not native:
+            ctx = freeze({"core": self, "config": res.config})
+            core = FrozenList._trusted([m.as_mapping() for m in uncovered])
+            delta = frozen_list(provider, "to_native_messages",
+                                call_hook(provider, "to_native_messages", core, state, context=ctx), "native")
+            for name in (*res.extensions, *res.features):
+                p = res.live[name]
+                delta = frozen_list(p, "to_native_messages",
+                                    call_hook(p, "to_native_messages", core, delta, state, context=ctx), "native")
+            native = FrozenList._trusted([*native, *delta])
+        owned = {"core": self, "config": res.config, "trigger_source": "application", "session": session.to_dict()}
+        ctx = merge_context(owned, context)
+        result = call_hook(plugin, "execute_action", bare, session, native, freeze(checked), ctx, state)
+        result = frozen_map(plugin, "execute_action", result if result is not None else {}, "action result")
+        new_session = session
+        if isinstance(result.get("session_metadata"), Mapping):
+            new_session = new_session.with_metadata(result["session_metadata"])
+        if "native_messages" in result:
+            native = frozen_list(plugin, "execute_action", result["native_messages"], "native_messages")
+        new_session = store_native(new_session, pname, native)
+        payload = {k: thaw(v) for k, v in result.items() if k not in _ACTION_RESULT_KEYS}
+        return ActionResult(new_session, list(native), payload)
+
+
+def _check_inputs(action: str, inputs: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(params, Mapping):
+        raise ActionInputError(f"params for action {action!r} must be a mapping", action=action)
+    out: dict[str, Any] = {}
+    for key in params:
+        if key not in inputs:
+            known = ", ".join(sorted(inputs)) or "none"
+            raise ActionInputError(
+                f"action {action!r} has no input {key!r} (declared inputs: {known})", action=action, input=key
+            )
+    for key, desc in inputs.items():
+        desc = desc if isinstance(desc, Mapping) else {}
+        if key not in params:
+            if desc.get("required"):
+                raise ActionInputError(f"action {action!r} needs the input {key!r}", action=action, input=key)
+            if "default" in desc:
+                out[key] = desc["default"]
+            continue
+        value = params[key]
+        t = desc.get("type")
+        py = _INPUT_TYPES.get(t) if isinstance(t, str) else None
+        bad_bool = t in ("number", "integer") and isinstance(value, bool)
+        if py is not None and (bad_bool or not isinstance(value, py)):
+            raise ActionInputError(
+                f"action {action!r}: input {key!r} must be {t}, got {type(value).__name__} ({value!r})",
+                action=action, input=key,
+            )
+        out[key] = value
+    return out
+
+
+def _run_sync(gen: Any) -> Any:
+    """Drive a sub-generator of effects synchronously and return its value."""
+    from .effects import Effect, _Driver, _close_sync
+
+    driver = _Driver()
+    send: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                item = gen.throw(error) if error is not None else gen.send(send)
+            except StopIteration as stop:
+                return stop.value
+            send, error = None, None
+            if isinstance(item, Effect):
+                try:
+                    send = item.run_sync(driver)
+                except Exception as exc:  # noqa: BLE001
+                    error = exc
+    finally:
+        for h in driver.handles:
+            _close_sync(h)

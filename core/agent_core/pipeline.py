@@ -1,0 +1,596 @@
+"""The request flow, written once as a generator (see :mod:`agent_core.effects`).
+
+Order of work for one request (binding; the plugin hooks' docs refer to it):
+
+1. resolve plugins for the config (:mod:`agent_core.resolution`);
+2. tools: ``init`` (+ ``prepare``), schemas, features' ``prepare_tools``,
+   adapted schemas into ``config["tools"]``;
+3. init chain: provider ``init(config)`` -> extensions -> features;
+4. per provider call (at most ``max_iterations``):
+   a. to native: provider ``to_native_messages`` -> extensions -> features,
+      for the core messages the stored native history does not cover yet;
+   b. ``initialize_request``: provider -> extensions -> features;
+   c. the call: ``stream_api`` with, per chunk, provider ``process_chunk`` then
+      each extension's (hot path; features never run here), or ``call_api``;
+   d. finalize: provider ``finalize``; each extension's ``process_chunk``
+      once with ``native_chunk=None`` for the finals it has not seen;
+      extensions' ``finalize`` -> features' ``finalize``;
+   e. from native: provider ``from_native_messages`` -> extensions -> features;
+   f. ``response_finalize`` lifecycle actions;
+   g. ``final`` events; when the last final asks for tools: preview events,
+      ``tool_pre`` lifecycle, execution, ``tool`` messages, ``tool_post``;
+5. ``done`` with the new session.
+
+Everything a plugin is handed is frozen. Results are frozen on the way back
+in, which costs nothing for values that come back unchanged, so the per-chunk
+work does not grow with the length of the conversation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import warnings
+from collections.abc import Generator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .effects import END, Call, CloseIter, NextItem, OpenIter
+from .errors import (
+    ActionInputError,
+    ConfigError,
+    LLMError,
+    PluginError,
+    ProviderRequestCancelled,
+)
+from .events import (
+    FINISHED,
+    DoneEvent,
+    ErrorEvent,
+    ErrorInfo,
+    FinalEvent,
+    Outcome,
+    PartialEvent,
+    StartEvent,
+    Usage,
+)
+from .frozen import FrozenDict, FrozenList, freeze, thaw
+from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
+from .native_history import load_native, store_native
+from .resolution import Resolution
+from .tool_interop import ToolInteropRegistry
+from .tools import (
+    LiveTool,
+    Routed,
+    accepted_formats,
+    adapt_all,
+    build_catalog,
+    interop_registry,
+    is_async_callable,
+    prepare_tools,
+    preview_event,
+    route,
+    run_tool_call,
+)
+from .types import Message, PartialMessage, Session
+
+if TYPE_CHECKING:
+    from .engine import AgentCore
+
+__all__ = ["Flight", "Pipeline", "RESERVED_CONTEXT_KEYS"]
+
+#: context keys the engine owns; caller-supplied context cannot replace them
+RESERVED_CONTEXT_KEYS = frozenset(
+    {
+        "core", "config", "trigger_source", "session", "lifecycle", "final_messages",
+        "native_final_messages", "native_messages", "stream", "turn_native_start_index",
+        "request_id", "tags", "models", "available_tools", "tools", "tool_interop", "iteration",
+        "tool_call", "tool_result", "tool_message",
+    }
+)
+
+
+class Flight:
+    """An in-flight request, as ``cancel_request`` sees it."""
+
+    __slots__ = ("request_id", "provider", "_cancelled", "_lock")
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self.provider: LivePlugin | None = None
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        with self._lock:
+            provider = self.provider
+        if provider is not None:
+            try:
+                call_hook(provider, "cancel_request", self.request_id)
+            except PluginError as exc:
+                warnings.warn(f"cancel_request of {provider.name!r} failed: {exc}", RuntimeWarning, stacklevel=2)
+
+    def attach(self, provider: LivePlugin) -> None:
+        with self._lock:
+            self.provider = provider
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def merge_context(owned: dict[str, Any], extra: Mapping[str, Any] | None) -> FrozenDict:
+    """Add caller context to the engine's; a clash keeps the engine's value (with a warning)."""
+    if extra:
+        for k, v in extra.items():
+            if k in owned or k in RESERVED_CONTEXT_KEYS:
+                warnings.warn(
+                    f"context key {k!r} is reserved by the engine; the caller's value is ignored",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+                continue
+            owned[k] = v
+    return freeze(owned)
+
+
+def _core_dicts(plugin: LivePlugin, hook: str, value: Any) -> FrozenList:
+    msgs = frozen_list(plugin, hook, value, "core messages")
+    for m in msgs:
+        try:
+            Message.from_dict(m)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise PluginError(plugin.name, hook, exc, detail=f"returned an invalid core message {m!r}: {exc}") from exc
+    return msgs
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    if isinstance(exc, PluginError):
+        return ErrorInfo("PluginError", str(exc), exc.plugin, exc.hook)
+    if isinstance(exc, LLMError):
+        return ErrorInfo(
+            type(exc).__name__, str(exc), exc.provider, None, exc.status_code, getattr(exc, "retry_after", None)
+        )
+    return ErrorInfo(type(exc).__name__, str(exc))
+
+
+class Pipeline:
+    """One request. Private, short-lived bookkeeping around frozen values."""
+
+    def __init__(
+        self,
+        core: AgentCore,
+        session: Session,
+        config: Mapping[str, Any],
+        *,
+        stream: bool,
+        request_id: str,
+        flight: Flight,
+        resolution: Resolution | None = None,
+    ) -> None:
+        self.core = core
+        self.input_session = session
+        self.user_config = config
+        self.stream = stream
+        self.request_id = request_id
+        self.flight = flight
+        self.resolution = resolution
+        self.error: BaseException | None = None  # what request() raises
+        self.outcome: Outcome = FINISHED
+        self.usage = [0, 0, 0]
+        self.added: list[Message] = []
+
+    # -- the flow -------------------------------------------------------------
+
+    def run(self) -> Generator[Any, Any, None]:
+        session = self.input_session
+        try:
+            session = yield from self._run()
+        except _Cancelled:
+            self.outcome = Outcome("stopped", "cancelled", "cancelled by cancel_request")
+            self.error = ProviderRequestCancelled(self.request_id)
+            session = self.input_session
+        except (PluginError, LLMError, ConfigError, ActionInputError, ProviderRequestCancelled) as exc:
+            reason = (
+                "plugin_error" if isinstance(exc, PluginError)
+                else "provider_error" if isinstance(exc, LLMError)
+                else "cancelled" if isinstance(exc, ProviderRequestCancelled)
+                else "invalid_input"
+            )
+            self.outcome = Outcome("stopped", reason, str(exc))  # type: ignore[arg-type]
+            self.error = exc
+            session = self.input_session
+            if reason != "cancelled":
+                yield ErrorEvent(self.request_id, error_info(exc))
+        added = self.added if self.error is None else []
+        yield DoneEvent(
+            self.request_id, session, self.outcome,
+            Usage(self.usage[0], self.usage[1], self.usage[2]), list(added),
+        )
+
+    def _run(self) -> Generator[Any, Any, Session]:
+        res = self.resolution or self.core.resolve(self.user_config)
+        live = res.live
+        provider: LivePlugin = live[res.provider]
+        self.flight.attach(provider)
+        exts: list[LivePlugin] = [live[n] for n in res.extensions]
+        feats: list[LivePlugin] = [live[n] for n in res.features]
+        tool_plugins: list[LivePlugin] = [live[n] for n in res.tools]
+        yield StartEvent(self.request_id, res.provider, list(res.extensions), list(res.features), list(res.tools))
+        config: FrozenDict = res.config
+        max_iter = int(config.get("max_iterations") or 10)
+
+        prep_ctx = freeze({"core": self.core, "config": config, "provider": str(res.provider),
+                           "tags": list(res.tags), "models": list(res.models), "request_id": self.request_id})
+        tools: list[LiveTool] = yield from build_catalog(tool_plugins, feats, config, prep_ctx)
+        available = FrozenList._trusted([d for t in tools for d in t.schemas.values()])
+        ctx0 = prep_ctx.merged({"available_tools": available, "tools": available})
+        effective = prepare_tools(feats, config, available, ctx0)
+        registry = interop_registry(provider, exts, tools, config)
+        accepted = accepted_formats(provider, exts, config)
+        config = config.set("tools", adapt_all(registry, list(effective), accepted))
+        emitted = list(self._emitted(provider, exts, config))
+        effective_names = {(d.plugin_name, d.tool_name) for d in effective}
+
+        state = frozen_map(provider, "init", call_hook(provider, "init", config), "state")
+        for p in (*exts, *feats):
+            state = frozen_map(p, "init", call_hook(p, "init", config, state), "state")
+
+        lifecycle = self._lifecycle_actions((*exts, *feats), state)
+        session = self.input_session
+        base_ctx = {
+            "core": self.core, "config": config, "request_id": self.request_id, "tags": list(res.tags),
+            "models": list(res.models), "available_tools": available, "tools": effective,
+            "tool_interop": registry, "stream": self.stream,
+        }
+        pname = str(res.provider)
+
+        for iteration in range(1, max_iter + 1):
+            if self.flight.cancelled:
+                raise _Cancelled
+            ctx = freeze({**base_ctx, "iteration": iteration})
+            native, covered = load_native(session, pname)
+            new_core = list(session.messages)[covered:]
+            if new_core or not native:
+                delta = self._to_native(provider, exts, feats, [m.as_mapping() for m in new_core], state, ctx)
+                native = FrozenList._trusted([*native, *delta])
+
+            native, state = self._chain2(provider, "initialize_request", native, state,
+                                         request_id=self.request_id, context=ctx)
+            for p in (*exts, *feats):
+                native, state = self._chain2(p, "initialize_request", native, state, context=ctx)
+            turn_start = len(native)
+
+            finals, native, state = yield from self._call(provider, exts, native, state, iteration, ctx)
+            self.usage[2] += 1
+
+            for p in (*exts, *feats):
+                out = expect_tuple(p, "finalize", call_hook(p, "finalize", finals, native, state, context=ctx), 3,
+                                   "(final_messages, native_messages, state)")
+                finals = frozen_list(p, "finalize", out[0], "final_messages")
+                native = frozen_list(p, "finalize", out[1], "native_messages")
+                state = frozen_map(p, "finalize", out[2], "state")
+
+            core_msgs = _core_dicts(provider, "from_native_messages",
+                                    call_hook(provider, "from_native_messages", finals, state, context=ctx))
+            for p in (*exts, *feats):
+                core_msgs = _core_dicts(p, "from_native_messages",
+                                        call_hook(p, "from_native_messages", finals, core_msgs, state, context=ctx))
+
+            session_meta: dict[str, Any] = {}
+            for plugin, action in lifecycle.get("response_finalize", ()):
+                lctx = {
+                    "lifecycle": "response_finalize", "trigger_source": "core", "config": config,
+                    "session": session.to_dict(), "core": self.core, "final_messages": core_msgs,
+                    "native_final_messages": finals, "native_messages": native, "stream": self.stream,
+                    "turn_native_start_index": turn_start, "request_id": self.request_id,
+                }
+                result = self._action(plugin, action, session, native, lctx, state)
+                if "final_messages" in result:
+                    core_msgs = _core_dicts(plugin, "execute_action", result["final_messages"])
+                if isinstance(result.get("session_metadata"), Mapping):
+                    session_meta.update(result["session_metadata"])
+                if "native_messages" in result:
+                    native = frozen_list(plugin, "execute_action", result["native_messages"], "native_messages")
+
+            messages = [Message.from_dict(m) for m in core_msgs]
+            session = session.with_messages(messages)
+            if session_meta:
+                session = session.with_metadata(session_meta)
+            session = store_native(session, pname, native)
+            self.added.extend(messages)
+            for m in messages:
+                self._count_usage(m)
+                yield FinalEvent(self.request_id, m, iteration)
+
+            calls = self._tool_calls(messages)
+            if not calls:
+                self.outcome = FINISHED
+                return session
+            if iteration == max_iter:
+                self.outcome = Outcome(
+                    "stopped", "max_turns",
+                    f"the model still asked for tools after {max_iter} provider call(s) (max_iterations)",
+                )
+                return session
+
+            routed = [
+                route(registry.read_call(c, i, emitted), tools, effective_names) for i, c in enumerate(calls)
+            ]
+            for r in routed:
+                yield preview_event(self.request_id, r, iteration)
+            tool_msgs: list[Message] = []
+            for r in routed:
+                if self.flight.cancelled:
+                    raise _Cancelled
+                tctx = {"core": self.core, "config": config, "trigger_source": "core",
+                        "session": session.to_dict(), "request_id": self.request_id}
+                payload, denial = yield from self._tool_pre(lifecycle, r, session, native, state, config)
+                if denial is not None:
+                    r = Routed(dataclasses.replace(r.call, error=denial), r.tool, r.descriptor)
+                msg = yield from run_tool_call(r, payload, freeze(tctx), self.request_id, accepted)
+                tool_msgs.append(msg)
+                session = session.with_message(msg)
+                self.added.append(msg)
+                session = self._tool_post(lifecycle, r, msg, session, native, state, config)
+            # keep the native record pointing at the same covered prefix
+            session = store_native(session, pname, native, len(session.messages) - len(tool_msgs))
+        return session  # pragma: no cover - the loop always returns
+
+    # -- pieces ---------------------------------------------------------------
+
+    def _emitted(self, provider: LivePlugin, exts: list[LivePlugin], config: Any) -> list[str]:
+        out: list[str] = []
+        for p in (provider, *exts):
+            for f in call_hook(p, "emitted_tool_call_formats", config, None) or ():
+                if f not in out:
+                    out.append(f)
+        return out
+
+    def _chain2(self, p: LivePlugin, hook: str, native: Any, state: Any, **kw: Any) -> tuple[Any, Any]:
+        out = expect_tuple(p, hook, call_hook(p, hook, native, state, **kw), 2, "(native_messages, state)")
+        return frozen_list(p, hook, out[0], "native_messages"), frozen_map(p, hook, out[1], "state")
+
+    def _to_native(
+        self, provider: LivePlugin, exts: list[LivePlugin], feats: list[LivePlugin],
+        core: list[Any], state: Any, ctx: Any,
+    ) -> FrozenList:
+        core_list = FrozenList._trusted(core)
+        native = frozen_list(provider, "to_native_messages",
+                             call_hook(provider, "to_native_messages", core_list, state, context=ctx), "native messages")
+        for p in (*exts, *feats):
+            native = frozen_list(p, "to_native_messages",
+                                 call_hook(p, "to_native_messages", core_list, native, state, context=ctx),
+                                 "native messages")
+        return native
+
+    def _call(
+        self, provider: LivePlugin, exts: list[LivePlugin], native: Any, state: Any, iteration: int, ctx: Any
+    ) -> Generator[Any, Any, tuple[FrozenList, FrozenList, FrozenDict]]:
+        """Steps 4c-4d up to the extensions' closing ``process_chunk(None, ...)``."""
+        spec = provider.spec
+        can_stream = spec.defines("stream_api") or spec.defines("astream_api")
+        can_call = spec.defines("call_api") or spec.defines("acall_api")
+        rid = self.request_id
+        seen: list[Any] = []
+        unseen: list[Any] = []
+        chunks = 0
+        streamed = (self.stream and can_stream) or not can_call
+        if streamed:
+            sapi = provider.hook("stream_api") if spec.defines("stream_api") else None
+            aapi = provider.hook("astream_api") if spec.defines("astream_api") else None
+            try:
+                handle = yield OpenIter(
+                    (lambda: sapi(native, state, request_id=rid)) if sapi else None,
+                    (lambda: aapi(native, state, request_id=rid)) if aapi else None,
+                    label=f"provider {provider.name!r} stream",
+                )
+            except Exception as exc:
+                raise self._provider_failure(provider, "stream_api", exc) from exc
+            p_chunk = provider.hook("process_chunk")
+            hot = [(e, e.hook("process_chunk")) for e in exts if e.defines("process_chunk")]
+            flight = self.flight
+            while True:
+                try:
+                    chunk = yield NextItem(handle)
+                except Exception as exc:
+                    raise self._provider_failure(provider, "stream_api", exc) from exc
+                if chunk is END:
+                    break
+                if flight.cancelled:
+                    yield CloseIter(handle)
+                    raise _Cancelled
+                chunks += 1
+                try:
+                    out = p_chunk(chunk, native, state)
+                except (LLMError, ProviderRequestCancelled):
+                    raise
+                except Exception as exc:
+                    raise PluginError(provider.name, "process_chunk", exc) from exc
+                partials, finals, native, state = self._hot_out(provider, out)
+                for ext, fn in hot:
+                    try:
+                        out = fn(chunk, partials, finals, native, state)
+                    except (LLMError, ProviderRequestCancelled):
+                        raise
+                    except Exception as exc:
+                        raise PluginError(ext.name, "process_chunk", exc) from exc
+                    partials, finals, native, state = self._hot_out(ext, out)
+                for p in partials:
+                    yield PartialEvent(rid, self._partial(provider, p), iteration)
+                if finals:
+                    seen.extend(finals)
+        # The seed's minimal EchoProvider streams nothing and answers through
+        # call_api. A stream that yields no chunk at all is taken to mean "this
+        # provider does not really stream", and call_api answers instead. Real
+        # streaming APIs always send at least one event, so a real call is
+        # never made twice.
+        if not streamed or (not chunks and can_call):
+            capi = provider.hook("call_api") if spec.defines("call_api") else None
+            acapi = provider.hook("acall_api") if spec.defines("acall_api") else None
+            try:
+                out = yield Call(
+                    (lambda: capi(native, state, request_id=rid)) if capi else None,
+                    (lambda: acapi(native, state, request_id=rid)) if acapi else None,
+                    label=f"provider {provider.name!r} call_api",
+                )
+            except Exception as exc:
+                raise self._provider_failure(provider, "call_api", exc) from exc
+            if self.flight.cancelled:
+                raise _Cancelled
+            partials, finals, native, state = self._hot_out(provider, out, hook="call_api")
+            for p in partials:
+                yield PartialEvent(rid, self._partial(provider, p), iteration)
+            unseen.extend(finals)
+
+        out = expect_tuple(provider, "finalize", call_hook(provider, "finalize", native, state, context=ctx), 3,
+                           "(final_messages, native_messages, state)")
+        unseen.extend(frozen_list(provider, "finalize", out[0], "final_messages"))
+        native = frozen_list(provider, "finalize", out[1], "native_messages")
+        state = frozen_map(provider, "finalize", out[2], "state")
+        pending = FrozenList._trusted(unseen)
+        for ext in exts:
+            if not ext.defines("process_chunk"):
+                continue
+            partials, pending, native, state = self._hot_out(
+                ext, call_hook(ext, "process_chunk", None, FrozenList(), pending, native, state)
+            )
+            for p in partials:
+                yield PartialEvent(rid, self._partial(ext, p), iteration)
+        return FrozenList._trusted([*seen, *pending]), native, state
+
+    def _hot_out(self, plugin: LivePlugin, out: Any, hook: str = "process_chunk") -> tuple[Any, Any, Any, Any]:
+        if out.__class__ is not tuple or len(out) != 4:
+            out = expect_tuple(plugin, hook, out, 4, "(partial_messages, final_messages, native_messages, state)")
+        partials, finals, native, state = out
+        return (
+            partials if partials.__class__ is FrozenList else frozen_list(plugin, hook, partials, "partial_messages"),
+            finals if finals.__class__ is FrozenList else frozen_list(plugin, hook, finals, "final_messages"),
+            native if native.__class__ is FrozenList else frozen_list(plugin, hook, native, "native_messages"),
+            state if state.__class__ is FrozenDict else frozen_map(plugin, hook, state, "state"),
+        )
+
+    def _partial(self, plugin: LivePlugin, p: Any) -> PartialMessage:
+        if isinstance(p, PartialMessage):
+            return p
+        try:
+            return PartialMessage(p.get("role") or "assistant", p.get("content", ""), p.get("metadata"))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise PluginError(plugin.name, "process_chunk", exc, detail=f"returned an invalid partial {p!r}") from exc
+
+    def _provider_failure(self, provider: LivePlugin, hook: str, exc: BaseException) -> BaseException:
+        if self.flight.cancelled:
+            return _Cancelled()
+        if isinstance(exc, (LLMError, ProviderRequestCancelled, PluginError, ConfigError)):
+            return exc
+        return PluginError(provider.name, hook, exc)
+
+    def _count_usage(self, m: Message) -> None:
+        usage = m.metadata.get("usage")
+        if isinstance(usage, Mapping):
+            for i, key in enumerate(("input_tokens", "output_tokens")):
+                v = usage.get(key)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    self.usage[i] += v
+
+    @staticmethod
+    def _tool_calls(messages: list[Message]) -> list[Any]:
+        for m in reversed(messages):
+            if m.role == "assistant":
+                calls = m.metadata.get("tool_calls")
+                return list(calls) if isinstance(calls, (list, tuple)) else []
+        return []
+
+    # -- lifecycle actions ----------------------------------------------------
+
+    def _lifecycle_actions(self, plugins: tuple[LivePlugin, ...], state: Any) -> dict[str, list[tuple[LivePlugin, Any]]]:
+        table: dict[str, list[tuple[LivePlugin, Any]]] = {}
+        for p in plugins:
+            if not p.defines("get_actions"):
+                continue
+            for action in call_hook(p, "get_actions", state) or ():
+                if not isinstance(action, Mapping) or "id" not in action:
+                    raise PluginError(p.name, "get_actions", TypeError("bad action"),
+                                      detail=f"each action must be a mapping with an 'id', got {action!r}")
+                trig = action.get("trigger") or action.get("lifecycle")
+                for t in ([trig] if isinstance(trig, str) else trig or ()):
+                    table.setdefault(t, []).append((p, freeze(action)))
+        return table
+
+    def _action(
+        self, plugin: LivePlugin, action: Any, session: Session, native: Any, context: dict[str, Any], state: Any
+    ) -> FrozenDict:
+        params = {k: v.get("default") for k, v in (action.get("inputs") or {}).items()
+                  if isinstance(v, Mapping) and "default" in v}
+        result = call_hook(plugin, "execute_action", action["id"], session, native, freeze(params),
+                           freeze(context), state)
+        return frozen_map(plugin, "execute_action", result if result is not None else {}, "action result")
+
+    def _tool_pre(
+        self, lifecycle: Mapping[str, Any], r: Routed, session: Session, native: Any, state: Any, config: Any
+    ) -> Generator[Any, Any, tuple[Any, str | None]]:
+        payload = r.call.payload
+        for plugin, action in lifecycle.get("tool_pre", ()):
+            call_info = {"id": r.call.call_id, "name": r.call.tool_name, "payload": payload,
+                         "payload_kind": r.call.payload_kind, "payload_format": r.call.payload_format,
+                         "plugin": r.tool.plugin.name if r.tool else None}
+            ctx = {"lifecycle": "tool_pre", "trigger_source": "core", "config": config, "core": self.core,
+                   "session": session.to_dict(), "tool_call": call_info, "request_id": self.request_id,
+                   "native_messages": native, "stream": self.stream}
+            res = self._action(plugin, action, session, native, ctx, state)
+            verdict = res.get("action") or res.get("decision") or "continue"
+            reason = res.get("reason") or ""
+            if verdict == "modify":
+                data = res.get("data")
+                payload = data.get("payload", payload) if isinstance(data, Mapping) else res.get("payload", payload)
+            elif verdict == "deny":
+                return payload, f"tool call denied by {plugin.name}" + (f": {reason}" if reason else "")
+            elif verdict in ("ask_user", "ask"):
+                allowed = yield from self._approve(plugin, r, payload, res)
+                if not allowed:
+                    return payload, f"tool call not approved ({plugin.name})" + (f": {reason}" if reason else "")
+            elif verdict not in ("continue", "allow"):
+                raise PluginError(plugin.name, "execute_action", ValueError(verdict),
+                                  detail=f"tool_pre action returned unknown action {verdict!r}")
+        return payload, None
+
+    def _approve(self, plugin: LivePlugin, r: Routed, payload: Any, res: Mapping[str, Any]) -> Generator[Any, Any, bool]:
+        from .approval import ApprovalRequest, decision_allows
+
+        default = res.get("approval_default") or res.get("default") or "deny"
+        callback = self.core.approval
+        if callback is None:
+            return default == "allow"
+        request = ApprovalRequest(
+            request_id=self.request_id, call_id=r.call.call_id, tool_name=r.call.tool_name,
+            plugin=plugin.name, payload=thaw(payload),
+            prompt=str(res.get("approval_prompt") or f"Allow {r.call.tool_name}?"),
+            options=list(res.get("approval_options") or ["allow", "deny"]), default=default,
+        )
+        try:
+            answer = yield Call(
+                None if is_async_callable(callback) else (lambda: callback(request)),
+                (lambda: callback(request)) if is_async_callable(callback) else None,
+                label="approval callback",
+            )
+        except Exception as exc:  # noqa: BLE001 - a broken callback must not run the tool
+            raise PluginError("approval", "approval_callback", exc) from exc
+        return decision_allows(answer, default)
+
+    def _tool_post(
+        self, lifecycle: Mapping[str, Any], r: Routed, msg: Message, session: Session, native: Any, state: Any,
+        config: Any,
+    ) -> Session:
+        for plugin, action in lifecycle.get("tool_post", ()):
+            ctx = {"lifecycle": "tool_post", "trigger_source": "core", "config": config, "core": self.core,
+                   "session": session.to_dict(), "request_id": self.request_id,
+                   "tool_call": {"id": r.call.call_id, "name": r.call.tool_name, "payload": r.call.payload},
+                   "tool_result": msg.tool_result, "tool_message": msg.as_mapping()}
+            res = self._action(plugin, action, session, native, ctx, state)
+            if isinstance(res.get("session_metadata"), Mapping):
+                session = session.with_metadata(res["session_metadata"])
+        return session

@@ -1,0 +1,351 @@
+"""Tools for one request: catalog, schema adaptation, routing and execution.
+
+The catalog is built before the provider initializes (the effective schemas
+go into ``config["tools"]``). Executing a call is a small generator that
+yields effects (so sync and async share it) and events (previews, progress,
+results). Whatever goes wrong inside a tool, an unknown tool name, arguments
+that do not parse, a denied call, becomes an error *result* the model sees;
+it never stops the request.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from .effects import END, Call, NextItem, OpenIter
+from .errors import ConfigError, PluginError
+from .events import ToolCallEvent, ToolProgressEvent, ToolResultEvent
+from .frozen import FrozenDict, FrozenList, freeze, thaw
+from .hooks import LivePlugin, call_hook
+from .tool_interop import (
+    OPENAI_CHAT,
+    InspectedToolCall,
+    ToolInteropContribution,
+    ToolInteropRegistry,
+    detect_schema_format,
+    schema_tool_name,
+)
+from .types import Message, ToolDescriptor
+
+__all__ = ["LiveTool", "ToolCatalog", "build_catalog", "run_tool_call"]
+
+ENVELOPE = "provider_native_tool_result"
+
+
+@dataclass
+class LiveTool:
+    plugin: LivePlugin
+    state: Any
+    prepared: Any = None
+    schemas: dict[str, ToolDescriptor] = field(default_factory=dict)  # tool_name -> descriptor
+
+
+@dataclass
+class ToolCatalog:
+    tools: list[LiveTool]
+    available: FrozenList  # every descriptor, before prepare_tools
+    effective: FrozenList  # after prepare_tools
+    adapted: FrozenList  # schemas in a provider-accepted format (config["tools"])
+    accepted: tuple[str, ...]
+
+
+def describe(plugin: LivePlugin, schemas: Any) -> list[ToolDescriptor]:
+    """Turn a tool's ``get_tool_schemas`` result into descriptors."""
+    if not isinstance(schemas, (list, tuple)):
+        raise PluginError(
+            plugin.name, "get_tool_schemas", TypeError("bad return value"),
+            detail=f"must return a list of schemas, got {type(schemas).__name__}",
+        )
+    out = []
+    for i, schema in enumerate(schemas):
+        fmt = detect_schema_format(schema) if isinstance(schema, Mapping) else None
+        name = schema_tool_name(schema, fmt) if fmt else None
+        if fmt is None or not name:
+            raise ConfigError(
+                f"tool plugin {plugin.name!r}: schema #{i} is not an OpenAI function, an Anthropic tool, "
+                f"or a JSON Schema with a 'title' naming the tool: {schema!r}",
+                plugins=[plugin.name],
+            )
+        out.append(ToolDescriptor(plugin.name, name, schema, {"format": fmt}))
+    return out
+
+
+def accepted_formats(provider: LivePlugin, extensions: list[LivePlugin], config: Any) -> tuple[str, ...]:
+    formats: list[str] = []
+    for p in (provider, *extensions):
+        for f in call_hook(p, "accepted_tool_schema_formats", config, None) or ():
+            if f not in formats:
+                formats.append(f)
+    return tuple(formats) or (OPENAI_CHAT,)
+
+
+def adapt_all(
+    registry: ToolInteropRegistry, tools: list[ToolDescriptor], accepted: tuple[str, ...]
+) -> FrozenList:
+    out = []
+    for d in tools:
+        src = d.metadata.get("format") or detect_schema_format(d.schema)
+        got = registry.adapt_schema(d.schema, src, list(accepted))
+        if got is None:
+            raise ConfigError(
+                f"tool {d.tool_name!r} (plugin {d.plugin_name!r}) has a {src} schema, but the provider "
+                f"accepts only {', '.join(accepted)} and no adapter converts between them",
+                plugins=[d.plugin_name],
+            )
+        out.append(got[1])
+    return freeze(out)
+
+
+def interop_registry(
+    provider: LivePlugin, extensions: list[LivePlugin], tools: list[LiveTool], config: Any
+) -> ToolInteropRegistry:
+    contributions: list[ToolInteropContribution] = []
+    for p in (provider, *extensions):
+        if p.defines("get_tool_interop_contribution"):
+            contributions.append(call_hook(p, "get_tool_interop_contribution", config, None))
+    for t in tools:
+        if t.plugin.defines("get_tool_interop_contribution"):
+            contributions.append(call_hook(t.plugin, "get_tool_interop_contribution", t.state))
+    for c in contributions:
+        if not isinstance(c, ToolInteropContribution):
+            raise ConfigError(f"get_tool_interop_contribution must return a ToolInteropContribution, got {c!r}")
+    return ToolInteropRegistry(tuple(contributions))
+
+
+def build_catalog(
+    tool_plugins: list[LivePlugin], features: list[LivePlugin], config: Any, context: Mapping[str, Any],
+    *, prepare: bool = True,
+) -> Generator[Any, Any, list[LiveTool]]:
+    """Init every enabled tool (and ``prepare`` it), then collect its schemas."""
+    live: list[LiveTool] = []
+    for plugin in tool_plugins:
+        state = freeze(call_hook(plugin, "init", config))
+        prepared = None
+        if prepare and (plugin.defines("prepare") or plugin.defines("prepare_async")):
+            sync = plugin.hook("prepare") if plugin.defines("prepare") else None
+            asyn = plugin.hook("prepare_async") if plugin.defines("prepare_async") else None
+            try:
+                prepared = yield Call(
+                    (lambda s=sync, st=state: s(config, st, context=context)) if sync else None,
+                    (lambda a=asyn, st=state: a(config, st, context=context)) if asyn else None,
+                    label=f"tool {plugin.name!r} prepare",
+                )
+            except Exception as exc:  # noqa: BLE001
+                raise PluginError(plugin.name, "prepare", exc) from exc
+            prepared = freeze(prepared)
+        schemas = call_hook(plugin, "get_tool_schemas", state, prepared=prepared)
+        lt = LiveTool(plugin, state, prepared)
+        for d in describe(plugin, schemas):
+            lt.schemas[d.tool_name] = d
+        live.append(lt)
+    return live
+
+
+def prepare_tools(features: list[LivePlugin], config: Any, tools: FrozenList, context: Mapping[str, Any]) -> FrozenList:
+    for f in features:
+        if not f.defines("prepare_tools"):
+            continue
+        got = call_hook(f, "prepare_tools", config, tools, context)
+        if not isinstance(got, (list, tuple)) or not all(isinstance(t, ToolDescriptor) for t in got):
+            raise PluginError(
+                f.name, "prepare_tools", TypeError("bad return value"),
+                detail="must return a list of ToolDescriptor",
+            )
+        tools = FrozenList._trusted(got)
+    return tools
+
+
+# -- executing one call ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Routed:
+    call: InspectedToolCall
+    tool: LiveTool | None
+    descriptor: ToolDescriptor | None
+
+
+def _payload_kwargs(call: InspectedToolCall) -> dict[str, Any]:
+    return {
+        "payload_kind": call.payload_kind,
+        "payload_format": call.payload_format,
+        "payload_metadata": freeze(dict(call.payload_metadata)),
+        "tool_call": freeze(dict(call.tool_call)),
+    }
+
+
+def route(call: InspectedToolCall, tools: list[LiveTool], effective_names: set[tuple[str, str]]) -> Routed:
+    """Pick the tool for a call: a tool that claims it, else the one whose schema names it."""
+    refused: set[str] = set()
+    for t in tools:
+        if not t.plugin.defines("can_handle_tool_call"):
+            continue
+        d = t.schemas.get(call.tool_name or "")
+        verdict = call_hook(
+            t.plugin, "can_handle_tool_call", call.tool_name, call.payload, t.state,
+            **_payload_kwargs(call), tool_schema=d.schema if d else None, prepared=t.prepared,
+        )
+        if verdict is True:
+            return Routed(call, t, d)
+        if verdict is False:
+            refused.add(t.plugin.name)
+    for t in tools:
+        if t.plugin.name in refused:
+            continue
+        d = t.schemas.get(call.tool_name or "")
+        if d is not None and (t.plugin.name, d.tool_name) in effective_names:
+            return Routed(call, t, d)
+    return Routed(call, None, None)
+
+
+def preview_event(request_id: str, routed: Routed, iteration: int) -> ToolCallEvent:
+    call, tool = routed.call, routed.tool
+    preview = ""
+    if tool is not None and call.error is None and tool.plugin.defines("format_tool_call_preview"):
+        try:
+            preview = str(
+                call_hook(
+                    tool.plugin, "format_tool_call_preview", call.tool_name, call.payload, tool.state,
+                    **_payload_kwargs(call), prepared=tool.prepared,
+                )
+                or ""
+            )
+        except PluginError:
+            preview = ""
+    return ToolCallEvent(
+        request_id, call.call_id, call.tool_name, tool.plugin.name if tool else None,
+        _jsonable(call.payload), preview, iteration,
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        msgspec.json.encode(value)
+        return value
+    except (TypeError, ValueError, OverflowError):
+        return repr(value)
+
+
+def _error(message: str) -> FrozenDict:
+    return FrozenDict({"success": False, "error": message})
+
+
+def execute(
+    routed: Routed, payload: Any, context: Mapping[str, Any], request_id: str
+) -> Generator[Any, Any, FrozenDict]:
+    """Run one routed call; yields effects and progress events, returns the result dict."""
+    call, tool = routed.call, routed.tool
+    if call.error is not None:
+        return _error(call.error)
+    if tool is None:
+        return _error(f"Unknown tool: {call.tool_name}")
+    plugin = tool.plugin
+    kwargs = {**_payload_kwargs(call), "cancellation": None, "context": context, "prepared": tool.prepared}
+    name = call.tool_name
+    try:
+        if plugin.defines("stream_tool") or plugin.defines("stream_tool_async"):
+            sync = plugin.hook("stream_tool") if plugin.defines("stream_tool") else None
+            asyn = plugin.hook("stream_tool_async") if plugin.defines("stream_tool_async") else None
+            handle = yield OpenIter(
+                (lambda: sync(name, payload, tool.state, **kwargs)) if sync else None,
+                (lambda: asyn(name, payload, tool.state, **kwargs)) if asyn else None,
+                label=f"tool {plugin.name!r} stream_tool",
+            )
+            parts = []
+            while True:
+                item = yield NextItem(handle)
+                if item is END:
+                    break
+                if isinstance(item, Mapping) and "success" in item:
+                    return freeze(item)
+                part = item.get("part", item) if isinstance(item, Mapping) else item
+                parts.append(part)
+                yield ToolProgressEvent(request_id, call.call_id, name, _jsonable(thaw(part)))
+            return FrozenDict({"success": True, "result": freeze(parts)})
+        sync = plugin.hook("execute_tool") if plugin.defines("execute_tool") else None
+        asyn = plugin.hook("execute_tool_async") if plugin.defines("execute_tool_async") else None
+        if sync is None and asyn is None:
+            return _error(f"Unknown tool: {name}")
+        result = yield Call(
+            (lambda: sync(name, payload, tool.state, **kwargs)) if sync else None,
+            (lambda: asyn(name, payload, tool.state, **kwargs)) if asyn else None,
+            label=f"tool {plugin.name!r} execute_tool",
+        )
+    except Exception as exc:  # noqa: BLE001 - a failing tool is an answer for the model
+        return _error(f"{type(exc).__name__}: {exc}")
+    if not isinstance(result, Mapping):
+        return FrozenDict({"success": True, "result": freeze(result)})
+    return freeze(result)
+
+
+def _envelope_text(envelope: Mapping[str, Any]) -> str:
+    parts = []
+    for part in envelope.get("content") or ():
+        if isinstance(part, Mapping):
+            if isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            else:
+                parts.append(f"[{part.get('type', 'part')}]")
+        else:
+            parts.append(str(part))
+    return "\n".join(parts)
+
+
+def tool_message(
+    routed: Routed, result: FrozenDict, accepted: tuple[str, ...]
+) -> tuple[Message, Any]:
+    """Format a result as the ``tool`` message the model will read, plus a display payload."""
+    call, tool = routed.call, routed.tool
+    formatted: Any
+    display = None
+    if tool is not None and tool.plugin.defines("format_tool_result"):
+        try:
+            formatted = call_hook(tool.plugin, "format_tool_result", result, tool.state)
+        except PluginError as exc:
+            formatted = f"Error: format_tool_result failed: {exc.original}"
+    else:
+        formatted = (
+            f"Result: {thaw(result.get('result'))}" if result.get("success") else f"Error: {result.get('error')}"
+        )
+    if isinstance(formatted, Mapping) and formatted.get("type") == ENVELOPE:
+        content: Any = formatted if formatted.get("format") in accepted else _envelope_text(formatted)
+    elif isinstance(formatted, str):
+        content = formatted
+    else:
+        try:
+            content = json.dumps(thaw(formatted))
+        except (TypeError, ValueError):
+            content = str(formatted)
+    if tool is not None and tool.plugin.defines("to_display_format"):
+        try:
+            display = _jsonable(thaw(call_hook(
+                tool.plugin, "to_display_format", content if isinstance(content, str) else _envelope_text(content),
+                result, tool.state,
+            )))
+        except PluginError:
+            display = None
+    metadata = {"tool_call_id": call.call_id, "tool_name": call.tool_name}
+    tool_result = result if _jsonable(result) is result else FrozenDict({"success": bool(result.get("success"))})
+    return Message("tool", content, metadata, None, tool_result), display
+
+
+def run_tool_call(
+    routed: Routed, payload: Any, context: Mapping[str, Any], request_id: str, accepted: tuple[str, ...]
+) -> Generator[Any, Any, Message]:
+    """Execute, format and announce one call; returns the ``tool`` message."""
+    result = yield from execute(routed, payload, context, request_id)
+    message, display = tool_message(routed, result, accepted)
+    yield ToolResultEvent(
+        request_id, routed.call.call_id, routed.call.tool_name, bool(result.get("success")), message, display
+    )
+    return message
+
+
+def is_async_callable(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
