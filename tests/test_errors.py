@@ -165,3 +165,34 @@ def test_provider_request_cancelled_carries_request_id() -> None:
     anonymous = ProviderRequestCancelled()
     assert anonymous.request_id is None
     assert "cancel" in str(anonymous).lower()
+
+
+EXAMPLES = [
+    LLMError("boom", provider="openai", status_code=500, retryable=True),
+    RateLimitError("slow down", provider="anthropic", status_code=429, retry_after=3),
+    AuthenticationError("bad key", status_code=401),
+    PluginError("prefix", "process_chunk", ValueError("bad chunk")),
+    PluginError("tag", "finalize", KeyError("x"), detail="returned 2 values"),
+    ConfigError("unknown provider", key="provider", plugins=["a"]),
+    ActionInputError("'n' must be a number", action="compact", input="n"),
+    MissingFieldError("role", "Message"),
+    ProviderRequestCancelled("req-7"),
+    ProviderRequestCancelled(),
+]
+
+
+@pytest.mark.parametrize("err", EXAMPLES, ids=lambda e: type(e).__name__)
+def test_errors_survive_pickle_and_deepcopy(err: Exception) -> None:
+    # Errors cross process boundaries (process pools, multiprocessing) and get
+    # deep-copied with the values that carry them; both must keep every field.
+    import copy
+    import pickle
+
+    for clone in (pickle.loads(pickle.dumps(err)), copy.deepcopy(err)):
+        assert type(clone) is type(err)
+        assert str(clone) == str(err)
+        assert clone.args == err.args
+        public = {k: v for k, v in vars(err).items() if k != "original"}
+        assert {k: v for k, v in vars(clone).items() if k != "original"} == public
+        if isinstance(err, PluginError):
+            assert type(clone.original) is type(err.original) and str(clone.original) == str(err.original)
