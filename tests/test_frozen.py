@@ -431,3 +431,12 @@ def test_frozen_vector_derivations_leave_the_original() -> None:
     assert vec.appended(3) == [1, 2, 3]
     assert vec.extended([3, 4]) == [1, 2, 3, 4]
     assert vec == [1, 2]
+
+
+def test_fromkeys_builds_a_frozen_dict() -> None:
+    d = FrozenDict.fromkeys(["a", "b"], [1])
+    assert type(d) is FrozenDict and d == {"a": [1], "b": [1]}
+    assert type(d["a"]) is FrozenList
+    assert FrozenDict.fromkeys("xy") == {"x": None, "y": None}
+    with pytest.raises(TypeError):
+        d["c"] = 1

@@ -87,6 +87,12 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         new._hash = None
         return new
 
+    @classmethod
+    def fromkeys(cls, keys: Iterable[Any], value: Any = None) -> FrozenDict:  # type: ignore[override]
+        # dict.fromkeys fills the new instance with __setitem__, which we refuse.
+        frozen = freeze(value)
+        return cls._trusted({k: frozen for k in keys})
+
     __setitem__ = _refuse_dict("__setitem__")
     __delitem__ = _refuse_dict("__delitem__")
     __ior__ = _refuse_dict("__ior__")
