@@ -184,6 +184,8 @@ Event = Union[
 def _enc_hook(obj: Any) -> Any:
     if isinstance(obj, FrozenVector):
         return list(obj)
+    if isinstance(obj, str):  # str subclasses such as PluginRef
+        return str(obj)
     if isinstance(obj, frozenset):
         return sorted(obj, key=repr)
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")

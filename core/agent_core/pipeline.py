@@ -220,7 +220,10 @@ class Pipeline:
         exts: list[LivePlugin] = [live[n] for n in res.extensions]
         feats: list[LivePlugin] = [live[n] for n in res.features]
         tool_plugins: list[LivePlugin] = [live[n] for n in res.tools]
-        yield StartEvent(self.request_id, res.provider, list(res.extensions), list(res.features), list(res.tools))
+        yield StartEvent(
+            self.request_id, str(res.provider), [str(n) for n in res.extensions],
+            [str(n) for n in res.features], [str(n) for n in res.tools],
+        )
         config: FrozenDict = res.config
         max_iter = int(config.get("max_iterations") or 10)
 

@@ -1,0 +1,146 @@
+"""Test helpers: a provider that replays a script of model turns.
+
+``scripted_provider`` builds a provider class whose replies you write in
+advance, including tool calls, so a test (yours or ours) can drive the whole
+pipeline, the tool loop included, without a network::
+
+    Provider = scripted_provider(
+        reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]),
+        reply("The sum is 3.", usage={"input_tokens": 12, "output_tokens": 5}),
+    )
+    core = AgentCore(providers=[Provider], tools=[Calculator])
+
+The provider is stateless like every plugin: which turn it plays is the
+number of assistant messages already in the native history. Text streams one
+word per chunk; tool calls arrive in one chunk at the end. Its native format
+is the OpenAI Chat Completions message shape, and it converts tool calls and
+tool results itself, so it needs no extension.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ScriptedTurn", "reply", "scripted_provider", "tool_call"]
+
+
+@dataclass(frozen=True)
+class ScriptedTurn:
+    content: str = ""
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    usage: Mapping[str, Any] | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def tool_call(name: str, arguments: Any = None, *, id: str | None = None) -> dict[str, Any]:
+    """One tool call in the core (OpenAI) shape; ``arguments`` may be a dict or raw text."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, sort_keys=True)
+    return {"id": id or f"call_{name}", "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def reply(
+    content: str = "",
+    *,
+    tool_calls: Sequence[dict[str, Any]] = (),
+    usage: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> ScriptedTurn:
+    """One scripted model turn."""
+    return ScriptedTurn(content, tuple(tool_calls), usage, dict(metadata or {}))
+
+
+def _turn_index(native_messages: Sequence[Mapping[str, Any]]) -> int:
+    return sum(1 for m in native_messages if m.get("role") == "assistant")
+
+
+def scripted_provider(*turns: ScriptedTurn | str, name: str = "scripted", tags: Sequence[str] = ()) -> type:
+    """Build a provider class that plays ``turns`` in order (strings are plain replies).
+
+    Past the end of the script it answers ``"(script exhausted)"``.
+    """
+    script = tuple(reply(t) if isinstance(t, str) else t for t in turns)
+
+    def turn_for(native_messages: Sequence[Mapping[str, Any]]) -> ScriptedTurn:
+        i = _turn_index(native_messages)
+        return script[i] if i < len(script) else reply("(script exhausted)")
+
+    def native_final(turn: ScriptedTurn) -> dict[str, Any]:
+        msg: dict[str, Any] = {"role": "assistant", "content": turn.content}
+        if turn.tool_calls:
+            msg["tool_calls"] = [dict(c) for c in turn.tool_calls]
+        if turn.usage:
+            msg["usage"] = dict(turn.usage)
+        if turn.metadata:
+            msg["metadata"] = dict(turn.metadata)
+        return msg
+
+    class ScriptedProvider:
+        version = "1.0.0"
+
+        def get_models(self, config: Any) -> list[dict[str, Any]]:
+            return [{"id": "scripted-1"}]
+
+        def get_tags(self, config: Any, models: Any) -> list[str]:
+            return ["streaming", "tools", *tags]
+
+        def init(self, config: Any) -> dict[str, Any]:
+            return {"config": config, "answered": False}
+
+        def to_native_messages(self, messages: Any, state: Any, *, context: Any = None) -> list[dict[str, Any]]:
+            out = []
+            for m in messages:
+                n: dict[str, Any] = {"role": m["role"], "content": m["content"]}
+                meta = m.get("metadata") or {}
+                if meta.get("tool_calls"):
+                    n["tool_calls"] = meta["tool_calls"]
+                if m["role"] == "tool":
+                    n["tool_call_id"] = meta.get("tool_call_id")
+                out.append(n)
+            return out
+
+        def from_native_messages(self, native_messages: Any, state: Any, *, context: Any = None) -> list[dict[str, Any]]:
+            out = []
+            for n in native_messages:
+                meta = dict(n.get("metadata") or {})
+                if n.get("tool_calls"):
+                    meta["tool_calls"] = n["tool_calls"]
+                if n.get("usage"):
+                    meta["usage"] = n["usage"]
+                out.append({"role": n["role"], "content": n.get("content", ""), "metadata": meta})
+            return out
+
+        def initialize_request(
+            self, native_messages: Any, state: Any, *, request_id: str | None = None, context: Any = None
+        ) -> tuple[Any, Any]:
+            return native_messages, {**state, "answered": False}
+
+        def stream_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Iterator[Any]:
+            turn = turn_for(native_messages)
+            words = turn.content.split(" ") if turn.content else []
+            for i, w in enumerate(words):
+                yield {"delta": w if i == 0 else " " + w}
+            yield {"end": True}
+
+        def process_chunk(self, chunk: Any, native_messages: Any, state: Any) -> tuple[Any, Any, Any, Any]:
+            if "delta" in chunk:
+                return [{"role": "assistant", "content": chunk["delta"]}], [], native_messages, state
+            return [], [], native_messages, state
+
+        def finalize(self, native_messages: Any, state: Any, *, context: Any = None) -> tuple[Any, Any, Any]:
+            # After a stream the final is assembled here; after call_api it was
+            # already returned, so there is nothing left.
+            if state["answered"]:
+                return [], native_messages, state
+            final = native_final(turn_for(native_messages))
+            return [final], [*native_messages, final], {**state, "answered": True}
+
+        def call_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> tuple[Any, Any, Any, Any]:
+            final = native_final(turn_for(native_messages))
+            return [], [final], [*native_messages, final], {**state, "answered": True}
+
+    ScriptedProvider.name = name  # type: ignore[attr-defined]
+    ScriptedProvider.__name__ = ScriptedProvider.__qualname__ = f"ScriptedProvider_{name}"
+    return ScriptedProvider
