@@ -34,6 +34,7 @@ try:
 except ImportError:  # running from a plain checkout: use the source tree
     sys.path.insert(0, str(ROOT / "core"))
 
+from agent_core.events import Event, Outcome, Usage  # noqa: E402
 from agent_core.types import Message, PartialMessage, Session, ToolDescriptor  # noqa: E402
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -44,6 +45,9 @@ SCHEMAS: list[tuple[str, Any]] = [
     ("partial_message.schema.json", PartialMessage),
     ("session.schema.json", Session),
     ("tool_descriptor.schema.json", ToolDescriptor),
+    ("event.schema.json", Event),
+    ("outcome.schema.json", Outcome),
+    ("usage.schema.json", Usage),
 ]
 
 # Files in schemas/ with this suffix are owned by this script: one that no

@@ -34,6 +34,32 @@ _json_encoder = msgspec.json.Encoder()
 _json_decoder = msgspec.json.Decoder()
 
 
+_KEY_TO_FIELD = {"multipartContent": "multipart_content", "toolResult": "tool_result"}
+
+
+class _ReadsLikeDict:
+    """``msg["content"]`` / ``msg.get("metadata")`` read the serialized keys.
+
+    Code written for the original platform indexes messages as dicts; this
+    keeps it working without making messages mutable mappings.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        field = _KEY_TO_FIELD.get(key, key)
+        if field not in self.__struct_fields__:  # type: ignore[attr-defined]
+            raise KeyError(key)
+        return getattr(self, field)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            value = self[key]
+        except KeyError:
+            return default
+        return default if value is None else value
+
+
 def _check_role(role: Any, type_name: str) -> None:
     if not isinstance(role, str):
         raise TypeError(f"{type_name}.role must be a string, got {type(role).__name__}")
@@ -67,7 +93,7 @@ def _decode(data: bytes | str, type_name: str) -> Any:
         raise ValueError(f"{type_name}.from_json: invalid JSON: {exc}") from exc
 
 
-class Message(msgspec.Struct, frozen=True):
+class Message(_ReadsLikeDict, msgspec.Struct, frozen=True):
     """One conversation message.
 
     ``metadata`` carries everything that is not text: tool calls
@@ -176,7 +202,7 @@ class Message(msgspec.Struct, frozen=True):
         return self.metadata.get("tool_calls") or FrozenList()
 
 
-class PartialMessage(msgspec.Struct, frozen=True):
+class PartialMessage(_ReadsLikeDict, msgspec.Struct, frozen=True):
     """A piece of a message still being streamed (content is the new text only)."""
 
     role: Role
