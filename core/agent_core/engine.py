@@ -26,7 +26,7 @@ from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen
 from .native_history import load_native, store_native
 from .pipeline import Flight, Pipeline, merge_context
 from .resolution import Resolution, resolve
-from .tools import build_catalog, interop_registry, prepare_tools, route, run_tool_call
+from .tools import accepted_formats, build_catalog, interop_registry, prepare_tools, route, run_tool_call
 from .types import Message, Session, ToolDescriptor
 
 __all__ = ["ActionResult", "AgentCore", "RequestResult"]
@@ -332,7 +332,7 @@ class AgentCore:
         feats = [live[n] for n in res.features]
         ctx = freeze({"core": self, "config": res.config, "provider": str(res.provider),
                       "tags": list(res.tags), "models": list(res.models)})
-        tools = _run_sync(build_catalog([live[n] for n in res.tools], feats, res.config, ctx, prepare=prepare))
+        tools = _run_sync(build_catalog([live[n] for n in res.tools], res.config, ctx, prepare=prepare))
         available = FrozenList._trusted([d for t in tools for d in t.schemas.values()])
         effective = prepare_tools(feats, res.config, available, ctx.merged({"available_tools": available, "tools": available}))
         return tools, effective
@@ -361,8 +361,6 @@ class AgentCore:
             emitted.extend(call_hook(p, "emitted_tool_call_formats", res.config, None) or ())
         names = {(d.plugin_name, d.tool_name) for d in effective}
         ctx = freeze({"core": self, "config": res.config, "trigger_source": "core", "session": session.to_dict()})
-        from .tools import accepted_formats
-
         accepted = accepted_formats(provider, exts, res.config)
         out: list[Message] = []
         for i, call in enumerate(tool_calls):

@@ -229,7 +229,7 @@ class Pipeline:
 
         prep_ctx = freeze({"core": self.core, "config": config, "provider": str(res.provider),
                            "tags": list(res.tags), "models": list(res.models), "request_id": self.request_id})
-        tools: list[LiveTool] = yield from build_catalog(tool_plugins, feats, config, prep_ctx)
+        tools: list[LiveTool] = yield from build_catalog(tool_plugins, config, prep_ctx)
         available = FrozenList._trusted([d for t in tools for d in t.schemas.values()])
         ctx0 = prep_ctx.merged({"available_tools": available, "tools": available})
         effective = prepare_tools(feats, config, available, ctx0)

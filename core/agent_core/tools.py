@@ -119,8 +119,7 @@ def interop_registry(
 
 
 def build_catalog(
-    tool_plugins: list[LivePlugin], features: list[LivePlugin], config: Any, context: Mapping[str, Any],
-    *, prepare: bool = True,
+    tool_plugins: list[LivePlugin], config: Any, context: Mapping[str, Any], *, prepare: bool = True,
 ) -> Generator[Any, Any, list[LiveTool]]:
     """Init every enabled tool (and ``prepare`` it), then collect its schemas."""
     live: list[LiveTool] = []
