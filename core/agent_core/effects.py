@@ -20,7 +20,9 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any
 
-__all__ = ["END", "Call", "CloseIter", "Effect", "NextItem", "OpenIter", "drive_async", "drive_sync"]
+__all__ = [
+    "END", "Call", "CloseIter", "Effect", "NextItem", "OpenIter", "complete_sync", "drive_async", "drive_sync",
+]
 
 END = object()  # sent back by NextItem when the iterator is exhausted
 
@@ -208,8 +210,8 @@ class _Driver:
         self.handles: list[_Handle] = []
 
 
-def drive_sync(gen: Generator[Any, Any, Any]) -> Iterator[Any]:
-    """Run the pipeline synchronously, yielding its events."""
+def drive_sync(gen: Generator[Any, Any, Any]) -> Generator[Any, None, Any]:
+    """Run the pipeline synchronously, yielding its events; returns what ``gen`` returns."""
     driver = _Driver()
     send: Any = None
     error: BaseException | None = None
@@ -217,8 +219,8 @@ def drive_sync(gen: Generator[Any, Any, Any]) -> Iterator[Any]:
         while True:
             try:
                 item = gen.throw(error) if error is not None else gen.send(send)
-            except StopIteration:
-                return
+            except StopIteration as stop:
+                return stop.value
             send, error = None, None
             if isinstance(item, Effect):
                 try:
@@ -231,6 +233,16 @@ def drive_sync(gen: Generator[Any, Any, Any]) -> Iterator[Any]:
         gen.close()
         for h in driver.handles:
             _close_sync(h)
+
+
+def complete_sync(gen: Generator[Any, Any, Any]) -> Any:
+    """Drive a sub-flow synchronously, dropping its events, and return its value."""
+    events = drive_sync(gen)
+    while True:
+        try:
+            next(events)
+        except StopIteration as stop:
+            return stop.value
 
 
 async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from .config import parse_schema
-from .effects import drive_async, drive_sync
+from .effects import complete_sync, drive_async, drive_sync
 from .errors import ActionInputError, ConfigError, PluginError
 from .events import DoneEvent, Event, Outcome, Usage
 from .frozen import FrozenDict, FrozenList, freeze, thaw
@@ -332,7 +332,7 @@ class AgentCore:
         feats = [live[n] for n in res.features]
         ctx = freeze({"core": self, "config": res.config, "provider": str(res.provider),
                       "tags": list(res.tags), "models": list(res.models)})
-        tools = _run_sync(build_catalog([live[n] for n in res.tools], res.config, ctx, prepare=prepare))
+        tools = complete_sync(build_catalog([live[n] for n in res.tools], res.config, ctx, prepare=prepare))
         available = FrozenList._trusted([d for t in tools for d in t.schemas.values()])
         effective = prepare_tools(feats, res.config, available, ctx.merged({"available_tools": available, "tools": available}))
         return tools, effective
@@ -365,7 +365,7 @@ class AgentCore:
         out: list[Message] = []
         for i, call in enumerate(tool_calls):
             routed = route(registry.read_call(freeze(call), i, emitted), tools, names)
-            out.append(_run_sync(run_tool_call(routed, routed.call.payload, ctx, "", accepted)))
+            out.append(complete_sync(run_tool_call(routed, routed.call.payload, ctx, "", accepted)))
         return out
 
     # -- UI, completions, config ------------------------------------------------
@@ -571,27 +571,3 @@ def _check_inputs(action: str, inputs: Mapping[str, Any], params: Mapping[str, A
             )
         out[key] = value
     return out
-
-
-def _run_sync(gen: Any) -> Any:
-    """Drive a sub-generator of effects synchronously and return its value."""
-    from .effects import Effect, _Driver, _close_sync
-
-    driver = _Driver()
-    send: Any = None
-    error: BaseException | None = None
-    try:
-        while True:
-            try:
-                item = gen.throw(error) if error is not None else gen.send(send)
-            except StopIteration as stop:
-                return stop.value
-            send, error = None, None
-            if isinstance(item, Effect):
-                try:
-                    send = item.run_sync(driver)
-                except Exception as exc:  # noqa: BLE001
-                    error = exc
-    finally:
-        for h in driver.handles:
-            _close_sync(h)
