@@ -363,6 +363,24 @@ def test_plugins_that_switch_each_other_off_raise_a_config_error_naming_them() -
     assert "bystander" not in str(info.value)
 
 
+def test_is_enabled_verdicts_that_never_settle_raise_a_config_error_naming_the_plugins() -> None:
+    # leader is on only while follower is off; follower is on only while leader is on
+    def leader(config, tags, models, context):
+        return "follower" not in context["enabled_plugin_ids"]["tools"]
+
+    def follower(config, tags, models, context):
+        return "leader" in context["enabled_plugin_ids"]["features"]
+
+    core = AgentCore(
+        providers=[provider()],
+        features=[plugin("leader", is_enabled=leader), plugin("calm")],
+        tools=[plugin("follower", is_enabled=follower)],
+    )
+    with pytest.raises(ConfigError) as info:
+        core.resolve({})
+    assert set(info.value.plugins) == {"leader", "follower"}
+
+
 def test_a_plugin_that_forbids_its_own_tag_oscillates() -> None:
     core = AgentCore(providers=[provider()], tools=[plugin("flip", tags=["flip"], forbidden=["flip"])])
     with pytest.raises(ConfigError) as info:
