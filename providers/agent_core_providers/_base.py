@@ -1,0 +1,299 @@
+"""What every HTTP provider shares: config and credentials, clients, the four API calls.
+
+A concrete provider (``openai``, ``anthropic``) supplies the API specifics as
+small methods: the auth headers, the body switches for streaming, an event
+reader, and how a non-streamed answer becomes a native message. The
+transport itself lives in :mod:`._http`.
+
+Credentials never enter shared state. ``init`` keeps the API key (and any
+secret-looking ``extra_headers``) on the provider instance, which lives for
+one request, and hands the other plugins a config without them; the secret
+headers are added to the request headers only when sending.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, ClassVar
+
+import httpx
+import msgspec
+
+from agent_core.protocols import BaseProvider
+
+from ._http import (
+    HTTPCall,
+    InFlightTable,
+    apost_call,
+    astream_call,
+    async_client_for,
+    post_call,
+    stream_call,
+    sync_client_for,
+)
+from ._sse import JSONEventReader
+
+__all__ = ["HTTPProvider", "SECRET_CONFIG_KEYS"]
+
+Dict = dict[str, Any]
+
+#: Config keys that hold credentials and so are kept out of ``state["config"]``.
+SECRET_CONFIG_KEYS = frozenset({"api_key"})
+_SECRET_HEADER_WORDS = ("authorization", "api-key", "api_key", "apikey", "token", "secret", "cookie")
+_encoder = msgspec.json.Encoder()
+
+
+def _is_secret_header(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in _SECRET_HEADER_WORDS)
+
+
+class _Credentials:
+    """Auth headers for one request; ``repr`` never shows them."""
+
+    __slots__ = ("headers", "secrets")
+
+    def __init__(self, headers: Mapping[str, str], secrets: tuple[str, ...]) -> None:
+        self.headers = dict(headers)
+        self.secrets = secrets
+
+    def __repr__(self) -> str:
+        return f"<credentials: {len(self.headers)} header(s), redacted>"
+
+
+class HTTPProvider(BaseProvider):
+    """Base class of the bundled HTTP providers (not a plugin by itself).
+
+    Subclasses set :attr:`name`, :attr:`env_prefix`, :attr:`default_base_url`
+    and implement the ``_api_*`` methods.
+    """
+
+    env_prefix: ClassVar[str] = ""
+    default_model: ClassVar[str] = ""
+    default_base_url: ClassVar[str] = ""
+    default_timeout: ClassVar[float] = 120.0
+    default_max_retries: ClassVar[int] = 2
+    _client: ClassVar[httpx.Client | None] = None
+    _async_client: ClassVar[httpx.AsyncClient | None] = None
+
+    def __init__(self) -> None:
+        self._inflight = InFlightTable()
+        self._credentials: _Credentials | None = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} provider {self.name!r}>"
+
+    @classmethod
+    def using(
+        cls, client: httpx.Client | None = None, async_client: httpx.AsyncClient | None = None
+    ) -> type[HTTPProvider]:
+        """A zero-argument provider class that sends through the given clients.
+
+        The engine instantiates provider classes itself, so injection happens
+        on a subclass: ``AgentCore(providers=[OpenAIProvider.using(client=c)])``.
+        A client left out falls back to the shared pool. The caller owns the
+        clients and closes them.
+        """
+        attrs = {
+            "_client": client if client is not None else cls._client,
+            "_async_client": async_client if async_client is not None else cls._async_client,
+            "__doc__": f"{cls.__name__} sending through injected httpx clients.",
+        }
+        return type(cls.__name__, (cls,), attrs)
+
+    # -- config ---------------------------------------------------------------
+
+    def base_url(self, config: Mapping[str, Any]) -> str:
+        """``config["base_url"]``, else ``$<PREFIX>_BASE_URL``, else the public API."""
+        url = config.get("base_url") or os.environ.get(f"{self.env_prefix}_BASE_URL") or self.default_base_url
+        return str(url).rstrip("/")
+
+    def api_key(self, config: Mapping[str, Any]) -> str | None:
+        """``config["api_key"]``, else ``$<PREFIX>_API_KEY`` (None when neither is set)."""
+        return config.get("api_key") or os.environ.get(f"{self.env_prefix}_API_KEY") or None
+
+    def _timeout(self, config: Mapping[str, Any]) -> float:
+        value = config.get("timeout")
+        return float(value) if value else self.default_timeout
+
+    def _max_retries(self, config: Mapping[str, Any]) -> int:
+        value = config.get("max_retries")
+        return self.default_max_retries if value is None else max(0, int(value))
+
+    def _common_schema(self) -> Dict:
+        prefix = self.env_prefix
+        return {
+            "base_url": {
+                "type": "string",
+                "description": f"API root; default ${prefix}_BASE_URL, else {self.default_base_url}",
+            },
+            "api_key": {
+                "type": "string",
+                "description": f"API key; default ${prefix}_API_KEY. Never stored in state or sessions.",
+            },
+            "model": {"type": "string", "default": self.default_model, "description": "model id"},
+            "temperature": {"type": "number", "description": "sampling temperature (API default when unset)"},
+            "timeout": {
+                "type": "number",
+                "default": self.default_timeout,
+                "description": "seconds to wait for each network step (connect at most 15 s)",
+            },
+            "max_retries": {
+                "type": "integer",
+                "default": self.default_max_retries,
+                "description": "retries on 429/5xx/connection errors, only before any output",
+            },
+            "extra_headers": {"type": "object", "description": "extra HTTP headers for every request"},
+            "list_models": {
+                "type": "boolean",
+                "default": False,
+                "description": "get_models asks the server's /models endpoint instead of using `model`",
+            },
+        }
+
+    def _request_headers(self, config: Mapping[str, Any], base: Mapping[str, str]) -> Dict:
+        """The non-secret request headers, as stored in ``state["request"]["headers"]``."""
+        extra = config.get("extra_headers") or {}
+        return {**base, **{k: str(v) for k, v in extra.items() if not _is_secret_header(k)}}
+
+    def _make_credentials(self, config: Mapping[str, Any]) -> _Credentials:
+        key = self.api_key(config)
+        headers = self._api_auth_headers(key) if key else {}
+        extra = config.get("extra_headers") or {}
+        hidden = {k: str(v) for k, v in extra.items() if _is_secret_header(k)}
+        secrets = tuple(s for s in (key, *hidden.values()) if s)
+        return _Credentials({**headers, **hidden}, secrets)
+
+    # -- hooks ---------------------------------------------------------------------
+
+    def init(self, config: Dict) -> Dict:
+        """Start the request's state; the credentials stay on this instance."""
+        self._credentials = self._make_credentials(config)
+        public = {k: v for k, v in config.items() if k not in SECRET_CONFIG_KEYS}
+        if public.get("extra_headers"):
+            public["extra_headers"] = {k: v for k, v in public["extra_headers"].items() if not _is_secret_header(k)}
+        return {"config": public}
+
+    def get_models(self, config: Dict) -> list[Dict]:
+        """``[{"id": <model>}]``; with ``list_models: true``, the server's model list."""
+        if not config.get("list_models"):
+            return [{"id": config.get("model") or self.default_model}]
+        credentials = self._make_credentials(config)
+        call = HTTPCall(
+            provider=self.name,
+            url=self._api_models_url(self.base_url(config)),
+            body=b"",
+            headers={**self._request_headers(config, self._api_base_headers(config)), **credentials.headers},
+            max_retries=self._max_retries(config),
+            secrets=credentials.secrets,
+            method="GET",
+        )
+        record = self._inflight.open(None)
+        try:
+            answer = post_call(self._sync_client(config), call, record)
+        finally:
+            self._inflight.close(record)
+        items = answer.get("data") if isinstance(answer, Mapping) else None
+        return [dict(m) for m in items or () if isinstance(m, Mapping) and m.get("id")]
+
+    def cancel_request(self, request_id: str) -> bool:
+        """Close the in-flight HTTP stream of ``request_id``; True when there was one."""
+        return self._inflight.cancel(request_id)
+
+    def stream_api(self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None) -> Iterator[Dict]:
+        """Send ``state["request"]`` in streaming mode and yield the decoded events."""
+        call = self._http_call(state, stream=True)
+        record = self._inflight.open(request_id)
+        try:
+            yield from stream_call(self._sync_client(state["config"]), call, self._reader_for(call), record)
+        finally:
+            self._inflight.close(record)
+
+    async def astream_api(
+        self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None
+    ) -> AsyncIterator[Dict]:
+        """Async twin of :meth:`stream_api`."""
+        call = self._http_call(state, stream=True)
+        record = self._inflight.open(request_id)
+        try:
+            reader = self._reader_for(call)
+            async for event in astream_call(self._async_client_for(state["config"]), call, reader, record):
+                yield event
+        finally:
+            self._inflight.close(record)
+
+    def call_api(
+        self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None
+    ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+        """Send ``state["request"]`` without streaming: ``([], [final], history, state)``."""
+        call = self._http_call(state, stream=False)
+        record = self._inflight.open(request_id)
+        try:
+            answer = post_call(self._sync_client(state["config"]), call, record)
+        finally:
+            self._inflight.close(record)
+        return self._after_call(native_messages, state, answer)
+
+    async def acall_api(
+        self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None
+    ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+        """Async twin of :meth:`call_api`."""
+        call = self._http_call(state, stream=False)
+        record = self._inflight.open(request_id)
+        try:
+            answer = await apost_call(self._async_client_for(state["config"]), call, record)
+        finally:
+            self._inflight.close(record)
+        return self._after_call(native_messages, state, answer)
+
+    # -- internals --------------------------------------------------------------------
+
+    def _after_call(self, native_messages: list[Dict], state: Dict, answer: Any) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+        message = self._api_native_from_answer(answer)
+        return [], [message], [*native_messages, message], {**state, self.name: None}
+
+    def _reader_for(self, call: HTTPCall) -> Callable[[], JSONEventReader]:
+        return lambda: self._api_reader(call.secrets)
+
+    def _sync_client(self, config: Mapping[str, Any]) -> httpx.Client:
+        return self._client or sync_client_for(self.base_url(config), self._timeout(config))
+
+    def _async_client_for(self, config: Mapping[str, Any]) -> httpx.AsyncClient:
+        return self._async_client or async_client_for(self.base_url(config), self._timeout(config))
+
+    def _http_call(self, state: Mapping[str, Any], *, stream: bool) -> HTTPCall:
+        config = state["config"]
+        request = state.get("request")
+        if not request:
+            raise RuntimeError(f"{self.name}: initialize_request must run before the API is called")
+        credentials = self._credentials or self._make_credentials(config)
+        payload = self._api_payload_mode(request["payload"], stream)
+        return HTTPCall(
+            provider=self.name,
+            url=request["url"],
+            body=_encoder.encode(payload),
+            headers={**request["headers"], **credentials.headers},
+            max_retries=self._max_retries(config),
+            secrets=credentials.secrets,
+        )
+
+    # -- what a concrete provider supplies ---------------------------------------------
+
+    def _api_auth_headers(self, api_key: str) -> Dict:
+        raise NotImplementedError
+
+    def _api_base_headers(self, config: Mapping[str, Any]) -> Dict:
+        return {"content-type": "application/json"}
+
+    def _api_models_url(self, base_url: str) -> str:
+        raise NotImplementedError
+
+    def _api_payload_mode(self, payload: Mapping[str, Any], stream: bool) -> Mapping[str, Any]:
+        raise NotImplementedError
+
+    def _api_reader(self, secrets: tuple[str, ...]) -> JSONEventReader:
+        raise NotImplementedError
+
+    def _api_native_from_answer(self, answer: Any) -> Dict:
+        raise NotImplementedError

@@ -1,0 +1,11 @@
+"""Closing the connection pools the HTTP providers share.
+
+Provider instances live for one request, so their connections are pooled
+per ``(base_url, timeout)`` at module level and reused by later requests.
+The sync pool is closed at interpreter exit; call these to close earlier
+(e.g. in a server's shutdown hook, or at the end of an ``asyncio.run``).
+"""
+
+from ._http import aclose_clients, close_clients
+
+__all__ = ["aclose_clients", "close_clients"]
