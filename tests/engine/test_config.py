@@ -335,3 +335,24 @@ def test_stream_key_selects_streaming() -> None:
     plain = [e.type for e in core.stream_request(session(), {"stream": False})]
     assert plain.count("partial") == 0
     assert core.request(session(), {"stream": True}).final_messages[-1].content == "one two three"
+
+
+def test_an_empty_json_schema_with_properties_declares_nothing() -> None:
+    core = AgentCore(providers=[recording_provider([])], features=[feature("f", {"type": "object", "properties": {}})])
+    assert "type" not in core.resolve({}).config
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: a JSON Schema object without 'properties' ({'type': 'object'}, optionally with "
+        "'additionalProperties') is read as the flat form, so config.parse_schema raises "
+        "ConfigError \"config schema entry 'type' must be a mapping\" instead of declaring no keys "
+        "(parse_schema only switches to the JSON Schema reading when 'properties' is a mapping)"
+    ),
+)
+@pytest.mark.parametrize("schema", [{"type": "object"}, {"type": "object", "additionalProperties": False}])
+def test_a_json_schema_object_without_properties_declares_nothing(schema: dict[str, Any]) -> None:
+    core = AgentCore(providers=[recording_provider([])], features=[feature("f", schema)])
+    config = core.resolve({"x": 1}).config
+    assert "type" not in config and config["x"] == 1
