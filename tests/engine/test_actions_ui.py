@@ -753,3 +753,22 @@ def test_a_factory_can_register_a_provider() -> None:
     core = AgentCore(providers=[lambda: Provider()])
     assert core.plugins("provider") == ("factory_made",)
     assert core.request(session()).final_messages[-1].content == "from factory"
+
+
+def test_an_extension_action_runs_with_the_shared_state() -> None:
+    class Ext:
+        name = "ext"
+
+        def init(self, config, state):
+            return {**state, "ext_ready": True}
+
+        def get_actions(self, state):
+            return [{"id": "status", "inputs": {"verbose": {"type": "boolean", "default": False}}}]
+
+        def execute_action(self, action_id, session, native_messages, params, context, state):
+            return {"ready": state["ext_ready"], "verbose": params["verbose"], "seen": len(native_messages)}
+
+    core = AgentCore(providers=[recording_provider()], extensions=[Ext])
+    result = core.execute_action(session(), "status", {"verbose": True})
+    assert result.payload == {"ready": True, "verbose": True, "seen": 1}
+    assert [dict(m) for m in result.native_messages] == [{"role": "user", "content": "hello there"}]

@@ -833,3 +833,39 @@ def test_a_structured_tool_result_becomes_text_when_the_provider_does_not_accept
     core = AgentCore(providers=[provider], tools=[_enveloping_tool()])
     (msg,) = tool_messages(core.request(session()))
     assert msg.content == "line one\nline two"
+
+
+def test_tool_pre_actions_chain_in_feature_order_and_a_denial_stops_the_chain() -> None:
+    log: list[Any] = []
+    later: list[Any] = []
+
+    def make(name: str, priority: int, decide: Callable[[Any], Any]) -> type:
+        return type(name, (), {
+            "name": name, "priority": priority,
+            "get_actions": lambda self, state: [{"id": "check", "trigger": "tool_pre"}],
+            "execute_action": lambda self, action_id, session, native_messages, params, context, state: decide(context),
+        })
+
+    doubler = make("doubler", 1, lambda ctx: {"action": "modify", "data": {"payload": {
+        k: v * 2 for k, v in ctx["tool_call"]["payload"].items()}}})
+    observer = make("observer", 2, lambda ctx: later.append(dict(ctx["tool_call"]["payload"])) or {})
+    core = AgentCore(providers=[add_then_answer()], tools=[calculator(log)], features=[observer, doubler])
+    assert tool_messages(core.request(session()))[0].content == "Result: 6"
+    assert later == [{"a": 2, "b": 4}]  # the second action sees the first one's change
+    assert log == [("add", {"a": 2, "b": 4})]
+
+    later.clear()
+    denier = make("denier", 0, lambda ctx: {"action": "deny", "reason": "stop"})
+    core = AgentCore(providers=[add_then_answer()], tools=[calculator(log)], features=[observer, denier])
+    core.request(session())
+    assert later == []
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_when_two_tools_offer_one_name_the_first_in_resolved_order_runs(reverse: bool) -> None:
+    first = tool("a_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "a"})
+    second = tool("b_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "b"})
+    early = tool("z_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "z"}, priority=1)
+    regs = [first, second, early]
+    core = AgentCore(providers=[add_then_answer()], tools=regs[::-1] if reverse else regs)
+    assert tool_messages(core.request(session()))[0].content == "Result: z"
