@@ -1,0 +1,99 @@
+"""Reasoning text for the ``openai`` provider (reasoning models behind Chat Completions).
+
+Why an extension: OpenAI's own API keeps reasoning hidden, but compatible
+servers stream it in a side field of the delta: ``reasoning_content``
+(DeepSeek, vLLM, llama.cpp) or ``reasoning`` (Ollama, OpenRouter). That text
+must never be mixed into ``content``, and must not be sent back on the next
+turn (some servers reject it). This extension:
+
+* sends ``reasoning_effort`` when configured (``initialize_request``);
+* collects reasoning deltas on the hot path and also emits them as partials
+  with empty ``content`` and ``metadata["reasoning"]`` = the new text, so a
+  UI can show the model thinking live;
+* in the closing ``process_chunk(None, ...)`` stores the whole text on the
+  final native message as ``reasoning_content`` (the same field a
+  non-streamed answer has; the provider never sends it back);
+* in ``from_native_messages`` surfaces it as ``metadata["reasoning"]``.
+
+State: ``state["openai_reasoning"]`` holds the streamed text as ``Pieces``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_core_providers.accumulate import push, text_of
+from agent_core_providers.openai import replace_final
+
+__all__ = ["OpenAIReasoningExtension"]
+
+Dict = dict[str, Any]
+_FIELDS = ("reasoning_content", "reasoning")
+
+
+class OpenAIReasoningExtension:
+    """Keeps streamed reasoning out of ``content`` and in ``metadata["reasoning"]``."""
+
+    name = "openai_reasoning"
+    version = "0.1.0"
+    priority = 60
+    default_enabled = True
+
+    def required_tags(self) -> list[str]:
+        return ["provider:openai"]
+
+    def get_config_schema(self) -> Dict:
+        return {
+            "reasoning_effort": {
+                "type": "string",
+                "description": '"minimal", "low", "medium" or "high" for reasoning models; not sent when unset',
+            },
+        }
+
+    def initialize_request(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> tuple[list[Dict], Dict]:
+        request = state["request"]
+        effort = state["config"].get("reasoning_effort")
+        if effort:
+            request = {**request, "payload": {**request["payload"], "reasoning_effort": effort}}
+        return native_messages, {**state, "request": request, "openai_reasoning": None}
+
+    def process_chunk(
+        self, native_chunk: Dict | None, partial_messages: list[Dict], final_messages: list[Dict], native_messages: list[Dict], state: Dict
+    ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+        if native_chunk is None:
+            return self._attach(partial_messages, final_messages, native_messages, state)
+        choices = native_chunk.get("choices")
+        delta = choices and choices[0].get("delta")
+        if not delta:
+            return partial_messages, final_messages, native_messages, state
+        text = delta.get("reasoning_content") or delta.get("reasoning")
+        if not text or not isinstance(text, str):
+            return partial_messages, final_messages, native_messages, state
+        partial = {"role": "assistant", "content": "", "metadata": {"reasoning": text}}
+        new_state = {**state, "openai_reasoning": push(state.get("openai_reasoning"), text)}
+        return [*partial_messages, partial], final_messages, native_messages, new_state
+
+    def _attach(self, partials: list[Dict], finals: list[Dict], native: list[Dict], state: Dict) -> tuple:
+        pieces = state.get("openai_reasoning")
+        if not pieces:
+            return partials, finals, native, state
+        text = text_of(pieces)
+        new_finals = list(finals)
+        for i in range(len(new_finals) - 1, -1, -1):
+            old = new_finals[i]
+            if old.get("role") == "assistant":
+                new_finals[i] = {**old, "reasoning_content": text}
+                native = replace_final(native, old, new_finals[i])
+                break
+        return partials, new_finals, native, {**state, "openai_reasoning": None}
+
+    def from_native_messages(
+        self, native_messages: list[Dict], messages: list[Dict], state: Dict | None = None, *, context: Dict | None = None
+    ) -> list[Dict]:
+        out: list[Dict] = []
+        for native, core in zip(native_messages, messages):
+            text = next((native[f] for f in _FIELDS if isinstance(native.get(f), str) and native[f]), None)
+            if text:
+                core = {**core, "metadata": {**(core.get("metadata") or {}), "reasoning": text}}
+            out.append(core)
+        return out

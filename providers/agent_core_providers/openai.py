@@ -1,0 +1,302 @@
+"""OpenAI Chat Completions provider: OpenAI and the servers that speak its API.
+
+vLLM, Ollama (``/v1``), llama.cpp's server, LM Studio, LiteLLM and
+OpenRouter all accept this wire format, so pointing ``base_url`` at them is
+all it takes (``api_key`` may stay unset for local servers).
+
+This provider carries transport and text only. Tool calling and reasoning
+are provider extensions (:mod:`agent_core_plugins.openai_tools`,
+:mod:`agent_core_plugins.openai_reasoning`), enabled by default through the
+``provider:openai`` tag; without them this is a plain chat provider.
+
+Shared state while a request runs::
+
+    state["config"]   the effective config, without the API key
+    state["request"]  {"url", "payload", "headers"} for the next call
+    state["openai"]   the stream buffer: {"text": Pieces, "finish_reason",
+                      "usage"}; None outside a streamed call
+
+Native messages are Chat Completions messages. Keys starting with ``_`` are
+ours and never sent: ``_finish_reason`` and ``_usage`` on an assistant
+answer, so they survive in the native history and reach the core message's
+metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from agent_core.errors import LLMError
+
+from ._base import HTTPProvider
+from ._errors import error_from_event
+from ._sse import JSONEventReader, quote_line
+from .accumulate import push, text_of
+
+__all__ = ["OpenAIProvider", "message_text", "normalize_usage", "openai_content", "replace_final"]
+
+Dict = dict[str, Any]
+
+# Fields an API answer carries that a request message must not (DeepSeek and
+# others reject their own reasoning_content when it is sent back).
+RESPONSE_ONLY_KEYS = frozenset({"reasoning_content", "reasoning", "reasoning_details", "refusal", "annotations"})
+_json = msgspec.json.Encoder()
+
+
+# -- message conversion helpers (also used by the openai_* extensions) -----------------
+
+
+def _part(item: Any) -> Dict | None:
+    """One core ``multipartContent`` item as a Chat Completions content part."""
+    if not isinstance(item, Mapping):
+        return None
+    kind, value = item.get("type"), item.get("content")
+    if kind == "text":
+        return {"type": "text", "text": value if isinstance(value, str) else str(value)}
+    if kind == "image":
+        url = value.get("url") if isinstance(value, Mapping) else value
+        if isinstance(url, str) and url:
+            image: Dict = {"url": url}
+            detail = (item.get("metadata") or {}).get("detail")
+            if detail:
+                image["detail"] = detail
+            return {"type": "image_url", "image_url": image}
+    return None
+
+
+def openai_content(message: Mapping[str, Any]) -> Any:
+    """A core message's ``content`` (+ ``multipartContent``) as Chat Completions content.
+
+    Text stays a string; with multipart items it becomes a list of parts
+    (the text first, then text and ``image_url`` parts). Items of other
+    types are left out: the API has no part for them.
+    """
+    content = message.get("content")
+    multipart = message.get("multipartContent")
+    if not multipart:
+        if content is None or isinstance(content, (str, list)):
+            return content if content is not None else ""
+        return _json.encode(content).decode()
+    parts: list[Any] = []
+    if isinstance(content, str):
+        if content:
+            parts.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        parts.extend(content)
+    parts.extend(p for p in map(_part, multipart) if p is not None)
+    return parts
+
+
+def message_text(content: Any) -> str:
+    """The text of a content value: a string, or the text parts of a part list."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+    if isinstance(content, Mapping) and content.get("type") == "provider_native_tool_result":
+        return message_text(content.get("content"))
+    return _json.encode(content).decode()
+
+
+def normalize_usage(usage: Mapping[str, Any]) -> Dict:
+    """Chat Completions usage as ``{"input_tokens", "output_tokens", ...}``.
+
+    Cached prompt tokens become ``cache_read_tokens`` and reasoning tokens
+    ``reasoning_tokens``; every other key the server sent is kept as it is.
+    """
+    out: Dict = {
+        "input_tokens": int(usage.get("prompt_tokens") or 0),
+        "output_tokens": int(usage.get("completion_tokens") or 0),
+    }
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    if cached:
+        out["cache_read_tokens"] = cached
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    if reasoning:
+        out["reasoning_tokens"] = reasoning
+    for key, value in usage.items():
+        if key not in ("prompt_tokens", "completion_tokens") and key not in out:
+            out[key] = value
+    return out
+
+
+def replace_final(native_messages: list[Any], old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Any]:
+    """``native_messages`` with the final ``old`` (searched from the end) replaced by ``new``.
+
+    Extensions that complete the assistant answer in the closing
+    ``process_chunk(None, ...)`` call rewrite both the final and its copy at
+    the end of the native history, which the provider's ``finalize`` added.
+    """
+    for i in range(len(native_messages) - 1, -1, -1):
+        if native_messages[i] == old:
+            return [*native_messages[:i], new, *native_messages[i + 1 :]]
+    return native_messages  # not in the history: nothing to keep in step
+
+
+def _wire(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A native message as sent: without our ``_`` keys and answer-only fields."""
+    for key in message:
+        if key[0] == "_" or key in RESPONSE_ONLY_KEYS:
+            return {k: v for k, v in message.items() if k[0] != "_" and k not in RESPONSE_ONLY_KEYS}
+    return message
+
+
+# -- the provider -------------------------------------------------------------------
+
+
+class OpenAIProvider(HTTPProvider):
+    """Chat Completions over httpx: streaming (SSE) and non-streaming, sync and async.
+
+    Config keys: see :meth:`get_config_schema` (``base_url`` and ``api_key``
+    fall back to ``$OPENAI_BASE_URL`` / ``$OPENAI_API_KEY``; config wins).
+    Inject clients with ``OpenAIProvider.using(client=..., async_client=...)``.
+    """
+
+    name = "openai"
+    version = "0.1.0"
+    env_prefix = "OPENAI"
+    default_base_url = "https://api.openai.com/v1"
+    default_model = "gpt-4o-mini"
+
+    def get_config_schema(self) -> Dict:
+        return {
+            **self._common_schema(),
+            "max_tokens": {"type": "integer", "description": "upper bound on generated tokens (API default when unset)"},
+        }
+
+    def get_tags(self, config: Dict, models: list[Dict]) -> list[str]:
+        return ["provider:openai", "streaming", "tools"]
+
+    def to_native_messages(self, messages: list[Dict], state: Dict, *, context: Dict | None = None) -> list[Dict]:
+        """One Chat Completions message per core message, in order.
+
+        Tool results become plain user text here, so the provider works
+        alone; the ``openai_tools`` extension turns them into ``tool``
+        messages with their ``tool_call_id``, relying on this 1:1 order.
+        """
+        out: list[Dict] = []
+        for m in messages:
+            role = m.get("role", "user")
+            if role == "tool":
+                out.append({"role": "user", "content": message_text(m.get("content"))})
+            else:
+                out.append({"role": role, "content": openai_content(m)})
+        return out
+
+    def initialize_request(
+        self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None, context: Dict | None = None
+    ) -> tuple[list[Dict], Dict]:
+        """Build ``state["request"]`` (url, payload, non-secret headers) and reset the buffer."""
+        config = state["config"]
+        stream = (context or {}).get("stream")
+        if stream is None:
+            stream = config.get("stream", True)
+        payload: Dict = {
+            "model": config.get("model") or self.default_model,
+            "messages": [_wire(m) for m in native_messages],
+        }
+        if config.get("temperature") is not None:
+            payload["temperature"] = config["temperature"]
+        if config.get("max_tokens"):
+            payload["max_tokens"] = config["max_tokens"]
+        request = {
+            "url": f"{self.base_url(config)}/chat/completions",
+            "payload": self._api_payload_mode(payload, bool(stream)),
+            "headers": self._request_headers(config, self._api_base_headers(config)),
+        }
+        return native_messages, {**state, "request": request, "openai": {}}
+
+    def process_chunk(self, native_chunk: Dict, native_messages: list[Dict], state: Dict) -> tuple[list, list, list, Dict]:
+        """Hot path: a text delta becomes a partial; finish reason and usage are noted."""
+        changes: Dict = {}
+        partials: list[Dict] = []
+        choices = native_chunk.get("choices")
+        if choices:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if delta:
+                text = delta.get("content")
+                if text:
+                    partials = [{"role": "assistant", "content": text}]
+                    changes["text"] = push(state["openai"].get("text"), text)
+            if choice.get("finish_reason"):
+                changes["finish_reason"] = choice["finish_reason"]
+        usage = native_chunk.get("usage")
+        if usage:
+            changes["usage"] = usage
+        if not changes:
+            return partials, [], native_messages, state
+        return partials, [], native_messages, {**state, "openai": {**state["openai"], **changes}}
+
+    def finalize(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> tuple[list, list, Dict]:
+        """The streamed answer as one native assistant message (none after ``call_api``)."""
+        buffer = state.get("openai")
+        if buffer is None:
+            return [], native_messages, state
+        message: Dict = {"role": "assistant", "content": text_of(buffer.get("text"))}
+        if buffer.get("finish_reason"):
+            message["_finish_reason"] = buffer["finish_reason"]
+        if buffer.get("usage"):
+            message["_usage"] = buffer["usage"]
+        return [message], [*native_messages, message], {**state, "openai": None}
+
+    def from_native_messages(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> list[Dict]:
+        """Core messages with text content; finish reason and normalized usage in metadata."""
+        out: list[Dict] = []
+        for m in native_messages:
+            metadata: Dict = {}
+            if m.get("_finish_reason"):
+                metadata["finish_reason"] = m["_finish_reason"]
+            if m.get("_usage"):
+                metadata["usage"] = normalize_usage(m["_usage"])
+            out.append({"role": m.get("role", "assistant"), "content": message_text(m.get("content")), "metadata": metadata})
+        return out
+
+    # -- API specifics for HTTPProvider ------------------------------------------------
+
+    def _api_auth_headers(self, api_key: str) -> Dict:
+        return {"authorization": f"Bearer {api_key}"}
+
+    def _api_models_url(self, base_url: str) -> str:
+        return f"{base_url}/models"
+
+    def _api_payload_mode(self, payload: Mapping[str, Any], stream: bool) -> Mapping[str, Any]:
+        if stream:
+            if payload.get("stream") is True and "stream_options" in payload:
+                return payload
+            return {**payload, "stream": True, "stream_options": {"include_usage": True}}
+        if payload.get("stream") is False:
+            return payload
+        return {**{k: v for k, v in payload.items() if k != "stream_options"}, "stream": False}
+
+    def _api_reader(self, secrets: tuple[str, ...]) -> JSONEventReader:
+        name = self.name
+
+        def classify(event: str, value: Any) -> Any:
+            if type(value) is not dict:
+                return LLMError(f"unexpected stream event (not an object): {quote_line(repr(value))}", provider=name)
+            if "error" in value:
+                return error_from_event(name, value, secrets)
+            return None
+
+        return JSONEventReader(name, classify, done_data=b"[DONE]")
+
+    def _api_native_from_answer(self, answer: Any) -> Dict:
+        if isinstance(answer, Mapping) and "error" in answer:
+            raise error_from_event(self.name, answer)
+        choices = answer.get("choices") if isinstance(answer, Mapping) else None
+        if not choices or not isinstance(choices[0].get("message"), Mapping):
+            raise LLMError(f"the answer has no choices[0].message: {quote_line(repr(answer))}", provider=self.name)
+        message: Dict = {k: v for k, v in choices[0]["message"].items() if v is not None}
+        message.setdefault("role", "assistant")
+        message.setdefault("content", "")
+        if choices[0].get("finish_reason"):
+            message["_finish_reason"] = choices[0]["finish_reason"]
+        if answer.get("usage"):
+            message["_usage"] = answer["usage"]
+        return message
