@@ -1,0 +1,375 @@
+"""Anthropic Messages API provider.
+
+This provider carries transport and text only. Tool use and extended
+thinking are provider extensions (:mod:`agent_core_plugins.anthropic_tools`,
+:mod:`agent_core_plugins.anthropic_thinking`), enabled by default through the
+``provider:anthropic`` tag; without them this is a plain chat provider.
+
+Native history: one native message per core message, in order (system
+messages included, as ``{"role": "system"}``). The API's own rules are
+applied only when the payload is built: system text moves to the top-level
+``system`` field, and consecutive messages of the same role (several tool
+results, or a tool result followed by the user's next words) merge into one
+message whose content is the concatenated blocks.
+
+Streaming is block-based: ``content_block_start`` opens a block at an
+``index``, deltas fill it, ``content_block_stop`` closes it. The blocks live
+in one table shared with the extensions, ``state["anthropic"]["blocks"]``
+(index -> block); each plugin fills the block types it understands (this
+provider: ``text``) using :func:`block_at` / :func:`with_block`, and
+``finalize`` emits the whole table, in index order, as the assistant's
+content. So thinking blocks, with their signatures, stay in the native
+history in the place the API needs them on the next turn. Keys starting
+with ``_`` (work in progress, our own notes) are never sent.
+
+Shared state while a request runs::
+
+    state["config"]     the effective config, without the API key
+    state["request"]    {"url", "payload", "headers"} for the next call
+    state["anthropic"]  {"blocks": {index: block}, "usage", "stop_reason"};
+                        None outside a streamed call
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from agent_core.errors import LLMError
+
+from ._base import HTTPProvider
+from ._errors import error_from_event
+from ._sse import JSONEventReader, quote_line
+from .accumulate import push, text_of
+
+__all__ = [
+    "AnthropicProvider",
+    "anthropic_content",
+    "block_at",
+    "content_blocks",
+    "image_block",
+    "merge_turns",
+    "message_text",
+    "normalize_usage",
+    "with_block",
+]
+
+Dict = dict[str, Any]
+_json = msgspec.json.Encoder()
+# Models announced before extended thinking existed.
+_NO_THINKING = re.compile(r"claude-(?:instant|2|3-(?:opus|sonnet|haiku)|3-5)", re.IGNORECASE)
+_DATA_URL = re.compile(r"data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)", re.DOTALL)
+
+
+# -- helpers shared with the anthropic_* extensions ----------------------------------
+
+
+def block_at(state: Mapping[str, Any], index: int) -> Mapping[str, Any] | None:
+    """The block at stream ``index`` in the shared table (None when absent)."""
+    return state["anthropic"]["blocks"].get(index)
+
+
+def with_block(state: Mapping[str, Any], index: int, block: Mapping[str, Any]) -> Dict:
+    """A new state whose block table has ``block`` at ``index``."""
+    buffer = state["anthropic"]
+    return {**state, "anthropic": {**buffer, "blocks": {**buffer["blocks"], index: block}}}
+
+
+def content_blocks(content: Any) -> list[Any]:
+    """Content as a list of blocks, without empty text blocks (the API rejects them)."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list):
+        return [b for b in content if not (isinstance(b, Mapping) and b.get("type") == "text" and not b.get("text"))]
+    if content is None:
+        return []
+    return [{"type": "text", "text": _json.encode(content).decode()}]
+
+
+def message_text(content: Any) -> str:
+    """The text of a content value: a string, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text")
+    if isinstance(content, Mapping) and content.get("type") == "provider_native_tool_result":
+        return message_text(content.get("content"))
+    return "" if content is None else _json.encode(content).decode()
+
+
+def image_block(url: str) -> Dict:
+    """An image block for ``url``: ``data:`` URLs inline as base64, others by URL."""
+    match = _DATA_URL.match(url)
+    if match:
+        return {"type": "image", "source": {"type": "base64", "media_type": match["media"], "data": match["data"]}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def anthropic_content(message: Mapping[str, Any]) -> Any:
+    """A core message's ``content`` (+ ``multipartContent``) as Messages API content.
+
+    Text stays a string; with multipart items it becomes blocks: the text
+    first, then text and image blocks (``data:`` URLs inline as base64,
+    others by URL). Items of other types are left out.
+    """
+    content = message.get("content")
+    multipart = message.get("multipartContent")
+    if not multipart:
+        return content if isinstance(content, (str, list)) else message_text(content)
+    blocks = content_blocks(content)
+    for item in multipart:
+        if not isinstance(item, Mapping):
+            continue
+        value = item.get("content")
+        if item.get("type") == "text" and value:
+            blocks.append({"type": "text", "text": str(value)})
+        elif item.get("type") == "image":
+            url = value.get("url") if isinstance(value, Mapping) else value
+            if isinstance(url, str) and url:
+                blocks.append(image_block(url))
+    return blocks
+
+
+def merge_turns(native_messages: list[Mapping[str, Any]]) -> list[Dict]:
+    """Non-system natives as the API wants them: no empty messages, roles alternating.
+
+    Consecutive messages of one role become one message whose content is
+    their blocks in order; a lone message keeps its content as it is.
+    Only ``role`` and ``content`` are sent.
+    """
+    out: list[Dict] = []
+    for m in native_messages:
+        content = m.get("content")
+        if not content_blocks(content):
+            continue
+        role = m.get("role", "user")
+        if out and out[-1]["role"] == role:
+            out[-1] = {"role": role, "content": content_blocks(out[-1]["content"]) + content_blocks(content)}
+        else:
+            out.append({"role": role, "content": content if isinstance(content, str) else content_blocks(content)})
+    return out
+
+
+def _system(native_messages: list[Mapping[str, Any]]) -> Any:
+    texts = [message_text(m.get("content")) for m in native_messages if m.get("role") == "system"]
+    return "\n\n".join(t for t in texts if t)
+
+
+def normalize_usage(usage: Mapping[str, Any]) -> Dict:
+    """Messages API usage as ``{"input_tokens", "output_tokens", ...}``.
+
+    Cache reads and writes become ``cache_read_tokens`` / ``cache_write_tokens``;
+    other keys are kept as they are.
+    """
+    out: Dict = {
+        "input_tokens": int(usage.get("input_tokens") or 0),
+        "output_tokens": int(usage.get("output_tokens") or 0),
+    }
+    renamed = {"cache_read_input_tokens": "cache_read_tokens", "cache_creation_input_tokens": "cache_write_tokens"}
+    for key, value in usage.items():
+        if key in out:
+            continue
+        if key in renamed:
+            if value:
+                out[renamed[key]] = value
+        else:
+            out[key] = value
+    return out
+
+
+def _finished(block: Mapping[str, Any]) -> Dict:
+    """A block as stored in history: text joined, work-in-progress keys dropped."""
+    out = {k: v for k, v in block.items() if k[0] != "_"}
+    if block.get("type") == "text" and "_text" in block:
+        out["text"] = text_of(block["_text"])
+    return out
+
+
+# -- the provider --------------------------------------------------------------------
+
+
+class AnthropicProvider(HTTPProvider):
+    """Messages API over httpx: streaming (SSE) and non-streaming, sync and async.
+
+    Config keys: see :meth:`get_config_schema` (``base_url`` and ``api_key``
+    fall back to ``$ANTHROPIC_BASE_URL`` / ``$ANTHROPIC_API_KEY``; config
+    wins). Inject clients with ``AnthropicProvider.using(client=..., async_client=...)``.
+    """
+
+    name = "anthropic"
+    version = "0.1.0"
+    env_prefix = "ANTHROPIC"
+    default_base_url = "https://api.anthropic.com"
+    default_model = "claude-sonnet-4-5"
+    default_max_tokens = 4096
+
+    def get_config_schema(self) -> Dict:
+        return {
+            **self._common_schema(),
+            "max_tokens": {
+                "type": "integer",
+                "default": self.default_max_tokens,
+                "description": "upper bound on generated tokens (the API requires one)",
+            },
+            "anthropic_version": {
+                "type": "string",
+                "default": "2023-06-01",
+                "description": "value of the anthropic-version header",
+            },
+        }
+
+    def get_tags(self, config: Dict, models: list[Dict]) -> list[str]:
+        tags = ["provider:anthropic", "streaming", "tools"]
+        if not _NO_THINKING.search(str(config.get("model") or self.default_model)):
+            tags.append("thinking")
+        return tags
+
+    def to_native_messages(self, messages: list[Dict], state: Dict, *, context: Dict | None = None) -> list[Dict]:
+        """One native message per core message, in order.
+
+        Tool results become plain user text here, so the provider works
+        alone; ``anthropic_tools`` turns them into ``tool_result`` blocks,
+        relying on this 1:1 order.
+        """
+        out: list[Dict] = []
+        for m in messages:
+            role = m.get("role", "user")
+            if role == "tool":
+                out.append({"role": "user", "content": message_text(m.get("content"))})
+            elif role == "system":
+                out.append({"role": "system", "content": message_text(m.get("content"))})
+            else:
+                out.append({"role": role, "content": anthropic_content(m)})
+        return out
+
+    def initialize_request(
+        self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None, context: Dict | None = None
+    ) -> tuple[list[Dict], Dict]:
+        """Build ``state["request"]``: system on top, turns merged; reset the block table."""
+        config = state["config"]
+        stream = (context or {}).get("stream")
+        if stream is None:
+            stream = config.get("stream", True)
+        payload: Dict = {
+            "model": config.get("model") or self.default_model,
+            "max_tokens": config.get("max_tokens") or self.default_max_tokens,
+            "messages": merge_turns([m for m in native_messages if m.get("role") != "system"]),
+        }
+        system = _system(native_messages)
+        if system:
+            payload["system"] = system
+        if config.get("temperature") is not None:
+            payload["temperature"] = config["temperature"]
+        request = {
+            "url": f"{self.base_url(config)}/v1/messages",
+            "payload": self._api_payload_mode(payload, bool(stream)),
+            "headers": self._request_headers(config, self._api_base_headers(config)),
+        }
+        return native_messages, {**state, "request": request, "anthropic": {"blocks": {}}}
+
+    def process_chunk(self, native_chunk: Dict, native_messages: list[Dict], state: Dict) -> tuple[list, list, list, Dict]:
+        """Hot path: text deltas become partials; usage and stop reason are noted."""
+        kind = native_chunk.get("type")
+        if kind == "content_block_delta":
+            delta = native_chunk.get("delta") or {}
+            if delta.get("type") != "text_delta" or not delta.get("text"):
+                return [], [], native_messages, state
+            index = native_chunk.get("index", 0)
+            block = block_at(state, index) or {"type": "text"}
+            text = delta["text"]
+            new_state = with_block(state, index, {**block, "_text": push(block.get("_text"), text)})
+            return [{"role": "assistant", "content": text}], [], native_messages, new_state
+        if kind == "content_block_start":
+            block = native_chunk.get("content_block") or {}
+            if block.get("type") == "text":
+                opened = {**block, "_text": push(None, block.get("text") or "")}
+                return [], [], native_messages, with_block(state, native_chunk.get("index", 0), opened)
+        elif kind == "content_block_stop":
+            index = native_chunk.get("index", 0)
+            block = block_at(state, index)
+            if block is not None and block.get("type") == "text":
+                return [], [], native_messages, with_block(state, index, _finished(block))
+        elif kind == "message_start":
+            message = native_chunk.get("message") or {}
+            buffer = {**state["anthropic"], "usage": message.get("usage") or {}}
+            return [], [], native_messages, {**state, "anthropic": buffer}
+        elif kind == "message_delta":
+            buffer = dict(state["anthropic"])
+            stop = (native_chunk.get("delta") or {}).get("stop_reason")
+            if stop:
+                buffer["stop_reason"] = stop
+            if native_chunk.get("usage"):
+                buffer["usage"] = {**(buffer.get("usage") or {}), **native_chunk["usage"]}
+            return [], [], native_messages, {**state, "anthropic": buffer}
+        return [], [], native_messages, state
+
+    def finalize(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> tuple[list, list, Dict]:
+        """The block table, in index order, as one native assistant message."""
+        buffer = state.get("anthropic")
+        if buffer is None:
+            return [], native_messages, state
+        blocks = buffer["blocks"]
+        message: Dict = {"role": "assistant", "content": [_finished(blocks[i]) for i in sorted(blocks)]}
+        if buffer.get("stop_reason"):
+            message["_stop_reason"] = buffer["stop_reason"]
+        if buffer.get("usage"):
+            message["_usage"] = buffer["usage"]
+        return [message], [*native_messages, message], {**state, "anthropic": None}
+
+    def from_native_messages(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> list[Dict]:
+        """Core messages with the text blocks as content; stop reason and usage in metadata."""
+        out: list[Dict] = []
+        for m in native_messages:
+            metadata: Dict = {}
+            if m.get("_stop_reason"):
+                metadata["stop_reason"] = m["_stop_reason"]
+            if m.get("_usage"):
+                metadata["usage"] = normalize_usage(m["_usage"])
+            out.append({"role": m.get("role", "assistant"), "content": message_text(m.get("content")), "metadata": metadata})
+        return out
+
+    # -- API specifics for HTTPProvider ------------------------------------------------
+
+    def _api_auth_headers(self, api_key: str) -> Dict:
+        return {"x-api-key": api_key}
+
+    def _api_base_headers(self, config: Mapping[str, Any]) -> Dict:
+        return {"content-type": "application/json", "anthropic-version": config.get("anthropic_version") or "2023-06-01"}
+
+    def _api_models_url(self, base_url: str) -> str:
+        return f"{base_url}/v1/models"
+
+    def _api_payload_mode(self, payload: Mapping[str, Any], stream: bool) -> Mapping[str, Any]:
+        return payload if payload.get("stream") is stream else {**payload, "stream": stream}
+
+    def _api_reader(self, secrets: tuple[str, ...]) -> JSONEventReader:
+        name = self.name
+
+        def classify(event: str, value: Any) -> Any:
+            if type(value) is not dict:
+                return LLMError(f"unexpected stream event (not an object): {quote_line(repr(value))}", provider=name)
+            kind = value.get("type")
+            if kind == "ping":
+                return "skip"
+            if kind == "message_stop":
+                return "last"
+            if kind == "error":
+                return error_from_event(name, value, secrets)
+            return None
+
+        return JSONEventReader(name, classify)
+
+    def _api_native_from_answer(self, answer: Any) -> Dict:
+        if isinstance(answer, Mapping) and answer.get("type") == "error":
+            raise error_from_event(self.name, answer)
+        if not isinstance(answer, Mapping) or not isinstance(answer.get("content"), list):
+            raise LLMError(f"the answer has no content list: {quote_line(repr(answer))}", provider=self.name)
+        message: Dict = {"role": answer.get("role") or "assistant", "content": list(answer["content"])}
+        if answer.get("stop_reason"):
+            message["_stop_reason"] = answer["stop_reason"]
+        if answer.get("usage"):
+            message["_usage"] = answer["usage"]
+        return message
