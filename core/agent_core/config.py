@@ -75,8 +75,13 @@ def parse_schema(plugin: str, raw: Any) -> tuple[FieldSpec, ...]:
         return ()
     if not isinstance(raw, Mapping):
         raise ConfigError(f"plugin {plugin!r}: get_config_schema() must return a mapping", plugins=[plugin])
-    props = raw.get("properties") if isinstance(raw.get("properties"), Mapping) else None
-    fields = props if props is not None and raw.get("type", "object") == "object" else raw
+    # A JSON Schema object has a string "type" or "properties"; in the flat
+    # form every value is a field description (a mapping).
+    if isinstance(raw.get("type"), str) or "properties" in raw:
+        props = raw.get("properties")
+        fields = props if isinstance(props, Mapping) else {}
+    else:
+        fields = raw
     out = []
     for key, desc in fields.items():
         if not isinstance(desc, Mapping):

@@ -81,6 +81,36 @@ async def _awaited(fn: Callable[[], Awaitable[Any]]) -> Any:
     return await fn()
 
 
+class _AsyncIterInSync:
+    """Iterate an async iterator from sync code, on an event loop of its own."""
+
+    def __init__(self, ait: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._ait = ait.__aiter__()
+
+    def __iter__(self) -> _AsyncIterInSync:
+        return self
+
+    def __next__(self) -> Any:
+        if self._loop.is_closed():
+            raise StopIteration
+        try:
+            return self._loop.run_until_complete(self._ait.__anext__())
+        except StopAsyncIteration:
+            self.close()
+            raise StopIteration from None
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        try:
+            aclose = getattr(self._ait, "aclose", None)
+            if aclose is not None:
+                self._loop.run_until_complete(aclose())
+        finally:
+            self._loop.close()
+
+
 class _Handle:
     """An open iterator, sync or async, owned by the driver until closed."""
 
@@ -108,10 +138,14 @@ class OpenIter(Effect):
         self.label = label
 
     def run_sync(self, driver: _Driver) -> _Handle:
-        if self.sync_fn is None:
-            raise _async_only(self.label)
-        it = self.sync_fn()
-        if hasattr(it, "__anext__"):
+        if self.sync_fn is not None:
+            it = self.sync_fn()
+            if hasattr(it, "__anext__"):
+                it = _AsyncIterInSync(it)
+        elif self.async_fn is not None:
+            # An async-only iterator in a sync request: step it on a private loop.
+            it = _AsyncIterInSync(self.async_fn())
+        else:
             raise _async_only(self.label)
         handle = _Handle(iter(it), False)
         driver.handles.append(handle)

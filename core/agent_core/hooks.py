@@ -127,11 +127,19 @@ def _bind_shape(plugin: str, kind: str, hook: str, func: Callable[..., Any], dro
     return _Binding(True, is_async, npos, pos_as_kw, keywords, direct)
 
 
-def _ui_legacy_shape(func: Callable[..., Any], drop_first: bool) -> str:
+def _ui_legacy_shape(plugin: str, func: Callable[..., Any], drop_first: bool) -> str:
     params = list(inspect.signature(func).parameters.values())
     if drop_first and params:
         params = params[1:]
     names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    kw_required = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    if len(required) > 4 or kw_required:
+        raise ConfigError(
+            f"plugin {plugin!r}: get_ui_elements must take (config, context=None), or a legacy shape: "
+            "(), (config), (config, tags, models), (config, tags, models, context)",
+            plugins=[plugin],
+        )
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return "canonical"
     if not names:
@@ -225,7 +233,7 @@ def _bindings_for(cls: type, kind: str, plugin: str) -> dict[str, _Binding]:
         if not callable(func):
             raise ConfigError(f"plugin {plugin!r}: {hook!r} must be a method", plugins=[plugin])
         if hook == "get_ui_elements":
-            out[hook] = _Binding(True, False, 0, (), (), False, ui_legacy=_ui_legacy_shape(func, drop_first))
+            out[hook] = _Binding(True, False, 0, (), (), False, ui_legacy=_ui_legacy_shape(plugin, func, drop_first))
         else:
             out[hook] = _bind_shape(plugin, kind, hook, func, drop_first)
     _SPEC_CACHE[(cls, kind)] = out

@@ -583,16 +583,6 @@ def test_a_hook_needing_an_unknown_keyword_fails_at_registration() -> None:
     assert "needs_kw" in info.value.plugins and "secret" in str(info.value) and "finalize" in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: get_ui_elements is exempt from the registration check: hooks._bindings_for only picks a "
-        "legacy shape (_ui_legacy_shape) and never compares the signature with what the engine can pass, "
-        "so get_ui_elements(self, config, tags, models, context, extra) or (self, config, *, needed) "
-        "registers fine and fails later in get_ui_schema with PluginError(TypeError: missing argument) "
-        "instead of ConfigError at registration"
-    ),
-)
 @pytest.mark.parametrize("variant", ["extra_positional", "required_keyword"])
 def test_a_get_ui_elements_needing_more_than_any_supported_shape_fails_at_registration(variant: str) -> None:
     if variant == "extra_positional":

@@ -342,15 +342,6 @@ def test_an_empty_json_schema_with_properties_declares_nothing() -> None:
     assert "type" not in core.resolve({}).config
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: a JSON Schema object without 'properties' ({'type': 'object'}, optionally with "
-        "'additionalProperties') is read as the flat form, so config.parse_schema raises "
-        "ConfigError \"config schema entry 'type' must be a mapping\" instead of declaring no keys "
-        "(parse_schema only switches to the JSON Schema reading when 'properties' is a mapping)"
-    ),
-)
 @pytest.mark.parametrize("schema", [{"type": "object"}, {"type": "object", "additionalProperties": False}])
 def test_a_json_schema_object_without_properties_declares_nothing(schema: dict[str, Any]) -> None:
     core = AgentCore(providers=[recording_provider([])], features=[feature("f", schema)])

@@ -354,15 +354,6 @@ def test_an_async_stream_tool_in_an_async_request() -> None:
     assert next(e for e in events if e.type == "tool_result").message.content == "Result: async counted"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: an async-only streaming tool (stream_tool_async, no stream_tool) cannot run in a sync request: "
-        "effects.OpenIter.run_sync raises ConfigError('... is async-only') when sync_fn is None, while "
-        "effects.Call.run_sync runs async-only callables on a private loop; tools.execute turns that into "
-        "the error result 'ConfigError: tool ... stream_tool is async-only' instead of running the tool"
-    ),
-)
 def test_an_async_stream_tool_in_a_sync_request() -> None:
     core = AgentCore(providers=[add_then_answer(tool_call("count", {"n": 2}))], tools=[AsyncCounter])
     events = list(core.stream_request(session()))
