@@ -67,7 +67,10 @@ class OpenAIToolsExtension:
 
     def get_config_schema(self) -> Dict:
         return {
-            "tool_choice": {"type": "string", "description": '"auto", "none" or "required"; API default when unset'},
+            "tool_choice": {
+                "type": ["string", "object"],
+                "description": '"auto", "none", "required" or {"type": "function", "function": {"name": ...}}',
+            },
         }
 
     def accepted_tool_schema_formats(self, config: Dict, state: Dict | None = None) -> list[str]:
