@@ -253,6 +253,9 @@ class HTTPProvider(BaseProvider):
         message = self._api_native_from_answer(answer)
         return [], [message], [*native_messages, message], {**state, self.name: None}
 
+    def _secrets(self) -> tuple[str, ...]:
+        return self._credentials.secrets if self._credentials is not None else ()
+
     def _reader_for(self, call: HTTPCall) -> Callable[[], JSONEventReader]:
         return lambda: self._api_reader(call.secrets)
 

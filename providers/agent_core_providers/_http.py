@@ -13,8 +13,10 @@ is a pure function shared by both.
 Retries: an attempt that fails with a retryable error (429, 5xx/529, a
 dropped connection, a timeout) is repeated up to ``max_retries`` times, after
 the API's ``retry-after`` (capped at :data:`MAX_RETRY_SLEEP`) or an
-exponential backoff, but only while no event has been yielded: once the
-caller has seen output, repeating the request would duplicate it.
+exponential backoff, but only while no output has been yielded: once the
+caller has seen output, repeating the request would duplicate it. Events
+that carry none yet (Anthropic's ``message_start``, OpenAI's role-only first
+chunk) do not count, because APIs often fail right after sending them.
 
 Cancellation: every call registers an :class:`InFlight` record in the
 provider instance's :class:`InFlightTable` under its request id.
@@ -263,7 +265,6 @@ def stream_call(
     """
     attempt = 0
     while True:
-        emitted = False
         reader: JSONEventReader | None = None
         try:
             with client.stream(call.method, call.url, headers=call.headers, content=call.body) as response:
@@ -275,7 +276,6 @@ def stream_call(
                 for raw in response.iter_bytes():
                     record.raise_if_cancelled()
                     for event in reader.feed(raw):
-                        emitted = True
                         yield event
                     # After the end marker the loop only drains the body, so the
                     # connection goes back to the pool instead of being dropped.
@@ -292,7 +292,7 @@ def stream_call(
             error = exc
         finally:
             record.response = None
-        if emitted:
+        if reader is not None and reader.output_seen:
             raise error  # never retry after the caller saw output
         delay = _give_up_or_wait(call, error, attempt)
         if record.sleep(delay):
@@ -310,7 +310,6 @@ async def astream_call(
     record.bind_loop()
     attempt = 0
     while True:
-        emitted = False
         reader: JSONEventReader | None = None
         try:
             async with client.stream(call.method, call.url, headers=call.headers, content=call.body) as response:
@@ -322,7 +321,6 @@ async def astream_call(
                 async for raw in response.aiter_bytes():
                     record.raise_if_cancelled()
                     for event in reader.feed(raw):
-                        emitted = True
                         yield event
                     # After the end marker the loop only drains the body, so the
                     # connection goes back to the pool instead of being dropped.
@@ -339,7 +337,7 @@ async def astream_call(
             error = exc
         finally:
             record.response = None
-        if emitted:
+        if reader is not None and reader.output_seen:
             raise error
         delay = _give_up_or_wait(call, error, attempt)
         if await record.asleep(delay):

@@ -151,22 +151,35 @@ class JSONEventReader:
             API's mid-stream error event).
         done_data: a raw ``data`` payload that marks the end without being
             JSON (OpenAI's ``[DONE]``).
+        is_preamble: tells events that carry no output yet (Anthropic's
+            ``message_start``, OpenAI's role-only first chunk). Until an
+            event that is not preamble is returned, :attr:`output_seen` stays
+            False, so the transport may still retry the request safely.
 
     ``feed`` raises ``LLMError`` for data that is not JSON, quoting it.
     ``close`` raises ``ProviderUnavailableError`` (via ``on_truncated``) when
     the body ended before the stream was complete.
     """
 
-    __slots__ = ("_sse", "_decode", "_classify", "_done_data", "done", "provider")
+    __slots__ = ("_sse", "_decode", "_classify", "_done_data", "_is_preamble", "done", "output_seen", "provider")
 
     _decoder = msgspec.json.Decoder()
 
-    def __init__(self, provider: str, classify: Classify, *, done_data: bytes | None = None) -> None:
+    def __init__(
+        self,
+        provider: str,
+        classify: Classify,
+        *,
+        done_data: bytes | None = None,
+        is_preamble: Callable[[Any], bool] | None = None,
+    ) -> None:
         self._sse = SSEDecoder(provider)
         self._decode = self._decoder.decode
         self._classify = classify
         self._done_data = done_data
+        self._is_preamble = is_preamble
         self.done = False
+        self.output_seen = False
         self.provider = provider
 
     @property
@@ -189,14 +202,15 @@ class JSONEventReader:
                     f"malformed JSON in server-sent event: {quote_line(data)}", provider=self.provider
                 ) from None
             verdict = self._classify(name, value)
-            if verdict is None:
+            if verdict is None or verdict == "last":
                 out.append(value)
+                if not self.output_seen and not (self._is_preamble is not None and self._is_preamble(value)):
+                    self.output_seen = True
+                if verdict == "last":
+                    self.done = True
+                    break
             elif verdict == "skip":
                 continue
-            elif verdict == "last":
-                out.append(value)
-                self.done = True
-                break
             elif verdict == "done":
                 self.done = True
                 break

@@ -180,6 +180,11 @@ def normalize_usage(usage: Mapping[str, Any]) -> Dict:
     return out
 
 
+def _is_preamble(event: Mapping[str, Any]) -> bool:
+    """``message_start`` carries no output yet (safe to see again after a retry)."""
+    return event.get("type") == "message_start"
+
+
 def _finished(block: Mapping[str, Any]) -> Dict:
     """A block as stored in history: text joined, work-in-progress keys dropped."""
     out = {k: v for k, v in block.items() if k[0] != "_"}
@@ -360,11 +365,11 @@ class AnthropicProvider(HTTPProvider):
                 return error_from_event(name, value, secrets)
             return None
 
-        return JSONEventReader(name, classify)
+        return JSONEventReader(name, classify, is_preamble=_is_preamble)
 
     def _api_native_from_answer(self, answer: Any) -> Dict:
         if isinstance(answer, Mapping) and answer.get("type") == "error":
-            raise error_from_event(self.name, answer)
+            raise error_from_event(self.name, answer, self._secrets())
         if not isinstance(answer, Mapping) or not isinstance(answer.get("content"), list):
             raise LLMError(f"the answer has no content list: {quote_line(repr(answer))}", provider=self.name)
         message: Dict = {"role": answer.get("role") or "assistant", "content": list(answer["content"])}

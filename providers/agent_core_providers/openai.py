@@ -138,6 +138,19 @@ def replace_final(native_messages: list[Any], old: Mapping[str, Any], new: Mappi
     return native_messages  # not in the history: nothing to keep in step
 
 
+def _is_preamble(chunk: Mapping[str, Any]) -> bool:
+    """A chunk with nothing in it yet but the role (safe to see again after a retry)."""
+    if chunk.get("usage"):
+        return False
+    choices = chunk.get("choices")
+    if not choices:
+        return True
+    if choices[0].get("finish_reason"):
+        return False
+    delta = choices[0].get("delta") or {}
+    return not any(value for key, value in delta.items() if key != "role")
+
+
 def _wire(message: Mapping[str, Any]) -> Mapping[str, Any]:
     """A native message as sent: without our ``_`` keys and answer-only fields."""
     for key in message:
@@ -284,11 +297,11 @@ class OpenAIProvider(HTTPProvider):
                 return error_from_event(name, value, secrets)
             return None
 
-        return JSONEventReader(name, classify, done_data=b"[DONE]")
+        return JSONEventReader(name, classify, done_data=b"[DONE]", is_preamble=_is_preamble)
 
     def _api_native_from_answer(self, answer: Any) -> Dict:
         if isinstance(answer, Mapping) and "error" in answer:
-            raise error_from_event(self.name, answer)
+            raise error_from_event(self.name, answer, self._secrets())
         choices = answer.get("choices") if isinstance(answer, Mapping) else None
         if not choices or not isinstance(choices[0].get("message"), Mapping):
             raise LLMError(f"the answer has no choices[0].message: {quote_line(repr(answer))}", provider=self.name)

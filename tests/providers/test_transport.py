@@ -155,6 +155,14 @@ def test_mid_stream_error_event(server, kit):
 
 
 @KITS
+def test_error_right_after_the_preamble_is_retried(server, kit):
+    server.enqueue(sse_reply(*_opening(kit)[:1], kit.error_event), kit.text("second try"))
+    turn = run_turn(kit.provider(), kit.extensions(), USER, kit.config(server, max_retries=1))
+    assert turn.finals[0]["content"] == "second try"
+    assert len(server.requests) == 2
+
+
+@KITS
 def test_stream_cut_mid_json_is_an_error_quoting_the_line(server, kit):
     server.enqueue(sse_reply(*_opening(kit), kit.first_event, b'data: {"type": "content_block_delta", "ind', CUT))
     with pytest.raises(LLMError, match=r"partial line: 'data: \{\"type\": \"content_block_delta\", \"ind'"):
