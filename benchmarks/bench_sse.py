@@ -31,9 +31,14 @@ READ_SIZE = 1024
 
 
 def openai_body(n: int) -> bytes:
-    chunk = {"id": "chatcmpl-abc123", "object": "chat.completion.chunk", "created": 1718000000, "model": "gpt-4o-mini",
-             "system_fingerprint": "fp_0123", "choices": [{"index": 0, "delta": {"content": " token"}, "logprobs": None,
-                                                           "finish_reason": None}]}
+    chunk = {
+        "id": "chatcmpl-abc123",
+        "object": "chat.completion.chunk",
+        "created": 1718000000,
+        "model": "gpt-4o-mini",
+        "system_fingerprint": "fp_0123",
+        "choices": [{"index": 0, "delta": {"content": " token"}, "logprobs": None, "finish_reason": None}],
+    }
     line = b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
     return line * n + b"data: [DONE]\n\n"
 
@@ -102,8 +107,10 @@ def main() -> None:
     ours = "agent_core_providers._sse"
     for p in paths:
         if p != ours:
-            print(f"ratio ours / {p}: openai {rates[(ours, 'openai')] / rates[(p, 'openai')]:.2f}x, "
-                  f"anthropic {rates[(ours, 'anthropic')] / rates[(p, 'anthropic')]:.2f}x")
+            print(
+                f"ratio ours / {p}: openai {rates[(ours, 'openai')] / rates[(p, 'openai')]:.2f}x, "
+                f"anthropic {rates[(ours, 'anthropic')] / rates[(p, 'anthropic')]:.2f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -55,10 +55,15 @@ class AnthropicThinkingExtension:
         }
 
     def to_native_messages(
-        self, messages: list[Dict], native_messages: list[Dict], state: Dict | None = None, *, context: Dict | None = None
+        self,
+        messages: list[Dict],
+        native_messages: list[Dict],
+        state: Dict | None = None,
+        *,
+        context: Dict | None = None,
     ) -> list[Dict]:
         out: list[Dict] = []
-        for core, native in zip(messages, native_messages):
+        for core, native in zip(messages, native_messages, strict=True):
             saved = (core.get("metadata") or {}).get("thinking_blocks")
             if core.get("role") == "assistant" and saved:
                 blocks = content_blocks(native.get("content"))
@@ -67,7 +72,9 @@ class AnthropicThinkingExtension:
             out.append(native)
         return out
 
-    def initialize_request(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> tuple[list[Dict], Dict]:
+    def initialize_request(
+        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
+    ) -> tuple[list[Dict], Dict]:
         budget = int(state["config"].get("thinking_budget") or 0)
         if budget <= 0:
             return native_messages, state
@@ -80,8 +87,14 @@ class AnthropicThinkingExtension:
         return native_messages, {**state, "request": {**request, "payload": payload}}
 
     def process_chunk(
-        self, native_chunk: Dict | None, partial_messages: list[Dict], final_messages: list[Dict], native_messages: list[Dict], state: Dict
+        self,
+        native_chunk: Dict | None,
+        partial_messages: list[Dict],
+        final_messages: list[Dict],
+        native_messages: list[Dict],
+        state: Dict,
     ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+        """Hot path: open, fill and sign thinking blocks; stream the thinking as partials."""
         unchanged = partial_messages, final_messages, native_messages, state
         if native_chunk is None:
             return unchanged
@@ -108,7 +121,12 @@ class AnthropicThinkingExtension:
                 opened = dict(block)
                 if block.get("type") == "thinking":
                     opened["_thinking"] = push(None, block.get("thinking") or "")
-                return partial_messages, final_messages, native_messages, with_block(state, native_chunk.get("index", 0), opened)
+                return (
+                    partial_messages,
+                    final_messages,
+                    native_messages,
+                    with_block(state, native_chunk.get("index", 0), opened),
+                )
         elif kind == "content_block_stop":
             index = native_chunk.get("index", 0)
             block = block_at(state, index)
@@ -120,10 +138,15 @@ class AnthropicThinkingExtension:
         return unchanged
 
     def from_native_messages(
-        self, native_messages: list[Dict], messages: list[Dict], state: Dict | None = None, *, context: Dict | None = None
+        self,
+        native_messages: list[Dict],
+        messages: list[Dict],
+        state: Dict | None = None,
+        *,
+        context: Dict | None = None,
     ) -> list[Dict]:
         out: list[Dict] = []
-        for native, core in zip(native_messages, messages):
+        for native, core in zip(native_messages, messages, strict=True):
             content = native.get("content")
             blocks = (
                 [b for b in content if isinstance(b, Mapping) and b.get("type") in _THINKING_TYPES]

@@ -92,11 +92,16 @@ class AnthropicToolsExtension:
         return [OPENAI_CHAT]
 
     def to_native_messages(
-        self, messages: list[Dict], native_messages: list[Dict], state: Dict | None = None, *, context: Dict | None = None
+        self,
+        messages: list[Dict],
+        native_messages: list[Dict],
+        state: Dict | None = None,
+        *,
+        context: Dict | None = None,
     ) -> list[Dict]:
         """Tool calls become ``tool_use`` blocks; tool results ``tool_result`` blocks (1:1 with messages)."""
         out: list[Dict] = []
-        for core, native in zip(messages, native_messages):
+        for core, native in zip(messages, native_messages, strict=True):
             metadata = core.get("metadata") or {}
             if core.get("role") == "assistant" and metadata.get("tool_calls"):
                 uses = [
@@ -120,7 +125,9 @@ class AnthropicToolsExtension:
             out.append(native)
         return out
 
-    def initialize_request(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> tuple[list[Dict], Dict]:
+    def initialize_request(
+        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
+    ) -> tuple[list[Dict], Dict]:
         config = state["config"]
         request = state["request"]
         if not config.get("tools"):
@@ -131,8 +138,18 @@ class AnthropicToolsExtension:
         return native_messages, {**state, "request": {**request, "payload": payload}}
 
     def process_chunk(
-        self, native_chunk: Dict | None, partial_messages: list[Dict], final_messages: list[Dict], native_messages: list[Dict], state: Dict
+        self,
+        native_chunk: Dict | None,
+        partial_messages: list[Dict],
+        final_messages: list[Dict],
+        native_messages: list[Dict],
+        state: Dict,
     ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+        """Hot path: open, fill and close ``tool_use`` blocks in the shared block table.
+
+        The input JSON is parsed once, at ``content_block_stop``; input that
+        is still not valid JSON then is a malformed stream (``LLMError``).
+        """
         unchanged = partial_messages, final_messages, native_messages, state
         if native_chunk is None:
             return unchanged
@@ -148,8 +165,18 @@ class AnthropicToolsExtension:
         if kind == "content_block_start":
             block = native_chunk.get("content_block") or {}
             if block.get("type") == "tool_use":
-                opened = {"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": block.get("input") or {}}
-                return partial_messages, final_messages, native_messages, with_block(state, native_chunk.get("index", 0), opened)
+                opened = {
+                    "type": "tool_use",
+                    "id": block.get("id"),
+                    "name": block.get("name"),
+                    "input": block.get("input") or {},
+                }
+                return (
+                    partial_messages,
+                    final_messages,
+                    native_messages,
+                    with_block(state, native_chunk.get("index", 0), opened),
+                )
         elif kind == "content_block_stop":
             index = native_chunk.get("index", 0)
             block = block_at(state, index)
@@ -160,23 +187,40 @@ class AnthropicToolsExtension:
                 except ValueError:
                     raise LLMError(f"tool_use input is not valid JSON: {raw[:200]!r}", provider="anthropic") from None
                 done = {k: v for k, v in block.items() if k != "_json"}
-                return partial_messages, final_messages, native_messages, with_block(state, index, {**done, "input": value})
+                return (
+                    partial_messages,
+                    final_messages,
+                    native_messages,
+                    with_block(state, index, {**done, "input": value}),
+                )
         return unchanged
 
     def from_native_messages(
-        self, native_messages: list[Dict], messages: list[Dict], state: Dict | None = None, *, context: Dict | None = None
+        self,
+        native_messages: list[Dict],
+        messages: list[Dict],
+        state: Dict | None = None,
+        *,
+        context: Dict | None = None,
     ) -> list[Dict]:
         """``tool_use`` blocks -> ``metadata["tool_calls"]`` in the OpenAI shape (arguments as JSON text)."""
         out: list[Dict] = []
-        for native, core in zip(native_messages, messages):
+        for native, core in zip(native_messages, messages, strict=True):
             content = native.get("content")
-            uses = [b for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"] if isinstance(content, list) else []
+            uses = (
+                [b for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+                if isinstance(content, list)
+                else []
+            )
             if uses:
                 calls = [
                     {
                         "id": b.get("id"),
                         "type": "function",
-                        "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input") or {}, separators=(",", ":"))},
+                        "function": {
+                            "name": b.get("name"),
+                            "arguments": json.dumps(b.get("input") or {}, separators=(",", ":")),
+                        },
                     }
                     for b in uses
                 ]

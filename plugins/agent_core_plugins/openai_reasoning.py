@@ -50,7 +50,9 @@ class OpenAIReasoningExtension:
             },
         }
 
-    def initialize_request(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> tuple[list[Dict], Dict]:
+    def initialize_request(
+        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
+    ) -> tuple[list[Dict], Dict]:
         request = state["request"]
         effort = state["config"].get("reasoning_effort")
         if effort:
@@ -58,8 +60,14 @@ class OpenAIReasoningExtension:
         return native_messages, {**state, "request": request, "openai_reasoning": None}
 
     def process_chunk(
-        self, native_chunk: Dict | None, partial_messages: list[Dict], final_messages: list[Dict], native_messages: list[Dict], state: Dict
+        self,
+        native_chunk: Dict | None,
+        partial_messages: list[Dict],
+        final_messages: list[Dict],
+        native_messages: list[Dict],
+        state: Dict,
     ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+        """Hot path: collect a reasoning delta and echo it as a reasoning-only partial."""
         if native_chunk is None:
             return self._attach(partial_messages, final_messages, native_messages, state)
         choices = native_chunk.get("choices")
@@ -88,10 +96,15 @@ class OpenAIReasoningExtension:
         return partials, new_finals, native, {**state, "openai_reasoning": None}
 
     def from_native_messages(
-        self, native_messages: list[Dict], messages: list[Dict], state: Dict | None = None, *, context: Dict | None = None
+        self,
+        native_messages: list[Dict],
+        messages: list[Dict],
+        state: Dict | None = None,
+        *,
+        context: Dict | None = None,
     ) -> list[Dict]:
         out: list[Dict] = []
-        for native, core in zip(native_messages, messages):
+        for native, core in zip(native_messages, messages, strict=True):
             text = next((native[f] for f in _FIELDS if isinstance(native.get(f), str) and native[f]), None)
             if text:
                 core = {**core, "metadata": {**(core.get("metadata") or {}), "reasoning": text}}

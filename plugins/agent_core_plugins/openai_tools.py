@@ -80,11 +80,16 @@ class OpenAIToolsExtension:
         return [OPENAI_CHAT]
 
     def to_native_messages(
-        self, messages: list[Dict], native_messages: list[Dict], state: Dict | None = None, *, context: Dict | None = None
+        self,
+        messages: list[Dict],
+        native_messages: list[Dict],
+        state: Dict | None = None,
+        *,
+        context: Dict | None = None,
     ) -> list[Dict]:
         """Put tool calls and tool results into their wire shape (messages and natives align 1:1)."""
         out: list[Dict] = []
-        for core, native in zip(messages, native_messages):
+        for core, native in zip(messages, native_messages, strict=True):
             metadata = core.get("metadata") or {}
             if core.get("role") == "assistant" and metadata.get("tool_calls"):
                 native = {**native, "tool_calls": [_wire_call(c) for c in metadata["tool_calls"]]}
@@ -97,7 +102,9 @@ class OpenAIToolsExtension:
             out.append(native)
         return out
 
-    def initialize_request(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> tuple[list[Dict], Dict]:
+    def initialize_request(
+        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
+    ) -> tuple[list[Dict], Dict]:
         """Offer the request's tools; start an empty call buffer."""
         config = state["config"]
         request = state["request"]
@@ -109,8 +116,18 @@ class OpenAIToolsExtension:
         return native_messages, {**state, "request": {**request, "payload": payload}, "openai_tools": {}}
 
     def process_chunk(
-        self, native_chunk: Dict | None, partial_messages: list[Dict], final_messages: list[Dict], native_messages: list[Dict], state: Dict
+        self,
+        native_chunk: Dict | None,
+        partial_messages: list[Dict],
+        final_messages: list[Dict],
+        native_messages: list[Dict],
+        state: Dict,
     ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+        """Hot path: merge this chunk's ``tool_calls`` fragments into the calls by index.
+
+        Most chunks carry text only and return at once. The closing call
+        (``native_chunk is None``) hands the assembled calls to the final.
+        """
         calls = state.get("openai_tools")
         if native_chunk is None:
             return self._attach(calls, partial_messages, final_messages, native_messages, state)
@@ -154,11 +171,16 @@ class OpenAIToolsExtension:
         return partials, new_finals, native, {**state, "openai_tools": None}
 
     def from_native_messages(
-        self, native_messages: list[Dict], messages: list[Dict], state: Dict | None = None, *, context: Dict | None = None
+        self,
+        native_messages: list[Dict],
+        messages: list[Dict],
+        state: Dict | None = None,
+        *,
+        context: Dict | None = None,
     ) -> list[Dict]:
         """Copy wire ``tool_calls`` into ``metadata["tool_calls"]`` (OpenAI shape, JSON text arguments)."""
         out: list[Dict] = []
-        for native, core in zip(native_messages, messages):
+        for native, core in zip(native_messages, messages, strict=True):
             if native.get("tool_calls"):
                 metadata = {**(core.get("metadata") or {}), "tool_calls": [_wire_call(c) for c in native["tool_calls"]]}
                 core = {**core, "metadata": metadata}

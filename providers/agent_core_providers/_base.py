@@ -249,7 +249,9 @@ class HTTPProvider(BaseProvider):
 
     # -- internals --------------------------------------------------------------------
 
-    def _after_call(self, native_messages: list[Dict], state: Dict, answer: Any) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+    def _after_call(
+        self, native_messages: list[Dict], state: Dict, answer: Any
+    ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
         message = self._api_native_from_answer(answer)
         return [], [message], [*native_messages, message], {**state, self.name: None}
 

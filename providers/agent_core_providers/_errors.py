@@ -154,9 +154,7 @@ def _classify(status: int | None, err: Mapping[str, Any], message: str) -> type[
     return base
 
 
-def _build(
-    cls: type[LLMError], message: str, provider: str, status: int | None, retry_after: float | None
-) -> LLMError:
+def _build(cls: type[LLMError], message: str, provider: str, status: int | None, retry_after: float | None) -> LLMError:
     if cls is RateLimitError:
         return RateLimitError(message, retry_after=retry_after, provider=provider, status_code=status)
     error = cls(message, provider=provider, status_code=status)

@@ -275,7 +275,9 @@ class AnthropicProvider(HTTPProvider):
         }
         return native_messages, {**state, "request": request, "anthropic": {"blocks": {}}}
 
-    def process_chunk(self, native_chunk: Dict, native_messages: list[Dict], state: Dict) -> tuple[list, list, list, Dict]:
+    def process_chunk(
+        self, native_chunk: Dict, native_messages: list[Dict], state: Dict
+    ) -> tuple[list, list, list, Dict]:
         """Hot path: text deltas become partials; usage and stop reason are noted."""
         kind = native_chunk.get("type")
         if kind == "content_block_delta":
@@ -311,7 +313,9 @@ class AnthropicProvider(HTTPProvider):
             return [], [], native_messages, {**state, "anthropic": buffer}
         return [], [], native_messages, state
 
-    def finalize(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> tuple[list, list, Dict]:
+    def finalize(
+        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
+    ) -> tuple[list, list, Dict]:
         """The block table, in index order, as one native assistant message."""
         buffer = state.get("anthropic")
         if buffer is None:
@@ -324,7 +328,9 @@ class AnthropicProvider(HTTPProvider):
             message["_usage"] = buffer["usage"]
         return [message], [*native_messages, message], {**state, "anthropic": None}
 
-    def from_native_messages(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> list[Dict]:
+    def from_native_messages(
+        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
+    ) -> list[Dict]:
         """Core messages with the text blocks as content; stop reason and usage in metadata."""
         out: list[Dict] = []
         for m in native_messages:
@@ -333,7 +339,9 @@ class AnthropicProvider(HTTPProvider):
                 metadata["stop_reason"] = m["_stop_reason"]
             if m.get("_usage"):
                 metadata["usage"] = normalize_usage(m["_usage"])
-            out.append({"role": m.get("role", "assistant"), "content": message_text(m.get("content")), "metadata": metadata})
+            out.append(
+                {"role": m.get("role", "assistant"), "content": message_text(m.get("content")), "metadata": metadata}
+            )
         return out
 
     # -- API specifics for HTTPProvider ------------------------------------------------
@@ -342,7 +350,10 @@ class AnthropicProvider(HTTPProvider):
         return {"x-api-key": api_key}
 
     def _api_base_headers(self, config: Mapping[str, Any]) -> Dict:
-        return {"content-type": "application/json", "anthropic-version": config.get("anthropic_version") or "2023-06-01"}
+        return {
+            "content-type": "application/json",
+            "anthropic-version": config.get("anthropic_version") or "2023-06-01",
+        }
 
     def _api_models_url(self, base_url: str) -> str:
         return f"{base_url}/v1/models"

@@ -179,7 +179,10 @@ class OpenAIProvider(HTTPProvider):
     def get_config_schema(self) -> Dict:
         return {
             **self._common_schema(),
-            "max_tokens": {"type": "integer", "description": "upper bound on generated tokens (API default when unset)"},
+            "max_tokens": {
+                "type": "integer",
+                "description": "upper bound on generated tokens (API default when unset)",
+            },
         }
 
     def get_tags(self, config: Dict, models: list[Dict]) -> list[str]:
@@ -224,7 +227,9 @@ class OpenAIProvider(HTTPProvider):
         }
         return native_messages, {**state, "request": request, "openai": {}}
 
-    def process_chunk(self, native_chunk: Dict, native_messages: list[Dict], state: Dict) -> tuple[list, list, list, Dict]:
+    def process_chunk(
+        self, native_chunk: Dict, native_messages: list[Dict], state: Dict
+    ) -> tuple[list, list, list, Dict]:
         """Hot path: a text delta becomes a partial; finish reason and usage are noted."""
         changes: Dict = {}
         partials: list[Dict] = []
@@ -246,7 +251,9 @@ class OpenAIProvider(HTTPProvider):
             return partials, [], native_messages, state
         return partials, [], native_messages, {**state, "openai": {**state["openai"], **changes}}
 
-    def finalize(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> tuple[list, list, Dict]:
+    def finalize(
+        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
+    ) -> tuple[list, list, Dict]:
         """The streamed answer as one native assistant message (none after ``call_api``)."""
         buffer = state.get("openai")
         if buffer is None:
@@ -258,7 +265,9 @@ class OpenAIProvider(HTTPProvider):
             message["_usage"] = buffer["usage"]
         return [message], [*native_messages, message], {**state, "openai": None}
 
-    def from_native_messages(self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None) -> list[Dict]:
+    def from_native_messages(
+        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
+    ) -> list[Dict]:
         """Core messages with text content; finish reason and normalized usage in metadata."""
         out: list[Dict] = []
         for m in native_messages:
@@ -267,7 +276,9 @@ class OpenAIProvider(HTTPProvider):
                 metadata["finish_reason"] = m["_finish_reason"]
             if m.get("_usage"):
                 metadata["usage"] = normalize_usage(m["_usage"])
-            out.append({"role": m.get("role", "assistant"), "content": message_text(m.get("content")), "metadata": metadata})
+            out.append(
+                {"role": m.get("role", "assistant"), "content": message_text(m.get("content")), "metadata": metadata}
+            )
         return out
 
     # -- API specifics for HTTPProvider ------------------------------------------------

@@ -29,8 +29,16 @@ def _hook(plugin: Any, name: str) -> Any:
     return getattr(plugin, name, None)
 
 
-def prepare(provider: Any, extensions: list[Any], messages: list[dict], config: dict, *, history: list | None = None,
-            stream: bool = True, request_id: str = "req-1") -> tuple[Any, Any, dict]:
+def prepare(
+    provider: Any,
+    extensions: list[Any],
+    messages: list[dict],
+    config: dict,
+    *,
+    history: list | None = None,
+    stream: bool = True,
+    request_id: str = "req-1",
+) -> tuple[Any, Any, dict]:
     context = freeze({"request_id": request_id, "stream": stream, "config": config, "iteration": 0})
     messages = freeze(messages)
     state = freeze(provider.init(freeze(config)))
@@ -59,8 +67,16 @@ def on_chunk(provider: Any, extensions: list[Any], chunk: Any, native: Any, stat
     return partials, finals, native, state
 
 
-def close(provider: Any, extensions: list[Any], finals: Any, native: Any, state: Any, context: Any,
-          partials: list, chunks: int) -> Turn:
+def close(
+    provider: Any,
+    extensions: list[Any],
+    finals: Any,
+    native: Any,
+    state: Any,
+    context: Any,
+    partials: list,
+    chunks: int,
+) -> Turn:
     for ext in extensions:
         if _hook(ext, "process_chunk"):
             _, finals, native, state = map(freeze, ext.process_chunk(None, [], finals, native, state))
@@ -74,11 +90,20 @@ def close(provider: Any, extensions: list[Any], finals: Any, native: Any, state:
     return Turn(partials, list(finals), list(core), list(native), state, chunks)
 
 
-def run_turn(provider: Any, extensions: list[Any], messages: list[dict], config: dict, *, stream: bool = True,
-             history: list | None = None, request_id: str = "req-1") -> Turn:
+def run_turn(
+    provider: Any,
+    extensions: list[Any],
+    messages: list[dict],
+    config: dict,
+    *,
+    stream: bool = True,
+    history: list | None = None,
+    request_id: str = "req-1",
+) -> Turn:
     """One provider call through all hooks (sync API)."""
-    native, state, context = prepare(provider, extensions, messages, config, history=history, stream=stream,
-                                     request_id=request_id)
+    native, state, context = prepare(
+        provider, extensions, messages, config, history=history, stream=stream, request_id=request_id
+    )
     partials: list[Any] = []
     chunks = 0
     if stream:
@@ -97,11 +122,20 @@ def run_turn(provider: Any, extensions: list[Any], messages: list[dict], config:
     return close(provider, extensions, finals, native, state, context, partials, chunks)
 
 
-async def arun_turn(provider: Any, extensions: list[Any], messages: list[dict], config: dict, *, stream: bool = True,
-                    history: list | None = None, request_id: str = "req-1") -> Turn:
+async def arun_turn(
+    provider: Any,
+    extensions: list[Any],
+    messages: list[dict],
+    config: dict,
+    *,
+    stream: bool = True,
+    history: list | None = None,
+    request_id: str = "req-1",
+) -> Turn:
     """One provider call through all hooks (async API)."""
-    native, state, context = prepare(provider, extensions, messages, config, history=history, stream=stream,
-                                     request_id=request_id)
+    native, state, context = prepare(
+        provider, extensions, messages, config, history=history, stream=stream, request_id=request_id
+    )
     partials: list[Any] = []
     chunks = 0
     if stream:

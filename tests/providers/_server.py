@@ -91,7 +91,9 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         body = json.loads(raw) if raw else None
         self.server.owner._record(
-            Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address[1])
+            Recorded(
+                self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address[1]
+            )
         )
         reply = self.server.owner._next_reply()
         try:

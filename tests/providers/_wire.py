@@ -9,8 +9,9 @@ from ._server import Reply, sse, sse_reply
 # -- OpenAI Chat Completions ---------------------------------------------------------
 
 
-def oa_chunk(delta: dict | None = None, finish: str | None = None, *, usage: dict | None = None,
-             choices: bool = True) -> bytes:
+def oa_chunk(
+    delta: dict | None = None, finish: str | None = None, *, usage: dict | None = None, choices: bool = True
+) -> bytes:
     body: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
     body["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}] if choices else []
     if usage is not None:
@@ -19,8 +20,13 @@ def oa_chunk(delta: dict | None = None, finish: str | None = None, *, usage: dic
 
 
 OA_DONE = sse("[DONE]")
-OA_USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18,
-            "prompt_tokens_details": {"cached_tokens": 4}, "completion_tokens_details": {"reasoning_tokens": 0}}
+OA_USAGE = {
+    "prompt_tokens": 11,
+    "completion_tokens": 7,
+    "total_tokens": 18,
+    "prompt_tokens_details": {"cached_tokens": 4},
+    "completion_tokens_details": {"reasoning_tokens": 0},
+}
 
 
 def oa_text(*pieces: str, usage: dict | None = OA_USAGE) -> Reply:
@@ -35,6 +41,7 @@ def oa_text(*pieces: str, usage: dict | None = OA_USAGE) -> Reply:
 
 def oa_tool_calls() -> Reply:
     """Two parallel calls, interleaved, with arguments split mid-token."""
+
     def tc(index: int, **fields: Any) -> dict:
         return {"tool_calls": [{"index": index, **fields}]}
 
@@ -59,11 +66,24 @@ def an_event(kind: str, **fields: Any) -> bytes:
 
 
 def an_start(input_tokens: int = 12) -> bytes:
-    return an_event("message_start", message={
-        "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude-test",
-        "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": 1, "cache_read_input_tokens": 3,
-                  "cache_creation_input_tokens": 0}})
+    return an_event(
+        "message_start",
+        message={
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": "claude-test",
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": input_tokens,
+                "output_tokens": 1,
+                "cache_read_input_tokens": 3,
+                "cache_creation_input_tokens": 0,
+            },
+        },
+    )
 
 
 def an_block(index: int, block: dict, deltas: list[dict]) -> list[bytes]:
@@ -74,14 +94,20 @@ def an_block(index: int, block: dict, deltas: list[dict]) -> list[bytes]:
 
 
 def an_end(stop_reason: str = "end_turn", output_tokens: int = 15) -> list[bytes]:
-    return [an_event("message_delta", delta={"stop_reason": stop_reason, "stop_sequence": None},
-                     usage={"output_tokens": output_tokens}),
-            an_event("message_stop")]
+    return [
+        an_event(
+            "message_delta",
+            delta={"stop_reason": stop_reason, "stop_sequence": None},
+            usage={"output_tokens": output_tokens},
+        ),
+        an_event("message_stop"),
+    ]
 
 
 def an_text(*pieces: str) -> Reply:
     return sse_reply(
-        an_start(), an_event("ping"),
+        an_start(),
+        an_event("ping"),
         *an_block(0, {"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in pieces]),
         *an_end(),
     )
@@ -91,21 +117,33 @@ def an_thinking_tools() -> Reply:
     """Thinking (signed), a redacted block, text, then two tool_use blocks with fragmented input."""
     return sse_reply(
         an_start(),
-        *an_block(0, {"type": "thinking", "thinking": ""}, [
-            {"type": "thinking_delta", "thinking": "The user wants "},
-            {"type": "thinking_delta", "thinking": "two sums."},
-            {"type": "signature_delta", "signature": "sig-AAA"},
-        ]),
+        *an_block(
+            0,
+            {"type": "thinking", "thinking": ""},
+            [
+                {"type": "thinking_delta", "thinking": "The user wants "},
+                {"type": "thinking_delta", "thinking": "two sums."},
+                {"type": "signature_delta", "signature": "sig-AAA"},
+            ],
+        ),
         *an_block(1, {"type": "redacted_thinking", "data": "opaque-blob"}, []),
         *an_block(2, {"type": "text", "text": ""}, [{"type": "text_delta", "text": "Let me compute."}]),
-        *an_block(3, {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}}, [
-            {"type": "input_json_delta", "partial_json": ""},
-            {"type": "input_json_delta", "partial_json": '{"a": 1, '},
-            {"type": "input_json_delta", "partial_json": '"b": 2}'},
-        ]),
-        *an_block(4, {"type": "tool_use", "id": "toolu_2", "name": "mul", "input": {}}, [
-            {"type": "input_json_delta", "partial_json": '{"x": 3, "y"'},
-            {"type": "input_json_delta", "partial_json": ": 4}"},
-        ]),
+        *an_block(
+            3,
+            {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}},
+            [
+                {"type": "input_json_delta", "partial_json": ""},
+                {"type": "input_json_delta", "partial_json": '{"a": 1, '},
+                {"type": "input_json_delta", "partial_json": '"b": 2}'},
+            ],
+        ),
+        *an_block(
+            4,
+            {"type": "tool_use", "id": "toolu_2", "name": "mul", "input": {}},
+            [
+                {"type": "input_json_delta", "partial_json": '{"x": 3, "y"'},
+                {"type": "input_json_delta", "partial_json": ": 4}"},
+            ],
+        ),
         *an_end("tool_use", 40),
     )

@@ -35,15 +35,23 @@ def test_plain_text_stream(server):
     (request,) = server.requests
     assert request.path == "/v1/messages"
     assert request.headers["x-api-key"] == KEY and request.headers["anthropic-version"] == "2023-06-01"
-    assert request.body == {"model": "claude-test", "max_tokens": 4096, "stream": True,
-                            "messages": [{"role": "user", "content": "hi"}]}
+    assert request.body == {
+        "model": "claude-test",
+        "max_tokens": 4096,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
 
 
 def test_thinking_and_parallel_tool_use(server):
     server.enqueue(an_thinking_tools())
-    tools = [{"name": "add", "description": "a+b", "input_schema": {"type": "object"}},
-             {"type": "function", "function": {"name": "mul", "parameters": {"type": "object"}}}]
-    turn = run_turn(AnthropicProvider(), exts(), USER, config(server, tools=tools, thinking_budget=2048, temperature=0.2))
+    tools = [
+        {"name": "add", "description": "a+b", "input_schema": {"type": "object"}},
+        {"type": "function", "function": {"name": "mul", "parameters": {"type": "object"}}},
+    ]
+    turn = run_turn(
+        AnthropicProvider(), exts(), USER, config(server, tools=tools, thinking_budget=2048, temperature=0.2)
+    )
 
     final = turn.finals[0]
     assert final["content"] == "Let me compute."
@@ -93,49 +101,79 @@ def test_system_goes_on_top_and_same_roles_merge(server):
     messages = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "one"},
-        {"role": "user", "content": "two", "multipartContent": [
-            {"type": "image", "content": {"url": "data:image/png;base64,iVBORw0KGgo="}}]},
+        {
+            "role": "user",
+            "content": "two",
+            "multipartContent": [{"type": "image", "content": {"url": "data:image/png;base64,iVBORw0KGgo="}}],
+        },
         {"role": "assistant", "content": ""},  # empty: dropped, not sent
         {"role": "system", "content": "Answer in French."},
     ]
     run_turn(AnthropicProvider(), exts(), messages, config(server))
     body = server.requests[0].body
     assert body["system"] == "Be brief.\n\nAnswer in French."
-    assert body["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "one"},
-        {"type": "text", "text": "two"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
-    ]}]
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "one"},
+                {"type": "text", "text": "two"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            ],
+        }
+    ]
 
 
 def test_history_rebuilt_from_core_messages_keeps_thinking(server):
     """When the native history is rebuilt from core messages, the signed blocks come back from metadata."""
     server.enqueue(an_thinking_tools(), an_text("done"))
     first = run_turn(AnthropicProvider(), exts(), USER, config(server, thinking_budget=2048))
-    core = [*USER, first.finals[0],
-            {"role": "tool", "content": "3", "metadata": {"tool_call_id": "toolu_1"}},
-            {"role": "tool", "content": "12", "metadata": {"tool_call_id": "toolu_2"}}]
+    core = [
+        *USER,
+        first.finals[0],
+        {"role": "tool", "content": "3", "metadata": {"tool_call_id": "toolu_1"}},
+        {"role": "tool", "content": "12", "metadata": {"tool_call_id": "toolu_2"}},
+    ]
     run_turn(AnthropicProvider(), exts(), core, config(server, thinking_budget=2048))
     assert server.requests[1].body["messages"] == server.requests[0].body["messages"] + [
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "The user wants two sums.", "signature": "sig-AAA"},
-            {"type": "redacted_thinking", "data": "opaque-blob"},
-            {"type": "text", "text": "Let me compute."},
-            {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1, "b": 2}},
-            {"type": "tool_use", "id": "toolu_2", "name": "mul", "input": {"x": 3, "y": 4}},
-        ]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "3"},
-                                     {"type": "tool_result", "tool_use_id": "toolu_2", "content": "12"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "The user wants two sums.", "signature": "sig-AAA"},
+                {"type": "redacted_thinking", "data": "opaque-blob"},
+                {"type": "text", "text": "Let me compute."},
+                {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1, "b": 2}},
+                {"type": "tool_use", "id": "toolu_2", "name": "mul", "input": {"x": 3, "y": 4}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "3"},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "12"},
+            ],
+        },
     ]
 
 
 def test_non_streaming_call(server):
-    server.enqueue(json_reply({
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
-        "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}, {"type": "text", "text": "Hi"},
-                    {"type": "tool_use", "id": "t1", "name": "add", "input": {"a": 1}}],
-        "stop_reason": "tool_use", "usage": {"input_tokens": 9, "output_tokens": 4},
-    }))
+    server.enqueue(
+        json_reply(
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-test",
+                "content": [
+                    {"type": "thinking", "thinking": "hm", "signature": "s"},
+                    {"type": "text", "text": "Hi"},
+                    {"type": "tool_use", "id": "t1", "name": "add", "input": {"a": 1}},
+                ],
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 9, "output_tokens": 4},
+            }
+        )
+    )
     turn = run_turn(AnthropicProvider(), exts(), USER, config(server), stream=False)
     final = turn.finals[0]
     assert final["content"] == "Hi" and final["metadata"]["reasoning"] == "hm"
@@ -149,7 +187,10 @@ def test_async_matches_sync(server):
     sync_turn = run_turn(AnthropicProvider(), exts(), USER, config(server))
     async_turn = run_async(arun_turn, AnthropicProvider(), exts(), USER, config(server))
     assert (sync_turn.partials, sync_turn.finals, sync_turn.native) == (
-        async_turn.partials, async_turn.finals, async_turn.native)
+        async_turn.partials,
+        async_turn.finals,
+        async_turn.native,
+    )
 
 
 def test_without_extensions_is_a_plain_text_provider(server):
@@ -159,8 +200,9 @@ def test_without_extensions_is_a_plain_text_provider(server):
     assert turn.finals[0]["content"] == "plain"
     body = server.requests[0].body
     assert "tools" not in body and "thinking" not in body
-    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"},
-                                                             {"type": "text", "text": "Result: 2"}]}]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": "Result: 2"}]}
+    ]
 
 
 def test_tags_follow_the_model():

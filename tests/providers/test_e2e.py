@@ -42,13 +42,24 @@ def make_core() -> AgentCore:
 
 # Scripted answers: (1) ask for add(1, 2); (2) answer with text.
 
+
 def openai_replies(stream: bool):
     if stream:
         return [
             sse_reply(
                 oa_chunk({"role": "assistant", "reasoning_content": "need a sum"}),
-                oa_chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                          "function": {"name": "add", "arguments": '{"a": 1,'}}]}),
+                oa_chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "add", "arguments": '{"a": 1,'},
+                            }
+                        ]
+                    }
+                ),
                 oa_chunk({"tool_calls": [{"index": 0, "function": {"arguments": ' "b": 2}'}}]}, "tool_calls"),
                 oa_chunk(usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}, choices=False),
                 OA_DONE,
@@ -56,12 +67,36 @@ def openai_replies(stream: bool):
             oa_text("The sum ", "is 3.", usage={"prompt_tokens": 20, "completion_tokens": 4, "total_tokens": 24}),
         ]
     return [
-        json_reply({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}]}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
-        json_reply({"choices": [{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "content": "The sum is 3."}}], "usage": {"prompt_tokens": 20, "completion_tokens": 4}}),
+        json_reply(
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": "call_1",
+                                    "type": "function",
+                                    "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
+                                }
+                            ],
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            }
+        ),
+        json_reply(
+            {
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "The sum is 3."}}
+                ],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 4},
+            }
+        ),
     ]
 
 
@@ -70,25 +105,53 @@ def anthropic_replies(stream: bool):
         return [
             sse_reply(
                 an_start(10),
-                *an_block(0, {"type": "thinking", "thinking": ""},
-                          [{"type": "thinking_delta", "thinking": "need a sum"},
-                           {"type": "signature_delta", "signature": "sig-1"}]),
-                *an_block(1, {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}},
-                          [{"type": "input_json_delta", "partial_json": '{"a": 1,'},
-                           {"type": "input_json_delta", "partial_json": ' "b": 2}'}]),
+                *an_block(
+                    0,
+                    {"type": "thinking", "thinking": ""},
+                    [
+                        {"type": "thinking_delta", "thinking": "need a sum"},
+                        {"type": "signature_delta", "signature": "sig-1"},
+                    ],
+                ),
+                *an_block(
+                    1,
+                    {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}},
+                    [
+                        {"type": "input_json_delta", "partial_json": '{"a": 1,'},
+                        {"type": "input_json_delta", "partial_json": ' "b": 2}'},
+                    ],
+                ),
                 *an_end("tool_use", 5),
             ),
-            sse_reply(an_start(20), *an_block(0, {"type": "text", "text": ""},
-                                               [{"type": "text_delta", "text": "The sum "},
-                                                {"type": "text_delta", "text": "is 3."}]), *an_end("end_turn", 4)),
+            sse_reply(
+                an_start(20),
+                *an_block(
+                    0,
+                    {"type": "text", "text": ""},
+                    [{"type": "text_delta", "text": "The sum "}, {"type": "text_delta", "text": "is 3."}],
+                ),
+                *an_end("end_turn", 4),
+            ),
         ]
     return [
-        json_reply({"type": "message", "role": "assistant", "stop_reason": "tool_use",
-                    "content": [{"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1, "b": 2}}],
-                    "usage": {"input_tokens": 10, "output_tokens": 5}}),
-        json_reply({"type": "message", "role": "assistant", "stop_reason": "end_turn",
-                    "content": [{"type": "text", "text": "The sum is 3."}],
-                    "usage": {"input_tokens": 20, "output_tokens": 4}}),
+        json_reply(
+            {
+                "type": "message",
+                "role": "assistant",
+                "stop_reason": "tool_use",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1, "b": 2}}],
+                "usage": {"input_tokens": 10, "output_tokens": 5},
+            }
+        ),
+        json_reply(
+            {
+                "type": "message",
+                "role": "assistant",
+                "stop_reason": "end_turn",
+                "content": [{"type": "text", "text": "The sum is 3."}],
+                "usage": {"input_tokens": 20, "output_tokens": 4},
+            }
+        ),
     ]
 
 
@@ -100,8 +163,15 @@ CASES = {
 
 def config(server, provider: str, stream: bool, **extra):
     base = server.url + CASES[provider][1]
-    return {"provider": provider, "base_url": base, "api_key": KEY, "model": "claude-sonnet-4-5",
-            "stream": stream, "max_retries": 0, **extra}
+    return {
+        "provider": provider,
+        "base_url": base,
+        "api_key": KEY,
+        "model": "claude-sonnet-4-5",
+        "stream": stream,
+        "max_retries": 0,
+        **extra,
+    }
 
 
 def check_tool_loop(result, server, provider: str) -> None:
@@ -178,10 +248,16 @@ def test_stream_events_and_next_turn_reuses_native_history(server, provider):
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_cancel_through_the_engine(server, provider):
-    first = oa_chunk({"content": "tick "}) if provider == "openai" else an_block(
-        0, {"type": "text", "text": ""}, [{"type": "text_delta", "text": "tick "}])[1]
-    opening = [oa_chunk({"role": "assistant"})] if provider == "openai" else [
-        an_start(), an_block(0, {"type": "text", "text": ""}, [])[0]]
+    first = (
+        oa_chunk({"content": "tick "})
+        if provider == "openai"
+        else an_block(0, {"type": "text", "text": ""}, [{"type": "text_delta", "text": "tick "}])[1]
+    )
+    opening = (
+        [oa_chunk({"role": "assistant"})]
+        if provider == "openai"
+        else [an_start(), an_block(0, {"type": "text", "text": ""}, [])[0]]
+    )
     server.enqueue(sse_reply(*opening, first, *[p for _ in range(50) for p in (Delay(0.1), first)]))
     core = make_core()
     session = core.add_message(core.create_session(), Message(role="user", content="count"))
@@ -197,7 +273,12 @@ def test_cancel_through_the_engine(server, provider):
 
 
 def test_async_cancel_through_the_engine(server):
-    server.enqueue(sse_reply(oa_chunk({"content": "tick "}), *[p for _ in range(50) for p in (Delay(0.1), oa_chunk({"content": "tick "}))]))
+    server.enqueue(
+        sse_reply(
+            oa_chunk({"content": "tick "}),
+            *[p for _ in range(50) for p in (Delay(0.1), oa_chunk({"content": "tick "}))],
+        )
+    )
     core = make_core()
     session = core.add_message(core.create_session(), Message(role="user", content="count"))
 
@@ -219,7 +300,9 @@ def test_async_cancel_through_the_engine(server):
 def test_discovered_through_entry_points():
     core = AgentCore.discover()
     assert {"openai", "anthropic"} <= set(core.plugins("provider"))
-    assert {"openai_tools", "openai_reasoning", "anthropic_tools", "anthropic_thinking"} <= set(core.plugins("extension"))
+    assert {"openai_tools", "openai_reasoning", "anthropic_tools", "anthropic_thinking"} <= set(
+        core.plugins("extension")
+    )
     on = lambda cfg: {str(e) for e in core.resolve(cfg).extensions}  # noqa: E731
     assert on({"provider": "anthropic", "model": "claude-sonnet-4-5"}) == {"anthropic_tools", "anthropic_thinking"}
     assert on({"provider": "anthropic", "model": "claude-3-5-haiku-latest"}) == {"anthropic_tools"}

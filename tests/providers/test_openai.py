@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 
 from agent_core import freeze
 from agent_core_plugins.openai_reasoning import OpenAIReasoningExtension
@@ -37,8 +36,12 @@ def test_plain_text_stream(server):
     assert final["content"] == "Hello world"
     assert final["metadata"]["finish_reason"] == "stop"
     assert final["metadata"]["usage"] == {
-        "input_tokens": 11, "output_tokens": 7, "total_tokens": 18, "cache_read_tokens": 4,
-        "prompt_tokens_details": {"cached_tokens": 4}, "completion_tokens_details": {"reasoning_tokens": 0},
+        "input_tokens": 11,
+        "output_tokens": 7,
+        "total_tokens": 18,
+        "cache_read_tokens": 4,
+        "prompt_tokens_details": {"cached_tokens": 4},
+        "completion_tokens_details": {"reasoning_tokens": 0},
     }
     assert "tool_calls" not in final["metadata"] and "reasoning" not in final["metadata"]
     (request,) = server.requests
@@ -65,13 +68,15 @@ def test_parallel_tool_calls_assembled_by_index(server):
 
 
 def test_reasoning_goes_to_metadata_not_content(server):
-    server.enqueue(sse_reply(
-        oa_chunk({"role": "assistant", "reasoning_content": "Think"}),
-        oa_chunk({"reasoning_content": "ing..."}),
-        oa_chunk({"reasoning": " more"}),  # Ollama/OpenRouter spelling
-        oa_chunk({"content": "Answer"}, "stop"),
-        OA_DONE,
-    ))
+    server.enqueue(
+        sse_reply(
+            oa_chunk({"role": "assistant", "reasoning_content": "Think"}),
+            oa_chunk({"reasoning_content": "ing..."}),
+            oa_chunk({"reasoning": " more"}),  # Ollama/OpenRouter spelling
+            oa_chunk({"content": "Answer"}, "stop"),
+            OA_DONE,
+        )
+    )
     turn = run_turn(OpenAIProvider(), exts(), USER, config(server, reasoning_effort="low"))
 
     final = turn.finals[0]
@@ -89,13 +94,29 @@ def test_reasoning_goes_to_metadata_not_content(server):
 
 
 def test_non_streaming_call(server):
-    server.enqueue(json_reply({
-        "id": "x", "object": "chat.completion",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": None, "reasoning_content": "hmm",
-            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}]}}],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
-    }))
+    server.enqueue(
+        json_reply(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "reasoning_content": "hmm",
+                            "tool_calls": [
+                                {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}
+                            ],
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+            }
+        )
+    )
     turn = run_turn(OpenAIProvider(), exts(), USER, config(server), stream=False)
 
     final = turn.finals[0]
@@ -111,12 +132,21 @@ def test_tool_results_and_multipart_to_wire(server):
     server.enqueue(oa_text("done"))
     messages = [
         {"role": "system", "content": "be brief"},
-        {"role": "user", "content": "look", "multipartContent": [
-            {"type": "image", "content": {"url": "https://example.invalid/cat.png"}},
-            {"type": "text", "content": "and this"},
-        ]},
-        {"role": "assistant", "content": "", "metadata": {"tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a":1}'}}]}},
+        {
+            "role": "user",
+            "content": "look",
+            "multipartContent": [
+                {"type": "image", "content": {"url": "https://example.invalid/cat.png"}},
+                {"type": "text", "content": "and this"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": "",
+            "metadata": {
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a":1}'}}]
+            },
+        },
         {"role": "tool", "content": "Result: 2", "metadata": {"tool_call_id": "c1", "tool_name": "add"}},
     ]
     run_turn(OpenAIProvider(), exts(), messages, config(server))
@@ -196,13 +226,21 @@ def test_sync_and_async_agree(server):
     sync_turn = run_turn(OpenAIProvider(), exts(), USER, config(server))
     async_turn = run_async(arun_turn, OpenAIProvider(), exts(), USER, config(server))
     assert (sync_turn.partials, sync_turn.finals, sync_turn.native) == (
-        async_turn.partials, async_turn.finals, async_turn.native)
+        async_turn.partials,
+        async_turn.finals,
+        async_turn.native,
+    )
     assert server.bodies[0] == server.bodies[1]
 
 
 def test_frozen_state_never_holds_the_key(server):
     server.enqueue(oa_text("ok"))
-    turn = run_turn(OpenAIProvider(), exts(), USER, config(server, extra_headers={"X-Trace": "t1", "Authorization": "Bearer proxy-secret"}))
+    turn = run_turn(
+        OpenAIProvider(),
+        exts(),
+        USER,
+        config(server, extra_headers={"X-Trace": "t1", "Authorization": "Bearer proxy-secret"}),
+    )
     text = repr(turn.state) + repr(turn.native) + repr(turn.finals) + repr(OpenAIProvider())
     assert KEY not in text and "proxy-secret" not in text
     assert turn.state["request"]["headers"] == freeze({"content-type": "application/json", "X-Trace": "t1"})

@@ -31,8 +31,15 @@ def test_request_bodies_of_a_multi_turn_conversation_with_tools(server, provider
     replies = openai_replies(True) if provider == "openai" else anthropic_replies(True)
     server.enqueue(*replies, oa_text("Sure.") if provider == "openai" else an_text("Sure."))
     core = AgentCore(providers=[OpenAIProvider, AnthropicProvider], extensions=EXTENSIONS, tools=[Calculator])
-    cfg = {"provider": provider, "base_url": server.url + ("/v1" if provider == "openai" else ""),
-           "api_key": "sk-snap", "model": "snap-model", "stream": True, "temperature": 0.5, "max_tokens": 512}
+    cfg = {
+        "provider": provider,
+        "base_url": server.url + ("/v1" if provider == "openai" else ""),
+        "api_key": "sk-snap",
+        "model": "snap-model",
+        "stream": True,
+        "temperature": 0.5,
+        "max_tokens": 512,
+    }
     session = core.create_session()
     session = core.add_message(session, Message(role="system", content="You are a calculator."))
     session = core.add_message(session, Message(role="user", content="What is 1 + 2?"))
@@ -45,26 +52,53 @@ def test_request_bodies_of_a_multi_turn_conversation_with_tools(server, provider
 CONVERSATION = [
     {"role": "system", "content": "Be brief."},
     {"role": "user", "content": "Add and multiply."},
-    {"role": "assistant", "content": "On it.", "metadata": {
-        "reasoning": "two tools", "tool_calls": [
-            {"id": "call_a", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}},
-            {"id": "call_b", "type": "function", "function": {"name": "mul", "arguments": '{"x": 3, "y": 4}'}}]}},
+    {
+        "role": "assistant",
+        "content": "On it.",
+        "metadata": {
+            "reasoning": "two tools",
+            "tool_calls": [
+                {"id": "call_a", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}},
+                {"id": "call_b", "type": "function", "function": {"name": "mul", "arguments": '{"x": 3, "y": 4}'}},
+            ],
+        },
+    },
     {"role": "tool", "content": "Result: 3", "metadata": {"tool_call_id": "call_a", "tool_name": "add"}},
-    {"role": "tool", "content": {"type": "provider_native_tool_result", "format": "openai.chat_completions",
-                                 "content": [{"type": "text", "text": "Result: 12"}]},
-     "metadata": {"tool_call_id": "call_b", "tool_name": "mul"}},
+    {
+        "role": "tool",
+        "content": {
+            "type": "provider_native_tool_result",
+            "format": "openai.chat_completions",
+            "content": [{"type": "text", "text": "Result: 12"}],
+        },
+        "metadata": {"tool_call_id": "call_b", "tool_name": "mul"},
+    },
 ]
 TOOLS_OPENAI = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
 TOOLS_ANTHROPIC = [{"name": "add", "input_schema": {"type": "object"}}]
 
 EXTENSION_CASES = {
     "openai_tools": (OpenAIProvider, OpenAIToolsExtension, oa_tool_calls, "/v1", {"tools": TOOLS_OPENAI}),
-    "openai_reasoning": (OpenAIProvider, OpenAIReasoningExtension, lambda: sse_reply(
-        oa_chunk({"role": "assistant", "reasoning_content": "Let me "}), oa_chunk({"reasoning_content": "think."}),
-        oa_chunk({"content": "42"}, "stop"), OA_DONE), "/v1", {"reasoning_effort": "high"}),
+    "openai_reasoning": (
+        OpenAIProvider,
+        OpenAIReasoningExtension,
+        lambda: sse_reply(
+            oa_chunk({"role": "assistant", "reasoning_content": "Let me "}),
+            oa_chunk({"reasoning_content": "think."}),
+            oa_chunk({"content": "42"}, "stop"),
+            OA_DONE,
+        ),
+        "/v1",
+        {"reasoning_effort": "high"},
+    ),
     "anthropic_tools": (AnthropicProvider, AnthropicToolsExtension, an_thinking_tools, "", {"tools": TOOLS_ANTHROPIC}),
-    "anthropic_thinking": (AnthropicProvider, AnthropicThinkingExtension, an_thinking_tools, "",
-                           {"thinking_budget": 2048, "temperature": 0.3}),
+    "anthropic_thinking": (
+        AnthropicProvider,
+        AnthropicThinkingExtension,
+        an_thinking_tools,
+        "",
+        {"thinking_budget": 2048, "temperature": 0.3},
+    ),
 }
 
 

@@ -13,7 +13,7 @@ from agent_core_providers.accumulate import push, text_of
 BODY = (
     b": keep-alive comment\n"
     b"event: message_start\n"
-    b"data: {\"a\": 1}\n\n"
+    b'data: {"a": 1}\n\n'
     b"id: 7\nretry: 100\n"
     b"data: line one\n"
     b"data: line two\n\n"
@@ -33,7 +33,7 @@ def test_any_chunking_gives_the_same_events(cuts):
     decoder = SSEDecoder()
     events = []
     bounds = [0, *sorted(set(cuts)), len(BODY)]
-    for start, end in zip(bounds, bounds[1:]):
+    for start, end in zip(bounds, bounds[1:], strict=False):
         events += decoder.feed(BODY[start:end])
     assert events == EXPECTED
 
@@ -55,7 +55,9 @@ def test_reader_classifies_events():
         return {"ping": "skip", "stop": "last"}.get(value.get("type")) if isinstance(value, dict) else None
 
     reader = JSONEventReader("p", classify, done_data=b"[DONE]")
-    out = reader.feed(b'data: {"type": "a"}\n\ndata: {"type": "ping"}\n\ndata: {"type": "stop"}\n\ndata: {"type": "late"}\n\n')
+    out = reader.feed(
+        b'data: {"type": "a"}\n\ndata: {"type": "ping"}\n\ndata: {"type": "stop"}\n\ndata: {"type": "late"}\n\n'
+    )
     assert out == [{"type": "a"}, {"type": "stop"}]
     assert reader.done and reader.incomplete_reason() is None
     assert reader.feed(b'data: {"type": "ignored"}\n\n') == []

@@ -36,7 +36,7 @@ from agent_core_providers.openai import OpenAIProvider
 
 from ._driver import arun_turn, run_turn
 from ._server import CUT, Delay, Reply, json_reply, sse, sse_reply
-from ._wire import OA_DONE, an_block, an_end, an_event, an_start, an_text, oa_chunk, oa_text
+from ._wire import OA_DONE, an_end, an_event, an_start, an_text, oa_chunk, oa_text
 from .conftest import run_async
 
 KEY = "sk-test-0123456789abcdef"
@@ -68,14 +68,23 @@ class Kit:
 
 
 OPENAI = Kit(
-    "openai", OpenAIProvider, lambda: [OpenAIToolsExtension(), OpenAIReasoningExtension()], "/v1",
-    oa_text, oa_chunk({"content": "tick "}), [oa_chunk({}, "stop"), OA_DONE],
+    "openai",
+    OpenAIProvider,
+    lambda: [OpenAIToolsExtension(), OpenAIReasoningExtension()],
+    "/v1",
+    oa_text,
+    oa_chunk({"content": "tick "}),
+    [oa_chunk({}, "stop"), OA_DONE],
     lambda code, msg: {"error": {"message": msg, "type": "invalid_request_error", "param": None, "code": code}},
     sse({"error": {"message": "The server is overloaded", "type": "server_error", "code": None}}),
 )
 ANTHROPIC = Kit(
-    "anthropic", AnthropicProvider, lambda: [AnthropicToolsExtension(), AnthropicThinkingExtension()], "",
-    an_text, an_event("content_block_delta", index=0, delta={"type": "text_delta", "text": "tick "}),
+    "anthropic",
+    AnthropicProvider,
+    lambda: [AnthropicToolsExtension(), AnthropicThinkingExtension()],
+    "",
+    an_text,
+    an_event("content_block_delta", index=0, delta={"type": "text_delta", "text": "tick "}),
     an_end(),
     lambda kind, msg: {"type": "error", "error": {"type": kind, "message": msg}},
     an_event("error", error={"type": "overloaded_error", "message": "Overloaded"}),
@@ -96,8 +105,12 @@ STATUS_CASES = [
     (403, "permission_error", "Your key may not use this model", AuthenticationError),
     (400, "context_length_exceeded", "This model's maximum context length is 8192 tokens", ContextLengthError),
     (400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum", ContextLengthError),
-    (400, "content_filter", "The response was filtered due to the prompt triggering content management policy",
-     ContentFilterError),
+    (
+        400,
+        "content_filter",
+        "The response was filtered due to the prompt triggering content management policy",
+        ContentFilterError,
+    ),
     (404, "model_not_found", "The model `nope` does not exist", InvalidRequestError),
     (422, "invalid_request_error", "temperature: must be <= 2", InvalidRequestError),
     (500, "server_error", "Internal error", ProviderUnavailableError),
@@ -119,8 +132,9 @@ def test_error_status_maps_to_typed_error(server, kit, status, code, message, ex
 
 @KITS
 def test_rate_limit_carries_retry_after(server, kit):
-    server.enqueue(json_reply(kit.error_body("rate_limit_exceeded", "Slow down"), status=429,
-                              headers={"retry-after": "7"}))
+    server.enqueue(
+        json_reply(kit.error_body("rate_limit_exceeded", "Slow down"), status=429, headers={"retry-after": "7"})
+    )
     with pytest.raises(RateLimitError) as info:
         run_turn(kit.provider(), [], USER, kit.config(server))
     assert info.value.retry_after == 7.0 and info.value.status_code == 429
@@ -228,8 +242,10 @@ def test_client_errors_are_not_retried(server, kit):
 
 @KITS
 def test_async_retry(server, kit):
-    server.enqueue(json_reply(kit.error_body("rate_limit_exceeded", "x"), status=429, headers={"retry-after": "0.02"}),
-                   kit.text("async ", "ok"))
+    server.enqueue(
+        json_reply(kit.error_body("rate_limit_exceeded", "x"), status=429, headers={"retry-after": "0.02"}),
+        kit.text("async ", "ok"),
+    )
     turn = run_async(arun_turn, kit.provider(), kit.extensions(), USER, kit.config(server, max_retries=1))
     assert turn.finals[0]["content"] == "async ok" and len(server.requests) == 2
 
