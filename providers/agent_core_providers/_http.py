@@ -197,7 +197,12 @@ def _abort(response: httpx.Response, loop: asyncio.AbstractEventLoop | None) -> 
     sock = stream.get_extra_info("socket") if stream is not None else None
     if sock is not None:
         try:
-            sock.shutdown(socket.SHUT_RDWR)
+            if isinstance(sock, socket.socket):
+                # The base method: ssl.SSLSocket.shutdown would also drop its
+                # SSL object under the feet of the thread reading from it.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            else:  # asyncio's TransportSocket
+                sock.shutdown(socket.SHUT_RDWR)
             return
         except OSError:
             return  # already closed: the reader is waking up anyway

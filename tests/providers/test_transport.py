@@ -298,6 +298,23 @@ def test_cancel_from_another_thread_stops_the_stream(server, kit):
 
 
 @KITS
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_cancel_a_non_streamed_call(server, kit, use_async):
+    server.enqueue(Reply(200, {"content-type": "application/json"}, [Delay(5.0), b"{}"], chunked=False))
+    provider = kit.provider()
+    timer = threading.Timer(0.2, provider.cancel_request, args=("req-n",))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(ProviderRequestCancelled):
+        if use_async:
+            run_async(arun_turn, provider, [], USER, kit.config(server), stream=False, request_id="req-n")
+        else:
+            run_turn(provider, [], USER, kit.config(server), stream=False, request_id="req-n")
+    assert time.monotonic() - started < 3.0
+    timer.join()
+
+
+@KITS
 def test_cancel_during_retry_sleep(server, kit):
     server.enqueue(json_reply(kit.error_body("rate_limit_exceeded", "x"), status=429, headers={"retry-after": "30"}))
     provider = kit.provider()
