@@ -291,6 +291,8 @@ def stream_call(
                 return
         except httpx.HTTPError as exc:
             record.raise_if_cancelled()
+            if reader is not None and reader.done:
+                return  # the answer was complete; only the body's tail broke off
             error: LLMError = _transport_error(call, exc, reader)
         except LLMError as exc:
             record.raise_if_cancelled()
@@ -336,6 +338,8 @@ async def astream_call(
                 return
         except httpx.HTTPError as exc:
             record.raise_if_cancelled()
+            if reader is not None and reader.done:
+                return  # the answer was complete; only the body's tail broke off
             error: LLMError = _transport_error(call, exc, reader)
         except LLMError as exc:
             record.raise_if_cancelled()

@@ -184,6 +184,13 @@ def test_stream_cut_mid_json_is_an_error_quoting_the_line(server, kit):
 
 
 @KITS
+def test_connection_dropped_after_the_end_marker_is_fine(server, kit):
+    server.enqueue(sse_reply(*kit.text("all", " here").parts, CUT))
+    turn = run_turn(kit.provider(), kit.extensions(), USER, kit.config(server))
+    assert turn.finals[0]["content"] == "all here"
+
+
+@KITS
 def test_stream_closing_without_end_marker_is_an_error(server, kit):
     server.enqueue(sse_reply(*_opening(kit), kit.first_event))  # body ends cleanly, but too early
     with pytest.raises(ProviderUnavailableError, match="before the API marked it complete"):
