@@ -61,6 +61,17 @@ def type_ok(value: Any, types: Sequence[str]) -> bool:
     return False
 
 
+_SECRET_HINTS = ("key", "token", "secret", "password", "authorization")
+
+
+def _shown(key: str, value: Any) -> str:
+    """The value as an error message may quote it: secrets are never echoed."""
+    if any(h in key.lower() for h in _SECRET_HINTS):
+        return "<redacted>"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _describe(types: Sequence[str]) -> str:
     return " or ".join(types) if types else "any"
 
@@ -113,7 +124,7 @@ def check_engine_keys(config: Mapping[str, Any]) -> None:
         if key in config and config[key] is not None and not type_ok(config[key], types):
             raise ConfigError(
                 f"config key {key!r} must be {_describe(types)}, got {type(config[key]).__name__} "
-                f"({config[key]!r})",
+                f"({_shown(key, config[key])})",
                 key=key,
             )
     for key in ("enabled_plugins", "disabled_plugins", "force_enabled_plugins"):
@@ -157,7 +168,7 @@ def effective_config(
             if key in user and user[key] is not None and not type_ok(user[key], f.types):
                 raise ConfigError(
                     f"config key {key!r} (declared by plugin {f.plugin!r}) must be {_describe(f.types)}, "
-                    f"got {type(user[key]).__name__} ({user[key]!r})",
+                    f"got {type(user[key]).__name__} ({_shown(key, user[key])})",
                     key=key,
                     plugins=[f.plugin],
                 )

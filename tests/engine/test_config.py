@@ -347,3 +347,19 @@ def test_a_json_schema_object_without_properties_declares_nothing(schema: dict[s
     core = AgentCore(providers=[recording_provider([])], features=[feature("f", schema)])
     config = core.resolve({"x": 1}).config
     assert "type" not in config and config["x"] == 1
+
+
+def test_a_secret_of_the_wrong_type_is_not_echoed_in_the_error():
+    from agent_core import AgentCore, ConfigError
+    from agent_core.testing import scripted_provider
+
+    class NeedsKey:
+        name = "needs_key"
+
+        def get_config_schema(self):
+            return {"api_key": {"type": "string"}}
+
+    core = AgentCore(providers=[scripted_provider("hi")], features=[NeedsKey])
+    with pytest.raises(ConfigError) as info:
+        core.resolve({"api_key": 123456789})
+    assert "api_key" in str(info.value) and "123456789" not in str(info.value)
