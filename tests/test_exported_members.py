@@ -60,6 +60,7 @@ PUBLIC_NAMES = [
     "ToolPlugin",
     "ToolProgressEvent",
     "ToolResultEvent",
+    "UnknownConfigKeyWarning",
     "Usage",
     "__version__",
     "decode_event",

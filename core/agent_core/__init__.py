@@ -20,6 +20,7 @@ from .errors import (
     ProviderRequestCancelled,
     ProviderUnavailableError,
     RateLimitError,
+    UnknownConfigKeyWarning,
 )
 from .events import (
     DoneEvent,
@@ -108,6 +109,7 @@ __all__ = [
     "ToolPlugin",
     "ToolProgressEvent",
     "ToolResultEvent",
+    "UnknownConfigKeyWarning",
     "Usage",
     "__version__",
     "decode_event",

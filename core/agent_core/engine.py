@@ -25,7 +25,7 @@ from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen_map, spec_for
 from .native_history import load_native, store_native
 from .pipeline import Flight, Pipeline, merge_context
-from .resolution import Resolution, resolve
+from .resolution import Resolution, own_config, resolve
 from .tools import accepted_formats, build_catalog, interop_registry, prepare_tools, route, run_tool_call
 from .types import Message, Session, ToolDescriptor
 
@@ -450,10 +450,10 @@ class AgentCore:
     def _init_state(self, res: Resolution) -> tuple[Any, FrozenDict]:
         live = res.live
         provider = live[res.provider]
-        state = frozen_map(provider, "init", call_hook(provider, "init", res.config), "state")
+        state = frozen_map(provider, "init", call_hook(provider, "init", own_config(provider, res.config)), "state")
         for name in (*res.extensions, *res.features):
             p = live[name]
-            state = frozen_map(p, "init", call_hook(p, "init", res.config, state), "state")
+            state = frozen_map(p, "init", call_hook(p, "init", own_config(p, res.config), state), "state")
         return provider, state
 
     def get_actions(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:

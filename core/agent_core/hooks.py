@@ -296,12 +296,13 @@ def spec_for(kind: str, factory: Any) -> PluginSpec:
 class LivePlugin:
     """One plugin instance for one request, with its hooks bound on first use."""
 
-    __slots__ = ("spec", "instance", "_bound")
+    __slots__ = ("spec", "instance", "_bound", "secrets")
 
     def __init__(self, spec: PluginSpec, instance: Any) -> None:
         self.spec = spec
         self.instance = instance
         self._bound: dict[str, Callable[..., Any]] = {}
+        self.secrets: Mapping[str, Any] = {}  # the secret config values this plugin declares (set by resolve)
 
     @property
     def name(self) -> str:
@@ -324,7 +325,7 @@ def call_hook(plugin: LivePlugin, hook: str, *args: Any, **kwargs: Any) -> Any:
     """Call a hook; any exception but a typed LLM error becomes a PluginError."""
     try:
         return plugin.hook(hook)(*args, **kwargs)
-    except (LLMError, ProviderRequestCancelled, PluginError):
+    except (LLMError, ProviderRequestCancelled, PluginError, ConfigError):
         raise
     except Exception as exc:
         raise PluginError(plugin.name, hook, exc) from exc
