@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from .config import parse_schema
+from .config import REDACTED, is_secret_name, parse_schema
 from .effects import complete_sync, drive_async, drive_sync
 from .errors import ActionInputError, ConfigError, PluginError
 from .events import DoneEvent, Event, Outcome, Usage
@@ -402,6 +402,8 @@ class AgentCore:
                     if item["key"] in seen_keys:
                         continue
                     seen_keys.add(item["key"])
+                    if res.config.get(item["key"]) == REDACTED or is_secret_name(str(item["key"])):
+                        item.update({k: REDACTED for k in ("value", "default") if item.get(k) is not None})
                 out.append(item)
         return out
 
@@ -412,10 +414,14 @@ class AgentCore:
             for spec in self._specs[kind]:
                 plugin = LivePlugin(spec, spec.factory())
                 raw = call_hook(plugin, "get_config_schema")
-                parse_schema(spec.name, raw)
+                secret = {f.key for f in parse_schema(spec.name, raw) if f.secret}
                 fields = raw.get("properties", raw) if isinstance(raw, Mapping) and raw.get("type") == "object" else raw
                 for key, desc in (fields or {}).items():
-                    out.append({**thaw(desc), "key": key, "plugin": spec.name})
+                    entry = {**thaw(desc), "key": key, "plugin": spec.name}
+                    if key in secret:  # a default or example of a secret is shown to nobody
+                        entry.update({k: REDACTED for k in ("default", "examples", "example") if k in entry})
+                        entry["secret"] = True
+                    out.append(entry)
         return out
 
     def get_completions(self, config: Mapping[str, Any] | None, text: str) -> list[dict[str, Any]]:

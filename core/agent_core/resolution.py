@@ -286,7 +286,7 @@ def resolve(registry: Mapping[str, Sequence[PluginSpec]], user_config: Mapping[s
                 reasons[name] = "on: is_enabled returned True"
                 nxt.add(name)
             elif verdict is False:
-                reasons[name] = "off: is_enabled returned False"
+                reasons[name] = "off: is_enabled returned False (the plugin switched itself off for this config)"
             elif verdict is None:
                 missing = required[name] - tags
                 present = forbidden[name] & tags
