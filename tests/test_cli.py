@@ -110,7 +110,9 @@ def test_a_typo_in_a_config_key_is_pointed_out_once_and_the_run_goes_on(capsys):
     assert main(["run", "-c", "max_token=5", "hi"]) == 0
     out = capsys.readouterr()
     assert out.out == "Echo: hi\n"
-    assert out.err == "warning: config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`?\n"
+    assert out.err == (
+        "warning: config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`?\n"
+    )
 
 
 def test_a_typo_under_strict_config_is_an_error(capsys):
@@ -134,7 +136,8 @@ def test_tool_flag_offers_a_python_function_to_the_model(server, capsys, tmp_pat
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".")])
-    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "add_numbers", "arguments": '{"a": 2, "b": 3}'}}
+    arguments = '{"a": 2, "b": 3}'
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "add_numbers", "arguments": arguments}}
     server.enqueue(
         sse_reply(oa_chunk({"role": "assistant", "tool_calls": [call]}), oa_chunk({}, "tool_calls"), OA_DONE),
         oa_text("It is 5."),

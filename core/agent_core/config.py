@@ -172,7 +172,8 @@ def parse_schema(plugin: str, raw: Any) -> tuple[FieldSpec, ...]:
 
 def secret_keys(fields: Iterable[FieldSpec], config: Mapping[str, Any]) -> frozenset[str]:
     """The keys whose values are secret: marked in any schema, or named like a credential."""
-    return frozenset({f.key for f in fields if f.secret} | {k for k in config if isinstance(k, str) and is_secret_name(k)})
+    named = {k for k in config if isinstance(k, str) and is_secret_name(k)}
+    return frozenset({f.key for f in fields if f.secret} | named)
 
 
 def redact(config: Mapping[str, Any], secrets: Collection[str]) -> dict[str, Any]:
@@ -209,7 +210,8 @@ def unknown_key_notes(config: Mapping[str, Any], known: Collection[str]) -> list
             continue
         close = difflib.get_close_matches(key, sorted(pool), n=1, cutoff=0.6)
         hint = f"; did you mean `{close[0]}`?" if close else ""
-        notes.append((key, close[0] if close else None, f"config key `{key}` is not declared by any installed plugin{hint}"))
+        note = f"config key `{key}` is not declared by any installed plugin{hint}"
+        notes.append((key, close[0] if close else None, note))
     return notes
 
 

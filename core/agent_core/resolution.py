@@ -246,7 +246,9 @@ def resolve(registry: Mapping[str, Sequence[PluginSpec]], user_config: Mapping[s
         models = call_hook(live[spec.name], "get_models", own_config(live[spec.name], loose), models)
     models = freeze(list(models or ()))
 
-    provider_tags = _string_list(provider, "get_tags", call_hook(provider, "get_tags", own_config(provider, loose), models))
+    provider_tags = _string_list(
+        provider, "get_tags", call_hook(provider, "get_tags", own_config(provider, loose), models)
+    )
     own_tags = {
         s.name: _string_list(
             live[s.name], "get_tags", call_hook(live[s.name], "get_tags", own_config(live[s.name], loose), models)

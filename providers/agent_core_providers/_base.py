@@ -217,7 +217,7 @@ class HTTPProvider(BaseProvider):
             "extra_headers": {
                 "type": "object",
                 "secret": True,
-                "description": "extra HTTP headers for every request; treated as credentials (never in state or errors)",
+                "description": "extra HTTP headers for every request; credentials (never in state or errors)",
             },
             "list_models": {
                 "type": "boolean",

@@ -412,7 +412,9 @@ def test_the_start_event_carries_the_warning_so_a_server_can_show_it() -> None:
     with pytest.warns(UnknownConfigKeyWarning):
         start = next(iter(typo_core().stream_request(session(), {"max_token": 5})))
     assert start.type == "start"
-    assert start.warnings == ["config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`?"]
+    assert start.warnings == [
+        "config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`?"
+    ]
     assert decode_event(encode_event(start)) == start
 
 
