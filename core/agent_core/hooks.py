@@ -322,7 +322,12 @@ class LivePlugin:
 
 
 def call_hook(plugin: LivePlugin, hook: str, *args: Any, **kwargs: Any) -> Any:
-    """Call a hook; any exception but a typed LLM error becomes a PluginError."""
+    """Call a hook; any exception but a typed LLM or config error becomes a PluginError.
+
+    A ``ConfigError`` passes through as it is: a plugin that finds its config
+    unusable (a key with a control character, say) reports the config, not
+    itself, and the error must not be wrapped in text that could quote it.
+    """
     try:
         return plugin.hook(hook)(*args, **kwargs)
     except (LLMError, ProviderRequestCancelled, PluginError, ConfigError):

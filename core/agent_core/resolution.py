@@ -138,8 +138,7 @@ def _registry_fields(registry: Mapping[str, Sequence[PluginSpec]], skip: Mapping
 def _check_unknown(user_config: Mapping[str, Any], known: set[str]) -> tuple[str, ...]:
     notes = unknown_key_notes(user_config, known)
     if notes and user_config.get("strict_config"):
-        key, suggestion, note = notes[0]
-        raise ConfigError(f"{note} (strict_config is on)", key=key)
+        raise ConfigError("; ".join(note for _, _, note in notes) + " (strict_config is on)", key=notes[0][0])
     for key, suggestion, note in notes:
         warnings.warn(UnknownConfigKeyWarning(note, key=key, suggestion=suggestion), stacklevel=4)
     return tuple(note for _, _, note in notes)
