@@ -191,3 +191,33 @@ def test_plugins_shows_settings_with_secrets_redacted(capsys):
     line = line_of(out, "openai")
     assert "api_key=<redacted>" in line and "max_tokens=64" in line and "sk-cli" not in out
     assert line_of(out, "echo").endswith("off: not the selected provider")
+
+
+def test_a_function_tool_runs_sync_and_async_functions_and_reports_their_errors():
+    import asyncio
+
+    from agent_core import AgentCore, Message
+    from agent_core.function_tool import function_tool
+    from agent_core.testing import reply, scripted_provider, tool_call
+
+    def divide(a: float, b: float) -> float:
+        return a / b
+
+    async def shout(text: str) -> str:
+        await asyncio.sleep(0)
+        return text.upper()
+
+    calls = [tool_call("divide", {"a": 1, "b": 4}), tool_call("shout", {"text": "hi"}),
+             tool_call("divide", {"a": 1, "b": 0}, id="call_zero")]
+    core = AgentCore(providers=[scripted_provider(reply(tool_calls=calls), "done")],
+                     tools=[function_tool(divide), function_tool(shout)])
+    session = core.add_message(core.create_session(), Message("user", "go"))
+
+    async def run():
+        return await core.arequest(session)
+
+    for result in (core.request(session), asyncio.run(run())):
+        results = [m for m in result.final_messages if m.role == "tool"]
+        assert [m.tool_result["success"] for m in results] == [True, True, False]
+        assert [m.tool_result.get("result") for m in results[:2]] == [0.25, "HI"]
+        assert "ZeroDivisionError" in results[2].content
