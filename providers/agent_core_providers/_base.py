@@ -68,8 +68,8 @@ def clean_header_value(value: Any, what: str, plugin: str, key: str) -> str:
         if ch < " " or ch == "\x7f" or not ch.isascii():
             kind = "a control character" if ch < " " or "\x7f" <= ch <= "\x9f" else "a non-ASCII character"
             raise ConfigError(
-                f"{what} contains {kind} (U+{ord(ch):04X}) at position {i}; an HTTP header cannot carry it "
-                "(the value is not shown)",
+                f"[{plugin}] {what} contains {kind} (U+{ord(ch):04X}) at position {i}; an HTTP header cannot "
+                "carry it (the value is not shown)",
                 key=key,
                 plugins=[plugin],
             )
@@ -83,7 +83,7 @@ def _extra_headers(config: Mapping[str, Any], plugin: str) -> dict[str, str]:
         return {}
     if not isinstance(extra, Mapping):
         raise ConfigError(
-            f"config key 'extra_headers' must map header names to values, got {type(extra).__name__} "
+            f"[{plugin}] config key 'extra_headers' must map header names to values, got {type(extra).__name__} "
             "(the value is not shown)",
             key="extra_headers",
             plugins=[plugin],
@@ -92,14 +92,14 @@ def _extra_headers(config: Mapping[str, Any], plugin: str) -> dict[str, str]:
     for n, (name, value) in enumerate(extra.items(), 1):
         if not isinstance(name, str) or not name or not set(name) <= _TOKEN_CHARS:
             raise ConfigError(
-                f"config key 'extra_headers': header name number {n} is not a valid HTTP header name "
+                f"[{plugin}] config key 'extra_headers': header name number {n} is not a valid HTTP header name "
                 "(letters, digits and !#$%&'*+-.^_`|~ only)",
                 key="extra_headers",
                 plugins=[plugin],
             )
         if value is None or isinstance(value, (Mapping, list, tuple)):
             raise ConfigError(
-                f"config key 'extra_headers': the value of header {name!r} must be a string or a number",
+                f"[{plugin}] config key 'extra_headers': the value of header {name!r} must be a string or a number",
                 key="extra_headers",
                 plugins=[plugin],
             )
