@@ -148,6 +148,25 @@ def _core_dicts(plugin: LivePlugin, hook: str, value: Any) -> FrozenList:
     return msgs
 
 
+def _persistable(stored: FrozenList, native: FrozenList, turn_start: int, request_time: FrozenList) -> FrozenList:
+    """The native history to keep after a provider call: ``stored`` plus what the call added.
+
+    ``initialize_request`` may add messages (a system prompt, cache markers)
+    that are meant for one provider call; keeping them would send them again,
+    one more copy per call. When the history after the call still begins with
+    the request-time list, only the turn's new messages are kept on top of
+    the stored history. A plugin that rewrote earlier messages after the call
+    (a ``finalize`` or a ``response_finalize`` action returning a new
+    history) is taken at its word.
+    """
+    if request_time is stored or len(native) < turn_start:
+        return native
+    for a, b in zip(request_time, native):
+        if a is not b and a != b:
+            return native
+    return FrozenList._trusted([*stored, *native[turn_start:]])
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
     if isinstance(exc, PluginError):
         return ErrorInfo("PluginError", str(exc), exc.plugin, exc.hook)
@@ -261,12 +280,14 @@ class Pipeline:
             if new_core or not native:
                 delta = self._to_native(provider, exts, feats, [m.as_mapping() for m in new_core], state, ctx)
                 native = FrozenList._trusted([*native, *delta])
+            stored = native  # what initialize_request adds below is for this provider call only
 
             native, state = self._chain2(provider, "initialize_request", native, state,
                                          request_id=self.request_id, context=ctx)
             for p in (*exts, *feats):
                 native, state = self._chain2(p, "initialize_request", native, state, context=ctx)
             turn_start = len(native)
+            request_time = native
 
             finals, native, state = yield from self._call(provider, exts, native, state, iteration, ctx)
             self.usage[2] += 1
@@ -304,6 +325,7 @@ class Pipeline:
             session = session.with_messages(messages)
             if session_meta:
                 session = session.with_metadata(session_meta)
+            native = _persistable(stored, native, turn_start, request_time)
             session = store_native(session, pname, native)
             self.added.extend(messages)
             for m in messages:
