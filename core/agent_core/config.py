@@ -115,6 +115,8 @@ ENGINE_KEYS: dict[str, tuple[str, ...]] = {
     "enabled_plugins": ("array",),
     "disabled_plugins": ("array",),
     "force_enabled_plugins": ("array",),
+    "stop_on_tool_error": ("boolean",),
+    "run_pending_tool_calls": ("boolean",),
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -25,7 +25,7 @@ from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen_map, spec_for
 from .native_history import load_native, store_native
 from .pipeline import Flight, Pipeline, merge_context
-from .resolution import Resolution, resolve
+from .resolution import Resolution, resolve, session_plugins
 from .tools import accepted_formats, build_catalog, interop_registry, prepare_tools, route, run_tool_call
 from .types import Message, Session, ToolDescriptor
 
@@ -78,6 +78,10 @@ class AgentCore:
             every request.
         approval: optional callback (sync or async) asked when a feature's
             ``tool_pre`` action wants a human to approve a tool call.
+        model_cache: optional mutable mapping (a ``dict`` will do) where
+            ``get_models`` results are kept per config, so resolving the same
+            config again asks no plugin for models. The caller owns it: clear
+            it when the models a config would list change.
 
     Raises:
         ConfigError: a plugin is not a class/factory, has a hook whose
@@ -93,7 +97,13 @@ class AgentCore:
         tools: Iterable[Any] = (),
         *,
         approval: Callable[..., Any] | None = None,
+        model_cache: MutableMapping[str, Any] | None = None,
     ) -> None:
+        if model_cache is not None and not isinstance(model_cache, MutableMapping):
+            raise ConfigError(
+                f"model_cache must be a mutable mapping such as a dict, got {type(model_cache).__name__}"
+            )
+        self._model_cache = model_cache
         self._specs: dict[str, tuple[PluginSpec, ...]] = {k: () for k in KINDS}
         for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
             for item in items:
@@ -193,9 +203,18 @@ class AgentCore:
 
     # -- resolution -----------------------------------------------------------
 
-    def resolve(self, config: Mapping[str, Any] | None = None) -> Resolution:
-        """Which plugins run for ``config``, in run order, and why (see :mod:`agent_core.resolution`)."""
-        return resolve(self._specs, config or {})
+    def resolve(self, config: Mapping[str, Any] | None = None, *, session: Session | None = None) -> Resolution:
+        """Which plugins run for ``config``, in run order, and why (see :mod:`agent_core.resolution`).
+
+        With ``session``, its ``metadata["plugins"]`` list (when present)
+        restricts the plugins, as it does for a request on that session.
+
+        Raises:
+            ConfigError: see :func:`agent_core.resolution.resolve`; also a
+                session ``plugins`` entry that is not a list of ids.
+        """
+        only = session_plugins(session.metadata) if session is not None else None
+        return resolve(self._specs, config or {}, only=only, model_cache=self._model_cache)
 
     def get_models(self, config: Mapping[str, Any] | None = None) -> list[Any]:
         return [thaw(m) for m in self.resolve(config).models]
