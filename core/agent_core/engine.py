@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from .config import parse_schema
+from .config import parse_schema, schema_fields
 from .effects import complete_sync, drive_async, drive_sync
 from .errors import ActionInputError, ConfigError, PluginError
 from .events import DoneEvent, Event, Outcome, Usage
@@ -431,9 +431,8 @@ class AgentCore:
             for spec in self._specs[kind]:
                 plugin = LivePlugin(spec, spec.factory())
                 raw = call_hook(plugin, "get_config_schema")
-                parse_schema(spec.name, raw)
-                fields = raw.get("properties", raw) if isinstance(raw, Mapping) and raw.get("type") == "object" else raw
-                for key, desc in (fields or {}).items():
+                parse_schema(spec.name, raw)  # the same checks a request makes
+                for key, desc in (schema_fields(raw) if raw else {}).items():
                     out.append({**thaw(desc), "key": key, "plugin": spec.name})
         return out
 

@@ -282,3 +282,79 @@ def test_a_malformed_hook_result_is_a_plugin_error_naming_the_plugin(bad: dict[s
     error = next(e for e in events if e.type == "error").error
     assert error.type == "PluginError" and error.plugin == "policy"
     assert events[-1].session == user()
+
+
+# -- item 4: duplicate tool names -------------------------------------------------------------
+
+
+def test_two_tool_plugins_offering_one_name_fail_with_a_config_error_naming_both() -> None:
+    core = AgentCore(providers=[scripted_provider("hi")], tools=[calc(name="calc_one"), calc(name="calc_two")])
+    with pytest.raises(ConfigError) as info:
+        core.request(user(), {})
+    assert list(info.value.plugins) == ["calc_one", "calc_two"]
+    assert "'add'" in str(info.value) and "disabled_plugins" in str(info.value)
+    events = list(core.stream_request(user(), {}))
+    assert [e.type for e in events] == ["start", "error", "done"]
+    with pytest.raises(ConfigError):
+        core.get_tool_schemas({})
+    # disabling one of them settles it
+    assert core.request(user(), {"disabled_plugins": ["calc_two"]}).outcome.ok
+
+
+def test_one_tool_plugin_offering_a_name_twice_is_a_config_error() -> None:
+    class Twice:
+        name = "twice"
+
+        def get_tool_schemas(self, state):
+            return [ADD, ADD]
+
+    with pytest.raises(ConfigError, match="'twice' offers two tools named 'add'"):
+        AgentCore(providers=[scripted_provider("hi")], tools=[Twice]).request(user(), {})
+
+
+# -- item 9: freeform payloads -------------------------------------------------------------------
+
+
+class Patcher:
+    """Claims ``apply_patch`` calls and takes their raw text (payload-first API)."""
+
+    name = "patcher"
+    got: list[tuple[Any, str]] = []
+
+    def get_tool_schemas(self, state):
+        return [{"type": "function", "function": {"name": "apply_patch", "parameters": {"type": "object"}}}]
+
+    def can_handle_tool_call(self, tool_name, payload, state, **kw):
+        return tool_name == "apply_patch" or None
+
+    def execute_tool(self, tool_name, payload, state, *, payload_kind=None, **kw):
+        Patcher.got.append((payload, payload_kind))
+        return {"success": True, "result": "patched"}
+
+
+PATCH = "*** Begin Patch\n*** Update File: a.py\n-x\n+y\n*** End Patch"
+
+
+def test_a_tool_that_claims_a_call_receives_its_raw_text_when_it_is_not_json() -> None:
+    Patcher.got.clear()
+    core = AgentCore(providers=[scripted_provider(reply(tool_calls=[tool_call("apply_patch", PATCH)]), "ok")],
+                     tools=[Patcher])
+    result = core.request(user(), {})
+    assert Patcher.got == [(PATCH, "text")]
+    assert result.final_messages[1].content == "Result: patched"
+
+
+def test_raw_text_for_a_tool_that_does_not_claim_calls_is_still_an_error_result() -> None:
+    log: list[Any] = []
+    core = AgentCore(providers=[scripted_provider(reply(tool_calls=[tool_call("add", "a plus b")]), "ok")],
+                     tools=[calc(log)])
+    result = core.request(user(), {})
+    assert log == [] and "not valid JSON" in result.final_messages[1].content
+
+
+def test_a_claimed_call_whose_arguments_were_cut_off_is_not_run() -> None:
+    Patcher.got.clear()
+    cut = {**tool_call("apply_patch", PATCH[:20]), "incomplete": True}
+    core = AgentCore(providers=[scripted_provider(reply(tool_calls=[cut]), "ok")], tools=[Patcher])
+    core.request(user(), {})
+    assert Patcher.got == []

@@ -148,8 +148,8 @@ def test_a_tool_that_refuses_a_call_is_skipped_when_routing_by_name() -> None:
         "a_refuser", [openai_fn("add")], lambda n, p: {"success": True, "result": "wrong tool"},
         can_handle_tool_call=lambda self, tool_name, payload, state, **kw: False,
     )
-    core = AgentCore(providers=[add_then_answer()], tools=[refuser, calculator()])
-    assert tool_messages(core.request(session()))[0].content == "Result: 3"
+    core = AgentCore(providers=[add_then_answer()], tools=[refuser])
+    assert tool_messages(core.request(session()))[0].content == "Error: Unknown tool: add"
 
 
 def test_can_handle_tool_call_returning_none_routes_by_name_and_sees_the_schema() -> None:
@@ -853,10 +853,12 @@ def test_tool_pre_actions_chain_in_feature_order_and_a_denial_stops_the_chain() 
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-def test_when_two_tools_offer_one_name_the_first_in_resolved_order_runs(reverse: bool) -> None:
+def test_when_two_tools_offer_one_name_the_request_fails_naming_both(reverse: bool) -> None:
+    # issue 9 item 4: the model would get two identical names; the order of registration must not decide
     first = tool("a_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "a"})
-    second = tool("b_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "b"})
     early = tool("z_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "z"}, priority=1)
-    regs = [first, second, early]
+    regs = [first, early]
     core = AgentCore(providers=[add_then_answer()], tools=regs[::-1] if reverse else regs)
-    assert tool_messages(core.request(session()))[0].content == "Result: z"
+    with pytest.raises(ConfigError) as info:
+        core.request(session())
+    assert set(info.value.plugins) == {"a_tool", "z_tool"} and "'add'" in str(info.value)
