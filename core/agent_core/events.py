@@ -125,11 +125,16 @@ class PartialEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="partial"):
 
 
 class FinalEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="final"):
-    """A finished message from the model, after every transform."""
+    """A finished message from the model, after every transform.
+
+    ``session`` is None, except from ``send_request_stream`` (the original
+    platform's name), where each final carries the session with its message.
+    """
 
     request_id: str
     message: Message
     iteration: int = 1
+    session: Session | None = None
 
 
 class ToolCallEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="tool_call"):

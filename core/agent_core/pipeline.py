@@ -286,6 +286,7 @@ class Pipeline:
         request_id: str,
         flight: Flight,
         resolution: Resolution | None = None,
+        final_sessions: bool = False,
     ) -> None:
         self.core = core
         self.input_session = session
@@ -299,6 +300,7 @@ class Pipeline:
         self.usage = [0, 0, 0]
         self.added: list[Message] = []
         self.ephemeral: list[Message] = []  # injected context for the next provider call only
+        self.final_sessions = final_sessions  # finals carry the session (send_request_stream)
 
     # -- the flow -------------------------------------------------------------
 
@@ -455,7 +457,7 @@ class Pipeline:
             self.added.extend(messages)
             for m in messages:
                 self._count_usage(m)
-                yield FinalEvent(self.request_id, m, iteration)
+                yield FinalEvent(self.request_id, m, iteration, session if self.final_sessions else None)
 
             calls = self._tool_calls(messages)
             if not calls:

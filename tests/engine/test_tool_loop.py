@@ -740,14 +740,14 @@ def _pruning_feature(seen: list[Any] | None = None) -> type:
     return Prune
 
 
-def test_get_tool_schemas_returns_descriptors_after_prepare_tools() -> None:
+def test_get_tool_descriptors_returns_descriptors_after_prepare_tools() -> None:
     seen: list[Any] = []
     core = AgentCore(
         providers=[NeverCalled],
         tools=[calculator(), tool("vault", [openai_fn("secret")]), tool("j", [json_schema_tool("square")])],
         features=[_pruning_feature(seen)],
     )
-    descriptors = core.get_tool_schemas({})
+    descriptors = core.get_tool_descriptors({})
     assert all(isinstance(d, ToolDescriptor) for d in descriptors)
     by_name = {d.tool_name: d for d in descriptors}
     assert set(by_name) == {"add", "square"}
@@ -757,7 +757,7 @@ def test_get_tool_schemas_returns_descriptors_after_prepare_tools() -> None:
     (ctx,) = seen
     assert {d.tool_name for d in ctx["available_tools"]} == {"add", "secret", "square"}
     # without the feature every tool is offered
-    assert {d.tool_name for d in core.get_tool_schemas({"disabled_plugins": ["prune"]})} == {"add", "secret", "square"}
+    assert {d.tool_name for d in core.get_tool_descriptors({"disabled_plugins": ["prune"]})} == {"add", "secret", "square"}
 
 
 def test_prepare_tools_shapes_what_a_request_offers_and_what_can_be_called() -> None:
@@ -795,7 +795,7 @@ def test_tool_prepare_result_reaches_get_tool_schemas_and_execute_tool() -> None
             return {"success": True, "result": json.dumps(prepared)}
 
     core = AgentCore(providers=[add_then_answer(tool_call("dyn", {}))], tools=[Prepared])
-    assert [d.tool_name for d in core.get_tool_schemas()] == ["dyn"]
+    assert [d.tool_name for d in core.get_tool_descriptors()] == ["dyn"]
     assert tool_messages(core.request(session()))[0].content == 'Result: {"names": ["dyn"]}'
 
 
