@@ -41,7 +41,7 @@ from typing import Any
 from .frozen import FrozenDict, FrozenList, FrozenVector, freeze
 from .types import Message, Session
 
-__all__ = ["NATIVE_KEY", "load_native", "prefix_digest", "store_native"]
+__all__ = ["NATIVE_KEY", "load_native", "persistable", "prefix_digest", "store_native"]
 
 NATIVE_KEY = "agent_core.native_history"
 
@@ -110,3 +110,22 @@ def store_native(session: Session, provider: str, native: Any, core_count: int |
         }
     )
     return session.with_metadata({NATIVE_KEY: FrozenDict._trusted({provider: record})})
+
+
+def persistable(stored: FrozenList, native: FrozenList, turn_start: int, request_time: FrozenList) -> FrozenList:
+    """The native history to keep after a provider call: ``stored`` plus what the call added.
+
+    ``initialize_request`` may add messages (a system prompt, cache markers)
+    that are meant for one provider call; keeping them would send them again,
+    one more copy per call. When the history after the call still begins with
+    the request-time list, only the turn's new messages are kept on top of
+    the stored history. A plugin that rewrote earlier messages after the call
+    (a ``finalize`` or a ``response_finalize`` action returning a new
+    history) is taken at its word.
+    """
+    if request_time is stored or len(native) < turn_start:
+        return native
+    for a, b in zip(request_time, native):
+        if a is not b and a != b:
+            return native
+    return FrozenList._trusted([*stored, *native[turn_start:]])

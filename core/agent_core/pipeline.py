@@ -34,8 +34,6 @@ import warnings
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from .effects import END, Call, CloseIter, NextItem, OpenIter
 from .errors import (
     ActionInputError,
@@ -53,16 +51,23 @@ from .events import (
     Outcome,
     PartialEvent,
     StartEvent,
-    ToolProgressEvent,
-    ToolResultEvent,
     Usage,
     UserMessageEvent,
 )
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
-from .native_history import load_native, store_native
+from .native_history import load_native, persistable, store_native
 from .resolution import Resolution
 from .tool_interop import ToolInteropRegistry
+from .tool_turn import (
+    DEFAULT_APPROVAL_TIMEOUT,
+    PreOutcome,
+    ToolKit,
+    place,
+    read_hook_extras,
+    suppressed,
+    tool_failure,
+)
 from .tools import (
     LiveTool,
     Routed,
@@ -153,25 +158,6 @@ def _core_dicts(plugin: LivePlugin, hook: str, value: Any) -> FrozenList:
     return msgs
 
 
-def _persistable(stored: FrozenList, native: FrozenList, turn_start: int, request_time: FrozenList) -> FrozenList:
-    """The native history to keep after a provider call: ``stored`` plus what the call added.
-
-    ``initialize_request`` may add messages (a system prompt, cache markers)
-    that are meant for one provider call; keeping them would send them again,
-    one more copy per call. When the history after the call still begins with
-    the request-time list, only the turn's new messages are kept on top of
-    the stored history. A plugin that rewrote earlier messages after the call
-    (a ``finalize`` or a ``response_finalize`` action returning a new
-    history) is taken at its word.
-    """
-    if request_time is stored or len(native) < turn_start:
-        return native
-    for a, b in zip(request_time, native):
-        if a is not b and a != b:
-            return native
-    return FrozenList._trusted([*stored, *native[turn_start:]])
-
-
 def error_info(exc: BaseException) -> ErrorInfo:
     if isinstance(exc, PluginError):
         return ErrorInfo("PluginError", str(exc), exc.plugin, exc.hook)
@@ -180,97 +166,6 @@ def error_info(exc: BaseException) -> ErrorInfo:
             type(exc).__name__, str(exc), exc.provider, None, exc.status_code, getattr(exc, "retry_after", None)
         )
     return ErrorInfo(type(exc).__name__, str(exc))
-
-
-#: seconds an ``ask_user`` approval may take before its ``approval_default`` applies (seed 001's default)
-DEFAULT_APPROVAL_TIMEOUT = 300.0
-
-_INJECTION_ROLES = ("system", "user", "assistant")
-_NOTICE_LEVELS = ("info", "warning", "error")
-
-
-@dataclasses.dataclass
-class _ToolKit:
-    """What running tool calls needs, settled once per request."""
-
-    registry: ToolInteropRegistry
-    tools: list[LiveTool]
-    names: set[tuple[str, str]]
-    emitted: list[str]
-    accepted: tuple[str, ...]
-    lifecycle: Mapping[str, Any]
-    config: Any
-
-
-@dataclasses.dataclass
-class _PreOutcome:
-    """What the ``tool_pre`` actions decided about one call."""
-
-    payload: Any
-    denial: str | None = None
-    suppress: bool = False
-    injections: list[tuple[str, Message, bool]] = dataclasses.field(default_factory=list)
-    notices: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
-
-
-def _read_hook_extras(plugin: LivePlugin, res: Mapping[str, Any], verdict: Any, out: _PreOutcome) -> None:
-    """Collect a tool_pre result's context injection, user message and output suppression."""
-    text = res.get("context_injection")
-    if verdict == "inject_context" and not (isinstance(text, str) and text):
-        raise PluginError(plugin.name, "execute_action", ValueError("no context_injection"),
-                          detail="tool_pre action 'inject_context' needs a non-empty 'context_injection' text")
-    if text is not None:
-        role = res.get("context_injection_role") or "system"
-        if not isinstance(text, str) or role not in _INJECTION_ROLES:
-            raise PluginError(plugin.name, "execute_action", ValueError(role),
-                              detail="context_injection must be text and context_injection_role one of "
-                                     f"{', '.join(_INJECTION_ROLES)}; got {type(text).__name__} / {role!r}")
-        if text:
-            msg = Message(role, text, {"injected_by": plugin.name})
-            out.injections.append((plugin.name, msg, bool(res.get("ephemeral"))))
-    note = res.get("user_message")
-    if note is not None:
-        level = res.get("user_message_level") or "info"
-        if not isinstance(note, str) or level not in _NOTICE_LEVELS:
-            raise PluginError(plugin.name, "execute_action", ValueError(level),
-                              detail="user_message must be text and user_message_level one of "
-                                     f"{', '.join(_NOTICE_LEVELS)}; got {type(note).__name__} / {level!r}")
-        out.notices.append((plugin.name, note, level))
-    if res.get("suppress_output"):
-        out.suppress = True
-
-
-def _place(session: Session, message: Message, pos: int) -> tuple[Session, int]:
-    """Put ``message`` at index ``pos`` (appending when ``pos`` is the end); return the next index."""
-    msgs = session.messages
-    if pos >= len(msgs):
-        return session.with_message(message), len(msgs) + 1
-    rebuilt = msgs[:pos].extended([message, *msgs[pos:]])
-    return msgspec.structs.replace(session, messages=rebuilt), pos + 1
-
-
-def _suppressed(run: Generator[Any, Any, Message]) -> Generator[Any, Any, Message]:
-    """Drive a tool run, hiding its output from the user: no progress parts, no display."""
-    send: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            item = run.throw(error) if error is not None else run.send(send)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        send, error = None, None
-        if isinstance(item, ToolProgressEvent):
-            continue
-        if isinstance(item, ToolResultEvent):
-            item = msgspec.structs.replace(item, display=None, suppressed=True)
-        try:
-            send = yield item
-        except Exception as exc:  # noqa: BLE001 - handed back to the tool run, as the driver would
-            error = exc
-
-
-def _tool_failure(failures: list[str]) -> Outcome:
-    return Outcome("stopped", "tool_failure", "stop_on_tool_error: " + "; ".join(failures))
 
 
 class Pipeline:
@@ -369,7 +264,7 @@ class Pipeline:
 
         lifecycle = self._lifecycle_actions((*exts, *feats), state)
         session = self.input_session
-        kit = _ToolKit(registry, tools, effective_names, emitted, accepted, lifecycle, config)
+        kit = ToolKit(registry, tools, effective_names, emitted, accepted, lifecycle, config)
         stop_on_error = bool(config.get("stop_on_tool_error"))
         base_ctx = {
             "core": self.core, "config": config, "request_id": self.request_id, "tags": list(res.tags),
@@ -390,7 +285,7 @@ class Pipeline:
             native, _ = load_native(session, pname)
             session, _, failures = yield from self._run_tools(kit, calls, session, native, state, 0, pos, skip)
             if failures and stop_on_error:
-                self.outcome = _tool_failure(failures)
+                self.outcome = tool_failure(failures)
                 return session
 
         for iteration in range(1, max_iter + 1):
@@ -452,7 +347,7 @@ class Pipeline:
             session = session.with_messages(messages)
             if session_meta:
                 session = session.with_metadata(session_meta)
-            native = _persistable(stored, native, turn_start, request_time)
+            native = persistable(stored, native, turn_start, request_time)
             session = store_native(session, pname, native)
             self.added.extend(messages)
             for m in messages:
@@ -476,12 +371,12 @@ class Pipeline:
             # keep the native record pointing at the same covered prefix
             session = store_native(session, pname, native, len(session.messages) - n_added)
             if failures and stop_on_error:
-                self.outcome = _tool_failure(failures)
+                self.outcome = tool_failure(failures)
                 return session
         return session  # pragma: no cover - the loop always returns
 
     def _run_tools(
-        self, kit: _ToolKit, calls: list[tuple[int, Any]], session: Session, native: Any, state: Any,
+        self, kit: ToolKit, calls: list[tuple[int, Any]], session: Session, native: Any, state: Any,
         iteration: int, insert_at: int | None = None, not_executed: str | None = None,
     ) -> Generator[Any, Any, tuple[Session, int, list[str]]]:
         """Route, preview, vet (``tool_pre``), run and record one turn's tool calls.
@@ -505,7 +400,7 @@ class Pipeline:
                 raise _Cancelled
             tctx = {"core": self.core, "config": kit.config, "trigger_source": "core",
                     "session": session.to_dict(), "request_id": self.request_id}
-            pre = _PreOutcome(r.call.payload)
+            pre = PreOutcome(r.call.payload)
             if not_executed is None:
                 pre = yield from self._tool_pre(kit.lifecycle, r, session, native, state, kit.config)
             for plugin_name, text, level in pre.notices:
@@ -513,8 +408,8 @@ class Pipeline:
             if pre.denial is not None:
                 r = Routed(dataclasses.replace(r.call, error=pre.denial), r.tool, r.descriptor)
             run = run_tool_call(r, pre.payload, freeze(tctx), self.request_id, kit.accepted)
-            msg = yield from (_suppressed(run) if pre.suppress else run)
-            session, pos = _place(session, msg, pos)
+            msg = yield from (suppressed(run) if pre.suppress else run)
+            session, pos = place(session, msg, pos)
             added += 1
             self.added.append(msg)
             if r.call.error is None and isinstance(msg.tool_result, Mapping) and not msg.tool_result.get("success"):
@@ -526,7 +421,7 @@ class Pipeline:
             if ephemeral:
                 self.ephemeral.append(message)
             else:
-                session, pos = _place(session, message, pos)
+                session, pos = place(session, message, pos)
                 added += 1
                 self.added.append(message)
         return session, added, failures
@@ -758,7 +653,7 @@ class Pipeline:
 
     def _tool_pre(
         self, lifecycle: Mapping[str, Any], r: Routed, session: Session, native: Any, state: Any, config: Any
-    ) -> Generator[Any, Any, _PreOutcome]:
+    ) -> Generator[Any, Any, PreOutcome]:
         """Ask every ``tool_pre`` action about one call (the HookResult vocabulary of seed 000).
 
         ``action``: ``continue`` | ``modify`` (``data.payload``) | ``deny`` |
@@ -766,7 +661,7 @@ class Pipeline:
         (+ ``context_injection_role``, ``ephemeral``), ``user_message`` (+
         ``user_message_level``), ``suppress_output`` and the approval keys.
         """
-        out = _PreOutcome(r.call.payload)
+        out = PreOutcome(r.call.payload)
         for plugin, action in lifecycle.get("tool_pre", ()):
             call_info = {"id": r.call.call_id, "name": r.call.tool_name, "payload": out.payload,
                          "payload_kind": r.call.payload_kind, "payload_format": r.call.payload_format,
@@ -777,7 +672,7 @@ class Pipeline:
             res = self._action(plugin, action, session, native, ctx, state)
             verdict = res.get("action") or res.get("decision") or "continue"
             reason = res.get("reason") or ""
-            _read_hook_extras(plugin, res, verdict, out)
+            read_hook_extras(plugin, res, verdict, out)
             if verdict == "modify":
                 data = res.get("data")
                 out.payload = data.get("payload", out.payload) if isinstance(data, Mapping) else res.get(
