@@ -358,3 +358,24 @@ def test_a_claimed_call_whose_arguments_were_cut_off_is_not_run() -> None:
     core = AgentCore(providers=[scripted_provider(reply(tool_calls=[cut]), "ok")], tools=[Patcher])
     core.request(user(), {})
     assert Patcher.got == []
+
+
+# -- the async API walks the same flow ---------------------------------------------------------
+
+
+def test_pending_calls_and_injections_behave_the_same_under_the_async_api() -> None:
+    log: list[Any] = []
+    sent: list[Any] = []
+    core, stopped = a_max_turns_session(log, sent)
+    core.register_feature(policy({"action": "inject_context", "context_injection": "checked", "ephemeral": True}))
+    nxt = stopped.with_message(Message("user", "carry on"))
+
+    async def run() -> list[Any]:
+        return [e async for e in core.astream_request(nxt, {"stream": False})]
+
+    events = asyncio.run(run())
+    assert [e.type for e in events][:5] == ["start", "tool_call", "tool_call", "tool_result", "tool_result"]
+    assert log == [{"a": 1, "b": 2}, {"a": 5, "b": 5}, {"a": 1, "b": 1}]
+    assert [m["content"] for m in sent[-1]].count("checked") == 2  # one per vetted call, next call only
+    assert events[-1].outcome.ok and "checked" not in str(events[-1].session.to_dict())
+    assert_every_call_answered_before_the_next_message(sent[-1])
