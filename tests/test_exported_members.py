@@ -62,6 +62,7 @@ PUBLIC_NAMES = [
     "ToolResultEvent",
     "UnknownConfigKeyWarning",
     "Usage",
+    "UserMessageEvent",
     "__version__",
     "decode_event",
     "encode_event",
