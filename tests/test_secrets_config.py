@@ -291,3 +291,12 @@ def test_a_wrong_max_tokens_is_quoted_in_the_error_not_redacted():
     with pytest.raises(ConfigError) as info:
         core.resolve({"max_completion_tokens": "many"})
     assert "'many'" in str(info.value)
+
+
+def test_a_redacted_config_passed_back_is_refused_naming_the_key(server):
+    core = make_core()
+    redacted = dict(core.resolve(config(server)).config)
+    with pytest.raises(ConfigError, match="placeholder") as info:
+        core.request(session(), redacted)
+    assert info.value.key in ("api_key", "extra_headers", "vault_dsn", "endpoint_sig", "github_token")
+    assert server.requests == []

@@ -48,6 +48,7 @@ __all__ = [
     "owned_secrets",
     "parse_schema",
     "redact",
+    "refuse_placeholders",
     "schema_fields",
     "secret_keys",
     "unknown_key_notes",
@@ -183,6 +184,25 @@ def secret_keys(fields: Iterable[FieldSpec], config: Mapping[str, Any]) -> froze
     """The keys whose values are secret: marked in any schema, or named like a credential."""
     named = {k for k in config if isinstance(k, str) and is_secret_name(k)}
     return frozenset({f.key for f in fields if f.secret} | named)
+
+
+def refuse_placeholders(config: Mapping[str, Any], secrets: Collection[str]) -> None:
+    """Refuse a secret whose value is the :data:`REDACTED` placeholder.
+
+    That happens when a redacted view (``resolve().config``, a plugin's
+    config) is passed back as a request config: the real value is gone, and
+    sending the placeholder would only fail later, at the API, as a bad key.
+
+    Raises:
+        ConfigError: naming the key.
+    """
+    for key in sorted(secrets):
+        if config.get(key) == REDACTED:
+            raise ConfigError(
+                f"config key {key!r} holds the placeholder {REDACTED!r}, not a value: a redacted copy of a config "
+                "(such as resolve().config) was passed back; pass the original config",
+                key=key,
+            )
 
 
 def redact(config: Mapping[str, Any], secrets: Collection[str]) -> dict[str, Any]:

@@ -61,6 +61,7 @@ from .config import (
     owned_secrets,
     parse_schema,
     redact,
+    refuse_placeholders,
     secret_keys,
     unknown_key_notes,
 )
@@ -284,6 +285,7 @@ def resolve(
     known |= {f.key for f in other_fields}
     notes = _check_unknown(user_config, known)
     secrets = secret_keys([*live_fields, *other_fields], user_config)
+    refuse_placeholders(user_config, secrets)
     full_loose = effective_config(user_config, live_fields, strict=False)
     loose = freeze(redact(full_loose, secrets))
     for name, lp in live.items():
