@@ -10,7 +10,8 @@ The hierarchy::
     │   ├── ContentFilterError      the provider refused the content
     │   ├── InvalidRequestError     the API rejected the request as malformed (other 4xx)
     │   ├── ProviderUnavailableError  5xx, overload, or the server could not be reached
-    │   └── LLMTimeoutError         the provider did not answer in time
+    │   ├── LLMTimeoutError         the provider did not answer in time
+    │   └── MalformedResponseError  the server sent valid JSON in a shape its API never uses
     ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
     ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
     ├── ActionInputError (ValueError)  an action was called with bad params; .action, .input
@@ -37,6 +38,7 @@ __all__ = [
     "InvalidRequestError",
     "LLMError",
     "LLMTimeoutError",
+    "MalformedResponseError",
     "MissingFieldError",
     "PluginError",
     "ProviderRequestCancelled",
@@ -127,6 +129,16 @@ class LLMTimeoutError(LLMError):
     """The provider did not respond within the configured timeout."""
 
     retryable = True
+
+
+class MalformedResponseError(LLMError):
+    """The server answered with well-formed JSON in a shape its API never uses.
+
+    Token counts given as strings, ``"index": null``, ``choices: ["x"]``, a
+    delta that is a string: the fault is the server's (or a proxy's), not a
+    plugin's, so it is reported as an ``LLMError`` naming the provider and
+    quoting the offending line (secrets scrubbed, length bounded).
+    """
 
 
 class PluginError(Exception):
