@@ -79,7 +79,7 @@ class OpenAIReasoningExtension:
         text = delta.get("reasoning_content") or delta.get("reasoning")
         if not text or not isinstance(text, str):
             content = delta.get("content")
-            if content.__class__ is not list:
+            if not isinstance(content, list):
                 return partial_messages, final_messages, native_messages, state
             text = thinking_text(content)  # typed parts (Mistral): the thinking ones
             if not text:
