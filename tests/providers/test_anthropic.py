@@ -337,16 +337,20 @@ def test_an_incomplete_call_and_its_result_are_never_sent_back(server):
     for request in server.requests[1:]:
         sent = request.body["messages"]
         assert sent[1:] == [
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_ok", "name": "add", "input": {"a": 1}}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_ok", "name": "add", "input": {"a": 1}}],
+            },
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_ok", "content": "1"}]},
         ]
 
 
 def test_tool_use_without_id_gets_one_used_for_its_result(server):
+    no_args = [{"type": "input_json_delta", "partial_json": "{}"}]
     server.enqueue(
         sse_reply(
             an_start(),
-            *an_block(0, {"type": "tool_use", "name": "add", "input": {}}, [{"type": "input_json_delta", "partial_json": "{}"}]),
+            *an_block(0, {"type": "tool_use", "name": "add", "input": {}}, no_args),
             *an_end("tool_use", 5),
         ),
         an_text("done"),
@@ -367,8 +371,11 @@ def test_unknown_block_types_are_kept_and_never_run(server):
     server.enqueue(
         sse_reply(
             an_start(),
-            *an_block(0, {"type": "server_tool_use", "id": "srvtoolu_9", "name": "hologram", "input": {}},
-                      [{"type": "input_json_delta", "partial_json": '{"q": "cat"}'}]),
+            *an_block(
+                0,
+                {"type": "server_tool_use", "id": "srvtoolu_9", "name": "hologram", "input": {}},
+                [{"type": "input_json_delta", "partial_json": '{"q": "cat"}'}],
+            ),
             *an_block(1, future, [{"type": "hologram_delta", "frame": 4}]),
             *an_block(2, {"type": "text", "text": ""}, [{"type": "text_delta", "text": "Here."}]),
             *an_end("end_turn", 5),
@@ -390,7 +397,11 @@ MALFORMED = {
     "index null": {"type": "content_block_delta", "index": None, "delta": {"type": "text_delta", "text": "x"}},
     "a string delta": {"type": "content_block_delta", "index": 0, "delta": "x"},
     "text not a string": {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 5}},
-    "usage as strings": {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": "9"}},
+    "usage as strings": {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": "9"},
+    },
     "block without type": {"type": "content_block_start", "index": 1, "content_block": ["text"]},
 }
 

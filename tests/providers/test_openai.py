@@ -262,13 +262,14 @@ def test_two_calls_at_one_index_stay_two_calls(server):
             oa_chunk({"role": "assistant"}),
             oa_chunk(tool_delta(index=0, id="call_a", type="function", function={"name": "add", "arguments": '{"a'})),
             oa_chunk(tool_delta(index=0, function={"arguments": '":1}'})),
-            oa_chunk(tool_delta(index=0, id="call_b", type="function", function={"name": "mul", "arguments": '{"b":2}'})),
+            oa_chunk(tool_delta(index=0, id="call_b", function={"name": "mul", "arguments": '{"b":2}'})),
             oa_chunk({}, "tool_calls"),
             OA_DONE,
         )
     )
     turn = run_turn(OpenAIProvider(), exts(), USER, config(server))
-    assert [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in turn.finals[0]["metadata"]["tool_calls"]] == [
+    calls = turn.finals[0]["metadata"]["tool_calls"]
+    assert [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in calls] == [
         ("call_a", "add", '{"a":1}'),
         ("call_b", "mul", '{"b":2}'),
     ]
@@ -278,7 +279,7 @@ def test_fragments_without_index_join_by_id_or_start_a_call(server):
     """A later chunk without ``index`` is its own call when it brings a new id; a bare fragment continues."""
     server.enqueue(
         sse_reply(
-            oa_chunk(tool_delta(index=0, id="call_a", type="function", function={"name": "add", "arguments": '{"a":1}'})),
+            oa_chunk(tool_delta(index=0, id="call_a", function={"name": "add", "arguments": '{"a":1}'})),
             oa_chunk(tool_delta(id="call_b", type="function", function={"name": "mul", "arguments": '{"b"'})),
             oa_chunk(tool_delta(function={"arguments": ":2}"})),
             oa_chunk(tool_delta(id="call_a", function={"arguments": ""})),  # the first call's id again: no new call
@@ -407,7 +408,9 @@ def test_content_as_typed_parts_splits_text_and_thinking(server):
 
     server.enqueue(
         sse_reply(
-            oa_chunk({"role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Two "}]}]}),
+            oa_chunk(
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Two "}]}]}
+            ),
             parts({"type": "thinking", "thinking": [{"type": "text", "text": "and two."}]}),
             parts({"type": "text", "text": "4"}, {"type": "text", "text": "!"}),
             oa_chunk({"content": ""}, "stop"),
@@ -435,7 +438,10 @@ def test_groq_usage_in_x_groq(server):
                     "id": "x",
                     "object": "chat.completion.chunk",
                     "choices": [],
-                    "x_groq": {"id": "req_1", "usage": {"prompt_tokens": 7, "completion_tokens": 2, "queue_time": 0.01}},
+                    "x_groq": {
+                        "id": "req_1",
+                        "usage": {"prompt_tokens": 7, "completion_tokens": 2, "queue_time": 0.01},
+                    },
                 }
             ),
             OA_DONE,
@@ -448,7 +454,7 @@ def test_groq_usage_in_x_groq(server):
 
 MALFORMED = {
     "usage as strings": {"choices": [], "usage": {"prompt_tokens": "11", "completion_tokens": "7"}},
-    "tool call index null": {"choices": [{"index": 0, "delta": tool_delta(index=None, id="c", function={"name": "f"})}]},
+    "tool call index null": {"choices": [{"index": 0, "delta": tool_delta(index=None, function={"name": "f"})}]},
     "choices of strings": {"choices": ["x"]},
     "a string delta": {"choices": [{"index": 0, "delta": "hello"}]},
     "choices an object": {"choices": {"0": {}}},

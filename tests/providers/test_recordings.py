@@ -104,7 +104,9 @@ CASES: dict[str, Expect] = {
         usage={"input_tokens": 149, "output_tokens": 60},
         finish=("finish_reason", "tool_calls"),
     ),
-    "openai-length.sse": Expect(text='{"', usage={"input_tokens": 79, "output_tokens": 1}, finish=("finish_reason", "length")),
+    "openai-length.sse": Expect(
+        text='{"', usage={"input_tokens": 79, "output_tokens": 1}, finish=("finish_reason", "length")
+    ),
     "openai-refusal.sse": Expect(
         text="",
         refusal="I'm sorry, I can't assist with that request.",
@@ -175,7 +177,11 @@ CASES: dict[str, Expect] = {
         text_len=2402,
         server_tools=["server_tool_use", "web_search_tool_result"],
         citations=14,
-        usage={"input_tokens": 15665, "output_tokens": 795, "server_tool_use": {"web_search_requests": 1, "web_fetch_requests": 0}},
+        usage={
+            "input_tokens": 15665,
+            "output_tokens": 795,
+            "server_tool_use": {"web_search_requests": 1, "web_fetch_requests": 0},
+        },
         finish=("stop_reason", "end_turn"),
     ),
     "anthropic-web-search.json": Expect(
@@ -233,7 +239,10 @@ CASES: dict[str, Expect] = {
         finish=("stop_reason", "tool_use"),
     ),
     "anthropic-text.json": Expect(
-        text="Hello! I'm doing well, thanks for asking. How are you doing today? Is there anything I can help you with?",
+        text=(
+            "Hello! I'm doing well, thanks for asking. How are you doing today?"
+            " Is there anything I can help you with?"
+        ),
         usage={"input_tokens": 12, "output_tokens": 29},
         finish=("stop_reason", "end_turn"),
     ),
@@ -271,7 +280,8 @@ def test_recording_replays_into_the_expected_message(server, name):
     else:
         assert "reasoning" not in metadata
     calls = metadata.get("tool_calls", [])
-    assert [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls] == expect.tool_calls
+    got = [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls]
+    assert got == expect.tool_calls
     assert all(c["type"] == "function" and "incomplete" not in c for c in calls)
     assert [b["type"] for b in metadata.get("server_tools", [])] == expect.server_tools
     if expect.citations is None:
