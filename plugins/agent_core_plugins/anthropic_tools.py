@@ -47,7 +47,14 @@ from typing import Any
 
 from agent_core.tool_interop import ANTHROPIC, OPENAI_CHAT, ToolInteropRegistry, detect_schema_format
 from agent_core_providers.accumulate import push, replace_final, text_of
-from agent_core_providers.anthropic import block_at, content_blocks, image_block, message_text, with_block
+from agent_core_providers.anthropic import (
+    block_at,
+    content_blocks,
+    image_block,
+    merge_turns,
+    message_text,
+    with_block,
+)
 
 __all__ = ["AnthropicToolsExtension"]
 
@@ -93,6 +100,21 @@ def _close(block: Mapping[str, Any], cut: bool) -> tuple[Dict, Dict | None]:
     if done.get("type") != "tool_use" or (value is not None and not cut):
         return done, None
     return done, {"arguments": raw, "cut": cut}
+
+
+def _without_results(messages: list[Any], cut: set[Any]) -> list[Any]:
+    """Payload messages without the ``tool_result`` blocks for ``cut`` ids (turns merged again)."""
+    out: list[Any] = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = [
+                b
+                for b in content
+                if not (isinstance(b, Mapping) and b.get("type") == "tool_result" and b.get("tool_use_id") in cut)
+            ]
+        out.append({**m, "content": content})
+    return merge_turns(out)
 
 
 def _input_of(arguments: Any) -> Any:
@@ -201,10 +223,16 @@ class AnthropicToolsExtension:
     def initialize_request(
         self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
     ) -> tuple[list[Dict], Dict]:
+        """Offer the tools; drop any ``tool_result`` answering a call the history marks as cut."""
         config = state["config"]
         request = state["request"]
         if state.get("anthropic_tools") is not None:
             state = {**state, "anthropic_tools": None}  # no notes left from an earlier call
+        cut = {c.get("id") for n in native_messages for c in n.get("_cut_tool_uses") or ()}
+        if cut and isinstance(request["payload"].get("messages"), list):
+            messages = _without_results(request["payload"]["messages"], cut)
+            request = {**request, "payload": {**request["payload"], "messages": messages}}
+            state = {**state, "request": request}
         if not config.get("tools"):
             return native_messages, state
         payload = {**request["payload"], "tools": [_adapt(t) for t in config["tools"]]}

@@ -159,14 +159,24 @@ class OpenAIToolsExtension:
     def initialize_request(
         self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
     ) -> tuple[list[Dict], Dict]:
-        """Offer the request's tools; start an empty call buffer; leave ``_omit`` placeholders unsent."""
+        """Offer the request's tools; start an empty call buffer; never send a result for a cut call.
+
+        The payload's messages are 1:1 with the native history (the
+        provider's rule), so ``_omit`` placeholders, and results answering a
+        call that history marks as cut, are dropped by position.
+        """
         config = state["config"]
         request = state["request"]
         payload = request["payload"]
         sent = payload.get("messages")
         if isinstance(sent, list) and len(sent) == len(native_messages):
-            if any(n.get("_omit") for n in native_messages):
-                kept = [m for m, n in zip(sent, native_messages, strict=True) if not n.get("_omit")]
+            cut = {c.get("id") for n in native_messages for c in n.get("_incomplete_tool_calls") or ()}
+            if cut or any(n.get("_omit") for n in native_messages):
+                kept = [
+                    m
+                    for m, n in zip(sent, native_messages, strict=True)
+                    if not (n.get("_omit") or (n.get("role") == "tool" and n.get("tool_call_id") in cut))
+                ]
                 payload = {**payload, "messages": kept}
         if config.get("tools"):
             payload = {**payload, "tools": list(config["tools"])}

@@ -331,7 +331,7 @@ def test_an_incomplete_call_and_its_result_are_never_sent_back(server):
     result = {"role": "tool", "content": "1", "metadata": {"tool_call_id": "toolu_ok"}}
     stray = {"role": "tool", "content": "never ran", "metadata": {"tool_call_id": "toolu_cut"}}
 
-    run_turn(AnthropicProvider(), exts(), [result], config(server), history=first.native)
+    run_turn(AnthropicProvider(), exts(), [result, stray], config(server), history=first.native)
     run_turn(AnthropicProvider(), exts(), [*USER, first.finals[0], result, stray], config(server))
 
     for request in server.requests[1:]:

@@ -347,7 +347,7 @@ def test_a_cut_call_and_its_result_are_never_sent_back(server):
     result = {"role": "tool", "content": "3", "metadata": {"tool_call_id": "call_ok"}}
     stray = {"role": "tool", "content": "never ran", "metadata": {"tool_call_id": "call_cut"}}
 
-    run_turn(OpenAIProvider(), exts(), [result], config(server), history=first.native)
+    run_turn(OpenAIProvider(), exts(), [result, stray], config(server), history=first.native)
     run_turn(OpenAIProvider(), exts(), [*USER, first.finals[0], result, stray], config(server))
 
     for request in server.requests[1:]:
