@@ -261,7 +261,10 @@ class AnthropicProvider(HTTPProvider):
 
         Tool results become plain user text here, so the provider works
         alone; ``anthropic_tools`` turns them into ``tool_result`` blocks,
-        relying on this 1:1 order.
+        relying on this 1:1 order. An assistant answer's
+        ``metadata["server_tools"]`` go back in front of its text, so a
+        history rebuilt from core messages still shows the API its own
+        server tool calls and results.
         """
         out: list[Dict] = []
         for m in messages:
@@ -270,6 +273,9 @@ class AnthropicProvider(HTTPProvider):
                 out.append({"role": "user", "content": message_text(m.get("content"))})
             elif role == "system":
                 out.append({"role": "system", "content": message_text(m.get("content"))})
+            elif role == "assistant" and (m.get("metadata") or {}).get("server_tools"):
+                server = list(m["metadata"]["server_tools"])
+                out.append({"role": role, "content": [*server, *content_blocks(anthropic_content(m))]})
             else:
                 out.append({"role": role, "content": anthropic_content(m)})
         return out

@@ -387,3 +387,22 @@ def test_engine_never_runs_a_server_tool(server, stream):
     assert final.role == "assistant" and final.content
     assert "tool_calls" not in final.metadata
     assert [b["type"] for b in final.metadata["server_tools"]][:2] == ["server_tool_use", "web_search_tool_result"]
+
+
+def test_server_tools_come_back_when_the_history_is_rebuilt_from_core_messages(server):
+    first = replay(server, "anthropic-mcp.chunks.txt")
+    server.enqueue(an_text("ok"))
+    provider, exts, path = stack("anthropic-mcp.chunks.txt")
+    core = [*USER, thaw(first.finals[0]), {"role": "user", "content": "thanks"}]
+    run_turn(provider, exts, core, config(server, path))
+
+    (use, result) = [b for b in recorded_blocks("anthropic-mcp.chunks.txt") if b["type"] != "text"]
+    sent = server.requests[1].body["messages"]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": [
+            {**use, "input": {"message": "hello world"}},
+            result,
+            {"type": "text", "text": first.finals[0]["content"]},
+        ],
+    }
