@@ -341,7 +341,7 @@ class AnthropicToolsExtension:
                 new_finals[i] = new
                 native = replace_final(native, old, new)
             break
-        if "anthropic_tools" in state:
+        if state.get("anthropic_tools") is not None:
             state = {**state, "anthropic_tools": None}
         return partials, new_finals, native, state
 

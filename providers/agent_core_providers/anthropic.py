@@ -16,7 +16,10 @@ Streaming is block-based: ``content_block_start`` opens a block at an
 ``index``, deltas fill it, ``content_block_stop`` closes it. The blocks live
 in one table shared with the extensions, ``state["anthropic"]["blocks"]``
 (index -> block); each plugin fills the block types it understands (this
-provider: ``text``) using :func:`block_at` / :func:`with_block`, and
+provider: ``text``, with its citations) using :func:`block_at` /
+:func:`with_block`; blocks of types the client does not handle (server
+tools, MCP calls, anything newer than this code) are entered as received
+and never run (:data:`CLIENT_BLOCK_TYPES`), and
 ``finalize`` emits the whole table, in index order, as the assistant's
 content. So thinking blocks, with their signatures, stay in the native
 history in the place the API needs them on the next turn. Keys starting
@@ -46,6 +49,7 @@ from .shapes import anthropic_answer_fault, anthropic_event_fault, malformed
 
 __all__ = [
     "AnthropicProvider",
+    "CLIENT_BLOCK_TYPES",
     "anthropic_content",
     "block_at",
     "content_blocks",
