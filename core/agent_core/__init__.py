@@ -35,6 +35,7 @@ from .events import (
     ToolProgressEvent,
     ToolResultEvent,
     Usage,
+    UserMessageEvent,
     decode_event,
     encode_event,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "ToolProgressEvent",
     "ToolResultEvent",
     "Usage",
+    "UserMessageEvent",
     "__version__",
     "decode_event",
     "encode_event",
