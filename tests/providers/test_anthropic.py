@@ -428,3 +428,21 @@ def test_malformed_non_streamed_answer(server):
     server.enqueue(json_reply({"type": "message", "content": [{"text": "no type"}], "usage": {}}))
     with pytest.raises(MalformedResponseError, match="content block"):
         run_turn(AnthropicProvider(), exts(), USER, config(server), stream=False)
+
+
+def test_non_streamed_tool_use_without_id_gets_one_in_the_native_history_too(server):
+    server.enqueue(
+        json_reply(
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "name": "add", "input": {"a": 1}}],
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 3, "output_tokens": 5},
+            }
+        )
+    )
+    turn = run_turn(AnthropicProvider(), exts(), USER, config(server), stream=False)
+    (call,) = turn.finals[0]["metadata"]["tool_calls"]
+    assert call["id"].startswith("toolu_") and "incomplete" not in call
+    assert turn.native[-1]["content"] == [{"type": "tool_use", "id": call["id"], "name": "add", "input": {"a": 1}}]
