@@ -162,7 +162,16 @@ def _is_preamble(chunk: Mapping[str, Any]) -> bool:
 
 
 def _wire(message: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A native message as sent: without our ``_`` keys and answer-only fields."""
+    """A native message as sent: without our ``_`` keys, answer-only fields and thinking parts.
+
+    Thinking parts of an assistant's content list (Mistral) are reasoning
+    too, so, like ``reasoning_content``, they are not sent back.
+    """
+    content = message.get("content")
+    if isinstance(content, list) and message.get("role") == "assistant":
+        kept = [p for p in content if not (isinstance(p, Mapping) and p.get("type") == "thinking")]
+        if len(kept) != len(content):
+            message = {**message, "content": kept}
     for key in message:
         if key[0] == "_" or key in RESPONSE_ONLY_KEYS:
             return {k: v for k, v in message.items() if k[0] != "_" and k not in RESPONSE_ONLY_KEYS}

@@ -21,7 +21,7 @@ from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.openai_reasoning import OpenAIReasoningExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_providers.anthropic import AnthropicProvider
-from agent_core_providers.openai import OpenAIProvider
+from agent_core_providers.openai import OpenAIProvider, message_text
 
 from ._driver import arun_turn, run_turn
 from ._server import Reply
@@ -406,3 +406,32 @@ def test_server_tools_come_back_when_the_history_is_rebuilt_from_core_messages(s
             {"type": "text", "text": first.finals[0]["content"]},
         ],
     }
+
+
+def test_extended_thinking_keeps_its_recorded_signature_for_the_next_turn(server):
+    name = "anthropic-thinking.chunks.txt"
+    events = [json.loads(line) for line in lines(name)]
+    deltas = [e["delta"] for e in events if e["type"] == "content_block_delta"]
+    signature = "".join(d["signature"] for d in deltas if d["type"] == "signature_delta")
+    first = replay(server, name)
+    (block,) = thaw(first.finals[0])["metadata"]["thinking_blocks"]
+    assert block == {"type": "thinking", "thinking": CASES[name].reasoning, "signature": signature}
+    assert len(signature) > 100
+
+    server.enqueue(an_text("ok"))
+    provider, exts, path = stack(name)
+    run_turn(provider, exts, [{"role": "user", "content": "next"}], config(server, path), history=first.native)
+    assert server.requests[1].body["messages"][1]["content"] == [block, {"type": "text", "text": "925 ÷ 5 = 185"}]
+
+
+@pytest.mark.parametrize("name", ["mistral-reasoning.json", "deepseek-reasoning.json", "mistral-reasoning.chunks.txt"])
+def test_reasoning_is_not_sent_back_next_turn(server, name):
+    """Whether it came as ``reasoning_content`` or as thinking parts, streamed or not."""
+    first = replay(server, name)
+    server.enqueue(reply_for("openai-text.sse")[0])
+    provider, exts, path = stack(name)
+    run_turn(provider, exts, [{"role": "user", "content": "next"}], config(server, path), history=first.native)
+    answer = server.requests[1].body["messages"][1]
+    assert answer["role"] == "assistant"
+    assert message_text(answer["content"]) == first.finals[0]["content"]
+    assert "reasoning_content" not in answer and "thinking" not in json.dumps(answer)
