@@ -23,7 +23,8 @@ and never run (:data:`CLIENT_BLOCK_TYPES`), and
 ``finalize`` emits the whole table, in index order, as the assistant's
 content. So thinking blocks, with their signatures, stay in the native
 history in the place the API needs them on the next turn. Keys starting
-with ``_`` (work in progress, our own notes) are never sent.
+with ``_`` (work in progress, our own notes) are never sent. Every event is
+checked against the shapes in :mod:`.shapes` before any hook sees it.
 
 Shared state while a request runs::
 

@@ -19,7 +19,13 @@ Shared state while a request runs::
 Native messages are Chat Completions messages. Keys starting with ``_`` are
 ours and never sent: ``_finish_reason`` and ``_usage`` on an assistant
 answer, so they survive in the native history and reach the core message's
-metadata.
+metadata (extensions add their own, e.g. ``openai_tools``'s
+``_incomplete_tool_calls``). The payload's messages are 1:1 with the native
+history, in order, so an extension may drop one by position.
+
+Every event is checked against the shapes in :mod:`.shapes` before any hook
+sees it: valid JSON in a shape the API never uses is a
+:class:`~agent_core.errors.MalformedResponseError`, not a crash in a plugin.
 """
 
 from __future__ import annotations
