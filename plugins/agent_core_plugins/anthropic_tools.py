@@ -25,7 +25,8 @@ Input that was cut off or is not a JSON object
 ----------------------------------------------
 The raw input text is never replaced by ``{}``. A ``tool_use`` whose input
 does not parse keeps its raw text as the call's ``arguments``. When the text
-was cut short (``stop_reason: "max_tokens"``, or the block never got its
+was cut short (``stop_reason: "max_tokens"`` or
+``"model_context_window_exceeded"``, or the block never got its
 ``content_block_stop``), the call also carries ``"incomplete": true`` and
 its block leaves the native content: the API must never see it again as a
 call that was made. The native assistant message keeps both facts in keys
@@ -60,6 +61,8 @@ __all__ = ["AnthropicToolsExtension"]
 
 Dict = dict[str, Any]
 _interop = ToolInteropRegistry()
+# Stop reasons that mean the output was cut by a limit, not finished by the model.
+_CUT_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})
 
 
 def _new_id() -> str:
@@ -347,7 +350,7 @@ class AnthropicToolsExtension:
 
     @staticmethod
     def _settled(message: Mapping[str, Any], content: list[Any], notes: Mapping[Any, Any] | None) -> Mapping[str, Any]:
-        max_tokens = message.get("_stop_reason") == "max_tokens"
+        max_tokens = message.get("_stop_reason") in _CUT_STOPS
         # A streamed answer has its raw input text; a non-streamed one only the
         # input the API parsed, so there a final tool_use under max_tokens is
         # taken as cut whatever it holds.

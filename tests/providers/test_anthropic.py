@@ -236,19 +236,20 @@ def tool_block(index, input_parts, *, id="toolu_cut", name="write", stop=True):
     return blocks if stop else blocks[:-1]
 
 
-def test_input_cut_by_max_tokens_is_kept_raw_and_marked_incomplete(server):
+@pytest.mark.parametrize("stop", ["max_tokens", "model_context_window_exceeded"])
+def test_input_cut_by_max_tokens_is_kept_raw_and_marked_incomplete(server, stop):
     server.enqueue(
         sse_reply(
             an_start(),
             *an_block(0, {"type": "text", "text": ""}, [{"type": "text_delta", "text": "Writing it."}]),
             *tool_block(1, ['{"path": "/tmp/a", ', '"text": "Once upon']),
-            *an_end("max_tokens", 4096),
+            *an_end(stop, 4096),
         )
     )
     turn = run_turn(AnthropicProvider(), exts(), USER, config(server))
     final = turn.finals[0]
     assert final["content"] == "Writing it."
-    assert final["metadata"]["stop_reason"] == "max_tokens"
+    assert final["metadata"]["stop_reason"] == stop
     assert final["metadata"]["tool_calls"] == [
         {
             "id": "toolu_cut",
