@@ -26,7 +26,15 @@ from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen
 from .native_history import load_native, store_native
 from .pipeline import Flight, Pipeline, merge_context
 from .resolution import Resolution, resolve
-from .tools import accepted_formats, build_catalog, interop_registry, prepare_tools, route, run_tool_call
+from .tools import (
+    accepted_formats,
+    build_catalog,
+    inspect_call,
+    interop_registry,
+    prepare_tools,
+    route,
+    run_tool_call,
+)
 from .types import Message, Session, ToolDescriptor
 
 __all__ = ["ActionResult", "AgentCore", "RequestResult"]
@@ -364,7 +372,7 @@ class AgentCore:
         accepted = accepted_formats(provider, exts, res.config)
         out: list[Message] = []
         for i, call in enumerate(tool_calls):
-            routed = route(registry.read_call(freeze(call), i, emitted), tools, names)
+            routed = route(inspect_call(registry, freeze(call), i, emitted), tools, names)
             out.append(complete_sync(run_tool_call(routed, routed.call.payload, ctx, "", accepted)))
         return out
 

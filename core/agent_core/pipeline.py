@@ -64,12 +64,14 @@ from .tools import (
     accepted_formats,
     adapt_all,
     build_catalog,
+    inspect_call,
     interop_registry,
     is_async_callable,
     prepare_tools,
     preview_event,
     route,
     run_tool_call,
+    truncation,
 )
 from .types import Message, PartialMessage, Session
 
@@ -314,6 +316,13 @@ class Pipeline:
             if not calls:
                 self.outcome = FINISHED
                 return session
+            inspected = [inspect_call(registry, c, i, emitted) for i, c in enumerate(calls)]
+            cut = truncation(self._last_assistant_metadata(messages), calls, inspected)
+            if cut is not None:
+                # The partial answer stays in the session; nothing runs and the
+                # model is not called again with arguments it never finished.
+                self.outcome = Outcome("stopped", "truncated", cut)
+                return session
             if iteration == max_iter:
                 self.outcome = Outcome(
                     "stopped", "max_turns",
@@ -321,9 +330,7 @@ class Pipeline:
                 )
                 return session
 
-            routed = [
-                route(registry.read_call(c, i, emitted), tools, effective_names) for i, c in enumerate(calls)
-            ]
+            routed = [route(ic, tools, effective_names) for ic in inspected]
             for r in routed:
                 yield preview_event(self.request_id, r, iteration)
             tool_msgs: list[Message] = []
@@ -499,6 +506,13 @@ class Pipeline:
                 v = usage.get(key)
                 if isinstance(v, int) and not isinstance(v, bool):
                     self.usage[i] += v
+
+    @staticmethod
+    def _last_assistant_metadata(messages: list[Message]) -> Mapping[str, Any]:
+        for m in reversed(messages):
+            if m.role == "assistant":
+                return m.metadata
+        return FrozenDict()
 
     @staticmethod
     def _tool_calls(messages: list[Message]) -> list[Any]:

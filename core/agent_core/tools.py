@@ -10,9 +10,10 @@ it never stops the request.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ from .tool_interop import (
 )
 from .types import Message, ToolDescriptor
 
-__all__ = ["LiveTool", "ToolCatalog", "build_catalog", "run_tool_call"]
+__all__ = ["LiveTool", "ToolCatalog", "build_catalog", "inspect_call", "run_tool_call", "truncation"]
 
 ENVELOPE = "provider_native_tool_result"
 
@@ -201,6 +202,90 @@ def route(call: InspectedToolCall, tools: list[LiveTool], effective_names: set[t
         if d is not None and (t.plugin.name, d.tool_name) in effective_names:
             return Routed(call, t, d)
     return Routed(call, None, None)
+
+
+def inspect_call(
+    registry: ToolInteropRegistry, call: Any, index: int, formats: list[str]
+) -> InspectedToolCall:
+    """Read one call of a model's answer; a call that must not run comes back with ``error`` set.
+
+    Beyond what the readers refuse (arguments that do not parse, unknown
+    shapes), a call marked ``"incomplete": true`` (its arguments were cut off
+    mid-stream) never runs, and neither does one nested too deeply to handle.
+    """
+    try:
+        got = registry.read_call(call, index, formats)
+    except RecursionError:
+        name = _call_name(call)
+        return InspectedToolCall(
+            _call_id(call, index), name, None, payload_kind="text", payload_format=None,
+            tool_call=call if isinstance(call, Mapping) else {},
+            error=f"arguments for {name!r} are nested too deeply to read",
+        )
+    if isinstance(call, Mapping) and call.get("incomplete"):
+        return dataclasses.replace(
+            got, error=f"the arguments for {got.tool_name!r} were cut off before the model finished them; "
+                       "the call did not run",
+        )
+    return got
+
+
+def _call_id(call: Any, index: int) -> str:
+    return str(call.get("id") or f"call_{index}") if isinstance(call, Mapping) else f"call_{index}"
+
+
+def _call_name(call: Any) -> str | None:
+    fn = call.get("function") if isinstance(call, Mapping) else None
+    name = fn.get("name") if isinstance(fn, Mapping) else call.get("name") if isinstance(call, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+def _arguments_parse(call: Any, inspected: InspectedToolCall) -> bool:
+    """Whether a call's arguments were received whole: JSON text that parses as an object."""
+    fn = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(fn, Mapping):
+        return inspected.error is None
+    raw = fn.get("arguments")
+    if raw is None or raw == "" or isinstance(raw, Mapping):
+        return True
+    try:
+        return isinstance(json.loads(raw), Mapping)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def truncation(
+    metadata: Mapping[str, Any], calls: Sequence[Any], inspected: Sequence[InspectedToolCall]
+) -> str | None:
+    """Say why a turn must end here because the answer was cut off, or None when it may go on.
+
+    The answer counts as cut when the API said it stopped at the token limit
+    (``finish_reason == "length"`` / ``stop_reason == "max_tokens"``) or a call
+    is marked ``incomplete``. A cut answer holding a call whose arguments are
+    incomplete or do not parse ends the request: running that call would act
+    on arguments the model never finished, and sending it back would make the
+    API reject the next request.
+    """
+    marked = [c for c in calls if isinstance(c, Mapping) and c.get("incomplete")]
+    limit = next(
+        (f"{k} {metadata.get(k)!r}" for k, v in (("finish_reason", "length"), ("stop_reason", "max_tokens"))
+         if metadata.get(k) == v),
+        None,
+    )
+    if limit is None and not marked:
+        return None
+    broken = [
+        ic for c, ic in zip(calls, inspected)
+        if (isinstance(c, Mapping) and c.get("incomplete")) or not _arguments_parse(c, ic)
+    ]
+    if not broken:
+        return None
+    names = ", ".join(f"{ic.tool_name or '?'} ({ic.call_id})" for ic in broken)
+    why = f"the answer hit the token limit ({limit})" if limit else "the answer was cut off"
+    return (
+        f"{why}: the arguments of tool call(s) {names} were cut off, so no tool ran and the model "
+        "was not called again"
+    )
 
 
 def preview_event(request_id: str, routed: Routed, iteration: int) -> ToolCallEvent:
