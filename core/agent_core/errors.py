@@ -10,7 +10,8 @@ The hierarchy::
     │   ├── ContentFilterError      the provider refused the content
     │   ├── InvalidRequestError     the API rejected the request as malformed (other 4xx)
     │   ├── ProviderUnavailableError  5xx, overload, or the server could not be reached
-    │   └── LLMTimeoutError         the provider did not answer in time
+    │   ├── LLMTimeoutError         the provider did not answer in time
+    │   └── EmptyResponseError      a stream ended without a single chunk or answer
     ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
     ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
     ├── ActionInputError (ValueError)  an action was called with bad params; .action, .input
@@ -34,6 +35,7 @@ __all__ = [
     "ConfigError",
     "ContentFilterError",
     "ContextLengthError",
+    "EmptyResponseError",
     "InvalidRequestError",
     "LLMError",
     "LLMTimeoutError",
@@ -125,6 +127,16 @@ class ProviderUnavailableError(LLMError):
 
 class LLMTimeoutError(LLMError):
     """The provider did not respond within the configured timeout."""
+
+    retryable = True
+
+
+class EmptyResponseError(LLMError):
+    """A streamed call ended without one chunk and without an answer.
+
+    The engine never answers an empty stream with a second (billable) call;
+    it reports this instead. Repeating the request may work.
+    """
 
     retryable = True
 

@@ -28,7 +28,10 @@ work does not grow with the length of the conversation.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
+import textwrap
 import threading
 import warnings
 from collections.abc import Generator, Mapping
@@ -38,6 +41,7 @@ from .effects import END, Call, CloseIter, NextItem, OpenIter
 from .errors import (
     ActionInputError,
     ConfigError,
+    EmptyResponseError,
     LLMError,
     PluginError,
     ProviderRequestCancelled,
@@ -123,6 +127,54 @@ class Flight:
 
 class _Cancelled(Exception):
     pass
+
+
+_REAL_STREAM: dict[type, bool] = {}
+
+
+def _empty(node: ast.expr | None) -> bool:
+    """``None``, ``[]``, ``()``, ``iter([])``: an expression that stands for "nothing"."""
+    if node is None or (isinstance(node, ast.Constant) and node.value is None):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return not node.elts
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "iter"
+        and len(node.args) == 1 and not node.keywords and _empty(node.args[0])
+    )
+
+
+def streams_for_real(cls: type) -> bool:
+    """Whether a provider class's ``stream_api`` can yield anything (decided once per class).
+
+    The seed's minimal provider writes ``stream_api`` as a stub (``yield from
+    []``) and answers through ``call_api``. A ``stream_api`` whose whole body
+    is a stub (``pass``, ``...``, a docstring, ``return``/``return iter([])``,
+    ``yield from []`` / ``()``) counts as not implemented, so a streaming
+    request to that provider uses ``call_api``. Anything else is taken at its
+    word. When the source cannot be read, it counts as implemented.
+    """
+    known = _REAL_STREAM.get(cls)
+    if known is not None:
+        return known
+    real = True
+    try:
+        raw = inspect.getattr_static(cls, "stream_api")
+        func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+        fn = tree.body[0]
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            real = not all(
+                isinstance(st, ast.Pass)
+                or (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))
+                or (isinstance(st, ast.Return) and _empty(st.value))
+                or (isinstance(st, ast.Expr) and isinstance(st.value, ast.YieldFrom) and _empty(st.value.value))
+                for st in fn.body
+            )
+    except (OSError, TypeError, SyntaxError, IndexError, AttributeError):
+        real = True
+    _REAL_STREAM[cls] = real
+    return real
 
 
 def merge_context(owned: dict[str, Any], extra: Mapping[str, Any] | None) -> FrozenDict:
@@ -383,7 +435,7 @@ class Pipeline:
     ) -> Generator[Any, Any, tuple[FrozenList, FrozenList, FrozenDict]]:
         """Steps 4c-4d up to the extensions' closing ``process_chunk(None, ...)``."""
         spec = provider.spec
-        can_stream = spec.defines("stream_api") or spec.defines("astream_api")
+        can_stream = (spec.defines("stream_api") and streams_for_real(spec.cls)) or spec.defines("astream_api")
         can_call = spec.defines("call_api") or spec.defines("acall_api")
         rid = self.request_id
         seen: list[Any] = []
@@ -434,12 +486,11 @@ class Pipeline:
                     yield PartialEvent(rid, self._partial(provider, p), iteration)
                 if finals:
                     seen.extend(finals)
-        # The seed's minimal EchoProvider streams nothing and answers through
-        # call_api. A stream that yields no chunk at all is taken to mean "this
-        # provider does not really stream", and call_api answers instead. Real
-        # streaming APIs always send at least one event, so a real call is
-        # never made twice.
-        if not streamed or (not chunks and can_call):
+        # One call, one request: a stream that yields nothing is never followed
+        # by call_api (that would be a second, billable request). Providers
+        # whose stream_api is only a stub (see streams_for_real) were sent to
+        # call_api above instead.
+        if not streamed:
             capi = provider.hook("call_api") if spec.defines("call_api") else None
             acapi = provider.hook("acall_api") if spec.defines("acall_api") else None
             try:
@@ -462,6 +513,12 @@ class Pipeline:
         unseen.extend(frozen_list(provider, "finalize", out[0], "final_messages"))
         native = frozen_list(provider, "finalize", out[1], "native_messages")
         state = frozen_map(provider, "finalize", out[2], "state")
+        if streamed and not chunks and not seen and not unseen:
+            raise EmptyResponseError(
+                "the stream ended without sending a single chunk, and finalize produced no answer; "
+                "the call was not repeated",
+                provider=provider.name,
+            )
         pending = FrozenList._trusted(unseen)
         for ext in exts:
             if not ext.defines("process_chunk"):
