@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any
@@ -19,12 +20,12 @@ import msgspec
 
 from .config import parse_schema
 from .effects import complete_sync, drive_async, drive_sync
-from .errors import ActionInputError, ConfigError, PluginError
+from .errors import ActionInputError, ConfigError, InvalidArgumentError, PluginError, RequestInFlightError
 from .events import DoneEvent, Event, Outcome, Usage
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen_map, spec_for
 from .native_history import load_native, store_native
-from .pipeline import Flight, Pipeline, merge_context
+from .pipeline import Flight, Pipeline, _tool_timeout, merge_context, plugin_actions
 from .resolution import Resolution, resolve
 from .tools import (
     accepted_formats,
@@ -193,8 +194,7 @@ class AgentCore:
         Accepts a ``Message``, a message dict, or the original platform's
         ``add_message(session, role, content, metadata)`` form.
         """
-        if not isinstance(session, Session):
-            raise TypeError(f"add_message expects a Session, got {type(session).__name__}")
+        _check_session(session, "add_message")
         if isinstance(message, str):
             message = Message(message, content, metadata)  # type: ignore[arg-type]
         return session.with_message(message)
@@ -203,7 +203,7 @@ class AgentCore:
 
     def resolve(self, config: Mapping[str, Any] | None = None) -> Resolution:
         """Which plugins run for ``config``, in run order, and why (see :mod:`agent_core.resolution`)."""
-        return resolve(self._specs, config or {})
+        return resolve(self._specs, {} if config is None else config)
 
     def get_models(self, config: Mapping[str, Any] | None = None) -> list[Any]:
         return [thaw(m) for m in self.resolve(config).models]
@@ -216,15 +216,21 @@ class AgentCore:
     def _start(
         self, session: Session, config: Mapping[str, Any] | None, stream_default: bool, request_id: str | None
     ) -> tuple[Pipeline, Flight]:
-        if not isinstance(session, Session):
-            raise TypeError(f"expected a Session, got {type(session).__name__}")
-        if config is not None and not isinstance(config, Mapping):
-            raise TypeError(f"config must be a mapping, got {type(config).__name__}")
+        _check_session(session, "a request")
+        _check_config(config)
+        if request_id is not None and (not isinstance(request_id, str) or not request_id):
+            raise InvalidArgumentError(
+                f"request_id must be a non-empty string, got {request_id!r}", argument="request_id"
+            )
         cfg = dict(config or {})
         stream = cfg.get("stream", stream_default)
         rid = request_id or uuid.uuid4().hex
         flight = Flight(rid)
         with self._lock:
+            # Ids are how cancel_request finds a request: two at once would
+            # make cancelling one of them a coin toss.
+            if rid in self._flights:
+                raise RequestInFlightError(rid)
             self._flights[rid] = flight
         return Pipeline(self, session, cfg, stream=bool(stream), request_id=rid, flight=flight), flight
 
@@ -249,7 +255,9 @@ class AgentCore:
             finally:
                 self._finish(flight)
 
-        return events()
+        gen = events()
+        weakref.finalize(gen, self._finish, flight)  # a stream never iterated still frees its id
+        return gen
 
     def request(
         self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
@@ -294,7 +302,9 @@ class AgentCore:
             finally:
                 self._finish(flight)
 
-        return events()
+        agen = events()
+        weakref.finalize(agen, self._finish, flight)
+        return agen
 
     async def arequest(
         self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
@@ -357,8 +367,19 @@ class AgentCore:
         Returns one ``tool`` message per call (append them with
         ``session.with_messages(...)``). Failures become error results, as in
         a request. Lifecycle actions do not run here.
+
+        Raises:
+            InvalidArgumentError: ``session`` is not a Session or ``tool_calls`` not a list of mappings.
+            ConfigError: ``config`` is not a mapping or cannot work.
         """
+        _check_session(session, "execute_tool_calls")
+        if isinstance(tool_calls, (str, bytes, Mapping)) or not isinstance(tool_calls, Sequence) or not all(
+            isinstance(c, Mapping) for c in tool_calls
+        ):
+            raise InvalidArgumentError("tool_calls must be a list of tool-call mappings", argument="tool_calls")
+        _check_config(config)
         res = self.resolve(config)
+        timeout = _tool_timeout(res.config)
         tools, effective = self._catalog(res, prepare=True)
         live = res.live
         provider = live[res.provider]
@@ -373,7 +394,7 @@ class AgentCore:
         out: list[Message] = []
         for i, call in enumerate(tool_calls):
             routed = route(inspect_call(registry, freeze(call), i, emitted), tools, names)
-            out.append(complete_sync(run_tool_call(routed, routed.call.payload, ctx, "", accepted)))
+            out.append(complete_sync(run_tool_call(routed, routed.call.payload, ctx, "", accepted, timeout=timeout)))
         return out
 
     # -- UI, completions, config ------------------------------------------------
@@ -471,11 +492,10 @@ class AgentCore:
         out = []
         for name in (*res.extensions, *res.features):
             plugin = res.live[name]
-            if plugin.defines("get_actions"):
-                for a in call_hook(plugin, "get_actions", state) or ():
-                    item = thaw(a)
-                    item.setdefault("plugin", plugin.name)
-                    out.append(item)
+            for a in plugin_actions(plugin, state):
+                item = thaw(a)
+                item.setdefault("plugin", plugin.name)
+                out.append(item)
         return out
 
     def execute_action(
@@ -498,11 +518,26 @@ class AgentCore:
             replaced), the native history, and the result's other keys.
 
         Raises:
-            ActionInputError: unknown action, or a missing/ill-typed/unknown input.
+            ActionInputError: unknown action (``action_id`` not a string included), or a
+                missing/ill-typed/unknown input, or ``params`` not a mapping.
+            InvalidArgumentError: ``session`` is not a Session or ``context`` not a mapping.
+            ConfigError: ``config`` is not a mapping or cannot work.
             PluginError: the plugin failed.
         """
-        if not isinstance(session, Session):
-            raise TypeError(f"execute_action expects a Session, got {type(session).__name__}")
+        _check_session(session, "execute_action")
+        if not isinstance(action_id, str) or not action_id:
+            raise ActionInputError(
+                f"action_id must be a non-empty string naming an action, got {action_id!r}", action=repr(action_id)
+            )
+        if params is not None and not isinstance(params, Mapping):
+            raise ActionInputError(
+                f"params for action {action_id!r} must be a mapping, got {type(params).__name__}", action=action_id
+            )
+        if context is not None and not isinstance(context, Mapping):
+            raise InvalidArgumentError(
+                f"context must be a mapping, got {type(context).__name__}", argument="context"
+            )
+        _check_config(config)
         res = self.resolve(config)
         provider, state = self._init_state(res)
         owner_name, _, bare = action_id.rpartition(":") if ":" in action_id else ("", "", action_id)
@@ -511,10 +546,9 @@ class AgentCore:
             plugin = res.live[name]
             if owner_name and plugin.name != owner_name:
                 continue
-            if plugin.defines("get_actions"):
-                for a in call_hook(plugin, "get_actions", state) or ():
-                    if isinstance(a, Mapping) and a.get("id") == bare:
-                        matches.append((plugin, a))
+            for a in plugin_actions(plugin, state):
+                if a.get("id") == bare:
+                    matches.append((plugin, a))
         if not matches:
             raise ActionInputError(f"no enabled plugin offers an action {action_id!r}", action=action_id)
         if len(matches) > 1:
@@ -548,6 +582,16 @@ class AgentCore:
         new_session = store_native(new_session, pname, native)
         payload = {k: thaw(v) for k, v in result.items() if k not in _ACTION_RESULT_KEYS}
         return ActionResult(new_session, list(native), payload)
+
+
+def _check_session(session: Any, call: str) -> None:
+    if not isinstance(session, Session):
+        raise InvalidArgumentError(f"{call} expects a Session, got {type(session).__name__}", argument="session")
+
+
+def _check_config(config: Any) -> None:
+    if config is not None and not isinstance(config, Mapping):
+        raise ConfigError(f"config must be a mapping, got {type(config).__name__}")
 
 
 def _check_inputs(action: str, inputs: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,11 +37,12 @@ import warnings
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .effects import END, Call, CloseIter, NextItem, OpenIter
+from .effects import END, Call, CancellationToken, CloseIter, EffectCancelled, NextItem, OpenIter
 from .errors import (
     ActionInputError,
     ConfigError,
     EmptyResponseError,
+    InvalidValueError,
     LLMError,
     PluginError,
     ProviderRequestCancelled,
@@ -98,20 +99,20 @@ RESERVED_CONTEXT_KEYS = frozenset(
 class Flight:
     """An in-flight request, as ``cancel_request`` sees it."""
 
-    __slots__ = ("request_id", "provider", "_cancelled", "_lock")
+    __slots__ = ("request_id", "provider", "token", "_lock")
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
         self.provider: LivePlugin | None = None
-        self._cancelled = threading.Event()
+        self.token = CancellationToken()  # what running tools get as ``cancellation``
         self._lock = threading.Lock()
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        return self.token.cancelled
 
     def cancel(self) -> None:
-        self._cancelled.set()
+        self.token.cancel()
         with self._lock:
             provider = self.provider
         if provider is not None:
@@ -177,6 +178,19 @@ def streams_for_real(cls: type) -> bool:
     return real
 
 
+def _tool_timeout(config: Mapping[str, Any]) -> float | None:
+    """``tool_timeout_s``: seconds a tool call may run (None: no limit)."""
+    value = config.get("tool_timeout_s")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise ConfigError(
+            f"config key 'tool_timeout_s' must be a positive number of seconds (or null), got {value!r}",
+            key="tool_timeout_s",
+        )
+    return float(value)
+
+
 def merge_context(owned: dict[str, Any], extra: Mapping[str, Any] | None) -> FrozenDict:
     """Add caller context to the engine's; a clash keeps the engine's value (with a warning)."""
     if extra:
@@ -200,6 +214,46 @@ def _core_dicts(plugin: LivePlugin, hook: str, value: Any) -> FrozenList:
         except (TypeError, ValueError, KeyError) as exc:
             raise PluginError(plugin.name, hook, exc, detail=f"returned an invalid core message {m!r}: {exc}") from exc
     return msgs
+
+
+def plugin_actions(plugin: LivePlugin, state: Any) -> list[FrozenDict]:
+    """A plugin's ``get_actions``, checked: mappings with a string ``id`` and a well-formed trigger.
+
+    Raises:
+        PluginError: naming the plugin, the hook ``get_actions`` and what is wrong.
+    """
+    if not plugin.defines("get_actions"):
+        return []
+    got = call_hook(plugin, "get_actions", state)
+    if got is None:
+        return []
+    if not isinstance(got, (list, tuple)):
+        raise PluginError(plugin.name, "get_actions", TypeError("bad return value"),
+                          detail=f"must return a list of actions, got {type(got).__name__}")
+    out = []
+    for action in got:
+        if not isinstance(action, Mapping) or not isinstance(action.get("id"), str):
+            raise PluginError(plugin.name, "get_actions", TypeError("bad action"),
+                              detail=f"each action must be a mapping with a string 'id', got {action!r}")
+        for key in ("trigger", "lifecycle"):
+            trig = action.get(key)
+            if trig is None or isinstance(trig, str):
+                continue
+            if not isinstance(trig, (list, tuple)) or not all(isinstance(t, str) for t in trig):
+                raise PluginError(
+                    plugin.name, "get_actions", TypeError("bad trigger"),
+                    detail=f"action {action['id']!r}: {key!r} must be a lifecycle name or a list of them, "
+                           f"got {trig!r}",
+                )
+        out.append(_frozen_action(plugin, action))
+    return out
+
+
+def _frozen_action(plugin: LivePlugin, action: Any) -> FrozenDict:
+    try:
+        return freeze(action)  # type: ignore[no-any-return]
+    except InvalidValueError as exc:
+        raise PluginError(plugin.name, "get_actions", exc) from exc
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
@@ -243,12 +297,19 @@ class Pipeline:
     def run(self) -> Generator[Any, Any, None]:
         session = self.input_session
         try:
-            session = yield from self._run()
-        except _Cancelled:
+            try:
+                session = yield from self._run()
+            except RecursionError as exc:
+                # A last line: values are depth-checked where they come in, so
+                # this means a plugin recursed on its own; still a typed error.
+                raise InvalidValueError(f"a value or a plugin recursed too deeply: {exc}") from exc
+        except (_Cancelled, EffectCancelled):
             self.outcome = Outcome("stopped", "cancelled", "cancelled by cancel_request")
             self.error = ProviderRequestCancelled(self.request_id)
             session = self.input_session
-        except (PluginError, LLMError, ConfigError, ActionInputError, ProviderRequestCancelled) as exc:
+        except (
+            PluginError, LLMError, ConfigError, ActionInputError, InvalidValueError, ProviderRequestCancelled
+        ) as exc:
             reason = (
                 "plugin_error" if isinstance(exc, PluginError)
                 else "provider_error" if isinstance(exc, LLMError)
@@ -280,6 +341,7 @@ class Pipeline:
         )
         config: FrozenDict = res.config
         max_iter = int(config.get("max_iterations") or 10)
+        tool_timeout = _tool_timeout(config)
 
         prep_ctx = freeze({"core": self.core, "config": config, "provider": str(res.provider),
                            "tags": list(res.tags), "models": list(res.models), "request_id": self.request_id})
@@ -394,7 +456,10 @@ class Pipeline:
                 payload, denial = yield from self._tool_pre(lifecycle, r, session, native, state, config)
                 if denial is not None:
                     r = Routed(dataclasses.replace(r.call, error=denial), r.tool, r.descriptor)
-                msg = yield from run_tool_call(r, payload, freeze(tctx), self.request_id, accepted)
+                msg = yield from run_tool_call(r, payload, freeze(tctx), self.request_id, accepted,
+                                               token=self.flight.token, timeout=tool_timeout)
+                if self.flight.cancelled:
+                    raise _Cancelled
                 tool_msgs.append(msg)
                 session = session.with_message(msg)
                 self.added.append(msg)
@@ -584,15 +649,10 @@ class Pipeline:
     def _lifecycle_actions(self, plugins: tuple[LivePlugin, ...], state: Any) -> dict[str, list[tuple[LivePlugin, Any]]]:
         table: dict[str, list[tuple[LivePlugin, Any]]] = {}
         for p in plugins:
-            if not p.defines("get_actions"):
-                continue
-            for action in call_hook(p, "get_actions", state) or ():
-                if not isinstance(action, Mapping) or "id" not in action:
-                    raise PluginError(p.name, "get_actions", TypeError("bad action"),
-                                      detail=f"each action must be a mapping with an 'id', got {action!r}")
+            for action in plugin_actions(p, state):
                 trig = action.get("trigger") or action.get("lifecycle")
                 for t in ([trig] if isinstance(trig, str) else trig or ()):
-                    table.setdefault(t, []).append((p, freeze(action)))
+                    table.setdefault(t, []).append((p, action))
         return table
 
     def _action(
