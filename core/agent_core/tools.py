@@ -386,7 +386,7 @@ def execute(
                 label=f"tool {plugin.name!r} execute_tool",
                 guard=guard,
             )
-    except (EffectCancelled, AsyncOnlyHookError, PluginError):
+    except (EffectCancelled, AsyncOnlyHookError, _Unkeepable):
         raise
     except EffectTimeout as exc:
         return _error(
@@ -399,12 +399,16 @@ def execute(
     return _kept(plugin, hook, name, result)  # type: ignore[no-any-return]
 
 
+class _Unkeepable(PluginError):
+    """A tool returned a value the session cannot keep (told apart from errors the tool raises)."""
+
+
 def _kept(plugin: LivePlugin, hook: str, name: str | None, value: Any) -> Any:
     """A tool's output as it will be kept in the session: JSON-exact, or a PluginError."""
     try:
         return freeze_json(value, f"result of tool {name!r}")
     except InvalidValueError as exc:
-        raise PluginError(plugin.name, hook, exc, detail=f"returned a value that cannot be kept: {exc}") from exc
+        raise _Unkeepable(plugin.name, hook, exc, detail=f"returned a value that cannot be kept: {exc}") from exc
 
 
 def _envelope_text(envelope: Mapping[str, Any]) -> str:

@@ -259,3 +259,15 @@ def test_a_tool_result_json_cannot_carry_is_refused_with_a_plugin_error(value: A
                      tools=[returning(lambda: {"v": value})])
     err = assert_error_then_done(stream(core), "PluginError", "bad_tool", "execute_tool")
     assert why in err.message and "['result']['v']" in err.message
+
+
+def test_a_plugin_error_raised_inside_a_tool_is_still_an_answer_for_the_model():
+    def execute_tool(self, tool_name, payload, state):
+        raise PluginError("inner", "some_hook", ValueError("inner failure"))
+
+    tool = type("Raiser", (), {"name": "raiser", "execute_tool": execute_tool,
+                               "get_tool_schemas": returning(lambda: None).get_tool_schemas})
+    core = AgentCore(providers=[scripted_provider(reply(tool_calls=[tool_call("run", {})]), "ok")], tools=[tool])
+    result = core.request(session())
+    assert result.outcome.ok
+    assert "inner failure" in result.session.messages[2].tool_result["error"]
