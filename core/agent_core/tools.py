@@ -231,7 +231,9 @@ def inspect_call(
         try:
             got = dataclasses.replace(got, payload=freeze(got.payload))
         except InvalidValueError:
-            return dataclasses.replace(got, payload=None, error=f"arguments for {got.tool_name!r} are nested too deeply")
+            return dataclasses.replace(
+                got, payload=None, error=f"arguments for {got.tool_name!r} are nested too deeply"
+            )
     return got
 
 
@@ -472,7 +474,9 @@ def run_tool_call(
         message, display = tool_message(routed, result, accepted)
     except InvalidValueError as exc:
         owner = routed.tool.plugin.name if routed.tool else "engine"
-        raise PluginError(owner, "format_tool_result", exc, detail=f"formatted a result that cannot be kept: {exc}") from exc
+        raise PluginError(
+            owner, "format_tool_result", exc, detail=f"formatted a result that cannot be kept: {exc}"
+        ) from exc
     yield ToolResultEvent(
         request_id, routed.call.call_id, routed.call.tool_name, bool(result.get("success")), message, display
     )

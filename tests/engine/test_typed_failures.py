@@ -95,7 +95,8 @@ def test_deeply_nested_tool_arguments_become_an_error_result_and_never_recurse(d
 
 @pytest.mark.parametrize("factory", [cyclic, lambda: deep_list(10_000)], ids=["cyclic", "10000-deep"])
 def test_a_tool_returning_a_cyclic_or_deep_value_is_a_plugin_error_then_done(factory: Any):
-    core = AgentCore(providers=[scripted_provider(reply(tool_calls=[tool_call("run", {})]))], tools=[returning(factory)])
+    provider = scripted_provider(reply(tool_calls=[tool_call("run", {})]))
+    core = AgentCore(providers=[provider], tools=[returning(factory)])
     err = assert_error_then_done(stream(core), "PluginError", "bad_tool", "execute_tool")
     assert "nested deeper than" in err.message
     with pytest.raises(PluginError) as info:
