@@ -25,7 +25,7 @@ from .events import DoneEvent, Event, Outcome, Usage
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen_map, spec_for
 from .native_history import load_native, store_native
-from .pipeline import Flight, Pipeline, _tool_timeout, merge_context, plugin_actions
+from .pipeline import Flight, Pipeline, tool_timeout_of, merge_context, plugin_actions
 from .resolution import Resolution, resolve
 from .tools import (
     accepted_formats,
@@ -379,7 +379,7 @@ class AgentCore:
             raise InvalidArgumentError("tool_calls must be a list of tool-call mappings", argument="tool_calls")
         _check_config(config)
         res = self.resolve(config)
-        timeout = _tool_timeout(res.config)
+        timeout = tool_timeout_of(res.config)
         tools, effective = self._catalog(res, prepare=True)
         live = res.live
         provider = live[res.provider]

@@ -28,10 +28,7 @@ work does not grow with the length of the conversation.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
-import textwrap
 import threading
 import warnings
 from collections.abc import Generator, Mapping
@@ -62,6 +59,7 @@ from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from .native_history import load_native, store_native
 from .resolution import Resolution
+from .stubs import streams_for_real
 from .tool_interop import ToolInteropRegistry
 from .tools import (
     LiveTool,
@@ -83,7 +81,7 @@ from .types import Message, PartialMessage, Session
 if TYPE_CHECKING:
     from .engine import AgentCore
 
-__all__ = ["Flight", "Pipeline", "RESERVED_CONTEXT_KEYS"]
+__all__ = ["Flight", "Pipeline", "RESERVED_CONTEXT_KEYS", "plugin_actions", "tool_timeout_of"]
 
 #: context keys the engine owns; caller-supplied context cannot replace them
 RESERVED_CONTEXT_KEYS = frozenset(
@@ -130,55 +128,7 @@ class _Cancelled(Exception):
     pass
 
 
-_REAL_STREAM: dict[type, bool] = {}
-
-
-def _empty(node: ast.expr | None) -> bool:
-    """``None``, ``[]``, ``()``, ``iter([])``: an expression that stands for "nothing"."""
-    if node is None or (isinstance(node, ast.Constant) and node.value is None):
-        return True
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return not node.elts
-    return (
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "iter"
-        and len(node.args) == 1 and not node.keywords and _empty(node.args[0])
-    )
-
-
-def streams_for_real(cls: type) -> bool:
-    """Whether a provider class's ``stream_api`` can yield anything (decided once per class).
-
-    The seed's minimal provider writes ``stream_api`` as a stub (``yield from
-    []``) and answers through ``call_api``. A ``stream_api`` whose whole body
-    is a stub (``pass``, ``...``, a docstring, ``return``/``return iter([])``,
-    ``yield from []`` / ``()``) counts as not implemented, so a streaming
-    request to that provider uses ``call_api``. Anything else is taken at its
-    word. When the source cannot be read, it counts as implemented.
-    """
-    known = _REAL_STREAM.get(cls)
-    if known is not None:
-        return known
-    real = True
-    try:
-        raw = inspect.getattr_static(cls, "stream_api")
-        func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-        fn = tree.body[0]
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            real = not all(
-                isinstance(st, ast.Pass)
-                or (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))
-                or (isinstance(st, ast.Return) and _empty(st.value))
-                or (isinstance(st, ast.Expr) and isinstance(st.value, ast.YieldFrom) and _empty(st.value.value))
-                for st in fn.body
-            )
-    except (OSError, TypeError, SyntaxError, IndexError, AttributeError):
-        real = True
-    _REAL_STREAM[cls] = real
-    return real
-
-
-def _tool_timeout(config: Mapping[str, Any]) -> float | None:
+def tool_timeout_of(config: Mapping[str, Any]) -> float | None:
     """``tool_timeout_s``: seconds a tool call may run (None: no limit)."""
     value = config.get("tool_timeout_s")
     if value is None:
@@ -341,7 +291,7 @@ class Pipeline:
         )
         config: FrozenDict = res.config
         max_iter = int(config.get("max_iterations") or 10)
-        tool_timeout = _tool_timeout(config)
+        tool_timeout = tool_timeout_of(config)
 
         prep_ctx = freeze({"core": self.core, "config": config, "provider": str(res.provider),
                            "tags": list(res.tags), "models": list(res.models), "request_id": self.request_id})

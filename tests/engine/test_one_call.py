@@ -13,7 +13,7 @@ import pytest
 
 from agent_core import AgentCore, Message, Session
 from agent_core.errors import EmptyResponseError
-from agent_core.pipeline import streams_for_real
+from agent_core.stubs import streams_for_real
 
 from seed_plugins import EchoProvider
 
