@@ -313,54 +313,44 @@ class FrozenVector(Sequence[T]):
         return FrozenVector(self._items.extend(items))
 
 
-def freeze(value: Any) -> Any:
+def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     """Return a deeply immutable version of a JSON-like ``value``.
 
     Dicts become :class:`FrozenDict`, lists and tuples become
     :class:`FrozenList`, sets become ``frozenset``. Already-frozen containers
     and scalars come back as the same object, so freezing something that is
     mostly frozen costs only the new parts. Other objects (a plugin's client,
-    the ``core`` in a context) are left as they are.
+    the ``core`` in a context) are left as they are. (``_budget`` is the
+    recursion's own bookkeeping: how many more levels may follow.)
 
     Raises:
         InvalidValueError: ``value`` nests deeper than :data:`MAX_DEPTH`
             levels (a value that contains itself always does).
     """
-    cls = value.__class__
-    if cls in _SCALARS or cls is FrozenDict or cls is FrozenList:
-        return value
-    return _freeze(value, MAX_DEPTH)
-
-
-def _too_deep() -> InvalidValueError:
-    return InvalidValueError(f"the value is nested deeper than {MAX_DEPTH} levels (or contains itself)")
-
-
-def _freeze(value: Any, budget: int) -> Any:
     # Loops rather than comprehensions: one Python frame per level, so the
     # depth bound, not the interpreter's recursion limit, is what stops a walk.
     cls = value.__class__
     if cls in _SCALARS or cls is FrozenDict or cls is FrozenList:
         return value
-    if budget <= 0:
-        raise _too_deep()
-    budget -= 1
+    if _budget <= 0:
+        raise InvalidValueError(f"the value is nested deeper than {MAX_DEPTH} levels (or contains itself)")
+    _budget -= 1
     if cls is dict or (isinstance(value, Mapping) and not isinstance(value, FrozenDict)):
         items = {}
         for k, v in value.items():
-            items[k] = _freeze(v, budget)
+            items[k] = v if v.__class__ in _SCALARS else freeze(v, _budget)
         return FrozenDict._trusted(items)
     if cls is list or cls is tuple or (
         isinstance(value, (list, tuple, pyrsistent.PVector)) and not isinstance(value, FrozenList)
     ):
         out = []
         for v in value:
-            out.append(_freeze(v, budget))
+            out.append(v if v.__class__ in _SCALARS else freeze(v, _budget))
         return FrozenList._trusted(out)
     if isinstance(value, (FrozenDict, FrozenList, FrozenVector, frozenset)):
         return value
     if isinstance(value, (set, pyrsistent.PSet)):
-        return frozenset(_freeze(v, budget) for v in value)
+        return frozenset(freeze(v, _budget) for v in value)
     return value
 
 
@@ -423,13 +413,18 @@ def _json(value: Any, budget: int) -> Any:
                     raise _Refused(f"the key {k!r} is a {type(k).__name__}; JSON object keys are strings")
                 k = str.__str__(k)
                 changed = True
-            try:
-                nv = _json(v, budget)
-            except _Refused as r:
-                r.path = f"[{k!r}]{r.path}"
-                raise
-            changed = changed or nv is not v
-            items[k] = nv
+            vc = v.__class__
+            if not (vc is int or vc is bool or v is None or (vc is str and v.isascii())
+                    or ((vc is FrozenDict or vc is FrozenList) and v._json)):
+                try:
+                    nv = _json(v, budget)
+                except _Refused as r:
+                    r.path = f"[{k!r}]{r.path}"
+                    raise
+                if nv is not v:
+                    changed = True
+                    v = nv
+            items[k] = v
         out = FrozenDict._trusted(items) if changed else value
         out._json = True
         return out
@@ -437,13 +432,19 @@ def _json(value: Any, budget: int) -> Any:
         seq: list[Any] = []
         changed = cls is not FrozenList
         for i, v in enumerate(value):
-            try:
-                nv = _json(v, budget)
-            except _Refused as r:
-                r.path = f"[{i}]{r.path}"
-                raise
-            changed = changed or nv is not v
-            seq.append(nv)
+            vc = v.__class__
+            if not (vc is int or vc is bool or v is None or (vc is str and v.isascii())
+                    or ((vc is FrozenDict or vc is FrozenList) and v._json)):
+                # the common cases above are checked inline: no call per item
+                try:
+                    nv = _json(v, budget)
+                except _Refused as r:
+                    r.path = f"[{i}]{r.path}"
+                    raise
+                if nv is not v:
+                    changed = True
+                    v = nv
+            seq.append(v)
         out = FrozenList._trusted(seq) if changed else value
         out._json = True
         return out

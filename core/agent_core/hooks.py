@@ -349,7 +349,10 @@ def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
             plugin.name, hook, TypeError("bad return value"),
             detail=f"returned {type(value).__name__} for {what}, expected a list",
         )
-    return _frozen(plugin, hook, value, what)
+    try:
+        return freeze(value)
+    except InvalidValueError as exc:
+        raise _unusable(plugin, hook, what, exc) from exc
 
 
 def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
@@ -360,11 +363,11 @@ def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
             plugin.name, hook, TypeError("bad return value"),
             detail=f"returned {type(value).__name__} for {what}, expected a mapping",
         )
-    return _frozen(plugin, hook, value, what)
-
-
-def _frozen(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
     try:
         return freeze(value)
     except InvalidValueError as exc:
-        raise PluginError(plugin.name, hook, exc, detail=f"returned {what} that cannot be used: {exc}") from exc
+        raise _unusable(plugin, hook, what, exc) from exc
+
+
+def _unusable(plugin: LivePlugin, hook: str, what: str, exc: InvalidValueError) -> PluginError:
+    return PluginError(plugin.name, hook, exc, detail=f"returned {what} that cannot be used: {exc}")
