@@ -39,6 +39,7 @@ from .events import (
     ToolProgressEvent,
     ToolResultEvent,
     Usage,
+    UserMessageEvent,
     decode_event,
     encode_event,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "ToolProgressEvent",
     "ToolResultEvent",
     "Usage",
+    "UserMessageEvent",
     "__version__",
     "decode_event",
     "encode_event",

@@ -272,3 +272,22 @@ def test_a_plugin_error_raised_inside_a_tool_is_still_an_answer_for_the_model():
     result = core.request(session())
     assert result.outcome.ok
     assert "inner failure" in result.session.messages[2].tool_result["error"]
+
+
+def test_the_compat_calls_refuse_bad_arguments_with_typed_errors_too():
+    feature = hooked("acts", get_actions=lambda self, state: [{"id": "a", "trigger": "session_saved"}],
+                     execute_action=lambda self, *a: {"session_metadata": {"saved": True}})
+    core = AgentCore(providers=[scripted_provider("hi")], features=[feature])
+    with pytest.raises(InvalidArgumentError):
+        core.slice_session("not a session")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        core.execute_lifecycle_actions(None, "session_saved")  # type: ignore[arg-type]
+    with pytest.raises(ActionInputError, match="trigger"):
+        core.execute_lifecycle_actions(session(), None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="context"):
+        core.execute_lifecycle_actions(session(), "session_saved", context=[1])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="mapping"):
+        core.execute_lifecycle_actions(session(), "session_saved", config="x")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        core.execute_tool_calls([{"id": "x"}], {}, {"extra": 1})  # fits neither form
+    assert core.execute_lifecycle_actions(session(), "session_saved").metadata["saved"] is True
