@@ -191,3 +191,19 @@ def test_openai_provider_cut_by_length_over_the_wire_makes_one_request():
     assert log == []
     last = result.session.messages[-1]
     assert last.content == "Adding" and last.metadata.get("finish_reason") == "length"
+
+
+def test_the_next_request_after_a_cut_never_runs_the_cut_call():
+    log: list[Any] = []
+    marked = {**tool_call("add", CUT_ARGS, id="cut_marked"), "incomplete": True}
+    unmarked = tool_call("add", CUT_ARGS, id="cut_plain")
+    for call in (marked, unmarked):
+        turns = (reply("Let me add", tool_calls=[call], metadata={"finish_reason": "length"}), "fine, 3")
+        core = AgentCore(providers=[scripted_provider(*turns)], tools=[calculator(log)])
+        first = core.request(session())
+        assert first.outcome.reason == "truncated"
+        second = core.request(first.session.with_message(Message("user", "try again")))
+        assert second.outcome.ok and second.session.messages[-1].content == "fine, 3"
+        results = [m for m in second.session.messages if m.role == "tool"]
+        assert all(m.tool_result["success"] is False for m in results)
+    assert log == []  # neither cut call ever ran
