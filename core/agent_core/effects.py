@@ -231,6 +231,8 @@ def _run_private(
 
 def _guarded_sync(fn: Callable[[], Any], guard: Guard, label: str) -> Any:
     """Run ``fn`` on a daemon thread; stop waiting at the deadline or on cancellation."""
+    if guard.token is not None and guard.token.cancelled:
+        raise EffectCancelled(label)  # never start what nobody will wait for
     box: dict[str, Any] = {}
     wake = threading.Event()
 
@@ -266,6 +268,8 @@ async def _guarded_async(
     label: str,
 ) -> Any:
     """Await the hook until it ends, the deadline passes or the token is cancelled."""
+    if guard.token is not None and guard.token.cancelled:
+        raise EffectCancelled(label)
     loop = asyncio.get_running_loop()
     work: asyncio.Future[Any]
     if async_fn is not None:
