@@ -227,3 +227,20 @@ def test_outside_a_loop_a_sync_request_still_runs_an_async_only_tool():
     result = AgentCore(providers=[provider()], tools=[tool]).request(session())
     assert result.session.messages[2].tool_result == {"success": True, "result": "fine"}
     assert not seen.started.is_set()
+
+
+def test_the_cancellation_token_api():
+    token = CancellationToken()
+    calls: list[str] = []
+    remove = token.on_cancel(lambda: calls.append("first"))
+    token.on_cancel(lambda: calls.append("second"))
+    remove()
+    assert token.cancelled is False and token.wait(0) is False
+    token.raise_if_cancelled()  # nothing yet
+    token.cancel()
+    token.cancel()  # twice is harmless; callbacks run once
+    assert calls == ["second"] and token.cancelled and token.wait(0)
+    token.on_cancel(lambda: calls.append("late"))  # registered after the fact: runs at once
+    assert calls == ["second", "late"]
+    with pytest.raises(ProviderRequestCancelled):
+        token.raise_if_cancelled()
