@@ -254,6 +254,7 @@ ENGINE_KEYS: dict[str, tuple[str, ...]] = {
     "strict_config": ("boolean",),
     "stop_on_tool_error": ("boolean",),
     "run_pending_tool_calls": ("boolean",),
+    "tool_timeout_s": ("number",),
 }
 
 
