@@ -15,6 +15,7 @@ from agent_core.errors import (
     InvalidRequestError,
     LLMError,
     LLMTimeoutError,
+    MalformedResponseError,
     MissingFieldError,
     PluginError,
     ProviderRequestCancelled,
@@ -32,6 +33,7 @@ HIERARCHY = [
     ("InvalidRequestError", LLMError),
     ("ProviderUnavailableError", LLMError),
     ("LLMTimeoutError", LLMError),
+    ("MalformedResponseError", LLMError),
     ("PluginError", Exception),
     ("ConfigError", ValueError),
     ("ActionInputError", ValueError),
@@ -48,6 +50,7 @@ LLM_SUBCLASSES = [
     InvalidRequestError,
     ProviderUnavailableError,
     LLMTimeoutError,
+    MalformedResponseError,
 ]
 
 

@@ -35,6 +35,7 @@ PUBLIC_NAMES = [
     "InvalidRequestError",
     "LLMError",
     "LLMTimeoutError",
+    "MalformedResponseError",
     "Message",
     "MissingFieldError",
     "NATIVE_KEY",

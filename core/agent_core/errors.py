@@ -10,7 +10,8 @@ The hierarchy::
     │   ├── ContentFilterError      the provider refused the content
     │   ├── InvalidRequestError     the API rejected the request as malformed (other 4xx)
     │   ├── ProviderUnavailableError  5xx, overload, or the server could not be reached
-    │   └── LLMTimeoutError         the provider did not answer in time
+    │   ├── MalformedResponseError  the answer broke the wire format (not SSE/JSON/UTF-8, a line over the cap)
+    │   └── LLMTimeoutError         the provider did not answer in time (a read, or the whole deadline_s)
     ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
     ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
     ├── ActionInputError (ValueError)  an action was called with bad params; .action, .input
@@ -37,6 +38,7 @@ __all__ = [
     "InvalidRequestError",
     "LLMError",
     "LLMTimeoutError",
+    "MalformedResponseError",
     "MissingFieldError",
     "PluginError",
     "ProviderRequestCancelled",
@@ -121,6 +123,15 @@ class ProviderUnavailableError(LLMError):
     """The provider is down, overloaded or unreachable; retrying later may work."""
 
     retryable = True
+
+
+class MalformedResponseError(LLMError):
+    """The server's answer is not what its API promises: not SSE, not JSON, not UTF-8, or over a size cap.
+
+    A server fault, like a 5xx, but not retried: the same server usually sends
+    the same broken bytes again. ``status_code`` is the status the broken body
+    came with (often 200).
+    """
 
 
 class LLMTimeoutError(LLMError):

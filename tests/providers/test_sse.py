@@ -42,7 +42,13 @@ def test_pending_keeps_the_unterminated_tail():
     decoder = SSEDecoder()
     assert decoder.feed(b'data: {"x": 1}\n\ndata: {"y"') == [("", b'{"x": 1}')]
     assert decoder.pending == b'data: {"y"'
-    assert decoder.flush() == []
+    # At the end of the body the last event is dispatched even without its blank line;
+    # the JSON layer decides whether it was complete.
+    assert decoder.flush() == [("", b'{"y"')]
+    assert decoder.pending == b'data: {"y"'
+    cut = SSEDecoder()
+    assert cut.feed(b'data: {"x": 1}\n\nda') == [("", b'{"x": 1}')]
+    assert cut.flush() == [] and cut.pending == b"da"  # cut inside a field name: nothing to dispatch
 
 
 def test_non_sse_line_raises_quoting_it():
