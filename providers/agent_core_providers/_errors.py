@@ -209,6 +209,8 @@ def _classify(status: int | None, err: Mapping[str, Any], message: str) -> type[
     )
     if by_kind in (ContextLengthError, ContentFilterError):
         return by_kind  # the API named the cause; trust it over the status
+    if status is not None and 400 <= status < 500 and by_kind in (ProviderUnavailableError, LLMTimeoutError):
+        by_kind = None  # a 4xx is the request's fault whatever type a compatible server put on it
     if status is not None and status >= 500 and _CONTEXT_TEXT_5XX.search(message):
         return ContextLengthError
     base = (
