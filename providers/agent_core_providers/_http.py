@@ -67,7 +67,6 @@ from agent_core.errors import (
     MalformedResponseError,
     ProviderRequestCancelled,
     ProviderUnavailableError,
-    RateLimitError,
 )
 
 from ._errors import error_from_response, error_from_transport, scrub, scrub_error

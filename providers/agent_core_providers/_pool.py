@@ -172,8 +172,14 @@ class _WatchingBackend(httpcore.NetworkBackend):
     def __init__(self, inner: httpcore.NetworkBackend) -> None:
         self._inner = inner
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:  # fmt: skip
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
         return _WatchedStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
 
     def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
@@ -187,8 +193,14 @@ class _AsyncWatchingBackend(httpcore.AsyncNetworkBackend):
     def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
         self._inner = inner
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                          socket_options: Any = None) -> httpcore.AsyncNetworkStream:  # fmt: skip
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.AsyncNetworkStream:
         return _WatchedAsyncStream(await self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:

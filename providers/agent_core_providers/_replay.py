@@ -35,7 +35,9 @@ def chat_completion_events(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
     delta: dict[str, Any] = {k: v for k, v in message.items() if v is not None}
     calls = delta.get("tool_calls")
     if isinstance(calls, list):
-        delta["tool_calls"] = [{**call, "index": i} if isinstance(call, Mapping) else call for i, call in enumerate(calls)]
+        delta["tool_calls"] = [
+            {**call, "index": i} if isinstance(call, Mapping) else call for i, call in enumerate(calls)
+        ]
     head = {k: answer[k] for k in ("id", "created", "model") if k in answer}
     chunk = {**head, "object": "chat.completion.chunk"}
     events: list[dict[str, Any]] = [
@@ -96,7 +98,8 @@ def replay_answer(provider: str, answer: Any, secrets: tuple[str, ...] = ()) -> 
         if answer.get("type") == "message" and isinstance(answer.get("content"), list):
             return message_events(answer)
     raise MalformedResponseError(
-        f"the API answered a streaming request with JSON of an unknown shape: {quote_line(repr(answer), secrets=secrets)}",
+        "the API answered a streaming request with JSON of an unknown shape: "
+        + quote_line(repr(answer), secrets=secrets),
         provider=provider,
         status_code=200,
     )

@@ -386,7 +386,8 @@ class JSONEventReader:
             return None
         tail = self._sse.pending
         if tail.strip():
-            return f"stream ended in the middle of an event; last partial line: {quote_line(tail, secrets=self.secrets)}"
+            quoted = quote_line(tail, secrets=self.secrets)
+            return f"stream ended in the middle of an event; last partial line: {quoted}"
         if self._cut is not None:
             return f"stream ended in the middle of an event; its data: {quote_line(self._cut, secrets=self.secrets)}"
         return "stream ended before the API marked it complete"

@@ -47,6 +47,12 @@ def pad(n: int) -> str:
 OA_OPEN = oa_chunk({"role": "assistant", "content": ""})
 AN_OPEN = an_start()
 
+def raw(status: int, content_type: str, body: str) -> Reply:
+    return Reply(status, {"content-type": content_type}, [body.encode()], chunked=False)
+
+
+AUTH_ERROR = {"type": "error", "error": {"type": "authentication_error", "message": f"bad key {KEY}"}}
+
 # (case id, provider, stream?, reply)
 CASES: list[tuple[str, str, bool, Reply]] = [
     # A proxy reflects the request header into the stream: not an SSE line.
@@ -54,22 +60,32 @@ CASES: list[tuple[str, str, bool, Reply]] = [
     # Invalid JSON in a data line, the key across the 200-character cut.
     ("invalid-json-event", "openai", True, sse_reply(OA_OPEN, f"data: {{{pad(162)}{ECHO}\n\n".encode())),
     # Anthropic error event whose data is not JSON.
-    ("anthropic-non-json-error", "anthropic", True, sse_reply(AN_OPEN, f"event: error\ndata: {pad(163)}{ECHO}\n\n".encode())),
+    (
+        "anthropic-non-json-error",
+        "anthropic",
+        True,
+        sse_reply(AN_OPEN, f"event: error\ndata: {pad(163)}{ECHO}\n\n".encode()),
+    ),
     # A stream event that is JSON but not an object, quoting the key near the cut.
     ("event-not-an-object", "openai", True, sse_reply(OA_OPEN, f'data: ["{pad(161)}{ECHO}"]\n\n'.encode())),
     # The body breaks off inside a line that echoes the key.
     ("cut-mid-line", "anthropic", True, sse_reply(AN_OPEN, f'data: {{"echo": "{pad(147)}{ECHO}'.encode(), CUT)),
     # A non-streamed answer that is not JSON.
-    ("invalid-json-body", "openai", False, Reply(200, {"content-type": "application/json"}, [f"{pad(163)}{ECHO}".encode()], chunked=False)),
+    ("invalid-json-body", "openai", False, raw(200, "application/json", f"{pad(163)}{ECHO}")),
     # A non-streamed answer without choices[0].message (the wire module quotes it, cut at 200).
     ("no-choices", "openai", False, json_reply({"echo": f"{pad(153)}{ECHO}"})),
     ("no-content-list", "anthropic", False, json_reply({"echo": f"{pad(153)}{ECHO}"})),
     # An HTML error page echoing the header, the key across the 500-character cut.
-    ("html-error-page", "openai", True, Reply(502, {"content-type": "text/html"}, [f"<html>{pad(457)}{ECHO}</html>".encode()], chunked=False)),
+    ("html-error-page", "openai", True, raw(502, "text/html", f"<html>{pad(457)}{ECHO}</html>")),
     # A JSON error object whose message echoes the key.
-    ("json-error-message", "anthropic", False, json_reply({"type": "error", "error": {"type": "authentication_error", "message": f"bad key {KEY}"}}, status=401)),
+    ("json-error-message", "anthropic", False, json_reply(AUTH_ERROR, status=401)),
     # A 200 error object to a streaming request.
-    ("json-error-200-to-stream", "openai", True, json_reply({"error": {"message": f"{pad(190)}{ECHO}", "type": "server_error"}})),
+    (
+        "json-error-200-to-stream",
+        "openai",
+        True,
+        json_reply({"error": {"message": f"{pad(190)}{ECHO}", "type": "server_error"}}),
+    ),
 ]
 
 

@@ -36,7 +36,10 @@ CASES = [
     (
         "anthropic",
         400,
-        {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 208310 tokens > 200000 maximum"}},
+        {
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": "prompt is too long: 208310 tokens > 200000 maximum"},
+        },
     ),
     # llama.cpp llama-server (ggml-org/llama.cpp#15780, #19774): type exceed_context_size_error, 400 ...
     (
@@ -68,7 +71,11 @@ CASES = [
         },
     ),
     # ... and a bare server_error 500 on some paths (llama.cpp#19774).
-    ("llama.cpp-server-error", 500, {"error": {"code": 500, "message": "Context size has been exceeded.", "type": "server_error"}}),
+    (
+        "llama.cpp-server-error",
+        500,
+        {"error": {"code": 500, "message": "Context size has been exceeded.", "type": "server_error"}},
+    ),
     # vLLM's OpenAI server: a top-level error object, type BadRequestError, integer code.
     (
         "vllm",
@@ -135,7 +142,11 @@ CASES = [
     ),
     # Ollama's OpenAI-compatible endpoint (wording as quoted by client libraries' overflow patterns);
     # a compatible server's "api_error" type on a 400 must not turn it into a retried server fault.
-    ("ollama", 400, {"error": {"message": "prompt too long; exceeded max context length by 4096 tokens", "type": "api_error"}}),
+    (
+        "ollama",
+        400,
+        {"error": {"message": "prompt too long; exceeded max context length by 4096 tokens", "type": "api_error"}},
+    ),
 ]
 
 

@@ -44,7 +44,9 @@ SYNC_ASYNC = pytest.mark.parametrize("use_async", [False, True], ids=["sync", "a
 def turn(kit: Kit, server: Any, use_async: bool = False, *, stream: bool = True, request_id: str = "req-1", **cfg: Any):
     config = kit.config(server, **cfg)
     if use_async:
-        return run_async(arun_turn, kit.provider(), kit.extensions(), USER, config, stream=stream, request_id=request_id)
+        return run_async(
+            arun_turn, kit.provider(), kit.extensions(), USER, config, stream=stream, request_id=request_id
+        )
     return run_turn(kit.provider(), kit.extensions(), USER, config, stream=stream, request_id=request_id)
 
 
@@ -131,7 +133,9 @@ OA_COMPLETION = {
             "message": {
                 "role": "assistant",
                 "content": "Calling it.",
-                "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "add", "arguments": '{"a":1}'}}],
+                "tool_calls": [
+                    {"id": "call_9", "type": "function", "function": {"name": "add", "arguments": '{"a":1}'}}
+                ],
             },
             "finish_reason": "tool_calls",
         }
@@ -168,7 +172,8 @@ def test_json_answer_to_a_streaming_request_is_used_not_retried(server, kit, use
 
 @KITS
 def test_json_error_object_with_200_to_a_streaming_request_is_typed(server, kit):
-    body = kit.error_body("server_error", "upstream failed") if kit is OPENAI else kit.error_body("api_error", "upstream")
+    kind = "server_error" if kit is OPENAI else "api_error"
+    body = kit.error_body(kind, "upstream failed")
     server.enqueue(json_reply(body))
     with pytest.raises(ProviderUnavailableError):
         turn(kit, server)
@@ -179,7 +184,10 @@ def test_json_error_object_with_200_to_a_streaming_request_is_typed(server, kit)
 
 def _bad_utf8_event(kit: Kit) -> bytes:
     if kit is ANTHROPIC:
-        return b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\xff\xfe"}}\n\n'
+        return (
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+            b'"delta":{"type":"text_delta","text":"\xff\xfe"}}\n\n'
+        )
     return b'data: {"choices":[{"index":0,"delta":{"content":"\xff\xfe"}}]}\n\n'
 
 
@@ -281,7 +289,9 @@ def test_bad_second_values_are_config_errors(server, key, value):
     assert not server.requests
 
 
-@pytest.mark.parametrize(("kit", "use_async"), [(OPENAI, False), (ANTHROPIC, True)], ids=["sync-openai", "async-anthropic"])
+@pytest.mark.parametrize(
+    ("kit", "use_async"), [(OPENAI, False), (ANTHROPIC, True)], ids=["sync-openai", "async-anthropic"]
+)
 def test_deadline_bounds_a_server_that_drips(server, kit, use_async):
     parts: list[Any] = list(_opening(kit))
     for _ in range(60):  # one event every 0.25 s for 15 s; the read timeout never fires
