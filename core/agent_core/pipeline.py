@@ -34,10 +34,12 @@ import warnings
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .effects import END, Call, CloseIter, NextItem, OpenIter
+from .effects import END, Call, CancellationToken, CloseIter, EffectCancelled, NextItem, OpenIter
 from .errors import (
     ActionInputError,
     ConfigError,
+    EmptyResponseError,
+    InvalidValueError,
     LLMError,
     PluginError,
     ProviderRequestCancelled,
@@ -52,31 +54,44 @@ from .events import (
     PartialEvent,
     StartEvent,
     Usage,
+    UserMessageEvent,
 )
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
-from .native_history import load_native, store_native
+from .native_history import load_native, persistable, store_native
 from .resolution import Resolution
+from .stubs import streams_for_real
 from .tool_interop import ToolInteropRegistry
+from .tool_turn import (
+    DEFAULT_APPROVAL_TIMEOUT,
+    PreOutcome,
+    ToolKit,
+    place,
+    read_hook_extras,
+    suppressed,
+    tool_failure,
+)
 from .tools import (
     LiveTool,
     Routed,
     accepted_formats,
     adapt_all,
     build_catalog,
+    inspect_call,
     interop_registry,
     is_async_callable,
     prepare_tools,
     preview_event,
     route,
     run_tool_call,
+    truncation,
 )
 from .types import Message, PartialMessage, Session
 
 if TYPE_CHECKING:
     from .engine import AgentCore
 
-__all__ = ["Flight", "Pipeline", "RESERVED_CONTEXT_KEYS"]
+__all__ = ["Flight", "Pipeline", "RESERVED_CONTEXT_KEYS", "plugin_actions", "tool_timeout_of"]
 
 #: context keys the engine owns; caller-supplied context cannot replace them
 RESERVED_CONTEXT_KEYS = frozenset(
@@ -92,20 +107,20 @@ RESERVED_CONTEXT_KEYS = frozenset(
 class Flight:
     """An in-flight request, as ``cancel_request`` sees it."""
 
-    __slots__ = ("request_id", "provider", "_cancelled", "_lock")
+    __slots__ = ("request_id", "provider", "token", "_lock")
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
         self.provider: LivePlugin | None = None
-        self._cancelled = threading.Event()
+        self.token = CancellationToken()  # what running tools get as ``cancellation``
         self._lock = threading.Lock()
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        return self.token.cancelled
 
     def cancel(self) -> None:
-        self._cancelled.set()
+        self.token.cancel()
         with self._lock:
             provider = self.provider
         if provider is not None:
@@ -121,6 +136,19 @@ class Flight:
 
 class _Cancelled(Exception):
     pass
+
+
+def tool_timeout_of(config: Mapping[str, Any]) -> float | None:
+    """``tool_timeout_s``: seconds a tool call may run (None: no limit)."""
+    value = config.get("tool_timeout_s")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise ConfigError(
+            f"config key 'tool_timeout_s' must be a positive number of seconds (or null), got {value!r}",
+            key="tool_timeout_s",
+        )
+    return float(value)
 
 
 def merge_context(owned: dict[str, Any], extra: Mapping[str, Any] | None) -> FrozenDict:
@@ -148,6 +176,46 @@ def _core_dicts(plugin: LivePlugin, hook: str, value: Any) -> FrozenList:
     return msgs
 
 
+def plugin_actions(plugin: LivePlugin, state: Any) -> list[FrozenDict]:
+    """A plugin's ``get_actions``, checked: mappings with a string ``id`` and a well-formed trigger.
+
+    Raises:
+        PluginError: naming the plugin, the hook ``get_actions`` and what is wrong.
+    """
+    if not plugin.defines("get_actions"):
+        return []
+    got = call_hook(plugin, "get_actions", state)
+    if got is None:
+        return []
+    if not isinstance(got, (list, tuple)):
+        raise PluginError(plugin.name, "get_actions", TypeError("bad return value"),
+                          detail=f"must return a list of actions, got {type(got).__name__}")
+    out = []
+    for action in got:
+        if not isinstance(action, Mapping) or not isinstance(action.get("id"), str):
+            raise PluginError(plugin.name, "get_actions", TypeError("bad action"),
+                              detail=f"each action must be a mapping with a string 'id', got {action!r}")
+        for key in ("trigger", "lifecycle"):
+            trig = action.get(key)
+            if trig is None or isinstance(trig, str):
+                continue
+            if not isinstance(trig, (list, tuple)) or not all(isinstance(t, str) for t in trig):
+                raise PluginError(
+                    plugin.name, "get_actions", TypeError("bad trigger"),
+                    detail=f"action {action['id']!r}: {key!r} must be a lifecycle name or a list of them, "
+                           f"got {trig!r}",
+                )
+        out.append(_frozen_action(plugin, action))
+    return out
+
+
+def _frozen_action(plugin: LivePlugin, action: Any) -> FrozenDict:
+    try:
+        return freeze(action)  # type: ignore[no-any-return]
+    except InvalidValueError as exc:
+        raise PluginError(plugin.name, "get_actions", exc) from exc
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
     if isinstance(exc, PluginError):
         return ErrorInfo("PluginError", str(exc), exc.plugin, exc.hook)
@@ -171,6 +239,7 @@ class Pipeline:
         request_id: str,
         flight: Flight,
         resolution: Resolution | None = None,
+        final_sessions: bool = False,
     ) -> None:
         self.core = core
         self.input_session = session
@@ -183,18 +252,28 @@ class Pipeline:
         self.outcome: Outcome = FINISHED
         self.usage = [0, 0, 0]
         self.added: list[Message] = []
+        self.tool_timeout: float | None = None  # tool_timeout_s, read from the resolved config
+        self.ephemeral: list[Message] = []  # injected context for the next provider call only
+        self.final_sessions = final_sessions  # finals carry the session (send_request_stream)
 
     # -- the flow -------------------------------------------------------------
 
     def run(self) -> Generator[Any, Any, None]:
         session = self.input_session
         try:
-            session = yield from self._run()
-        except _Cancelled:
+            try:
+                session = yield from self._run()
+            except RecursionError as exc:
+                # A last line: values are depth-checked where they come in, so
+                # this means a plugin recursed on its own; still a typed error.
+                raise InvalidValueError(f"a value or a plugin recursed too deeply: {exc}") from exc
+        except (_Cancelled, EffectCancelled):
             self.outcome = Outcome("stopped", "cancelled", "cancelled by cancel_request")
             self.error = ProviderRequestCancelled(self.request_id)
             session = self.input_session
-        except (PluginError, LLMError, ConfigError, ActionInputError, ProviderRequestCancelled) as exc:
+        except (
+            PluginError, LLMError, ConfigError, ActionInputError, InvalidValueError, ProviderRequestCancelled
+        ) as exc:
             reason = (
                 "plugin_error" if isinstance(exc, PluginError)
                 else "provider_error" if isinstance(exc, LLMError)
@@ -213,7 +292,13 @@ class Pipeline:
         )
 
     def _run(self) -> Generator[Any, Any, Session]:
-        res = self.resolution or self.core.resolve(self.user_config)
+        try:
+            res = self.resolution or self.core.resolve(self.user_config, session=self.input_session)
+        except Exception:
+            # every stream opens with ``start``, even one that cannot resolve its plugins
+            wanted = self.user_config.get("provider") if isinstance(self.user_config, Mapping) else None
+            yield StartEvent(self.request_id, str(wanted or ""), [], [], [])
+            raise
         live = res.live
         provider: LivePlugin = live[res.provider]
         self.flight.attach(provider)
@@ -226,6 +311,7 @@ class Pipeline:
         )
         config: FrozenDict = res.config
         max_iter = int(config.get("max_iterations") or 10)
+        self.tool_timeout = tool_timeout_of(config)
 
         prep_ctx = freeze({"core": self.core, "config": config, "provider": str(res.provider),
                            "tags": list(res.tags), "models": list(res.models), "request_id": self.request_id})
@@ -245,12 +331,29 @@ class Pipeline:
 
         lifecycle = self._lifecycle_actions((*exts, *feats), state)
         session = self.input_session
+        kit = ToolKit(registry, tools, effective_names, emitted, accepted, lifecycle, config)
+        stop_on_error = bool(config.get("stop_on_tool_error"))
         base_ctx = {
             "core": self.core, "config": config, "request_id": self.request_id, "tags": list(res.tags),
             "models": list(res.models), "available_tools": available, "tools": effective,
             "tool_interop": registry, "stream": self.stream,
         }
         pname = str(res.provider)
+
+        pending = self._pending_calls(session, registry, emitted)
+        if pending is not None:
+            # An earlier request stopped (max_turns) before running these: answer them first, so the
+            # provider never sees a call without its result.
+            pos, calls = pending
+            skip = None if config.get("run_pending_tool_calls", True) else (
+                "tool call not executed: the request that asked for it stopped before running it, "
+                "and run_pending_tool_calls is off"
+            )
+            native, _ = load_native(session, pname)
+            session, _, failures = yield from self._run_tools(kit, calls, session, native, state, 0, pos, skip)
+            if failures and stop_on_error:
+                self.outcome = tool_failure(failures)
+                return session
 
         for iteration in range(1, max_iter + 1):
             if self.flight.cancelled:
@@ -261,12 +364,19 @@ class Pipeline:
             if new_core or not native:
                 delta = self._to_native(provider, exts, feats, [m.as_mapping() for m in new_core], state, ctx)
                 native = FrozenList._trusted([*native, *delta])
+            stored = native  # what initialize_request adds below is for this provider call only
+            if self.ephemeral:
+                # context a tool_pre action injected for the next provider call only
+                extra = self._to_native(provider, exts, feats, [m.as_mapping() for m in self.ephemeral], state, ctx)
+                native = FrozenList._trusted([*native, *extra])
+                self.ephemeral = []
 
             native, state = self._chain2(provider, "initialize_request", native, state,
                                          request_id=self.request_id, context=ctx)
             for p in (*exts, *feats):
                 native, state = self._chain2(p, "initialize_request", native, state, context=ctx)
             turn_start = len(native)
+            request_time = native
 
             finals, native, state = yield from self._call(provider, exts, native, state, iteration, ctx)
             self.usage[2] += 1
@@ -304,15 +414,23 @@ class Pipeline:
             session = session.with_messages(messages)
             if session_meta:
                 session = session.with_metadata(session_meta)
+            native = persistable(stored, native, turn_start, request_time)
             session = store_native(session, pname, native)
             self.added.extend(messages)
             for m in messages:
                 self._count_usage(m)
-                yield FinalEvent(self.request_id, m, iteration)
+                yield FinalEvent(self.request_id, m, iteration, session if self.final_sessions else None)
 
             calls = self._tool_calls(messages)
             if not calls:
                 self.outcome = FINISHED
+                return session
+            inspected = [inspect_call(registry, c, i, emitted) for i, c in enumerate(calls)]
+            cut = truncation(self._last_assistant_metadata(messages), calls, inspected)
+            if cut is not None:
+                # The partial answer stays in the session; nothing runs and the
+                # model is not called again with arguments it never finished.
+                self.outcome = Outcome("stopped", "truncated", cut)
                 return session
             if iteration == max_iter:
                 self.outcome = Outcome(
@@ -321,28 +439,105 @@ class Pipeline:
                 )
                 return session
 
-            routed = [
-                route(registry.read_call(c, i, emitted), tools, effective_names) for i, c in enumerate(calls)
-            ]
-            for r in routed:
-                yield preview_event(self.request_id, r, iteration)
-            tool_msgs: list[Message] = []
-            for r in routed:
-                if self.flight.cancelled:
-                    raise _Cancelled
-                tctx = {"core": self.core, "config": config, "trigger_source": "core",
-                        "session": session.to_dict(), "request_id": self.request_id}
-                payload, denial = yield from self._tool_pre(lifecycle, r, session, native, state, config)
-                if denial is not None:
-                    r = Routed(dataclasses.replace(r.call, error=denial), r.tool, r.descriptor)
-                msg = yield from run_tool_call(r, payload, freeze(tctx), self.request_id, accepted)
-                tool_msgs.append(msg)
-                session = session.with_message(msg)
-                self.added.append(msg)
-                session = self._tool_post(lifecycle, r, msg, session, native, state, config)
+            session, n_added, failures = yield from self._run_tools(
+                kit, list(enumerate(calls)), session, native, state, iteration
+            )
             # keep the native record pointing at the same covered prefix
-            session = store_native(session, pname, native, len(session.messages) - len(tool_msgs))
+            session = store_native(session, pname, native, len(session.messages) - n_added)
+            if failures and stop_on_error:
+                self.outcome = tool_failure(failures)
+                return session
         return session  # pragma: no cover - the loop always returns
+
+    def _run_tools(
+        self, kit: ToolKit, calls: list[tuple[int, Any]], session: Session, native: Any, state: Any,
+        iteration: int, insert_at: int | None = None, not_executed: str | None = None,
+    ) -> Generator[Any, Any, tuple[Session, int, list[str]]]:
+        """Route, preview, vet (``tool_pre``), run and record one turn's tool calls.
+
+        Tool messages are appended, or placed from ``insert_at`` on (pending
+        calls answered before later messages). With ``not_executed`` nothing
+        runs: each call gets an error result saying so. Returns the session,
+        how many messages were added, and a line per tool that failed.
+        """
+        routed = [route(inspect_call(kit.registry, c, i, kit.emitted), kit.tools, kit.names) for i, c in calls]
+        if not_executed is not None:
+            routed = [Routed(dataclasses.replace(r.call, error=not_executed), r.tool, r.descriptor) for r in routed]
+        for r in routed:
+            yield preview_event(self.request_id, r, iteration)
+        pos = len(session.messages) if insert_at is None else insert_at
+        added = 0
+        failures: list[str] = []
+        injections: list[tuple[str, Message, bool]] = []
+        for r in routed:
+            if self.flight.cancelled:
+                raise _Cancelled
+            tctx = {"core": self.core, "config": kit.config, "trigger_source": "core",
+                    "session": session.to_dict(), "request_id": self.request_id}
+            pre = PreOutcome(r.call.payload)
+            if not_executed is None:
+                pre = yield from self._tool_pre(kit.lifecycle, r, session, native, state, kit.config)
+            for plugin_name, text, level in pre.notices:
+                yield UserMessageEvent(self.request_id, plugin_name, text, level, r.call.call_id)
+            if pre.denial is not None:
+                r = Routed(dataclasses.replace(r.call, error=pre.denial), r.tool, r.descriptor)
+            run = run_tool_call(r, pre.payload, freeze(tctx), self.request_id, kit.accepted,
+                                token=self.flight.token, timeout=self.tool_timeout)
+            msg = yield from (suppressed(run) if pre.suppress else run)
+            if self.flight.cancelled:
+                raise _Cancelled
+            session, pos = place(session, msg, pos)
+            added += 1
+            self.added.append(msg)
+            if r.call.error is None and isinstance(msg.tool_result, Mapping) and not msg.tool_result.get("success"):
+                failures.append(f"{r.call.tool_name!r} (call {r.call.call_id}): {msg.tool_result.get('error')}")
+            session = self._tool_post(kit.lifecycle, r, msg, session, native, state, kit.config)
+            injections.extend(pre.injections)
+        # injected context goes after the turn's tool results, never between a call and its result
+        for _, message, ephemeral in injections:
+            if ephemeral:
+                self.ephemeral.append(message)
+            else:
+                session, pos = place(session, message, pos)
+                added += 1
+                self.added.append(message)
+        return session, added, failures
+
+    def _pending_calls(
+        self, session: Session, registry: ToolInteropRegistry, emitted: list[str]
+    ) -> tuple[int, list[tuple[int, Any]]] | None:
+        """Tool calls of the last assistant message that no ``tool`` message answers yet.
+
+        Looks back only to the last assistant message, so the cost does not
+        grow with the history. A call marked ``incomplete`` (its arguments
+        were cut off) is never run and never answered. Returns where the
+        results go (after the tool messages already following the call) and
+        the unanswered calls with their index.
+        """
+        msgs = session.messages
+        answered: set[Any] = set()
+        for i in range(len(msgs) - 1, -1, -1):
+            m = msgs[i]
+            if m.role == "tool":
+                answered.add(m.metadata.get("tool_call_id"))
+                continue
+            if m.role != "assistant":
+                continue
+            raw = m.metadata.get("tool_calls")
+            if not isinstance(raw, (list, tuple)) or not raw:
+                return None
+            missing = [
+                (j, c) for j, c in enumerate(raw)
+                if not (isinstance(c, Mapping) and c.get("incomplete"))
+                and registry.read_call(c, j, emitted).call_id not in answered
+            ]
+            if not missing:
+                return None
+            pos = i + 1
+            while pos < len(msgs) and msgs[pos].role == "tool":
+                pos += 1
+            return pos, missing
+        return None
 
     # -- pieces ---------------------------------------------------------------
 
@@ -376,7 +571,7 @@ class Pipeline:
     ) -> Generator[Any, Any, tuple[FrozenList, FrozenList, FrozenDict]]:
         """Steps 4c-4d up to the extensions' closing ``process_chunk(None, ...)``."""
         spec = provider.spec
-        can_stream = spec.defines("stream_api") or spec.defines("astream_api")
+        can_stream = (spec.defines("stream_api") and streams_for_real(spec.cls)) or spec.defines("astream_api")
         can_call = spec.defines("call_api") or spec.defines("acall_api")
         rid = self.request_id
         seen: list[Any] = []
@@ -427,12 +622,11 @@ class Pipeline:
                     yield PartialEvent(rid, self._partial(provider, p), iteration)
                 if finals:
                     seen.extend(finals)
-        # The seed's minimal EchoProvider streams nothing and answers through
-        # call_api. A stream that yields no chunk at all is taken to mean "this
-        # provider does not really stream", and call_api answers instead. Real
-        # streaming APIs always send at least one event, so a real call is
-        # never made twice.
-        if not streamed or (not chunks and can_call):
+        # One call, one request: a stream that yields nothing is never followed
+        # by call_api (that would be a second, billable request). Providers
+        # whose stream_api is only a stub (see streams_for_real) were sent to
+        # call_api above instead.
+        if not streamed:
             capi = provider.hook("call_api") if spec.defines("call_api") else None
             acapi = provider.hook("acall_api") if spec.defines("acall_api") else None
             try:
@@ -455,6 +649,12 @@ class Pipeline:
         unseen.extend(frozen_list(provider, "finalize", out[0], "final_messages"))
         native = frozen_list(provider, "finalize", out[1], "native_messages")
         state = frozen_map(provider, "finalize", out[2], "state")
+        if streamed and not chunks and not seen and not unseen:
+            raise EmptyResponseError(
+                "the stream ended without sending a single chunk, and finalize produced no answer; "
+                "the call was not repeated",
+                provider=provider.name,
+            )
         pending = FrozenList._trusted(unseen)
         for ext in exts:
             if not ext.defines("process_chunk"):
@@ -501,6 +701,13 @@ class Pipeline:
                     self.usage[i] += v
 
     @staticmethod
+    def _last_assistant_metadata(messages: list[Message]) -> Mapping[str, Any]:
+        for m in reversed(messages):
+            if m.role == "assistant":
+                return m.metadata
+        return FrozenDict()
+
+    @staticmethod
     def _tool_calls(messages: list[Message]) -> list[Any]:
         for m in reversed(messages):
             if m.role == "assistant":
@@ -513,15 +720,10 @@ class Pipeline:
     def _lifecycle_actions(self, plugins: tuple[LivePlugin, ...], state: Any) -> dict[str, list[tuple[LivePlugin, Any]]]:
         table: dict[str, list[tuple[LivePlugin, Any]]] = {}
         for p in plugins:
-            if not p.defines("get_actions"):
-                continue
-            for action in call_hook(p, "get_actions", state) or ():
-                if not isinstance(action, Mapping) or "id" not in action:
-                    raise PluginError(p.name, "get_actions", TypeError("bad action"),
-                                      detail=f"each action must be a mapping with an 'id', got {action!r}")
+            for action in plugin_actions(p, state):
                 trig = action.get("trigger") or action.get("lifecycle")
                 for t in ([trig] if isinstance(trig, str) else trig or ()):
-                    table.setdefault(t, []).append((p, freeze(action)))
+                    table.setdefault(t, []).append((p, action))
         return table
 
     def _action(
@@ -535,10 +737,17 @@ class Pipeline:
 
     def _tool_pre(
         self, lifecycle: Mapping[str, Any], r: Routed, session: Session, native: Any, state: Any, config: Any
-    ) -> Generator[Any, Any, tuple[Any, str | None]]:
-        payload = r.call.payload
+    ) -> Generator[Any, Any, PreOutcome]:
+        """Ask every ``tool_pre`` action about one call (the HookResult vocabulary of seed 000).
+
+        ``action``: ``continue`` | ``modify`` (``data.payload``) | ``deny`` |
+        ``inject_context`` | ``ask_user``; beside it ``context_injection``
+        (+ ``context_injection_role``, ``ephemeral``), ``user_message`` (+
+        ``user_message_level``), ``suppress_output`` and the approval keys.
+        """
+        out = PreOutcome(r.call.payload)
         for plugin, action in lifecycle.get("tool_pre", ()):
-            call_info = {"id": r.call.call_id, "name": r.call.tool_name, "payload": payload,
+            call_info = {"id": r.call.call_id, "name": r.call.tool_name, "payload": out.payload,
                          "payload_kind": r.call.payload_kind, "payload_format": r.call.payload_format,
                          "plugin": r.tool.plugin.name if r.tool else None}
             ctx = {"lifecycle": "tool_pre", "trigger_source": "core", "config": config, "core": self.core,
@@ -547,42 +756,58 @@ class Pipeline:
             res = self._action(plugin, action, session, native, ctx, state)
             verdict = res.get("action") or res.get("decision") or "continue"
             reason = res.get("reason") or ""
+            read_hook_extras(plugin, res, verdict, out)
             if verdict == "modify":
                 data = res.get("data")
-                payload = data.get("payload", payload) if isinstance(data, Mapping) else res.get("payload", payload)
+                out.payload = data.get("payload", out.payload) if isinstance(data, Mapping) else res.get(
+                    "payload", out.payload)
             elif verdict == "deny":
-                return payload, f"tool call denied by {plugin.name}" + (f": {reason}" if reason else "")
+                out.denial = f"tool call denied by {plugin.name}" + (f": {reason}" if reason else "")
+                return out
             elif verdict in ("ask_user", "ask"):
-                allowed = yield from self._approve(plugin, r, payload, res)
+                allowed, why = yield from self._approve(plugin, r, out.payload, res)
                 if not allowed:
-                    return payload, f"tool call not approved ({plugin.name})" + (f": {reason}" if reason else "")
-            elif verdict not in ("continue", "allow"):
+                    out.denial = f"tool call not approved ({plugin.name}{why})" + (f": {reason}" if reason else "")
+                    return out
+            elif verdict not in ("continue", "allow", "inject_context"):
                 raise PluginError(plugin.name, "execute_action", ValueError(verdict),
                                   detail=f"tool_pre action returned unknown action {verdict!r}")
-        return payload, None
+        return out
 
-    def _approve(self, plugin: LivePlugin, r: Routed, payload: Any, res: Mapping[str, Any]) -> Generator[Any, Any, bool]:
-        from .approval import ApprovalRequest, decision_allows
+    def _approve(
+        self, plugin: LivePlugin, r: Routed, payload: Any, res: Mapping[str, Any]
+    ) -> Generator[Any, Any, tuple[bool, str]]:
+        from .approval import TIMED_OUT, ApprovalRequest, acall_with_timeout, call_with_timeout, decision_allows
 
         default = res.get("approval_default") or res.get("default") or "deny"
+        if default not in ("allow", "deny"):
+            raise PluginError(plugin.name, "execute_action", ValueError(default),
+                              detail=f"approval_default must be 'allow' or 'deny', got {default!r}")
+        timeout = res.get("approval_timeout", DEFAULT_APPROVAL_TIMEOUT)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise PluginError(plugin.name, "execute_action", ValueError(timeout),
+                              detail=f"approval_timeout must be a positive number of seconds, got {timeout!r}")
         callback = self.core.approval
         if callback is None:
-            return default == "allow"
+            return default == "allow", ""
         request = ApprovalRequest(
             request_id=self.request_id, call_id=r.call.call_id, tool_name=r.call.tool_name,
             plugin=plugin.name, payload=thaw(payload),
             prompt=str(res.get("approval_prompt") or f"Allow {r.call.tool_name}?"),
-            options=list(res.get("approval_options") or ["allow", "deny"]), default=default,
+            options=list(res.get("approval_options") or ["allow", "deny"]), default=default, timeout=float(timeout),
         )
+        is_async = is_async_callable(callback)
         try:
             answer = yield Call(
-                None if is_async_callable(callback) else (lambda: callback(request)),
-                (lambda: callback(request)) if is_async_callable(callback) else None,
+                None if is_async else (lambda: call_with_timeout(callback, request, float(timeout))),
+                (lambda: acall_with_timeout(callback, request, float(timeout))) if is_async else None,
                 label="approval callback",
             )
         except Exception as exc:  # noqa: BLE001 - a broken callback must not run the tool
             raise PluginError("approval", "approval_callback", exc) from exc
-        return decision_allows(answer, default)
+        if answer is TIMED_OUT:
+            return default == "allow", f", no answer within {timeout:g} s"
+        return decision_allows(answer, default), ""
 
     def _tool_post(
         self, lifecycle: Mapping[str, Any], r: Routed, msg: Message, session: Session, native: Any, state: Any,
