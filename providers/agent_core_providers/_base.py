@@ -135,7 +135,12 @@ class HTTPProvider(BaseProvider):
 
     def _max_retries(self, config: Mapping[str, Any]) -> int:
         value = config.get("max_retries")
-        return self.default_max_retries if value is None else max(0, int(value))
+        if value is None:
+            return self.default_max_retries
+        try:
+            return max(0, int(value))
+        except (TypeError, ValueError, OverflowError):  # inf, NaN, "many"
+            raise ConfigError("config key 'max_retries' must be a whole number >= 0", key="max_retries") from None
 
     def _common_schema(self) -> Dict:
         prefix = self.env_prefix

@@ -167,6 +167,14 @@ def _is_json(response: httpx.Response) -> bool:
     return response.headers.get("content-type", "").lower().startswith("application/json")
 
 
+def _looks_like_sse(body: bytes) -> bool:
+    return body.lstrip()[:6].startswith((b"data:", b"event:", b":", b"id:", b"retry:"))
+
+
+async def _once(body: bytes) -> AsyncIterator[bytes]:
+    yield body
+
+
 def _truncated(call: HTTPCall, reader: JSONEventReader) -> LLMError | None:
     reason = reader.incomplete_reason()
     if reason is None:
@@ -464,14 +472,17 @@ def stream_call(
                 record.raise_if_cancelled()
                 if response.status_code >= 400:
                     _check_status(call, response, response.read())
+                chunks: Iterable[bytes] = response.iter_bytes()
                 if from_answer is not None and _is_json(response):
-                    answer = _decode_body(call, response.read(), response.status_code)
-                    yield from from_answer(answer)
-                    return
+                    body = response.read()
+                    if not _looks_like_sse(body):
+                        yield from from_answer(_decode_body(call, body, response.status_code))
+                        return
+                    chunks = (body,)  # an event stream mislabelled as JSON: read it as one
                 reader = make_reader()
                 reader.secrets, reader.status_code = call.secrets, response.status_code
                 drain_until: float | None = None
-                for raw in response.iter_bytes():
+                for raw in chunks:
                     record.raise_if_cancelled()
                     for event in reader.feed(raw):
                         yield event
@@ -538,15 +549,18 @@ async def astream_call(
                 record.raise_if_cancelled()
                 if response.status_code >= 400:
                     _check_status(call, response, await response.aread())
+                chunks: AsyncIterator[bytes] = response.aiter_bytes()
                 if from_answer is not None and _is_json(response):
-                    answer = _decode_body(call, await response.aread(), response.status_code)
-                    for event in from_answer(answer):
-                        yield event
-                    return
+                    body = await response.aread()
+                    if not _looks_like_sse(body):
+                        for event in from_answer(_decode_body(call, body, response.status_code)):
+                            yield event
+                        return
+                    chunks = _once(body)
                 reader = make_reader()
                 reader.secrets, reader.status_code = call.secrets, response.status_code
                 drain_until: float | None = None
-                async for raw in response.aiter_bytes():
+                async for raw in chunks:
                     record.raise_if_cancelled()
                     for event in reader.feed(raw):
                         yield event

@@ -171,6 +171,13 @@ def test_json_answer_to_a_streaming_request_is_used_not_retried(server, kit, use
 
 
 @KITS
+def test_event_stream_labelled_as_json_is_still_read_as_a_stream(server, kit):
+    reply = kit.text("mis", "labelled")
+    server.enqueue(Reply(200, {"content-type": "application/json"}, reply.parts))
+    assert turn(kit, server).finals[0]["content"] == "mislabelled"
+
+
+@KITS
 def test_json_error_object_with_200_to_a_streaming_request_is_typed(server, kit):
     kind = "server_error" if kit is OPENAI else "api_error"
     body = kit.error_body(kind, "upstream failed")
@@ -280,7 +287,14 @@ def test_infinite_and_nan_retry_after(server, kit):
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("max_retry_wait_s", float("nan")), ("deadline_s", -1), ("timeout", "soon"), ("deadline_s", float("nan"))],
+    [
+        ("max_retry_wait_s", float("nan")),
+        ("deadline_s", -1),
+        ("timeout", "soon"),
+        ("deadline_s", float("nan")),
+        ("max_retries", float("inf")),
+        ("max_retries", float("nan")),
+    ],
 )
 def test_bad_second_values_are_config_errors(server, key, value):
     with pytest.raises(ConfigError) as info:
