@@ -41,6 +41,7 @@ from agent_core.errors import (
 
 __all__ = [
     "STATUS_ERRORS",
+    "RETRY_AFTER_CEILING",
     "TYPE_ERRORS",
     "bounded",
     "error_from_event",
@@ -155,16 +156,22 @@ def scrub_error(error: LLMError, secrets: Iterable[str | None]) -> LLMError:
     return error
 
 
+#: Ceiling for a ``retry-after``: ``inf`` ("never") becomes this, a finite value JSON can carry
+#: (an error event's ``retry_after``) and longer than any sensible ``max_retry_wait_s``.
+RETRY_AFTER_CEILING = 1e9
+
+
 def _seconds(value: float) -> float | None:
-    # NaN says nothing; infinity ("never") stays, so a cap on the wait rejects it.
-    return None if math.isnan(value) else max(0.0, value)
+    # NaN says nothing; infinity ("never") is capped, so the wait cap still rejects it.
+    return None if math.isnan(value) else min(max(0.0, value), RETRY_AFTER_CEILING)
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date).
 
-    ``NaN`` counts as absent; ``inf`` is kept (the caller's cap turns it into
-    "do not wait"); negative values and past dates mean 0.
+    ``NaN`` counts as absent; ``inf`` (and anything longer) becomes
+    :data:`RETRY_AFTER_CEILING`, which the caller's cap turns into "do not
+    wait"; negative values and past dates mean 0.
     """
     ms = headers.get("retry-after-ms")
     if ms:

@@ -29,6 +29,7 @@ from agent_core.errors import (
     ProviderUnavailableError,
     RateLimitError,
 )
+from agent_core_providers._errors import RETRY_AFTER_CEILING
 from agent_core_providers._sse import MAX_LINE_BYTES
 from agent_core_providers.openai import OpenAIProvider
 
@@ -280,7 +281,8 @@ def test_infinite_and_nan_retry_after(server, kit):
     server.enqueue(_limited(kit, "inf"))
     with pytest.raises(RateLimitError) as info:
         turn(kit, server, max_retries=2)
-    assert info.value.retry_after == float("inf") and len(server.requests) == 1
+    # "never", kept finite so an error event's JSON can carry it
+    assert info.value.retry_after == RETRY_AFTER_CEILING and len(server.requests) == 1
     server.enqueue(_limited(kit, "nan"), kit.text("ok"))  # NaN says nothing: plain backoff
     assert turn(kit, server, max_retries=1).finals[0]["content"] == "ok"
 
