@@ -25,7 +25,8 @@ retry: the request goes again at once on a fresh connection.
 Ends of streams: after the end marker (``[DONE]`` / ``message_stop``) the
 rest of the body is drained for at most :data:`DRAIN_GRACE` seconds, so the
 connection can go back to the pool, and then dropped: a server that keeps
-the body open does not hold the answer back. A body that ends without the
+the body open does not hold the answer back (on the pooled clients the reads
+get a short timeout; on injected clients a timer shuts the socket down). A body that ends without the
 blank line after its last event still delivers that event.
 
 Cancellation and deadlines: every call registers an :class:`InFlight` record
@@ -204,16 +205,18 @@ def _salvage(reader: JSONEventReader | None) -> list[Any] | None:
     return events if reader.done else None
 
 
-def _start_drain(record: InFlight) -> float | None:
-    """Let the body's remaining reads wait at most DRAIN_GRACE; return when draining must stop.
+def _start_drain(record: InFlight) -> float:
+    """Let the body's remaining reads take at most DRAIN_GRACE; return when draining must stop.
 
-    ``None`` (stop now) when the connection is not a watched one (an injected
-    client): its reads cannot be bounded, so the connection is dropped instead.
+    A watched connection (the pooled clients) caps its read timeout; for an
+    injected client a timer shuts the response's socket down if the drain
+    outlasts the grace (the failed read then ends the complete answer).
     """
     stream = record.stream
-    if stream is None:
-        return None
-    stream.read_cap = DRAIN_GRACE
+    if stream is not None:
+        stream.read_cap = DRAIN_GRACE
+    else:
+        record.arm_drain(DRAIN_GRACE)
     return time.monotonic() + DRAIN_GRACE
 
 
@@ -261,6 +264,7 @@ class InFlight:
         "_loop",
         "_async_wake",
         "_timer",
+        "_drain_timer",
         "_deadline",
         "_provider",
     )
@@ -277,6 +281,7 @@ class InFlight:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_wake: asyncio.Event | None = None
         self._timer: Any = None
+        self._drain_timer: Any = None
         self._deadline: float | None = None
         self._provider: str | None = None
 
@@ -303,6 +308,26 @@ class InFlight:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def arm_drain(self, seconds: float) -> None:
+        """Shut the current response's socket if it is still being drained ``seconds`` from now."""
+        if self._loop is not None:
+            self._drain_timer = self._loop.call_later(seconds, self._abort_response)
+        else:
+            timer = threading.Timer(seconds, self._abort_response)
+            timer.daemon = True
+            timer.start()
+            self._drain_timer = timer
+
+    def end_drain(self) -> None:
+        if self._drain_timer is not None:
+            self._drain_timer.cancel()
+            self._drain_timer = None
+
+    def _abort_response(self) -> None:
+        response = self.response
+        if response is not None:
+            _abort(response, self._loop)
 
     def begin_attempt(self) -> None:
         self.stream = None
@@ -489,7 +514,7 @@ def stream_call(
                     if reader.done:  # drain briefly so the connection can be reused, then let go
                         if drain_until is None:
                             drain_until = _start_drain(record)
-                        if drain_until is None or time.monotonic() > drain_until:
+                        elif time.monotonic() > drain_until:
                             break
                 record.raise_if_cancelled()
                 if not reader.done:
@@ -500,6 +525,7 @@ def stream_call(
                     raise truncated
                 return
             finally:
+                record.end_drain()
                 record.response = None
                 response.close()
         except httpx.HTTPError as exc:
@@ -567,7 +593,7 @@ async def astream_call(
                     if reader.done:
                         if drain_until is None:
                             drain_until = _start_drain(record)
-                        if drain_until is None or time.monotonic() > drain_until:
+                        elif time.monotonic() > drain_until:
                             break
                 record.raise_if_cancelled()
                 if not reader.done:
@@ -578,6 +604,7 @@ async def astream_call(
                     raise truncated
                 return
             finally:
+                record.end_drain()
                 record.response = None
                 await response.aclose()
         except httpx.HTTPError as exc:

@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Any
 
+import httpx
 import pytest
 
 from agent_core import AgentCore, Message
@@ -119,6 +120,22 @@ def test_answer_returns_at_once_when_the_body_stays_open(server, kit, use_async)
     result = turn(kit, server, use_async)
     assert time.monotonic() - started < 5.0
     assert result.finals[0]["content"] == "all here"
+
+
+@KITS
+def test_injected_client_also_returns_at_once_and_keeps_reusing(server, kit):
+    # Body held open after the end marker, then a normal one: the first returns at once,
+    # the second still goes back to the pool (same connection for the third).
+    server.enqueue(sse_reply(*kit.text("held").parts, Delay(20.0)), kit.text("a"), kit.text("b"))
+    with httpx.Client() as client:
+        provider = kit.provider.using(client=client)
+        started = time.monotonic()
+        assert run_turn(provider(), [], USER, kit.config(server)).finals[0]["content"] == "held"
+        assert time.monotonic() - started < 5.0
+        assert run_turn(provider(), [], USER, kit.config(server)).finals[0]["content"] == "a"
+        assert run_turn(provider(), [], USER, kit.config(server)).finals[0]["content"] == "b"
+    ports = [r.client_port for r in server.requests]
+    assert ports[1] == ports[2]
 
 
 # -- issue 7.9: a JSON answer to a streaming request ----------------------------------------------------
