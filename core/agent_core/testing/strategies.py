@@ -1,0 +1,116 @@
+"""Hypothesis strategies for agent-core values (needs ``pip install 'agent-core[testing]'``).
+
+* :func:`messages` / :func:`sessions`: core values that round-trip through JSON;
+* :func:`tool_calls`: calls in the core (OpenAI) shape, arguments as JSON text;
+* :func:`native_chunks`: streamed chunks of the bundled APIs for one text
+  (``"openai"``: ``chat.completion.chunk`` deltas; ``"anthropic"``: a Messages
+  event stream), cut in any places;
+* :func:`splits`: every way to cut a text into non-empty pieces, so a property
+  test can say "however the server splits the answer, the result is the same".
+
+Hypothesis is imported with this module, never by ``agent_core.testing``
+itself, so the core install does not need it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+try:
+    from hypothesis import strategies as st
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "agent_core.testing.strategies needs hypothesis: pip install 'agent-core[testing]'"
+    ) from exc
+
+from agent_core import Message, Session
+
+__all__ = ["messages", "native_chunks", "sessions", "splits", "tool_calls"]
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+_names = st.from_regex(r"[a-z][a-z0-9_]{0,15}", fullmatch=True)
+_json_scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | _text
+
+
+def splits(text: str, *, max_pieces: int | None = None) -> st.SearchStrategy[list[str]]:
+    """Lists of non-empty strings whose concatenation is ``text`` (``[]`` for an empty text)."""
+    if not text:
+        return st.just([])
+    limit = len(text) - 1 if max_pieces is None else min(len(text) - 1, max_pieces - 1)
+    cuts = st.sets(st.integers(1, len(text) - 1), max_size=limit) if len(text) > 1 else st.just(set())
+
+    def cut(points: set[int]) -> list[str]:
+        edges = [0, *sorted(points), len(text)]
+        return [text[a:b] for a, b in zip(edges, edges[1:])]
+
+    return cuts.map(cut)
+
+
+@st.composite
+def tool_calls(draw: Any, name: st.SearchStrategy[str] | None = None) -> dict[str, Any]:
+    """One tool call in the core shape: ``{"id", "type": "function", "function": {"name", "arguments"}}``."""
+    args = draw(st.dictionaries(_names, _json_scalars, max_size=4))
+    return {
+        "id": "call_" + draw(st.from_regex(r"[A-Za-z0-9]{4,12}", fullmatch=True)),
+        "type": "function",
+        "function": {"name": draw(name or _names), "arguments": json.dumps(args, sort_keys=True)},
+    }
+
+
+@st.composite
+def messages(draw: Any, roles: tuple[str, ...] = ("system", "user", "assistant", "tool")) -> Message:
+    """A core ``Message``; assistant messages may carry tool calls, tool messages answer one."""
+    role = draw(st.sampled_from(roles))
+    metadata: dict[str, Any] = {}
+    if role == "assistant" and draw(st.booleans()):
+        metadata["tool_calls"] = draw(st.lists(tool_calls(), min_size=1, max_size=3))
+    if role == "tool":
+        metadata["tool_call_id"] = "call_" + draw(st.from_regex(r"[A-Za-z0-9]{4,12}", fullmatch=True))
+        metadata["tool_name"] = draw(_names)
+    return Message(role=role, content=draw(_text), metadata=metadata or None)
+
+
+@st.composite
+def sessions(draw: Any, max_messages: int = 8) -> Session:
+    """A ``Session`` of up to ``max_messages`` messages."""
+    msgs = draw(st.lists(messages(), max_size=max_messages))
+    sid = draw(st.from_regex(r"[a-z0-9-]{1,20}", fullmatch=True))
+    return Session(session_id=sid, messages=msgs)
+
+
+def _openai_chunks(pieces: list[str]) -> list[dict[str, Any]]:
+    head = {"id": "chatcmpl-prop", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    out = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
+    out += [{**head, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
+    out.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return out
+
+
+def _anthropic_chunks(pieces: list[str]) -> list[dict[str, Any]]:
+    start = {"id": "msg_prop", "type": "message", "role": "assistant", "model": "m", "content": [],
+             "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    out: list[dict[str, Any]] = [
+        {"type": "message_start", "message": start},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    ]
+    out += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}} for p in pieces]
+    out += [
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+         "usage": {"output_tokens": max(1, len(pieces))}},
+        {"type": "message_stop"},
+    ]
+    return out
+
+
+def native_chunks(provider: str, text: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[tuple[str, list]]:
+    """``(text, chunks)``: a text and the parsed stream events ``provider``'s API would send for it, cut anywhere.
+
+    Raises:
+        ValueError: ``provider`` is not ``"openai"`` or ``"anthropic"``.
+    """
+    build = {"openai": _openai_chunks, "anthropic": _anthropic_chunks}.get(provider)
+    if build is None:
+        raise ValueError(f"native_chunks knows 'openai' and 'anthropic', not {provider!r}")
+    return (text or _text).flatmap(lambda t: splits(t).map(lambda pieces: (t, build(pieces))))
