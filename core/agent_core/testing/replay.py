@@ -103,6 +103,11 @@ def replay_provider(path: str | os.PathLike[str], provider: str = "openai", *, s
     content_type, body = recorded_reply(Path(path).read_bytes(), provider)
 
     def answer(request: httpx.Request) -> httpx.Response:
+        if content_type == "text/event-stream" and not _asks_for_stream(request):
+            # A stream cannot answer a non-streamed call; say so instead of a parse error.
+            message = (f"{path} holds a streamed body; replay it with a streaming request "
+                       "(config stream: True, or stream_request)")
+            return httpx.Response(400, json={"error": {"message": message, "type": "replay_error"}})
         return httpx.Response(status_code, headers={"content-type": content_type}, content=body)
 
     base = cls.using(client=httpx.Client(transport=httpx.MockTransport(answer)),
@@ -112,6 +117,13 @@ def replay_provider(path: str | os.PathLike[str], provider: str = "openai", *, s
         return cls.api_key(self, config) or "replay-placeholder-key"
 
     return type(cls.__name__, (base,), {"api_key": api_key, "__doc__": f"{cls.__name__} replaying {path}."})
+
+
+def _asks_for_stream(request: httpx.Request) -> bool:
+    try:
+        return json.loads(request.content or b"{}").get("stream") is True
+    except (ValueError, AttributeError):
+        return False
 
 
 class _TeeStream(httpx.SyncByteStream):
