@@ -11,7 +11,7 @@ the rule and the offending value in a :class:`PluginContractError` (an
    value and raise ``TypeError``). The hook is then called again with frozen
    inputs, as the engine does.
 2. **Return shapes.** ``process_chunk`` returns a 4-tuple, ``finalize`` a
-   3-tuple, message transforms a list of mappings, ``init`` a mapping,
+   3-tuple, ``initialize_request`` a 2-tuple, message transforms a list of mappings, ``init`` a mapping,
    ``get_tags`` a list of strings, a tool's ``get_tool_schemas`` a list of
    mappings.
 3. **Native history is append-only in** ``process_chunk``: the list it
@@ -57,7 +57,7 @@ SAMPLES: dict[str, Any] = {
 
 
 def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None,
-                 kind: str | None = None) -> None:
+                 kind: str | None = None, provider: Any = None) -> None:
     """Check ``plugin`` against the hook contract (rules in the module docstring).
 
     Args:
@@ -67,6 +67,9 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
             native chunks of your provider's API under ``chunks``.
         config: the config the plugin runs with (schema defaults filled in).
         kind: the plugin kind when the harness's guess would be wrong.
+        provider: for an extension or feature that reads its provider's
+            state, the provider it runs with (see :class:`PluginHarness`);
+            the sample chunks then go through the provider first.
 
     Raises:
         PluginContractError: naming the plugin, the hook, the rule broken and
@@ -74,7 +77,7 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
     """
     s = {**SAMPLES, **dict(samples or {})}
     try:
-        h = PluginHarness(plugin, config, kind=kind)
+        h = PluginHarness(plugin, config, kind=kind, provider=provider)
     except PluginContractError:
         raise
     except Exception as exc:  # noqa: BLE001 - init / schema failing is a finding, not a crash
@@ -119,6 +122,7 @@ class _Checker:
             self.tool()
             return
         self.transforms()
+        self.state = self.prepare()
         if kind in ("provider", "extension"):
             self.process_chunk()
         self.finalize()
@@ -160,6 +164,20 @@ class _Checker:
                 back = self.invoke("from_native_messages", finals, finals, state, context=ctx)
             self.messages_out("from_native_messages", back, "core messages")
 
+    def prepare(self) -> Any:
+        """``initialize_request`` on the sample history: the state the hot and cold hooks start from."""
+        native = freeze(self.s["messages"][:2])
+        state = self.h._state
+        if self.h.provider is not None:
+            native, state = self.h.provider._prepare(native, state)
+        self.native = native
+        out = self._tuple("initialize_request", self.invoke("initialize_request", native, state,
+                                                            context=self.h._context), 2, "(native_messages, state)")
+        self.messages_out("initialize_request", out[0], "native messages")
+        if not isinstance(out[1], Mapping):
+            raise self.fail("initialize_request", "must return the state as a mapping", out[1])
+        return freeze(out[1])
+
     def _tuple(self, hook: str, value: Any, size: int, what: str) -> tuple[Any, ...]:
         if not isinstance(value, (tuple, list)) or len(value) != size:
             got = f"a {len(value)}-item {type(value).__name__}" if isinstance(value, (tuple, list)) else type(
@@ -168,10 +186,26 @@ class _Checker:
         return tuple(value)
 
     def process_chunk(self) -> None:
-        h, state = self.h, self.h._state
+        h, state = self.h, self.state
         native = freeze(self.s["messages"][:2])
         what = "(partial_messages, final_messages, native_messages, state)"
         calls: list[tuple[Any, Callable[[], tuple[Any, ...]]]] = []
+        up = h.provider
+        if up is not None and h.kind == "extension":
+            # Each chunk goes through the provider first, as in a request; the closing call gets its finals.
+            # The native history the extension is given grows with the provider's, so check against that.
+            for chunk in [*self.s["chunks"], None]:
+                if chunk is None:
+                    f_in, native, state = up._finalize_raw(native, state)
+                    p_in = freeze([])
+                else:
+                    p_in, f_in, native, state = up._hot(up._tuple(
+                        "process_chunk", up.call("process_chunk", chunk, native, state), 4, what))
+                out = self._tuple("process_chunk", self.invoke("process_chunk", chunk, p_in, f_in, native, state), 4,
+                                  what)
+                self.hot_rules(chunk, out, native)
+                native, state = freeze(out[2]), freeze(out[3])
+            return
         if h.kind == "provider":
             for chunk in self.s["chunks"]:
                 calls.append((chunk, lambda c=chunk: self.invoke("process_chunk", freeze(c), native, state)))
@@ -183,22 +217,24 @@ class _Checker:
             # the engine's closing call (rule 5)
             calls.append((None, lambda: self.invoke("process_chunk", None, freeze([]), finals, native, state)))
         for chunk, run in calls:
-            out = self._tuple("process_chunk", run(), 4, what)
-            for i, label in enumerate(("partial_messages", "final_messages", "native_messages")):
-                self.messages_out("process_chunk", out[i], label)
-            if not isinstance(out[3], Mapping):
-                raise self.fail("process_chunk", "must return the state as a mapping", out[3])
-            if len(out[2]) < len(native):
-                raise self.fail(
-                    "process_chunk",
-                    f"drops native messages: given {len(native)}, returned {len(out[2])} (the native history only "
-                    f"grows; return [*native_messages, ...])",
-                    {"chunk": chunk, "returned native_messages": thaw(out[2])},
-                )
+            self.hot_rules(chunk, self._tuple("process_chunk", run(), 4, what), native)
+
+    def hot_rules(self, chunk: Any, out: tuple[Any, ...], native: Any) -> None:
+        for i, label in enumerate(("partial_messages", "final_messages", "native_messages")):
+            self.messages_out("process_chunk", out[i], label)
+        if not isinstance(out[3], Mapping):
+            raise self.fail("process_chunk", "must return the state as a mapping", out[3])
+        if len(out[2]) < len(native):
+            raise self.fail(
+                "process_chunk",
+                f"drops native messages: given {len(native)}, returned {len(out[2])} (the native history only "
+                f"grows; return [*native_messages, ...])",
+                {"chunk": chunk, "returned native_messages": thaw(out[2])},
+            )
 
     def finalize(self) -> None:
-        h, state, ctx = self.h, self.h._state, self.h._context
-        native = freeze(self.s["messages"][:2])
+        h, state, ctx = self.h, self.state, self.h._context
+        native = self.native
         if h.kind == "provider":
             out = self.invoke("finalize", native, state, context=ctx)
         else:

@@ -170,6 +170,12 @@ class PluginHarness:
             in and the types checked.
         kind: ``provider``, ``extension``, ``feature`` or ``tool`` (guessed by
             :func:`plugin_kind` when left out).
+        provider: for an extension or feature, the provider it runs with
+            (class or instance): its ``init`` makes the shared state, its
+            ``initialize_request`` runs before the plugin's, and in
+            :meth:`stream` (without ``partials``/``finals``) its
+            ``process_chunk`` / ``finalize`` make the plugin's inputs, as in a
+            real request. Bundled extensions need theirs.
         context: extra keys for the ``context`` some hooks receive (the
             harness gives ``config``, ``request_id``, ``tags``, ``models``,
             ``tools``, ``stream`` and ``iteration``).
@@ -184,24 +190,45 @@ class PluginHarness:
     """
 
     def __init__(self, plugin: Any, config: Mapping[str, Any] | None = None, *, kind: str | None = None,
-                 context: Mapping[str, Any] | None = None) -> None:
+                 provider: Any = None, context: Mapping[str, Any] | None = None) -> None:
         self.plugin = plugin() if isinstance(plugin, type) else plugin
         self.kind = kind or plugin_kind(self.plugin)
         if self.kind not in PROTOCOLS:
             raise ValueError(f"kind must be one of {sorted(PROTOCOLS)}, got {self.kind!r}")
         self.name = str(getattr(self.plugin, "name", None) or type(self.plugin).__name__)
-        schema = self.call("get_config_schema")
-        fields = parse_schema(self.name, thaw(schema) if schema is not None else None)
-        self._config = freeze(effective_config(dict(config or {}), fields))
+        fields = self._fields()
+        self.provider: PluginHarness | None = None
+        if provider is not None:
+            if self.kind not in ("extension", "feature"):
+                raise ValueError("provider= is for extensions and features, which share a provider's state")
+            prov = provider() if isinstance(provider, type) else provider
+            prov_fields = PluginHarness._fields_of(prov)
+            full = effective_config(dict(config or {}), (*prov_fields, *fields))
+            self.provider = PluginHarness(prov, full, kind="provider", context=context)
+            self._config = freeze(effective_config(full, fields))
+            start = self.provider._state
+        else:
+            self._config = freeze(effective_config(dict(config or {}), fields))
+            start = freeze({"config": self._config})
         if self.kind in ("provider", "tool"):
             state = self.call("init", self._config)
         else:
-            state = self.call("init", self._config, freeze({"config": self._config}))
+            state = self.call("init", self._config, start)
         self._state = self._map("init", state, "state")
         self._context = freeze({
             "config": self._config, "request_id": "harness-request", "tags": [], "models": [], "tools": [],
             "available_tools": [], "stream": True, "iteration": 0, **dict(context or {}),
         })
+
+    def _fields(self) -> tuple[Any, ...]:
+        schema = self.call("get_config_schema")
+        return parse_schema(self.name, thaw(schema) if schema is not None else None)
+
+    @staticmethod
+    def _fields_of(plugin: Any) -> tuple[Any, ...]:
+        schema = fit_call(getattr(plugin, "get_config_schema", lambda: {}), [], {})
+        name = str(getattr(plugin, "name", None) or type(plugin).__name__)
+        return parse_schema(name, thaw(schema) if schema is not None else None)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -293,10 +320,17 @@ class PluginHarness:
         provider produced at chunk *i* (a string is one assistant partial with
         that text, or a message dict, or a list of them). ``finals`` are the
         finals the provider's ``finalize`` handed to the closing call (strings
-        become assistant messages).
+        become assistant messages). With the harness's ``provider=`` and
+        neither ``partials`` nor ``finals``, the provider makes both from the
+        chunks, as in a request.
 
         For a provider: ``process_chunk(chunk, native, state)`` per chunk, then
         ``finalize(native, state)``; ``partials``/``finals`` do not apply.
+
+        Both start, as each provider call in the engine does, with
+        ``initialize_request(native, state)`` (its result is not a recorded
+        call; its state, e.g. the request body a provider builds, is what the
+        chunks see and is in the record's final ``state``).
 
         Returns:
             A :class:`StreamRecord`: every call's inputs and outputs, the
@@ -305,6 +339,10 @@ class PluginHarness:
         """
         nat = freeze(_messages(native))
         state = self._state
+        if self.provider is not None:  # the provider prepares the call first, then its extensions
+            nat, state = self.provider._prepare(nat, state)
+        if self.kind in ("provider", "extension"):  # the engine prepares each provider call first
+            nat, state = self._prepare(nat, state)
         calls: list[HookCall] = []
         text: list[str] = []
         out_finals: list[Any] = []
@@ -327,20 +365,24 @@ class PluginHarness:
                 p, f, n, s = self._hot(out)
                 note("process_chunk", chunk, {"native_messages": nat}, p, f, n, s)
                 nat, state = n, s
-            out = self._tuple("finalize", self.call("finalize", nat, state, context=self._context), 3,
-                              "(final_messages, native_messages, state)")
-            f = self._list("finalize", out[0], "final_messages")
-            n = self._list("finalize", out[1], "native_messages")
-            s = self._map("finalize", out[2], "state")
+            f, n, s = self._finalize_raw(nat, state)
             note("finalize", None, {"native_messages": nat}, [], f, n, s)
             nat, state = n, s
         elif self.kind == "extension":
             per_chunk = list(partials or ())
             if partials is not None and len(per_chunk) != len(chunks):
                 raise ValueError(f"partials= has {len(per_chunk)} items for {len(chunks)} chunks; give one per chunk")
+            upstream = self.provider if partials is None and finals is None else None
             steps = [(c, _messages(per_chunk[i]) if per_chunk else [], []) for i, c in enumerate(chunks)]
             steps.append((None, [], _messages(finals)))
             for chunk, p_in, f_in in steps:
+                if upstream is not None:  # what the provider made of this chunk, or its finalize at the end
+                    if chunk is None:
+                        f_in, nat, state = upstream._finalize_raw(nat, state)
+                    else:
+                        p_in, f_in, nat, state = upstream._hot(upstream._tuple(
+                            "process_chunk", upstream.call("process_chunk", chunk, nat, state), 4,
+                            "(partial_messages, final_messages, native_messages, state)"))
                 p_in, f_in = freeze(p_in), freeze(f_in)
                 out = self._tuple("process_chunk", self.call("process_chunk", chunk, p_in, f_in, nat, state), 4,
                                   "(partial_messages, final_messages, native_messages, state)")
@@ -351,6 +393,18 @@ class PluginHarness:
         else:
             raise TypeError(f"{self.kind} plugins have no process_chunk; stream() is for providers and extensions")
         return StreamRecord(tuple(calls), "".join(text), out_finals, thaw(nat), thaw(state))
+
+    def _prepare(self, nat: Any, state: Any) -> tuple[Any, Any]:
+        out = self._tuple("initialize_request", self.call("initialize_request", nat, state, context=self._context),
+                          2, "(native_messages, state)")
+        return self._list("initialize_request", out[0], "native_messages"), self._map("initialize_request", out[1],
+                                                                                       "state")
+
+    def _finalize_raw(self, nat: Any, state: Any) -> tuple[Any, Any, Any]:
+        out = self._tuple("finalize", self.call("finalize", nat, state, context=self._context), 3,
+                          "(final_messages, native_messages, state)")
+        return (self._list("finalize", out[0], "final_messages"), self._list("finalize", out[1], "native_messages"),
+                self._map("finalize", out[2], "state"))
 
     def _hot(self, out: tuple[Any, ...]) -> tuple[Any, Any, Any, Any]:
         return (
