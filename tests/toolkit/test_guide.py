@@ -70,9 +70,29 @@ class Project:
         return result
 
 
-def test_the_guide_runs_as_written(pytester, server, monkeypatch):
+# The one thing the test adds to the user's project: this suite shares two cores with other jobs, and
+# hypothesis's per-example deadline and slow-generation check measure that load, not the guide.
+LOADED_MACHINE = """
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("loaded-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("loaded-machine")
+"""
+
+
+@pytest.fixture
+def hypothesis_profile():
+    from hypothesis import settings
+
+    previous = settings._current_profile  # restored: the inner runs share this process
+    yield
+    settings.load_profile(previous)
+
+
+def test_the_guide_runs_as_written(pytester, server, monkeypatch, hypothesis_profile):
     project = Project(pytester)
     pytester.syspathinsert()
+    pytester.makeconftest(LOADED_MACHINE)
     monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-guide-test")
     raw = (RECORDINGS / "openai-text.sse").read_bytes()
