@@ -25,6 +25,8 @@ def agent_snapshot(request: pytest.FixtureRequest) -> Any:
     try:
         import syrupy  # noqa: F401
     except ImportError:
+        syrupy = None
+    if syrupy is None:  # failing outside the except block keeps the ImportError out of the report
         pytest.fail(
             "the agent_snapshot fixture needs syrupy, which is not installed: "
             "pip install 'agent-core[testing]'",
@@ -32,4 +34,14 @@ def agent_snapshot(request: pytest.FixtureRequest) -> Any:
         )
     from .snapshot import AgentSnapshotExtension
 
-    return request.getfixturevalue("snapshot").use_extension(AgentSnapshotExtension)
+    try:
+        snapshot = request.getfixturevalue("snapshot")
+    except pytest.FixtureLookupError:
+        snapshot = None
+    if snapshot is None:
+        pytest.fail(
+            "the agent_snapshot fixture needs syrupy's pytest plugin, which is installed but not active "
+            "(was it disabled with -p no:syrupy?)",
+            pytrace=False,
+        )
+    return snapshot.use_extension(AgentSnapshotExtension)
