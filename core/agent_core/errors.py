@@ -23,7 +23,7 @@ The hierarchy::
     │   └── RequestInFlightError    a request id that is already in flight was given again
     ├── MissingFieldError (KeyError, ValueError)  serialized data lacks a required key; .key
     ├── AssertionError
-    │   └── PluginContractError     agent_core.testing.check_plugin found a broken hook; .plugin, .hook, .rule, .value
+    │   └── PluginContractError     check_plugin (agent_core.testing) found a broken hook; .plugin, .hook, .rule
     └── RuntimeError
         └── ProviderRequestCancelled  a request was cancelled by id; .request_id
 

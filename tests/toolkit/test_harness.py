@@ -114,7 +114,8 @@ def test_a_provider_streams_recorded_chunks_through_process_chunk_and_finalize()
 
 def test_provider_and_extension_transforms_of_a_tool_call():
     call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
-    msgs = [Message(role="user", content="add"), {"role": "assistant", "content": "", "metadata": {"tool_calls": [call]}}]
+    msgs = [Message(role="user", content="add"),
+            {"role": "assistant", "content": "", "metadata": {"tool_calls": [call]}}]
     native = PluginHarness(OpenAIProvider, {"model": "m"}).to_native(msgs)
     out = PluginHarness(OpenAIToolsExtension, {"model": "m"}).to_native(msgs, native)
     assert out[-1]["tool_calls"][0]["function"]["name"] == "add"

@@ -246,7 +246,7 @@ class _Checker:
             raise self.fail("finalize", "must return the state as a mapping", out[2])
 
     def tool(self) -> None:
-        h, state = self.h, self.h._state
+        state = self.h._state
         schemas = self.invoke("get_tool_schemas", state)
         self.messages_out("get_tool_schemas", schemas, "tool schemas")
         self.invoke("format_tool_result", freeze(self.s["tool_result"]), state)

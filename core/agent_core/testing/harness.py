@@ -30,6 +30,10 @@ from functools import partial
 from typing import Any
 
 from agent_core import (
+    BaseFeature,
+    BaseProvider,
+    BaseProviderExtension,
+    BaseTool,
     FeaturePlugin,
     FrozenDict,
     FrozenList,
@@ -69,8 +73,6 @@ def plugin_kind(plugin: Any) -> str:
     is wrong (an extension with no ``process_chunk``).
     """
     cls = plugin if isinstance(plugin, type) else type(plugin)
-    from agent_core import BaseFeature, BaseProvider, BaseProviderExtension, BaseTool
-
     for base, kind in ((BaseProvider, "provider"), (BaseProviderExtension, "extension"),
                        (BaseFeature, "feature"), (BaseTool, "tool")):
         if issubclass(cls, base):
