@@ -20,7 +20,7 @@ from ._kit import make_core, run_async, session_with
 pytestmark = pytest.mark.live
 
 PROVIDERS = ["openai", "anthropic"]
-LONG = 2000
+LONG = 600
 PROMPT = "Tell me a very long story about a lighthouse keeper and his cat, chapter by chapter."
 #: A cancel must land well under a second; this bound leaves room for a loaded machine.
 WITHIN = 2.0
