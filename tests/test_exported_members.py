@@ -61,6 +61,7 @@ PUBLIC_NAMES = [
     "ToolProgressEvent",
     "ToolResultEvent",
     "Usage",
+    "UserMessageEvent",
     "__version__",
     "decode_event",
     "encode_event",

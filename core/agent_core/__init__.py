@@ -34,6 +34,7 @@ from .events import (
     ToolProgressEvent,
     ToolResultEvent,
     Usage,
+    UserMessageEvent,
     decode_event,
     encode_event,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "ToolProgressEvent",
     "ToolResultEvent",
     "Usage",
+    "UserMessageEvent",
     "__version__",
     "decode_event",
     "encode_event",

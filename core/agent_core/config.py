@@ -20,7 +20,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["ENGINE_KEYS", "FieldSpec", "check_engine_keys", "effective_config", "parse_schema"]
+__all__ = ["ENGINE_KEYS", "FieldSpec", "check_engine_keys", "effective_config", "parse_schema", "schema_fields"]
 
 _PY_TYPES: dict[str, Any] = {
     "string": str,
@@ -76,6 +76,20 @@ def _describe(types: Sequence[str]) -> str:
     return " or ".join(types) if types else "any"
 
 
+def schema_fields(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The key -> description mapping of a config schema in either form.
+
+    A JSON Schema object has a string ``type`` or ``properties`` (a schema
+    with ``properties`` but no ``type`` is still one); in the flat form every
+    value is a field description. The one reading of a schema, shared by
+    :func:`parse_schema` and ``AgentCore.get_config_schema``.
+    """
+    if isinstance(raw.get("type"), str) or "properties" in raw:
+        props = raw.get("properties")
+        return props if isinstance(props, Mapping) else {}
+    return raw
+
+
 def parse_schema(plugin: str, raw: Any) -> tuple[FieldSpec, ...]:
     """Normalize a plugin's config schema into field specs.
 
@@ -86,13 +100,7 @@ def parse_schema(plugin: str, raw: Any) -> tuple[FieldSpec, ...]:
         return ()
     if not isinstance(raw, Mapping):
         raise ConfigError(f"plugin {plugin!r}: get_config_schema() must return a mapping", plugins=[plugin])
-    # A JSON Schema object has a string "type" or "properties"; in the flat
-    # form every value is a field description (a mapping).
-    if isinstance(raw.get("type"), str) or "properties" in raw:
-        props = raw.get("properties")
-        fields = props if isinstance(props, Mapping) else {}
-    else:
-        fields = raw
+    fields = schema_fields(raw)
     out = []
     for key, desc in fields.items():
         if not isinstance(desc, Mapping):
@@ -115,6 +123,8 @@ ENGINE_KEYS: dict[str, tuple[str, ...]] = {
     "enabled_plugins": ("array",),
     "disabled_plugins": ("array",),
     "force_enabled_plugins": ("array",),
+    "stop_on_tool_error": ("boolean",),
+    "run_pending_tool_calls": ("boolean",),
 }
 
 

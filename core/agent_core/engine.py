@@ -11,22 +11,22 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
 import msgspec
 
-from .config import parse_schema
+from .config import parse_schema, schema_fields
 from .effects import complete_sync, drive_async, drive_sync
 from .errors import ActionInputError, ConfigError, PluginError
 from .events import DoneEvent, Event, Outcome, Usage
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen_map, spec_for
-from .native_history import load_native, store_native
+from .native_history import NATIVE_KEY, load_native, store_native
 from .pipeline import Flight, Pipeline, merge_context
-from .resolution import Resolution, resolve
-from .tools import accepted_formats, build_catalog, interop_registry, prepare_tools, route, run_tool_call
+from .resolution import Resolution, resolve, session_plugins
+from .tools import accepted_formats, adapt_all, build_catalog, interop_registry, prepare_tools, route, run_tool_call
 from .types import Message, Session, ToolDescriptor
 
 __all__ = ["ActionResult", "AgentCore", "RequestResult"]
@@ -39,6 +39,9 @@ ENTRY_POINT_GROUPS = {
 }
 
 _ACTION_RESULT_KEYS = ("native_messages", "session_metadata", "final_messages")
+
+#: lifecycle points a request runs itself (see :mod:`agent_core.pipeline`)
+_REQUEST_TRIGGERS = frozenset({"response_finalize", "tool_pre", "tool_post"})
 
 _INPUT_TYPES: dict[str, Any] = {
     "string": str, "number": (int, float), "integer": int, "boolean": bool,
@@ -78,6 +81,10 @@ class AgentCore:
             every request.
         approval: optional callback (sync or async) asked when a feature's
             ``tool_pre`` action wants a human to approve a tool call.
+        model_cache: optional mutable mapping (a ``dict`` will do) where
+            ``get_models`` results are kept per config, so resolving the same
+            config again asks no plugin for models. The caller owns it: clear
+            it when the models a config would list change.
 
     Raises:
         ConfigError: a plugin is not a class/factory, has a hook whose
@@ -93,7 +100,13 @@ class AgentCore:
         tools: Iterable[Any] = (),
         *,
         approval: Callable[..., Any] | None = None,
+        model_cache: MutableMapping[str, Any] | None = None,
     ) -> None:
+        if model_cache is not None and not isinstance(model_cache, MutableMapping):
+            raise ConfigError(
+                f"model_cache must be a mutable mapping such as a dict, got {type(model_cache).__name__}"
+            )
+        self._model_cache = model_cache
         self._specs: dict[str, tuple[PluginSpec, ...]] = {k: () for k in KINDS}
         for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
             for item in items:
@@ -193,9 +206,18 @@ class AgentCore:
 
     # -- resolution -----------------------------------------------------------
 
-    def resolve(self, config: Mapping[str, Any] | None = None) -> Resolution:
-        """Which plugins run for ``config``, in run order, and why (see :mod:`agent_core.resolution`)."""
-        return resolve(self._specs, config or {})
+    def resolve(self, config: Mapping[str, Any] | None = None, *, session: Session | None = None) -> Resolution:
+        """Which plugins run for ``config``, in run order, and why (see :mod:`agent_core.resolution`).
+
+        With ``session``, its ``metadata["plugins"]`` list (when present)
+        restricts the plugins, as it does for a request on that session.
+
+        Raises:
+            ConfigError: see :func:`agent_core.resolution.resolve`; also a
+                session ``plugins`` entry that is not a list of ids.
+        """
+        only = session_plugins(session.metadata) if session is not None else None
+        return resolve(self._specs, config or {}, only=only, model_cache=self._model_cache)
 
     def get_models(self, config: Mapping[str, Any] | None = None) -> list[Any]:
         return [thaw(m) for m in self.resolve(config).models]
@@ -206,7 +228,8 @@ class AgentCore:
     # -- requests -------------------------------------------------------------
 
     def _start(
-        self, session: Session, config: Mapping[str, Any] | None, stream_default: bool, request_id: str | None
+        self, session: Session, config: Mapping[str, Any] | None, stream_default: bool, request_id: str | None,
+        final_sessions: bool = False,
     ) -> tuple[Pipeline, Flight]:
         if not isinstance(session, Session):
             raise TypeError(f"expected a Session, got {type(session).__name__}")
@@ -218,7 +241,10 @@ class AgentCore:
         flight = Flight(rid)
         with self._lock:
             self._flights[rid] = flight
-        return Pipeline(self, session, cfg, stream=bool(stream), request_id=rid, flight=flight), flight
+        pipeline = Pipeline(
+            self, session, cfg, stream=bool(stream), request_id=rid, flight=flight, final_sessions=final_sessions
+        )
+        return pipeline, flight
 
     def _finish(self, flight: Flight) -> None:
         with self._lock:
@@ -233,7 +259,12 @@ class AgentCore:
         Failures do not raise: they arrive as an ``error`` event followed by
         ``done`` with a ``stopped`` outcome, and the input session is untouched.
         """
-        pipeline, flight = self._start(session, config, True, request_id)
+        return self._stream(session, config, request_id, final_sessions=False)
+
+    def _stream(
+        self, session: Session, config: Mapping[str, Any] | None, request_id: str | None, *, final_sessions: bool
+    ) -> Iterator[Event]:
+        pipeline, flight = self._start(session, config, True, request_id, final_sessions)
 
         def events() -> Iterator[Event]:
             try:
@@ -308,8 +339,30 @@ class AgentCore:
         return result.session, [m.to_dict() for m in result.final_messages]
 
     def send_request_stream(self, session: Session, config: Mapping[str, Any] | None = None) -> Iterator[Event]:
-        """The original platform's name for :meth:`stream_request`."""
-        return self.stream_request(session, config)
+        """The original platform's name for :meth:`stream_request`.
+
+        The same events, except that every ``final`` event carries
+        ``session``: the session up to and including its message, so code
+        written for the original platform can take ``chunk["session"]`` from
+        the last ``final``. (``done`` still comes last, with the outcome.)
+        """
+        return self._stream(session, config, None, final_sessions=True)
+
+    def slice_session(
+        self, session: Session, start: int | None = None, end: int | None = None, *, session_id: str | None = None
+    ) -> Session:
+        """A temporary session holding ``session.messages[start:end]`` (the original platform's name).
+
+        For a feature that asks the model something on the side (summarize the
+        first half, classify the last message). The slice gets a fresh id (or
+        ``session_id``) and the original's metadata without the stored native
+        history, which describes the whole conversation and would not match.
+        The original session is untouched.
+        """
+        if not isinstance(session, Session):
+            raise TypeError(f"slice_session expects a Session, got {type(session).__name__}")
+        meta = {k: v for k, v in session.metadata.items() if k != NATIVE_KEY}
+        return Session(session_id or uuid.uuid4().hex, list(session.messages)[start:end], meta)
 
     def cancel_request(self, request_id: str) -> bool:
         """Cancel an in-flight request; True when it was found.
@@ -337,20 +390,57 @@ class AgentCore:
         effective = prepare_tools(feats, res.config, available, ctx.merged({"available_tools": available, "tools": available}))
         return tools, effective
 
-    def get_tool_schemas(self, config: Mapping[str, Any] | None = None) -> list[ToolDescriptor]:
-        """The tools a request with ``config`` would offer, after features' ``prepare_tools``."""
+    def get_tool_descriptors(self, config: Mapping[str, Any] | None = None) -> list[ToolDescriptor]:
+        """The tools a request with ``config`` would offer, after features' ``prepare_tools``.
+
+        Each :class:`ToolDescriptor` names its plugin and keeps the schema in
+        the tool's own format.
+
+        Raises:
+            ConfigError: two offered tools share a name, or a schema is unreadable.
+        """
         return list(self._catalog(self.resolve(config), prepare=True)[1])
 
-    def execute_tool_calls(
-        self, session: Session, tool_calls: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None = None
-    ) -> list[Message]:
-        """Run tool calls outside a request, for applications with their own loop.
+    def get_tool_schemas(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The tool schemas a request with ``config`` sends (the original platform's shape).
 
-        Returns one ``tool`` message per call (append them with
-        ``session.with_messages(...)``). Failures become error results, as in
-        a request. Lifecycle actions do not run here.
+        Plain dicts, adapted to a format the provider accepts, exactly as they
+        reach the provider in ``config["tools"]``. :meth:`get_tool_descriptors`
+        gives the same tools with their plugins.
         """
         res = self.resolve(config)
+        tools, effective = self._catalog(res, prepare=True)
+        provider = res.live[res.provider]
+        exts = [res.live[n] for n in res.extensions]
+        registry = interop_registry(provider, exts, tools, res.config)
+        return thaw(adapt_all(registry, list(effective), accepted_formats(provider, exts, res.config)))
+
+    def execute_tool_calls(
+        self, session: Any, tool_calls: Any = None, config: Mapping[str, Any] | None = None
+    ) -> Any:
+        """Run tool calls outside a request, for applications with their own loop.
+
+        ``execute_tool_calls(session, calls, config)`` returns one ``tool``
+        :class:`Message` per call (append them with ``session.with_messages``).
+        The original platform's two-argument form ``execute_tool_calls(calls,
+        config)`` returns message dicts (``role``, ``content``, ``metadata``)
+        for ``add_message(session, m["role"], m["content"], m.get("metadata"))``.
+        Failures become error results, as in a request. Lifecycle actions do
+        not run here.
+        """
+        if not isinstance(session, Session):
+            if config is not None:
+                raise TypeError("execute_tool_calls takes (session, tool_calls, config) or (tool_calls, config)")
+            messages = self._execute_tool_calls(Session("execute_tool_calls"), session, tool_calls)
+            return [m.to_dict() for m in messages]
+        return self._execute_tool_calls(session, tool_calls or (), config)
+
+    def _execute_tool_calls(
+        self, session: Session, tool_calls: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None
+    ) -> list[Message]:
+        if isinstance(tool_calls, (str, bytes, Mapping)) or not isinstance(tool_calls, Sequence):
+            raise TypeError(f"tool_calls must be a list of tool-call dicts, got {type(tool_calls).__name__}")
+        res = self.resolve(config, session=session)
         tools, effective = self._catalog(res, prepare=True)
         live = res.live
         provider = live[res.provider]
@@ -412,9 +502,8 @@ class AgentCore:
             for spec in self._specs[kind]:
                 plugin = LivePlugin(spec, spec.factory())
                 raw = call_hook(plugin, "get_config_schema")
-                parse_schema(spec.name, raw)
-                fields = raw.get("properties", raw) if isinstance(raw, Mapping) and raw.get("type") == "object" else raw
-                for key, desc in (fields or {}).items():
+                parse_schema(spec.name, raw)  # the same checks a request makes
+                for key, desc in (schema_fields(raw) if raw else {}).items():
                     out.append({**thaw(desc), "key": key, "plugin": spec.name})
         return out
 
@@ -495,7 +584,7 @@ class AgentCore:
         """
         if not isinstance(session, Session):
             raise TypeError(f"execute_action expects a Session, got {type(session).__name__}")
-        res = self.resolve(config)
+        res = self.resolve(config, session=session)
         provider, state = self._init_state(res)
         owner_name, _, bare = action_id.rpartition(":") if ":" in action_id else ("", "", action_id)
         matches = []
@@ -516,18 +605,7 @@ class AgentCore:
         checked = _check_inputs(action_id, action.get("inputs") or {}, params or {})
 
         pname = str(res.provider)
-        native, covered = load_native(session, pname)
-        uncovered = list(session.messages)[covered:]
-        if uncovered or not native:
-            ctx = freeze({"core": self, "config": res.config})
-            core = FrozenList._trusted([m.as_mapping() for m in uncovered])
-            delta = frozen_list(provider, "to_native_messages",
-                                call_hook(provider, "to_native_messages", core, state, context=ctx), "native")
-            for name in (*res.extensions, *res.features):
-                p = res.live[name]
-                delta = frozen_list(p, "to_native_messages",
-                                    call_hook(p, "to_native_messages", core, delta, state, context=ctx), "native")
-            native = FrozenList._trusted([*native, *delta])
+        native = self._session_native(res, provider, state, session)
         owned = {"core": self, "config": res.config, "trigger_source": "application", "session": session.to_dict()}
         ctx = merge_context(owned, context)
         result = call_hook(plugin, "execute_action", bare, session, native, freeze(checked), ctx, state)
@@ -540,6 +618,90 @@ class AgentCore:
         new_session = store_native(new_session, pname, native)
         payload = {k: thaw(v) for k, v in result.items() if k not in _ACTION_RESULT_KEYS}
         return ActionResult(new_session, list(native), payload)
+
+    def execute_session_action(
+        self,
+        session: Session,
+        action_id: str,
+        params: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+    ) -> ActionResult:
+        """The original platform's name for :meth:`execute_action` (same arguments, same result)."""
+        return self.execute_action(session, action_id, params, config, context=context)
+
+    def execute_lifecycle_actions(
+        self,
+        session: Session,
+        trigger: str,
+        config: Mapping[str, Any] | None = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Run every enabled extension's and feature's action bound to ``trigger``; return the new session.
+
+        For the lifecycle points an application decides (``session_created``,
+        ``session_saved``, ...): actions run in chain order, each seeing the
+        session and native history the previous one left; ``session_metadata``
+        is merged and ``native_messages`` replaces the stored native history.
+        The points a request drives itself (``response_finalize``,
+        ``tool_pre``, ``tool_post``) run only inside requests.
+
+        Raises:
+            ActionInputError: ``trigger`` is one the engine runs during requests.
+            PluginError: an action failed; the input session is untouched.
+        """
+        if not isinstance(session, Session):
+            raise TypeError(f"execute_lifecycle_actions expects a Session, got {type(session).__name__}")
+        if trigger in _REQUEST_TRIGGERS:
+            raise ActionInputError(
+                f"lifecycle {trigger!r} runs inside requests; execute_lifecycle_actions runs the others",
+                action=trigger,
+            )
+        res = self.resolve(config, session=session)
+        provider, state = self._init_state(res)
+        pname = str(res.provider)
+        native: FrozenList | None = None
+        for name in (*res.extensions, *res.features):
+            plugin = res.live[name]
+            if not plugin.defines("get_actions"):
+                continue
+            for action in call_hook(plugin, "get_actions", state) or ():
+                trig = action.get("trigger") or action.get("lifecycle") if isinstance(action, Mapping) else None
+                if trigger not in ([trig] if isinstance(trig, str) else trig or ()):
+                    continue
+                if native is None:
+                    native = self._session_native(res, provider, state, session)
+                params = _check_inputs(str(action.get("id")), action.get("inputs") or {}, {})
+                owned = {"core": self, "config": res.config, "trigger_source": "application",
+                         "lifecycle": trigger, "session": session.to_dict()}
+                result = call_hook(plugin, "execute_action", action.get("id"), session, native, freeze(params),
+                                   merge_context(owned, context), state)
+                result = frozen_map(plugin, "execute_action", result if result is not None else {}, "action result")
+                if isinstance(result.get("session_metadata"), Mapping):
+                    session = session.with_metadata(result["session_metadata"])
+                if "native_messages" in result:
+                    native = frozen_list(plugin, "execute_action", result["native_messages"], "native_messages")
+        if native is not None:
+            session = store_native(session, pname, native)
+        return session
+
+    def _session_native(self, res: Resolution, provider: Any, state: Any, session: Session) -> FrozenList:
+        """The session's native history for the resolved provider, converting what it does not cover yet."""
+        native, covered = load_native(session, str(res.provider))
+        uncovered = list(session.messages)[covered:]
+        if uncovered or not native:
+            ctx = freeze({"core": self, "config": res.config})
+            core = FrozenList._trusted([m.as_mapping() for m in uncovered])
+            delta = frozen_list(provider, "to_native_messages",
+                                call_hook(provider, "to_native_messages", core, state, context=ctx), "native")
+            for name in (*res.extensions, *res.features):
+                p = res.live[name]
+                delta = frozen_list(p, "to_native_messages",
+                                    call_hook(p, "to_native_messages", core, delta, state, context=ctx), "native")
+            native = FrozenList._trusted([*native, *delta])
+        return native
 
 
 def _check_inputs(action: str, inputs: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:

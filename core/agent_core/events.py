@@ -3,7 +3,12 @@
 Every event has ``type`` (the JSON tag) and ``request_id``. The sequence for
 one request is::
 
-    start  (partial* final+ (tool_call+ (tool_progress* tool_result)+)?)*  error?  done
+    start  tools?  (partial* final+ tools?)*  error?  done
+    tools = tool_call+ (user_message* (tool_progress* tool_result))+
+
+``tools`` before the first ``final`` answers tool calls an earlier request
+left pending (iteration 0). ``start`` is always first, even when the plugins
+cannot be resolved (then ``start error done``).
 
 ``done`` is always last and carries the new ``session`` and the ``outcome``.
 Events are msgspec structs: ``encode_event(ev)`` gives JSON, and the JSON
@@ -35,6 +40,7 @@ __all__ = [
     "ToolProgressEvent",
     "ToolResultEvent",
     "Usage",
+    "UserMessageEvent",
     "decode_event",
     "encode_event",
 ]
@@ -119,11 +125,16 @@ class PartialEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="partial"):
 
 
 class FinalEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="final"):
-    """A finished message from the model, after every transform."""
+    """A finished message from the model, after every transform.
+
+    ``session`` is None, except from ``send_request_stream`` (the original
+    platform's name), where each final carries the session with its message.
+    """
 
     request_id: str
     message: Message
     iteration: int = 1
+    session: Session | None = None
 
 
 class ToolCallEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="tool_call"):
@@ -148,7 +159,12 @@ class ToolProgressEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="tool_prog
 
 
 class ToolResultEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="tool_result"):
-    """A tool finished; ``message`` is the ``tool`` message added to the session."""
+    """A tool finished; ``message`` is the ``tool`` message added to the session.
+
+    ``suppressed`` is True when a ``tool_pre`` action asked to hide the
+    tool's output from the user (``suppress_output``): the model still reads
+    ``message``, but ``display`` is None and no ``tool_progress`` came before.
+    """
 
     request_id: str
     call_id: str
@@ -156,6 +172,17 @@ class ToolResultEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="tool_result
     success: bool
     message: Message
     display: Any = None
+    suppressed: bool = False
+
+
+class UserMessageEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="user_message"):
+    """A message for the user (not the model) from a ``tool_pre`` action's ``user_message``."""
+
+    request_id: str
+    plugin: str
+    message: str
+    level: Literal["info", "warning", "error"] = "info"
+    call_id: str | None = None
 
 
 class ErrorEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="error"):
@@ -177,7 +204,8 @@ class DoneEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="done"):
 
 
 Event = Union[
-    StartEvent, PartialEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, ErrorEvent, DoneEvent
+    StartEvent, PartialEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, UserMessageEvent,
+    ErrorEvent, DoneEvent,
 ]
 
 

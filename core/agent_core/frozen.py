@@ -221,19 +221,26 @@ def _refuse_vector(name: str) -> Any:
     return method
 
 
+_NO_MEMO: pyrsistent.PVector = pyrsistent.pvector()
+
+
 class FrozenVector(Sequence[T]):
     """A read-only sequence backed by a pyrsistent vector.
 
     Adding items with :meth:`appended` / :meth:`extended` shares structure
     with the original and costs O(log n). Compares equal to lists and tuples
     with the same items.
+
+    A vector may also carry a *prefix memo*: one value per leading item that
+    some caller computed from those items (see :meth:`prefix_memo`).
     """
 
-    __slots__ = ("_items", "_hash")
+    __slots__ = ("_items", "_hash", "_memo")
 
     def __init__(self, items: Iterable[T] = ()) -> None:
         self._items = items if isinstance(items, pyrsistent.PVector) else pyrsistent.pvector(items)
         self._hash: int | None = None
+        self._memo: pyrsistent.PVector = _NO_MEMO
 
     @overload
     def __getitem__(self, index: int) -> T: ...
@@ -241,7 +248,11 @@ class FrozenVector(Sequence[T]):
     def __getitem__(self, index: slice) -> FrozenVector[T]: ...
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
-            return FrozenVector(self._items[index])
+            out = FrozenVector(self._items[index])
+            if index.start in (None, 0) and index.step in (None, 1) and self._memo:
+                # a prefix holds the very same leading items, so the memo still describes them
+                out._memo = self._memo[: len(out)] if len(self._memo) > len(out) else self._memo
+            return out
         return self._items[index]
 
     def __len__(self) -> int:
@@ -284,11 +295,33 @@ class FrozenVector(Sequence[T]):
 
     def appended(self, item: T) -> FrozenVector[T]:
         """Return a new vector with ``item`` at the end (O(log n))."""
-        return FrozenVector(self._items.append(item))
+        out = FrozenVector(self._items.append(item))
+        out._memo = self._memo
+        return out
 
     def extended(self, items: Iterable[T]) -> FrozenVector[T]:
         """Return a new vector with ``items`` at the end."""
-        return FrozenVector(self._items.extend(items))
+        out = FrozenVector(self._items.extend(items))
+        out._memo = self._memo
+        return out
+
+    def prefix_memo(self) -> pyrsistent.PVector:
+        """Values computed for this vector's leading items (item ``i`` -> value ``i``); may be empty.
+
+        A memo describes only a prefix of the items, and every item is
+        immutable, so a vector made by appending to this one (or a prefix
+        slice of it) inherits the memo as is: its leading items are the very
+        same objects. The native history keeps chained digests here, so that
+        checking a stored prefix costs only the messages added since
+        (:mod:`agent_core.native_history`). The memo is never serialized.
+        """
+        return self._memo
+
+    def remember_prefix(self, memo: pyrsistent.PVector) -> None:
+        """Keep ``memo`` (at most one value per item) as this vector's prefix memo."""
+        if len(memo) > len(self._items):
+            raise ValueError(f"a prefix memo of {len(memo)} values for a vector of {len(self._items)} items")
+        self._memo = memo
 
 
 def freeze(value: Any) -> Any:

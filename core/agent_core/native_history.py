@@ -10,7 +10,7 @@ reserved key::
         "<provider name>": {
             "messages":   [...native messages...],
             "core_count": 12,          # how many core messages it covers
-            "tail":       "9f2c...",   # digest of core message core_count-1
+            "prefix_digest": "9f2c...",  # chained digest of core messages 0..core_count-1
         }
     }
 
@@ -18,26 +18,60 @@ It travels with ``to_dict``/``from_dict``, so a stateless request handler
 round-trips it for free. On the next request only the core messages after
 ``core_count`` are converted and appended. The record is thrown away and
 rebuilt from all core messages when it belongs to another provider, is
-missing, or no longer matches the core messages (the application edited or
-truncated them: the digest of the last covered message tells).
+missing, or no longer matches the core messages.
+
+"Matches" means every covered message is unchanged, not only the last one:
+an application that redacts message 0 must never have the original text sent
+again from the stored history. The digest is chained (digest ``i`` hashes
+digest ``i-1`` with message ``i``), so it pins the whole prefix. Computing it
+would cost O(history) per request, so the chain is memoized on the session's
+message vector (:meth:`~agent_core.frozen.FrozenVector.prefix_memo`): a vector
+made by appending inherits the digests of its leading messages, and only the
+messages added since are hashed. A vector built afresh (``replace_messages``,
+``from_dict``) has no memo, so its digests are computed once, from its own
+messages: an edit can never hide behind a stale memo.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .frozen import FrozenDict, FrozenList, freeze
+from .frozen import FrozenDict, FrozenList, FrozenVector, freeze
 from .types import Message, Session
 
-__all__ = ["NATIVE_KEY", "load_native", "store_native"]
+__all__ = ["NATIVE_KEY", "load_native", "persistable", "prefix_digest", "store_native"]
 
 NATIVE_KEY = "agent_core.native_history"
 
 
-def _digest(message: Message) -> str:
-    return hashlib.blake2b(message.to_json(), digest_size=8).hexdigest()
+def _chain(previous: str, message: Message) -> str:
+    h = hashlib.blake2b(previous.encode("ascii"), digest_size=16)
+    h.update(message.to_json())
+    return h.hexdigest()
+
+
+def prefix_digest(messages: Sequence[Message], count: int) -> str:
+    """The chained digest of ``messages[:count]`` (``""`` for an empty prefix).
+
+    Only messages the vector's memo does not cover yet are hashed; the memo is
+    extended for the next caller.
+    """
+    if count <= 0:
+        return ""
+    memo = messages.prefix_memo() if isinstance(messages, FrozenVector) else None
+    if memo is not None and len(memo) >= count:
+        return str(memo[count - 1])
+    done = len(memo) if memo is not None else 0
+    previous = str(memo[done - 1]) if memo is not None and done else ""
+    fresh = []
+    for i in range(done, count):
+        previous = _chain(previous, messages[i])
+        fresh.append(previous)
+    if memo is not None:
+        messages.remember_prefix(memo.extend(fresh))  # type: ignore[attr-defined]
+    return previous
 
 
 def load_native(session: Session, provider: str) -> tuple[FrozenList, int]:
@@ -57,7 +91,7 @@ def load_native(session: Session, provider: str) -> tuple[FrozenList, int]:
         return FrozenList(), 0
     if count > len(session.messages) or count < 0:
         return FrozenList(), 0
-    if count and record.get("tail") != _digest(session.messages[count - 1]):
+    if count and record.get("prefix_digest") != prefix_digest(session.messages, count):
         return FrozenList(), 0
     return freeze(native), count
 
@@ -72,7 +106,26 @@ def store_native(session: Session, provider: str, native: Any, core_count: int |
         {
             "messages": freeze(native),
             "core_count": count,
-            "tail": _digest(session.messages[count - 1]) if count else "",
+            "prefix_digest": prefix_digest(session.messages, count),
         }
     )
     return session.with_metadata({NATIVE_KEY: FrozenDict._trusted({provider: record})})
+
+
+def persistable(stored: FrozenList, native: FrozenList, turn_start: int, request_time: FrozenList) -> FrozenList:
+    """The native history to keep after a provider call: ``stored`` plus what the call added.
+
+    ``initialize_request`` may add messages (a system prompt, cache markers)
+    that are meant for one provider call; keeping them would send them again,
+    one more copy per call. When the history after the call still begins with
+    the request-time list, only the turn's new messages are kept on top of
+    the stored history. A plugin that rewrote earlier messages after the call
+    (a ``finalize`` or a ``response_finalize`` action returning a new
+    history) is taken at its word.
+    """
+    if request_time is stored or len(native) < turn_start:
+        return native
+    for a, b in zip(request_time, native):
+        if a is not b and a != b:
+            return native
+    return FrozenList._trusted([*stored, *native[turn_start:]])

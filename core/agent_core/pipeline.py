@@ -52,12 +52,22 @@ from .events import (
     PartialEvent,
     StartEvent,
     Usage,
+    UserMessageEvent,
 )
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
-from .native_history import load_native, store_native
+from .native_history import load_native, persistable, store_native
 from .resolution import Resolution
 from .tool_interop import ToolInteropRegistry
+from .tool_turn import (
+    DEFAULT_APPROVAL_TIMEOUT,
+    PreOutcome,
+    ToolKit,
+    place,
+    read_hook_extras,
+    suppressed,
+    tool_failure,
+)
 from .tools import (
     LiveTool,
     Routed,
@@ -171,6 +181,7 @@ class Pipeline:
         request_id: str,
         flight: Flight,
         resolution: Resolution | None = None,
+        final_sessions: bool = False,
     ) -> None:
         self.core = core
         self.input_session = session
@@ -183,6 +194,8 @@ class Pipeline:
         self.outcome: Outcome = FINISHED
         self.usage = [0, 0, 0]
         self.added: list[Message] = []
+        self.ephemeral: list[Message] = []  # injected context for the next provider call only
+        self.final_sessions = final_sessions  # finals carry the session (send_request_stream)
 
     # -- the flow -------------------------------------------------------------
 
@@ -213,7 +226,13 @@ class Pipeline:
         )
 
     def _run(self) -> Generator[Any, Any, Session]:
-        res = self.resolution or self.core.resolve(self.user_config)
+        try:
+            res = self.resolution or self.core.resolve(self.user_config, session=self.input_session)
+        except Exception:
+            # every stream opens with ``start``, even one that cannot resolve its plugins
+            wanted = self.user_config.get("provider") if isinstance(self.user_config, Mapping) else None
+            yield StartEvent(self.request_id, str(wanted or ""), [], [], [])
+            raise
         live = res.live
         provider: LivePlugin = live[res.provider]
         self.flight.attach(provider)
@@ -245,12 +264,29 @@ class Pipeline:
 
         lifecycle = self._lifecycle_actions((*exts, *feats), state)
         session = self.input_session
+        kit = ToolKit(registry, tools, effective_names, emitted, accepted, lifecycle, config)
+        stop_on_error = bool(config.get("stop_on_tool_error"))
         base_ctx = {
             "core": self.core, "config": config, "request_id": self.request_id, "tags": list(res.tags),
             "models": list(res.models), "available_tools": available, "tools": effective,
             "tool_interop": registry, "stream": self.stream,
         }
         pname = str(res.provider)
+
+        pending = self._pending_calls(session, registry, emitted)
+        if pending is not None:
+            # An earlier request stopped (max_turns) before running these: answer them first, so the
+            # provider never sees a call without its result.
+            pos, calls = pending
+            skip = None if config.get("run_pending_tool_calls", True) else (
+                "tool call not executed: the request that asked for it stopped before running it, "
+                "and run_pending_tool_calls is off"
+            )
+            native, _ = load_native(session, pname)
+            session, _, failures = yield from self._run_tools(kit, calls, session, native, state, 0, pos, skip)
+            if failures and stop_on_error:
+                self.outcome = tool_failure(failures)
+                return session
 
         for iteration in range(1, max_iter + 1):
             if self.flight.cancelled:
@@ -261,12 +297,19 @@ class Pipeline:
             if new_core or not native:
                 delta = self._to_native(provider, exts, feats, [m.as_mapping() for m in new_core], state, ctx)
                 native = FrozenList._trusted([*native, *delta])
+            stored = native  # what initialize_request adds below is for this provider call only
+            if self.ephemeral:
+                # context a tool_pre action injected for the next provider call only
+                extra = self._to_native(provider, exts, feats, [m.as_mapping() for m in self.ephemeral], state, ctx)
+                native = FrozenList._trusted([*native, *extra])
+                self.ephemeral = []
 
             native, state = self._chain2(provider, "initialize_request", native, state,
                                          request_id=self.request_id, context=ctx)
             for p in (*exts, *feats):
                 native, state = self._chain2(p, "initialize_request", native, state, context=ctx)
             turn_start = len(native)
+            request_time = native
 
             finals, native, state = yield from self._call(provider, exts, native, state, iteration, ctx)
             self.usage[2] += 1
@@ -304,11 +347,12 @@ class Pipeline:
             session = session.with_messages(messages)
             if session_meta:
                 session = session.with_metadata(session_meta)
+            native = persistable(stored, native, turn_start, request_time)
             session = store_native(session, pname, native)
             self.added.extend(messages)
             for m in messages:
                 self._count_usage(m)
-                yield FinalEvent(self.request_id, m, iteration)
+                yield FinalEvent(self.request_id, m, iteration, session if self.final_sessions else None)
 
             calls = self._tool_calls(messages)
             if not calls:
@@ -321,28 +365,102 @@ class Pipeline:
                 )
                 return session
 
-            routed = [
-                route(registry.read_call(c, i, emitted), tools, effective_names) for i, c in enumerate(calls)
-            ]
-            for r in routed:
-                yield preview_event(self.request_id, r, iteration)
-            tool_msgs: list[Message] = []
-            for r in routed:
-                if self.flight.cancelled:
-                    raise _Cancelled
-                tctx = {"core": self.core, "config": config, "trigger_source": "core",
-                        "session": session.to_dict(), "request_id": self.request_id}
-                payload, denial = yield from self._tool_pre(lifecycle, r, session, native, state, config)
-                if denial is not None:
-                    r = Routed(dataclasses.replace(r.call, error=denial), r.tool, r.descriptor)
-                msg = yield from run_tool_call(r, payload, freeze(tctx), self.request_id, accepted)
-                tool_msgs.append(msg)
-                session = session.with_message(msg)
-                self.added.append(msg)
-                session = self._tool_post(lifecycle, r, msg, session, native, state, config)
+            session, n_added, failures = yield from self._run_tools(
+                kit, list(enumerate(calls)), session, native, state, iteration
+            )
             # keep the native record pointing at the same covered prefix
-            session = store_native(session, pname, native, len(session.messages) - len(tool_msgs))
+            session = store_native(session, pname, native, len(session.messages) - n_added)
+            if failures and stop_on_error:
+                self.outcome = tool_failure(failures)
+                return session
         return session  # pragma: no cover - the loop always returns
+
+    def _run_tools(
+        self, kit: ToolKit, calls: list[tuple[int, Any]], session: Session, native: Any, state: Any,
+        iteration: int, insert_at: int | None = None, not_executed: str | None = None,
+    ) -> Generator[Any, Any, tuple[Session, int, list[str]]]:
+        """Route, preview, vet (``tool_pre``), run and record one turn's tool calls.
+
+        Tool messages are appended, or placed from ``insert_at`` on (pending
+        calls answered before later messages). With ``not_executed`` nothing
+        runs: each call gets an error result saying so. Returns the session,
+        how many messages were added, and a line per tool that failed.
+        """
+        routed = [route(kit.registry.read_call(c, i, kit.emitted), kit.tools, kit.names) for i, c in calls]
+        if not_executed is not None:
+            routed = [Routed(dataclasses.replace(r.call, error=not_executed), r.tool, r.descriptor) for r in routed]
+        for r in routed:
+            yield preview_event(self.request_id, r, iteration)
+        pos = len(session.messages) if insert_at is None else insert_at
+        added = 0
+        failures: list[str] = []
+        injections: list[tuple[str, Message, bool]] = []
+        for r in routed:
+            if self.flight.cancelled:
+                raise _Cancelled
+            tctx = {"core": self.core, "config": kit.config, "trigger_source": "core",
+                    "session": session.to_dict(), "request_id": self.request_id}
+            pre = PreOutcome(r.call.payload)
+            if not_executed is None:
+                pre = yield from self._tool_pre(kit.lifecycle, r, session, native, state, kit.config)
+            for plugin_name, text, level in pre.notices:
+                yield UserMessageEvent(self.request_id, plugin_name, text, level, r.call.call_id)
+            if pre.denial is not None:
+                r = Routed(dataclasses.replace(r.call, error=pre.denial), r.tool, r.descriptor)
+            run = run_tool_call(r, pre.payload, freeze(tctx), self.request_id, kit.accepted)
+            msg = yield from (suppressed(run) if pre.suppress else run)
+            session, pos = place(session, msg, pos)
+            added += 1
+            self.added.append(msg)
+            if r.call.error is None and isinstance(msg.tool_result, Mapping) and not msg.tool_result.get("success"):
+                failures.append(f"{r.call.tool_name!r} (call {r.call.call_id}): {msg.tool_result.get('error')}")
+            session = self._tool_post(kit.lifecycle, r, msg, session, native, state, kit.config)
+            injections.extend(pre.injections)
+        # injected context goes after the turn's tool results, never between a call and its result
+        for _, message, ephemeral in injections:
+            if ephemeral:
+                self.ephemeral.append(message)
+            else:
+                session, pos = place(session, message, pos)
+                added += 1
+                self.added.append(message)
+        return session, added, failures
+
+    def _pending_calls(
+        self, session: Session, registry: ToolInteropRegistry, emitted: list[str]
+    ) -> tuple[int, list[tuple[int, Any]]] | None:
+        """Tool calls of the last assistant message that no ``tool`` message answers yet.
+
+        Looks back only to the last assistant message, so the cost does not
+        grow with the history. A call marked ``incomplete`` (its arguments
+        were cut off) is never run and never answered. Returns where the
+        results go (after the tool messages already following the call) and
+        the unanswered calls with their index.
+        """
+        msgs = session.messages
+        answered: set[Any] = set()
+        for i in range(len(msgs) - 1, -1, -1):
+            m = msgs[i]
+            if m.role == "tool":
+                answered.add(m.metadata.get("tool_call_id"))
+                continue
+            if m.role != "assistant":
+                continue
+            raw = m.metadata.get("tool_calls")
+            if not isinstance(raw, (list, tuple)) or not raw:
+                return None
+            missing = [
+                (j, c) for j, c in enumerate(raw)
+                if not (isinstance(c, Mapping) and c.get("incomplete"))
+                and registry.read_call(c, j, emitted).call_id not in answered
+            ]
+            if not missing:
+                return None
+            pos = i + 1
+            while pos < len(msgs) and msgs[pos].role == "tool":
+                pos += 1
+            return pos, missing
+        return None
 
     # -- pieces ---------------------------------------------------------------
 
@@ -535,10 +653,17 @@ class Pipeline:
 
     def _tool_pre(
         self, lifecycle: Mapping[str, Any], r: Routed, session: Session, native: Any, state: Any, config: Any
-    ) -> Generator[Any, Any, tuple[Any, str | None]]:
-        payload = r.call.payload
+    ) -> Generator[Any, Any, PreOutcome]:
+        """Ask every ``tool_pre`` action about one call (the HookResult vocabulary of seed 000).
+
+        ``action``: ``continue`` | ``modify`` (``data.payload``) | ``deny`` |
+        ``inject_context`` | ``ask_user``; beside it ``context_injection``
+        (+ ``context_injection_role``, ``ephemeral``), ``user_message`` (+
+        ``user_message_level``), ``suppress_output`` and the approval keys.
+        """
+        out = PreOutcome(r.call.payload)
         for plugin, action in lifecycle.get("tool_pre", ()):
-            call_info = {"id": r.call.call_id, "name": r.call.tool_name, "payload": payload,
+            call_info = {"id": r.call.call_id, "name": r.call.tool_name, "payload": out.payload,
                          "payload_kind": r.call.payload_kind, "payload_format": r.call.payload_format,
                          "plugin": r.tool.plugin.name if r.tool else None}
             ctx = {"lifecycle": "tool_pre", "trigger_source": "core", "config": config, "core": self.core,
@@ -547,42 +672,58 @@ class Pipeline:
             res = self._action(plugin, action, session, native, ctx, state)
             verdict = res.get("action") or res.get("decision") or "continue"
             reason = res.get("reason") or ""
+            read_hook_extras(plugin, res, verdict, out)
             if verdict == "modify":
                 data = res.get("data")
-                payload = data.get("payload", payload) if isinstance(data, Mapping) else res.get("payload", payload)
+                out.payload = data.get("payload", out.payload) if isinstance(data, Mapping) else res.get(
+                    "payload", out.payload)
             elif verdict == "deny":
-                return payload, f"tool call denied by {plugin.name}" + (f": {reason}" if reason else "")
+                out.denial = f"tool call denied by {plugin.name}" + (f": {reason}" if reason else "")
+                return out
             elif verdict in ("ask_user", "ask"):
-                allowed = yield from self._approve(plugin, r, payload, res)
+                allowed, why = yield from self._approve(plugin, r, out.payload, res)
                 if not allowed:
-                    return payload, f"tool call not approved ({plugin.name})" + (f": {reason}" if reason else "")
-            elif verdict not in ("continue", "allow"):
+                    out.denial = f"tool call not approved ({plugin.name}{why})" + (f": {reason}" if reason else "")
+                    return out
+            elif verdict not in ("continue", "allow", "inject_context"):
                 raise PluginError(plugin.name, "execute_action", ValueError(verdict),
                                   detail=f"tool_pre action returned unknown action {verdict!r}")
-        return payload, None
+        return out
 
-    def _approve(self, plugin: LivePlugin, r: Routed, payload: Any, res: Mapping[str, Any]) -> Generator[Any, Any, bool]:
-        from .approval import ApprovalRequest, decision_allows
+    def _approve(
+        self, plugin: LivePlugin, r: Routed, payload: Any, res: Mapping[str, Any]
+    ) -> Generator[Any, Any, tuple[bool, str]]:
+        from .approval import TIMED_OUT, ApprovalRequest, acall_with_timeout, call_with_timeout, decision_allows
 
         default = res.get("approval_default") or res.get("default") or "deny"
+        if default not in ("allow", "deny"):
+            raise PluginError(plugin.name, "execute_action", ValueError(default),
+                              detail=f"approval_default must be 'allow' or 'deny', got {default!r}")
+        timeout = res.get("approval_timeout", DEFAULT_APPROVAL_TIMEOUT)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise PluginError(plugin.name, "execute_action", ValueError(timeout),
+                              detail=f"approval_timeout must be a positive number of seconds, got {timeout!r}")
         callback = self.core.approval
         if callback is None:
-            return default == "allow"
+            return default == "allow", ""
         request = ApprovalRequest(
             request_id=self.request_id, call_id=r.call.call_id, tool_name=r.call.tool_name,
             plugin=plugin.name, payload=thaw(payload),
             prompt=str(res.get("approval_prompt") or f"Allow {r.call.tool_name}?"),
-            options=list(res.get("approval_options") or ["allow", "deny"]), default=default,
+            options=list(res.get("approval_options") or ["allow", "deny"]), default=default, timeout=float(timeout),
         )
+        is_async = is_async_callable(callback)
         try:
             answer = yield Call(
-                None if is_async_callable(callback) else (lambda: callback(request)),
-                (lambda: callback(request)) if is_async_callable(callback) else None,
+                None if is_async else (lambda: call_with_timeout(callback, request, float(timeout))),
+                (lambda: acall_with_timeout(callback, request, float(timeout))) if is_async else None,
                 label="approval callback",
             )
         except Exception as exc:  # noqa: BLE001 - a broken callback must not run the tool
             raise PluginError("approval", "approval_callback", exc) from exc
-        return decision_allows(answer, default)
+        if answer is TIMED_OUT:
+            return default == "allow", f", no answer within {timeout:g} s"
+        return decision_allows(answer, default), ""
 
     def _tool_post(
         self, lifecycle: Mapping[str, Any], r: Routed, msg: Message, session: Session, native: Any, state: Any,

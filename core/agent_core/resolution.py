@@ -22,22 +22,36 @@ Theory of operation
 5. Each chain is ordered by ``priority`` then name, never by registration
    or discovery order.
 
+A session may carry ``metadata["plugins"]``: an explicit list of the plugin
+ids enabled for requests on it (the original platform's rule). It replaces
+step 2's default: an unlisted extension, feature or tool is off (even when
+forced), a listed one is a candidate as if named in ``enabled_plugins``;
+``disabled_plugins`` and the tag rules still apply. The provider is always
+the one the config names.
+
+``get_models`` results can be cached per config (``AgentCore(model_cache=
+{})``): the key is a digest of the provider, the candidates and the config,
+so a different config never reads another's models.
+
 Each plugin's tags are asked for once per resolution (``get_tags`` must be
 pure); ``is_enabled`` is asked each round because its inputs change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from .config import check_engine_keys, effective_config, parse_schema
 from .errors import ConfigError, PluginError
 from .frozen import FrozenDict, FrozenList, freeze
 from .hooks import LivePlugin, PluginSpec, call_hook
 
-__all__ = ["PluginRef", "Resolution", "resolve"]
+__all__ = ["PluginRef", "Resolution", "resolve", "session_plugins"]
 
 CHAIN_KINDS = ("extension", "feature", "tool")
 _PLURAL = {"provider": "providers", "extension": "extensions", "feature": "features", "tool": "tools"}
@@ -138,11 +152,42 @@ def pick_provider(specs: Sequence[PluginSpec], config: Mapping[str, Any]) -> Plu
     )
 
 
-def resolve(registry: Mapping[str, Sequence[PluginSpec]], user_config: Mapping[str, Any]) -> Resolution:
+def session_plugins(metadata: Mapping[str, Any]) -> frozenset[str] | None:
+    """The explicit plugin list a session's metadata carries under ``"plugins"``, if any.
+
+    Raises:
+        ConfigError: ``plugins`` is not a list of plugin ids (strings).
+    """
+    value = metadata.get("plugins")
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"session metadata 'plugins' must be a list of plugin ids (strings), got {value!r}", key="plugins"
+        )
+    return frozenset(value)
+
+
+_key_encoder = msgspec.json.Encoder(enc_hook=repr, order="sorted")
+
+
+def _models_key(provider: str, candidates: Sequence[str], config: Mapping[str, Any]) -> str:
+    raw = _key_encoder.encode([provider, list(candidates), config])
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def resolve(
+    registry: Mapping[str, Sequence[PluginSpec]],
+    user_config: Mapping[str, Any],
+    *,
+    only: frozenset[str] | None = None,
+    model_cache: MutableMapping[str, Any] | None = None,
+) -> Resolution:
     """Resolve the plugins for ``user_config`` (see the module docstring).
 
     Plugin instances made here are the ones the request then uses, available
-    in ``Resolution.live`` by name.
+    in ``Resolution.live`` by name. ``only`` is a session's explicit plugin
+    list; ``model_cache`` keeps ``get_models`` results per config.
 
     Raises:
         ConfigError: bad engine keys, unknown provider, a value of the wrong
@@ -162,8 +207,12 @@ def resolve(registry: Mapping[str, Sequence[PluginSpec]], user_config: Mapping[s
     for kind in CHAIN_KINDS:
         cands = []
         for spec in registry.get(kind, ()):
-            if spec.name in disabled and spec.name not in forced:
+            if only is not None and spec.name not in only:
+                reasons[spec.name] = "off: not in the session's metadata 'plugins' list"
+            elif spec.name in disabled and spec.name not in forced:
                 reasons[spec.name] = "off: named in disabled_plugins"
+            elif only is not None:
+                cands.append(spec)
             elif not spec.default_enabled and spec.name not in opted_in and spec.name not in forced:
                 reasons[spec.name] = "off: opt-in plugin (default_enabled = False) not named in enabled_plugins"
             else:
@@ -182,10 +231,18 @@ def resolve(registry: Mapping[str, Sequence[PluginSpec]], user_config: Mapping[s
     }
     loose = freeze(effective_config(user_config, [f for n in live for f in schemas[n]], strict=False))
 
-    models = call_hook(provider, "get_models", loose)
-    for spec in candidates["extension"] + candidates["feature"]:
-        models = call_hook(live[spec.name], "get_models", loose, models)
-    models = freeze(list(models or ()))
+    model_plugins = candidates["extension"] + candidates["feature"]
+    key = _models_key(provider_spec.name, [s.name for s in model_plugins], loose) if model_cache is not None else ""
+    cached = model_cache.get(key) if model_cache is not None else None
+    if cached is not None:
+        models = cached
+    else:
+        models = call_hook(provider, "get_models", loose)
+        for spec in model_plugins:
+            models = call_hook(live[spec.name], "get_models", loose, models)
+        models = freeze(list(models or ()))
+        if model_cache is not None:
+            model_cache[key] = models
 
     provider_tags = _string_list(provider, "get_tags", call_hook(provider, "get_tags", loose, models))
     own_tags = {

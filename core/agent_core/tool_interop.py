@@ -191,8 +191,11 @@ def _read_openai_call(call: Mapping[str, Any], index: int) -> InspectedToolCall:
         try:
             payload = json.loads(raw)
         except (TypeError, ValueError) as exc:
+            # Kept as raw text: a tool that claims the call (can_handle_tool_call) gets it as a
+            # freeform payload; for everyone else the error stands.
             return InspectedToolCall(
                 call_id, name, raw, payload_kind="text", payload_format=None, tool_call=call,
+                payload_metadata={"freeform": True},
                 error=f"arguments for {name!r} are not valid JSON ({exc}); got: {str(raw)[:200]}",
             )
     if not isinstance(payload, Mapping):

@@ -10,6 +10,7 @@ it never stops the request.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from collections.abc import Generator, Mapping
@@ -141,6 +142,10 @@ def build_catalog(
         schemas = call_hook(plugin, "get_tool_schemas", state, prepared=prepared)
         lt = LiveTool(plugin, state, prepared)
         for d in describe(plugin, schemas):
+            if d.tool_name in lt.schemas:
+                raise ConfigError(
+                    f"tool plugin {plugin.name!r} offers two tools named {d.tool_name!r}", plugins=[plugin.name]
+                )
             lt.schemas[d.tool_name] = d
         live.append(lt)
     return live
@@ -157,7 +162,26 @@ def prepare_tools(features: list[LivePlugin], config: Any, tools: FrozenList, co
                 detail="must return a list of ToolDescriptor",
             )
         tools = FrozenList._trusted(got)
+    check_unique_names(tools)
     return tools
+
+
+def check_unique_names(tools: FrozenList) -> None:
+    """Refuse two offered tools with one name: the model could not say which it means.
+
+    Raises:
+        ConfigError: naming the tool and both plugins, with the way out.
+    """
+    owner: dict[str, str] = {}
+    for d in tools:
+        first = owner.get(d.tool_name)
+        if first is not None:
+            raise ConfigError(
+                f"tool plugins {first!r} and {d.plugin_name!r} both offer a tool named {d.tool_name!r}; "
+                "disable one of them (disabled_plugins) or drop one in a feature's prepare_tools",
+                plugins=[first, d.plugin_name],
+            )
+        owner[d.tool_name] = d.plugin_name
 
 
 # -- executing one call ----------------------------------------------------------
@@ -180,7 +204,13 @@ def _payload_kwargs(call: InspectedToolCall) -> dict[str, Any]:
 
 
 def route(call: InspectedToolCall, tools: list[LiveTool], effective_names: set[tuple[str, str]]) -> Routed:
-    """Pick the tool for a call: a tool that claims it, else the one whose schema names it."""
+    """Pick the tool for a call: a tool that claims it, else the one whose schema names it.
+
+    The in-process tool API is payload-first: a tool that claims a call whose
+    arguments are not JSON receives the raw argument text (``payload_kind``
+    ``"text"``) instead of an error. A call whose arguments were cut off
+    (``incomplete``) is never handed to a tool.
+    """
     refused: set[str] = set()
     for t in tools:
         if not t.plugin.defines("can_handle_tool_call"):
@@ -191,6 +221,8 @@ def route(call: InspectedToolCall, tools: list[LiveTool], effective_names: set[t
             **_payload_kwargs(call), tool_schema=d.schema if d else None, prepared=t.prepared,
         )
         if verdict is True:
+            if call.error is not None and call.payload_metadata.get("freeform") and not call.tool_call.get("incomplete"):
+                call = dataclasses.replace(call, error=None)
             return Routed(call, t, d)
         if verdict is False:
             refused.add(t.plugin.name)

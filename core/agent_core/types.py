@@ -378,3 +378,26 @@ class ToolDescriptor(msgspec.Struct, frozen=True):
 
     def with_schema(self, schema: Mapping[str, Any]) -> ToolDescriptor:
         return ToolDescriptor(self.plugin_name, self.tool_name, schema, self.metadata)
+
+
+# The original platform's ``agent_core.types`` also held the plugin protocols
+# and the cancellation error; code written against it imports them from here.
+# (Re-exports only: the definitions live in :mod:`agent_core.protocols` and
+# :mod:`agent_core.errors`. Imported last: protocols refer back to this module.)
+from .errors import ProviderRequestCancelled  # noqa: E402
+from .protocols import (  # noqa: E402
+    BasePlugin,
+    FeaturePlugin,
+    ProviderExtensionPlugin,
+    ProviderPlugin,
+    ToolPlugin,
+)
+
+__all__ += [
+    "BasePlugin",
+    "FeaturePlugin",
+    "ProviderExtensionPlugin",
+    "ProviderPlugin",
+    "ProviderRequestCancelled",
+    "ToolPlugin",
+]

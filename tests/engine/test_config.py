@@ -175,8 +175,8 @@ def test_a_bad_value_fails_the_request_and_leaves_the_session_alone() -> None:
         core.request(s, {"model": 42})
     assert info.value.key == "model"
     events = list(core.stream_request(s, {"model": 42}))
-    assert [e.type for e in events] == ["error", "done"]
-    assert events[0].error.type == "ConfigError"
+    assert [e.type for e in events] == ["start", "error", "done"]  # every stream opens with start
+    assert events[1].error.type == "ConfigError"
     assert events[-1].outcome.status == "stopped" and events[-1].outcome.reason == "invalid_input"
     assert events[-1].session == s
     assert seen == []  # the provider never ran

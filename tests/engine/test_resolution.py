@@ -402,7 +402,7 @@ def test_an_oscillating_config_fails_the_request_without_touching_the_session() 
     with pytest.raises(ConfigError):
         core.request(session, {})
     events = list(core.stream_request(session, {}))
-    assert [e.type for e in events] == ["error", "done"]
+    assert [e.type for e in events] == ["start", "error", "done"]
     assert events[-1].outcome.status == "stopped"
     assert events[-1].session == session
 

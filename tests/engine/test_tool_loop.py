@@ -148,8 +148,8 @@ def test_a_tool_that_refuses_a_call_is_skipped_when_routing_by_name() -> None:
         "a_refuser", [openai_fn("add")], lambda n, p: {"success": True, "result": "wrong tool"},
         can_handle_tool_call=lambda self, tool_name, payload, state, **kw: False,
     )
-    core = AgentCore(providers=[add_then_answer()], tools=[refuser, calculator()])
-    assert tool_messages(core.request(session()))[0].content == "Result: 3"
+    core = AgentCore(providers=[add_then_answer()], tools=[refuser])
+    assert tool_messages(core.request(session()))[0].content == "Error: Unknown tool: add"
 
 
 def test_can_handle_tool_call_returning_none_routes_by_name_and_sees_the_schema() -> None:
@@ -740,14 +740,14 @@ def _pruning_feature(seen: list[Any] | None = None) -> type:
     return Prune
 
 
-def test_get_tool_schemas_returns_descriptors_after_prepare_tools() -> None:
+def test_get_tool_descriptors_returns_descriptors_after_prepare_tools() -> None:
     seen: list[Any] = []
     core = AgentCore(
         providers=[NeverCalled],
         tools=[calculator(), tool("vault", [openai_fn("secret")]), tool("j", [json_schema_tool("square")])],
         features=[_pruning_feature(seen)],
     )
-    descriptors = core.get_tool_schemas({})
+    descriptors = core.get_tool_descriptors({})
     assert all(isinstance(d, ToolDescriptor) for d in descriptors)
     by_name = {d.tool_name: d for d in descriptors}
     assert set(by_name) == {"add", "square"}
@@ -757,7 +757,7 @@ def test_get_tool_schemas_returns_descriptors_after_prepare_tools() -> None:
     (ctx,) = seen
     assert {d.tool_name for d in ctx["available_tools"]} == {"add", "secret", "square"}
     # without the feature every tool is offered
-    assert {d.tool_name for d in core.get_tool_schemas({"disabled_plugins": ["prune"]})} == {"add", "secret", "square"}
+    assert {d.tool_name for d in core.get_tool_descriptors({"disabled_plugins": ["prune"]})} == {"add", "secret", "square"}
 
 
 def test_prepare_tools_shapes_what_a_request_offers_and_what_can_be_called() -> None:
@@ -795,7 +795,7 @@ def test_tool_prepare_result_reaches_get_tool_schemas_and_execute_tool() -> None
             return {"success": True, "result": json.dumps(prepared)}
 
     core = AgentCore(providers=[add_then_answer(tool_call("dyn", {}))], tools=[Prepared])
-    assert [d.tool_name for d in core.get_tool_schemas()] == ["dyn"]
+    assert [d.tool_name for d in core.get_tool_descriptors()] == ["dyn"]
     assert tool_messages(core.request(session()))[0].content == 'Result: {"names": ["dyn"]}'
 
 
@@ -853,10 +853,12 @@ def test_tool_pre_actions_chain_in_feature_order_and_a_denial_stops_the_chain() 
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-def test_when_two_tools_offer_one_name_the_first_in_resolved_order_runs(reverse: bool) -> None:
+def test_when_two_tools_offer_one_name_the_request_fails_naming_both(reverse: bool) -> None:
+    # issue 9 item 4: the model would get two identical names; the order of registration must not decide
     first = tool("a_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "a"})
-    second = tool("b_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "b"})
     early = tool("z_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "z"}, priority=1)
-    regs = [first, second, early]
+    regs = [first, early]
     core = AgentCore(providers=[add_then_answer()], tools=regs[::-1] if reverse else regs)
-    assert tool_messages(core.request(session()))[0].content == "Result: z"
+    with pytest.raises(ConfigError) as info:
+        core.request(session())
+    assert set(info.value.plugins) == {"a_tool", "z_tool"} and "'add'" in str(info.value)
