@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agent_core_providers.clients import close_clients
@@ -52,13 +55,20 @@ class LiveServer(LlamaServer):
         base = {"openai": self.url + "/v1", "anthropic": self.url}[provider]
         return {"provider": provider, "base_url": base, "model": MODEL, "temperature": 0, **extra}
 
+    def wait_until_generating(self, timeout: float = 30.0) -> bool:
+        """Poll ``/slots`` until a slot works on a request; False on timeout."""
+        deadline = time.monotonic() + timeout
+        with httpx.Client(timeout=5.0) as client:
+            while time.monotonic() < deadline:
+                if any(slot.get("is_processing") for slot in client.get(self.url + "/slots").json()):
+                    return True
+                time.sleep(0.02)
+        return False
 
-@pytest.fixture(scope="session")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """``llama-server`` on 127.0.0.1 with Gemma 3 270M and the tool template, for the whole session."""
-    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
+
+def _serve(log_path: Path, slots: int) -> Iterator[LiveServer]:
     try:
-        started = start_server(log_path, slots=SLOTS, ctx_per_slot=CTX_PER_SLOT, seed=SEED)
+        started = start_server(log_path, slots=slots, ctx_per_slot=CTX_PER_SLOT, seed=SEED)
     except LiveUnavailable as exc:
         unavailable(str(exc))
     except RuntimeError as exc:  # installed but broken: a failure, never a skip
@@ -68,6 +78,23 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """``llama-server`` on 127.0.0.1 with Gemma 3 270M and the tool template, for the whole session."""
+    yield from _serve(tmp_path_factory.mktemp("llama-server") / "server.log", SLOTS)
+
+
+@pytest.fixture
+def own_llama(tmp_path: Path) -> Iterator[LiveServer]:
+    """A one-slot server for one test (it starts in about a second).
+
+    For a test that leaves the server working: llama-server does not stop a
+    non-streamed generation when its client goes away, and stopping this
+    server ends that work instead of letting it slow the tests after it.
+    """
+    yield from _serve(tmp_path / "server.log", 1)
 
 
 @pytest.fixture(autouse=True)
