@@ -15,6 +15,7 @@ from agent_core.errors import (
     InvalidRequestError,
     LLMError,
     LLMTimeoutError,
+    MalformedResponseError,
     MissingFieldError,
     PluginError,
     ProviderRequestCancelled,
@@ -32,12 +33,19 @@ HIERARCHY = [
     ("InvalidRequestError", LLMError),
     ("ProviderUnavailableError", LLMError),
     ("LLMTimeoutError", LLMError),
+    ("MalformedResponseError", LLMError),
     ("PluginError", Exception),
     ("ConfigError", ValueError),
     ("ActionInputError", ValueError),
     ("MissingFieldError", KeyError),
     ("MissingFieldError", ValueError),
     ("ProviderRequestCancelled", RuntimeError),
+    ("EmptyResponseError", LLMError),
+    ("AsyncOnlyHookError", ConfigError),
+    ("InvalidValueError", ValueError),
+    ("InvalidArgumentError", TypeError),
+    ("InvalidArgumentError", ValueError),
+    ("RequestInFlightError", errors.InvalidArgumentError),
 ]
 
 LLM_SUBCLASSES = [
@@ -48,6 +56,7 @@ LLM_SUBCLASSES = [
     InvalidRequestError,
     ProviderUnavailableError,
     LLMTimeoutError,
+    MalformedResponseError,
 ]
 
 
@@ -178,7 +187,23 @@ EXAMPLES = [
     MissingFieldError("role", "Message"),
     ProviderRequestCancelled("req-7"),
     ProviderRequestCancelled(),
+    errors.EmptyResponseError("no chunk", provider="openai"),
+    errors.AsyncOnlyHookError("async-only", key="k", plugins=["t"]),
+    errors.InvalidValueError("bytes cannot be carried", path="Message.content"),
+    errors.InvalidArgumentError("context must be a mapping", argument="context"),
+    errors.RequestInFlightError("req-9"),
 ]
+
+
+def test_new_engine_errors_name_what_was_wrong() -> None:
+    assert errors.EmptyResponseError("x").retryable is True
+    dup = errors.RequestInFlightError("req-1")
+    assert dup.request_id == "req-1" and dup.argument == "request_id" and "req-1" in str(dup)
+    assert errors.InvalidValueError("m", path="Session.metadata['k']").path == "Session.metadata['k']"
+    hierarchy = errors.__doc__ or ""
+    for name in ("EmptyResponseError", "AsyncOnlyHookError", "InvalidValueError", "InvalidArgumentError",
+                 "RequestInFlightError"):
+        assert name in hierarchy  # the drawn hierarchy stays current
 
 
 @pytest.mark.parametrize("err", EXAMPLES, ids=lambda e: type(e).__name__)

@@ -440,3 +440,44 @@ def test_fromkeys_builds_a_frozen_dict() -> None:
     assert FrozenDict.fromkeys("xy") == {"x": None, "y": None}
     with pytest.raises(TypeError):
         d["c"] = 1
+
+
+# -- depth: a bounded walk, never a RecursionError --------------------------------------------
+
+from agent_core.errors import InvalidValueError  # noqa: E402
+from agent_core.frozen import MAX_DEPTH, freeze_json  # noqa: E402
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("make", [lambda: _nested(10_000), lambda: _nested(MAX_DEPTH + 1)], ids=["10000", "limit+1"])
+def test_freeze_refuses_values_nested_too_deeply(make: Any) -> None:
+    with pytest.raises(InvalidValueError, match=f"deeper than {MAX_DEPTH}"):
+        freeze(make())
+    with pytest.raises(InvalidValueError, match=f"deeper than {MAX_DEPTH}"):
+        freeze_json({"k": make()}, "x")
+
+
+def test_freeze_accepts_values_up_to_the_limit() -> None:
+    assert thaw(freeze(_nested(MAX_DEPTH - 1))) == _nested(MAX_DEPTH - 1)
+
+
+def test_freeze_refuses_a_value_that_contains_itself() -> None:
+    loop: dict = {}
+    loop["again"] = [loop]
+    with pytest.raises(InvalidValueError, match="contains itself"):
+        freeze(loop)
+    with pytest.raises(InvalidValueError, match=r"x\['again'\]\[0\]\['again'\]"):
+        freeze_json(loop, "x")
+
+
+def test_freeze_still_leaves_other_objects_alone_but_freeze_json_refuses_them() -> None:
+    marker = object()
+    assert freeze({"client": marker})["client"] is marker
+    with pytest.raises(InvalidValueError, match="object"):
+        freeze_json({"client": marker})

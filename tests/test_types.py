@@ -554,3 +554,95 @@ def test_deepcopy_and_pickle_round_trips(value: Any) -> None:
         assert isinstance(restored.messages, FrozenVector)
         with pytest.raises(TypeError):
             restored.messages.append(Message(role="user", content="x"))
+
+
+# -- every session that can be built round-trips exactly (issue: values always round-trip) ------
+
+import enum  # noqa: E402
+
+from agent_core.errors import InvalidValueError  # noqa: E402
+
+
+class Colour(str, enum.Enum):
+    RED = "red"
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+# Everything a caller or plugin can hand in: tuples, sets, frozensets, enums, empty parts,
+# any float JSON can carry, big ints. The rule (docs/conventions.md) normalises these once.
+hashable_scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+)
+buildable_values = st.recursive(
+    hashable_scalars | st.just(Colour.RED) | st.just(Level.HIGH) | st.integers(min_value=2**64, max_value=2**80),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.frozensets(hashable_scalars, max_size=4)
+        | st.sets(st.text(max_size=3), max_size=4)
+        | st.dictionaries(st.text(), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+buildable_messages = st.builds(
+    Message,
+    role=roles,
+    content=buildable_values,
+    metadata=st.dictionaries(st.text(), buildable_values, max_size=4),
+    multipart_content=st.none() | st.lists(buildable_values, max_size=3),
+    tool_result=st.none() | st.dictionaries(st.text(), buildable_values, max_size=3),
+)
+buildable_sessions = st.builds(
+    Session,
+    session_id=st.text(),
+    messages=st.lists(buildable_messages, max_size=4),
+    metadata=st.dictionaries(st.text(), buildable_values, max_size=4),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(buildable_sessions)
+def test_every_buildable_session_round_trips_through_json_exactly(value: Session) -> None:
+    again = Session.from_json(value.to_json())
+    assert again == value
+    assert again.to_json() == value.to_json()  # normalised once: a second trip changes nothing
+    assert Session.from_dict(value.to_dict()) == value
+
+
+def test_sets_tuples_enums_and_empty_parts_are_normalised_when_frozen() -> None:
+    m = Message("tool", ("a", Colour.RED), {"ids": {3, 1, 2}, Colour.RED: Level.HIGH}, [], {})
+    assert m.content == ["a", "red"] and type(m.content[1]) is str
+    assert m.metadata == {"ids": [1, 2, 3], "red": 3} and type(m.metadata["red"]) is int
+    assert m.multipart_content is None and m.tool_result is None  # empty parts are left out of JSON
+    assert Message.from_json(m.to_json()) == m
+
+
+@pytest.mark.parametrize(
+    ("build", "path", "why"),
+    [
+        (lambda: Message("user", b"x"), "Message.content", "bytes"),
+        (lambda: Message("user", "x", {"cost": float("nan")}), "Message.metadata['cost']", "not a JSON number"),
+        (lambda: Message("user", [1, float("-inf")]), "Message.content[1]", "not a JSON number"),
+        (lambda: Message("user", "x", {"k": {1: "a"}}), "Message.metadata['k']", "keys are strings"),
+        (lambda: Message("user", "x", tool_result={"r": object()}), "Message.tool_result['r']", "object"),
+        (lambda: Message("user", "bad \ud800 text"), "Message.content", "surrogate"),
+        (lambda: Session("s", [], {"raw": bytearray(b"x")}), "Session.metadata['raw']", "bytearray"),
+        (lambda: Session("\udfff"), "Session.session_id", "surrogate"),
+        (lambda: PartialMessage("assistant", {float("inf")}), "PartialMessage.content{set item}", "JSON number"),
+    ],
+)
+def test_values_json_cannot_carry_are_refused_naming_the_path(build: Callable[[], Any], path: str, why: str) -> None:
+    with pytest.raises(InvalidValueError) as info:
+        build()
+    assert info.value.path == path and why in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_a_checked_part_is_shared_when_a_session_is_derived() -> None:
+    big = Session("s", [Message("user", "x")], {"blob": [{"n": i} for i in range(1000)]})
+    blob = big.metadata["blob"]
+    again = big.with_metadata({"more": 1})
+    assert again.metadata["blob"] is blob  # the checked part is shared, not copied

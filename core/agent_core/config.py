@@ -125,6 +125,7 @@ ENGINE_KEYS: dict[str, tuple[str, ...]] = {
     "force_enabled_plugins": ("array",),
     "stop_on_tool_error": ("boolean",),
     "run_pending_tool_calls": ("boolean",),
+    "tool_timeout_s": ("number",),
 }
 
 

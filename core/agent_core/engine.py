@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any
@@ -19,14 +20,23 @@ import msgspec
 
 from .config import parse_schema, schema_fields
 from .effects import complete_sync, drive_async, drive_sync
-from .errors import ActionInputError, ConfigError, PluginError
+from .errors import ActionInputError, ConfigError, InvalidArgumentError, PluginError, RequestInFlightError
 from .events import DoneEvent, Event, Outcome, Usage
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen_map, spec_for
 from .native_history import NATIVE_KEY, load_native, store_native
-from .pipeline import Flight, Pipeline, merge_context
+from .pipeline import Flight, Pipeline, merge_context, plugin_actions, tool_timeout_of
 from .resolution import Resolution, resolve, session_plugins
-from .tools import accepted_formats, adapt_all, build_catalog, interop_registry, prepare_tools, route, run_tool_call
+from .tools import (
+    accepted_formats,
+    adapt_all,
+    build_catalog,
+    inspect_call,
+    interop_registry,
+    prepare_tools,
+    route,
+    run_tool_call,
+)
 from .types import Message, Session, ToolDescriptor
 
 __all__ = ["ActionResult", "AgentCore", "RequestResult"]
@@ -198,8 +208,7 @@ class AgentCore:
         Accepts a ``Message``, a message dict, or the original platform's
         ``add_message(session, role, content, metadata)`` form.
         """
-        if not isinstance(session, Session):
-            raise TypeError(f"add_message expects a Session, got {type(session).__name__}")
+        _check_session(session, "add_message")
         if isinstance(message, str):
             message = Message(message, content, metadata)  # type: ignore[arg-type]
         return session.with_message(message)
@@ -217,7 +226,7 @@ class AgentCore:
                 session ``plugins`` entry that is not a list of ids.
         """
         only = session_plugins(session.metadata) if session is not None else None
-        return resolve(self._specs, config or {}, only=only, model_cache=self._model_cache)
+        return resolve(self._specs, {} if config is None else config, only=only, model_cache=self._model_cache)
 
     def get_models(self, config: Mapping[str, Any] | None = None) -> list[Any]:
         return [thaw(m) for m in self.resolve(config).models]
@@ -231,15 +240,21 @@ class AgentCore:
         self, session: Session, config: Mapping[str, Any] | None, stream_default: bool, request_id: str | None,
         final_sessions: bool = False,
     ) -> tuple[Pipeline, Flight]:
-        if not isinstance(session, Session):
-            raise TypeError(f"expected a Session, got {type(session).__name__}")
-        if config is not None and not isinstance(config, Mapping):
-            raise TypeError(f"config must be a mapping, got {type(config).__name__}")
+        _check_session(session, "a request")
+        _check_config(config)
+        if request_id is not None and (not isinstance(request_id, str) or not request_id):
+            raise InvalidArgumentError(
+                f"request_id must be a non-empty string, got {request_id!r}", argument="request_id"
+            )
         cfg = dict(config or {})
         stream = cfg.get("stream", stream_default)
         rid = request_id or uuid.uuid4().hex
         flight = Flight(rid)
         with self._lock:
+            # Ids are how cancel_request finds a request: two at once would
+            # make cancelling one of them a coin toss.
+            if rid in self._flights:
+                raise RequestInFlightError(rid)
             self._flights[rid] = flight
         pipeline = Pipeline(
             self, session, cfg, stream=bool(stream), request_id=rid, flight=flight, final_sessions=final_sessions
@@ -272,7 +287,9 @@ class AgentCore:
             finally:
                 self._finish(flight)
 
-        return events()
+        gen = events()
+        weakref.finalize(gen, self._finish, flight)  # a stream never iterated still frees its id
+        return gen
 
     def request(
         self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
@@ -317,7 +334,9 @@ class AgentCore:
             finally:
                 self._finish(flight)
 
-        return events()
+        agen = events()
+        weakref.finalize(agen, self._finish, flight)
+        return agen
 
     async def arequest(
         self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
@@ -359,8 +378,7 @@ class AgentCore:
         history, which describes the whole conversation and would not match.
         The original session is untouched.
         """
-        if not isinstance(session, Session):
-            raise TypeError(f"slice_session expects a Session, got {type(session).__name__}")
+        _check_session(session, "slice_session")
         meta = {k: v for k, v in session.metadata.items() if k != NATIVE_KEY}
         return Session(session_id or uuid.uuid4().hex, list(session.messages)[start:end], meta)
 
@@ -427,10 +445,18 @@ class AgentCore:
         for ``add_message(session, m["role"], m["content"], m.get("metadata"))``.
         Failures become error results, as in a request. Lifecycle actions do
         not run here.
+
+        Raises:
+            InvalidArgumentError: the arguments fit neither form, or ``tool_calls``
+                is not a list of tool-call mappings.
+            ConfigError: ``config`` is not a mapping or cannot work.
         """
         if not isinstance(session, Session):
             if config is not None:
-                raise TypeError("execute_tool_calls takes (session, tool_calls, config) or (tool_calls, config)")
+                raise InvalidArgumentError(
+                    "execute_tool_calls takes (session, tool_calls, config) or (tool_calls, config)",
+                    argument="session",
+                )
             messages = self._execute_tool_calls(Session("execute_tool_calls"), session, tool_calls)
             return [m.to_dict() for m in messages]
         return self._execute_tool_calls(session, tool_calls or (), config)
@@ -438,9 +464,15 @@ class AgentCore:
     def _execute_tool_calls(
         self, session: Session, tool_calls: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None
     ) -> list[Message]:
-        if isinstance(tool_calls, (str, bytes, Mapping)) or not isinstance(tool_calls, Sequence):
-            raise TypeError(f"tool_calls must be a list of tool-call dicts, got {type(tool_calls).__name__}")
+        if isinstance(tool_calls, (str, bytes, Mapping)) or not isinstance(tool_calls, Sequence) or not all(
+            isinstance(c, Mapping) for c in tool_calls
+        ):
+            raise InvalidArgumentError(
+                f"tool_calls must be a list of tool-call dicts, got {type(tool_calls).__name__}", argument="tool_calls"
+            )
+        _check_config(config)
         res = self.resolve(config, session=session)
+        timeout = tool_timeout_of(res.config)
         tools, effective = self._catalog(res, prepare=True)
         live = res.live
         provider = live[res.provider]
@@ -454,8 +486,8 @@ class AgentCore:
         accepted = accepted_formats(provider, exts, res.config)
         out: list[Message] = []
         for i, call in enumerate(tool_calls):
-            routed = route(registry.read_call(freeze(call), i, emitted), tools, names)
-            out.append(complete_sync(run_tool_call(routed, routed.call.payload, ctx, "", accepted)))
+            routed = route(inspect_call(registry, freeze(call), i, emitted), tools, names)
+            out.append(complete_sync(run_tool_call(routed, routed.call.payload, ctx, "", accepted, timeout=timeout)))
         return out
 
     # -- UI, completions, config ------------------------------------------------
@@ -552,11 +584,10 @@ class AgentCore:
         out = []
         for name in (*res.extensions, *res.features):
             plugin = res.live[name]
-            if plugin.defines("get_actions"):
-                for a in call_hook(plugin, "get_actions", state) or ():
-                    item = thaw(a)
-                    item.setdefault("plugin", plugin.name)
-                    out.append(item)
+            for a in plugin_actions(plugin, state):
+                item = thaw(a)
+                item.setdefault("plugin", plugin.name)
+                out.append(item)
         return out
 
     def execute_action(
@@ -579,11 +610,26 @@ class AgentCore:
             replaced), the native history, and the result's other keys.
 
         Raises:
-            ActionInputError: unknown action, or a missing/ill-typed/unknown input.
+            ActionInputError: unknown action (``action_id`` not a string included), or a
+                missing/ill-typed/unknown input, or ``params`` not a mapping.
+            InvalidArgumentError: ``session`` is not a Session or ``context`` not a mapping.
+            ConfigError: ``config`` is not a mapping or cannot work.
             PluginError: the plugin failed.
         """
-        if not isinstance(session, Session):
-            raise TypeError(f"execute_action expects a Session, got {type(session).__name__}")
+        _check_session(session, "execute_action")
+        if not isinstance(action_id, str) or not action_id:
+            raise ActionInputError(
+                f"action_id must be a non-empty string naming an action, got {action_id!r}", action=repr(action_id)
+            )
+        if params is not None and not isinstance(params, Mapping):
+            raise ActionInputError(
+                f"params for action {action_id!r} must be a mapping, got {type(params).__name__}", action=action_id
+            )
+        if context is not None and not isinstance(context, Mapping):
+            raise InvalidArgumentError(
+                f"context must be a mapping, got {type(context).__name__}", argument="context"
+            )
+        _check_config(config)
         res = self.resolve(config, session=session)
         provider, state = self._init_state(res)
         owner_name, _, bare = action_id.rpartition(":") if ":" in action_id else ("", "", action_id)
@@ -592,10 +638,9 @@ class AgentCore:
             plugin = res.live[name]
             if owner_name and plugin.name != owner_name:
                 continue
-            if plugin.defines("get_actions"):
-                for a in call_hook(plugin, "get_actions", state) or ():
-                    if isinstance(a, Mapping) and a.get("id") == bare:
-                        matches.append((plugin, a))
+            for a in plugin_actions(plugin, state):
+                if a.get("id") == bare:
+                    matches.append((plugin, a))
         if not matches:
             raise ActionInputError(f"no enabled plugin offers an action {action_id!r}", action=action_id)
         if len(matches) > 1:
@@ -649,11 +694,18 @@ class AgentCore:
         ``tool_pre``, ``tool_post``) run only inside requests.
 
         Raises:
-            ActionInputError: ``trigger`` is one the engine runs during requests.
-            PluginError: an action failed; the input session is untouched.
+            ActionInputError: ``trigger`` is not a string or is one the engine runs during requests.
+            InvalidArgumentError: ``session`` is not a Session or ``context`` not a mapping.
+            ConfigError: ``config`` is not a mapping or cannot work.
+            PluginError: an action failed (or ``get_actions`` returned a bad shape); the input
+                session is untouched.
         """
-        if not isinstance(session, Session):
-            raise TypeError(f"execute_lifecycle_actions expects a Session, got {type(session).__name__}")
+        _check_session(session, "execute_lifecycle_actions")
+        if not isinstance(trigger, str) or not trigger:
+            raise ActionInputError(f"trigger must be a lifecycle name, got {trigger!r}", action=repr(trigger))
+        if context is not None and not isinstance(context, Mapping):
+            raise InvalidArgumentError(f"context must be a mapping, got {type(context).__name__}", argument="context")
+        _check_config(config)
         if trigger in _REQUEST_TRIGGERS:
             raise ActionInputError(
                 f"lifecycle {trigger!r} runs inside requests; execute_lifecycle_actions runs the others",
@@ -665,10 +717,8 @@ class AgentCore:
         native: FrozenList | None = None
         for name in (*res.extensions, *res.features):
             plugin = res.live[name]
-            if not plugin.defines("get_actions"):
-                continue
-            for action in call_hook(plugin, "get_actions", state) or ():
-                trig = action.get("trigger") or action.get("lifecycle") if isinstance(action, Mapping) else None
+            for action in plugin_actions(plugin, state):
+                trig = action.get("trigger") or action.get("lifecycle")
                 if trigger not in ([trig] if isinstance(trig, str) else trig or ()):
                     continue
                 if native is None:
@@ -702,6 +752,16 @@ class AgentCore:
                                     call_hook(p, "to_native_messages", core, delta, state, context=ctx), "native")
             native = FrozenList._trusted([*native, *delta])
         return native
+
+
+def _check_session(session: Any, call: str) -> None:
+    if not isinstance(session, Session):
+        raise InvalidArgumentError(f"{call} expects a Session, got {type(session).__name__}", argument="session")
+
+
+def _check_config(config: Any) -> None:
+    if config is not None and not isinstance(config, Mapping):
+        raise ConfigError(f"config must be a mapping, got {type(config).__name__}")
 
 
 def _check_inputs(action: str, inputs: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,10 +10,16 @@ The hierarchy::
     │   ├── ContentFilterError      the provider refused the content
     │   ├── InvalidRequestError     the API rejected the request as malformed (other 4xx)
     │   ├── ProviderUnavailableError  5xx, overload, or the server could not be reached
-    │   └── LLMTimeoutError         the provider did not answer in time
+    │   ├── LLMTimeoutError         the provider did not answer in time
+    │   ├── MalformedResponseError  the server sent valid JSON in a shape its API never uses
+    │   └── EmptyResponseError      a stream ended without a single chunk or answer
     ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
     ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
+    │   └── AsyncOnlyHookError      an async-only hook met a sync call inside a running event loop
+    ├── InvalidValueError (ValueError)  a value JSON cannot carry, or nested too deeply; .path
     ├── ActionInputError (ValueError)  an action was called with bad params; .action, .input
+    ├── InvalidArgumentError (TypeError, ValueError)  a public call got an unusable argument; .argument
+    │   └── RequestInFlightError    a request id that is already in flight was given again
     ├── MissingFieldError (KeyError, ValueError)  serialized data lacks a required key; .key
     └── RuntimeError
         └── ProviderRequestCancelled  a request was cancelled by id; .request_id
@@ -30,18 +36,24 @@ from typing import Any
 
 __all__ = [
     "ActionInputError",
+    "AsyncOnlyHookError",
     "AuthenticationError",
     "ConfigError",
     "ContentFilterError",
     "ContextLengthError",
+    "EmptyResponseError",
+    "InvalidArgumentError",
     "InvalidRequestError",
+    "InvalidValueError",
     "LLMError",
     "LLMTimeoutError",
+    "MalformedResponseError",
     "MissingFieldError",
     "PluginError",
     "ProviderRequestCancelled",
     "ProviderUnavailableError",
     "RateLimitError",
+    "RequestInFlightError",
 ]
 
 
@@ -129,6 +141,26 @@ class LLMTimeoutError(LLMError):
     retryable = True
 
 
+class MalformedResponseError(LLMError):
+    """The server answered with well-formed JSON in a shape its API never uses.
+
+    Token counts given as strings, ``"index": null``, ``choices: ["x"]``, a
+    delta that is a string: the fault is the server's (or a proxy's), not a
+    plugin's, so it is reported as an ``LLMError`` naming the provider and
+    quoting the offending line (secrets scrubbed, length bounded).
+    """
+
+
+class EmptyResponseError(LLMError):
+    """A streamed call ended without one chunk and without an answer.
+
+    The engine never answers an empty stream with a second (billable) call;
+    it reports this instead. Repeating the request may work.
+    """
+
+    retryable = True
+
+
 class PluginError(Exception):
     """A plugin hook raised. Names the plugin and hook; ``original`` is the cause."""
 
@@ -156,6 +188,61 @@ class ConfigError(ValueError):
         super().__init__(message)
         self.key = key
         self.plugins = tuple(plugins)
+
+
+class AsyncOnlyHookError(ConfigError):
+    """An async-only hook (a tool, a provider call) was reached from a sync call
+    made inside a running event loop, where it cannot be run: use the async API."""
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"key": self.key, "plugins": self.plugins}), self.__dict__
+
+
+class InvalidArgumentError(TypeError, ValueError):
+    """A public call got an argument it cannot use (wrong type or value); ``argument`` names it.
+
+    A ``TypeError`` for code that checks for one, and a ``ValueError`` because
+    the caller's input, not the program, is wrong.
+    """
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"argument": self.argument}), self.__dict__
+
+
+class RequestInFlightError(InvalidArgumentError):
+    """``request_id`` names a request that is still running; ids must be unique while in flight."""
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(
+            f"a request with id {request_id!r} is already in flight; wait for it to end or use another id",
+            argument="request_id",
+        )
+        self.request_id = request_id
+
+    def __reduce__(self) -> Any:
+        return type(self), (self.request_id,), self.__dict__
+
+
+class InvalidValueError(ValueError):
+    """A value cannot be frozen into a message, session or tool result.
+
+    Either it is nested deeper than :data:`agent_core.frozen.MAX_DEPTH` (a
+    value that contains itself always is), or JSON cannot carry it exactly
+    (bytes, NaN or infinity, a non-string key, text that is not valid
+    Unicode, an object of another type). ``path`` says where, e.g.
+    ``Message.metadata['usage']['cost']``.
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"path": self.path}), self.__dict__
 
 
 class ActionInputError(ValueError):

@@ -45,7 +45,9 @@ __all__ = [
     "encode_event",
 ]
 
-StopReason = Literal["cancelled", "max_turns", "tool_failure", "provider_error", "plugin_error", "invalid_input"]
+StopReason = Literal[
+    "cancelled", "max_turns", "truncated", "tool_failure", "provider_error", "plugin_error", "invalid_input"
+]
 
 
 class _ItemAccess:

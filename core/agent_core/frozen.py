@@ -22,6 +22,16 @@ a read-only ``Sequence`` face, used for ``Session.messages`` so that adding a
 message shares structure with the old session (O(log n)) instead of copying
 the whole history.
 
+Two bounds keep every value safe to walk, print and encode. ``freeze``
+refuses a value nested deeper than :data:`MAX_DEPTH` levels (a value that
+contains itself always is) with :class:`~agent_core.errors.InvalidValueError`,
+never a bare ``RecursionError``. And :func:`freeze_json`, used for what goes
+into messages, sessions and tool results, also makes sure JSON can carry the
+value exactly, so ``Session.from_json(s.to_json()) == s`` always holds: it
+normalises, once, what has one obvious JSON form and refuses the rest (the
+rule is in ``docs/conventions.md``). A container it has checked remembers
+that, so checking a session again costs only its new parts.
+
 A determined caller can still bypass the guards with ``dict.__setitem__(d,
 ...)``; the guards exist to catch the honest mistake (``native.append(m)``
 silently losing ``m``), not to sandbox hostile code.
@@ -32,9 +42,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar, overload
 
+import math
+
+import msgspec
 import pyrsistent
 
-__all__ = ["FrozenDict", "FrozenList", "FrozenVector", "freeze", "thaw"]
+from .errors import InvalidValueError
+
+__all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "FrozenVector", "freeze", "freeze_json", "thaw"]
+
+#: how deeply a value may nest (a JSON object or array counts one level)
+MAX_DEPTH = 256
 
 T = TypeVar("T")
 
@@ -72,12 +90,13 @@ class FrozenDict(dict):  # type: ignore[type-arg]
     to derive a changed copy.
     """
 
-    __slots__ = ("_hash",)
+    __slots__ = ("_hash", "_json")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raw = dict(*args, **kwargs)
         dict.__init__(self, {k: freeze(v) for k, v in raw.items()})
         self._hash: int | None = None
+        self._json = False  # True once freeze_json has checked this tree
 
     @classmethod
     def _trusted(cls, items: dict[str, Any]) -> FrozenDict:
@@ -85,6 +104,7 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         new = dict.__new__(cls)
         dict.__init__(new, items)
         new._hash = None
+        new._json = False
         return new
 
     @classmethod
@@ -149,17 +169,19 @@ class FrozenList(list):  # type: ignore[type-arg]
     Equal to any list with the same items; hashable when its items are.
     """
 
-    __slots__ = ("_hash",)
+    __slots__ = ("_hash", "_json")
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         list.__init__(self, [freeze(v) for v in items])
         self._hash: int | None = None
+        self._json = False
 
     @classmethod
     def _trusted(cls, items: Iterable[Any]) -> FrozenList:
         new = list.__new__(cls)
         list.__init__(new, items)
         new._hash = None
+        new._json = False
         return new
 
     __setitem__ = _refuse_list("__setitem__")
@@ -324,31 +346,164 @@ class FrozenVector(Sequence[T]):
         self._memo = memo
 
 
-def freeze(value: Any) -> Any:
+def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     """Return a deeply immutable version of a JSON-like ``value``.
 
     Dicts become :class:`FrozenDict`, lists and tuples become
     :class:`FrozenList`, sets become ``frozenset``. Already-frozen containers
     and scalars come back as the same object, so freezing something that is
     mostly frozen costs only the new parts. Other objects (a plugin's client,
-    the ``core`` in a context) are left as they are.
+    the ``core`` in a context) are left as they are. (``_budget`` is the
+    recursion's own bookkeeping: how many more levels may follow.)
+
+    Raises:
+        InvalidValueError: ``value`` nests deeper than :data:`MAX_DEPTH`
+            levels (a value that contains itself always does).
     """
+    # Loops rather than comprehensions: one Python frame per level, so the
+    # depth bound, not the interpreter's recursion limit, is what stops a walk.
     cls = value.__class__
     if cls in _SCALARS or cls is FrozenDict or cls is FrozenList:
         return value
-    if cls is dict:
-        return FrozenDict._trusted({k: freeze(v) for k, v in value.items()})
-    if cls is list or cls is tuple:
-        return FrozenList._trusted([freeze(v) for v in value])
+    if _budget <= 0:
+        raise InvalidValueError(f"the value is nested deeper than {MAX_DEPTH} levels (or contains itself)")
+    _budget -= 1
+    if cls is dict or (isinstance(value, Mapping) and not isinstance(value, FrozenDict)):
+        items = {}
+        for k, v in value.items():
+            items[k] = v if v.__class__ in _SCALARS else freeze(v, _budget)
+        return FrozenDict._trusted(items)
+    if cls is list or cls is tuple or (
+        isinstance(value, (list, tuple, pyrsistent.PVector)) and not isinstance(value, FrozenList)
+    ):
+        out = []
+        for v in value:
+            out.append(v if v.__class__ in _SCALARS else freeze(v, _budget))
+        return FrozenList._trusted(out)
     if isinstance(value, (FrozenDict, FrozenList, FrozenVector, frozenset)):
         return value
-    if isinstance(value, Mapping):
-        return FrozenDict._trusted({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple, pyrsistent.PVector)):
-        return FrozenList._trusted([freeze(v) for v in value])
     if isinstance(value, (set, pyrsistent.PSet)):
-        return frozenset(freeze(v) for v in value)
+        return frozenset(freeze(v, _budget) for v in value)
     return value
+
+
+class _Refused(Exception):
+    """Internal: where and why freeze_json refused a value (the path grows on the way out)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.path = ""
+
+
+_json_key = msgspec.json.Encoder().encode
+
+
+def freeze_json(value: Any, what: str = "value") -> Any:
+    """Freeze ``value`` for a message, session or tool result: JSON must carry it exactly.
+
+    Normalised once, here: tuples become lists; sets and frozensets become
+    lists sorted by their items' JSON text; ``str``/``int``/``float``
+    subclasses (enums) become the plain type; a ``Message`` (or another of
+    agent-core's values) becomes its serialized mapping. Refused: bytes, NaN
+    and infinities, non-string keys, text with lone surrogates (not valid
+    Unicode), any other object, and nesting deeper than :data:`MAX_DEPTH`.
+
+    Raises:
+        InvalidValueError: naming ``what`` and the path to the refused part.
+    """
+    try:
+        return _json(value, MAX_DEPTH)
+    except _Refused as r:
+        raise InvalidValueError(f"{what}{r.path}: {r.reason}", path=f"{what}{r.path}") from None
+
+
+def _json(value: Any, budget: int) -> Any:
+    cls = value.__class__
+    if cls is str:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Refused("text with a lone surrogate is not valid Unicode; JSON cannot carry it") from None
+        return value
+    if value is None or cls is bool or cls is int:
+        return value
+    if cls is float:
+        if math.isfinite(value):
+            return value
+        raise _Refused(f"{value!r} is not a JSON number")
+    if (cls is FrozenDict or cls is FrozenList) and value._json:
+        return value
+    if budget <= 0:
+        raise _Refused(f"nested deeper than {MAX_DEPTH} levels (or contains itself)")
+    budget -= 1
+    if isinstance(value, Mapping):
+        items: dict[str, Any] = {}
+        changed = cls is not FrozenDict
+        for k, v in value.items():
+            if k.__class__ is not str:
+                if not isinstance(k, str):
+                    raise _Refused(f"the key {k!r} is a {type(k).__name__}; JSON object keys are strings")
+                k = str.__str__(k)
+                changed = True
+            vc = v.__class__
+            if not (vc is int or vc is bool or v is None or (vc is str and v.isascii())
+                    or ((vc is FrozenDict or vc is FrozenList) and v._json)):
+                try:
+                    nv = _json(v, budget)
+                except _Refused as r:
+                    r.path = f"[{k!r}]{r.path}"
+                    raise
+                if nv is not v:
+                    changed = True
+                    v = nv
+            items[k] = v
+        out = FrozenDict._trusted(items) if changed else value
+        out._json = True
+        return out
+    if isinstance(value, (list, tuple, FrozenVector, pyrsistent.PVector)):
+        seq: list[Any] = []
+        changed = cls is not FrozenList
+        for i, v in enumerate(value):
+            vc = v.__class__
+            if not (vc is int or vc is bool or v is None or (vc is str and v.isascii())
+                    or ((vc is FrozenDict or vc is FrozenList) and v._json)):
+                # the common cases above are checked inline: no call per item
+                try:
+                    nv = _json(v, budget)
+                except _Refused as r:
+                    r.path = f"[{i}]{r.path}"
+                    raise
+                if nv is not v:
+                    changed = True
+                    v = nv
+            seq.append(v)
+        out = FrozenList._trusted(seq) if changed else value
+        out._json = True
+        return out
+    if isinstance(value, (set, frozenset, pyrsistent.PSet)):
+        try:
+            members = [_json(v, budget) for v in value]
+        except _Refused as r:
+            r.path = f"{{set item}}{r.path}"
+            raise
+        ordered = FrozenList._trusted(sorted(members, key=_json_key))
+        ordered._json = True
+        return ordered
+    if isinstance(value, str):
+        return _json(str.__str__(value), budget)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _json(float(value), budget)
+    view = getattr(value, "_json_view", None)
+    if view is not None and callable(view):
+        return _json(view(), budget + 1)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise _Refused(f"{type(value).__name__} cannot be carried by JSON; decode it to text or base64 it first")
+    raise _Refused(f"a {type(value).__name__} cannot be carried by JSON")
 
 
 def thaw(value: Any) -> Any:

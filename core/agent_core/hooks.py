@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .errors import ConfigError, LLMError, PluginError, ProviderRequestCancelled
+from .errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
 from .frozen import FrozenDict, FrozenList, freeze
 from .protocols import FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
 
@@ -349,7 +349,10 @@ def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
             plugin.name, hook, TypeError("bad return value"),
             detail=f"returned {type(value).__name__} for {what}, expected a list",
         )
-    return freeze(value)
+    try:
+        return freeze(value)
+    except InvalidValueError as exc:
+        raise _unusable(plugin, hook, what, exc) from exc
 
 
 def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
@@ -360,4 +363,11 @@ def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
             plugin.name, hook, TypeError("bad return value"),
             detail=f"returned {type(value).__name__} for {what}, expected a mapping",
         )
-    return freeze(value)
+    try:
+        return freeze(value)
+    except InvalidValueError as exc:
+        raise _unusable(plugin, hook, what, exc) from exc
+
+
+def _unusable(plugin: LivePlugin, hook: str, what: str, exc: InvalidValueError) -> PluginError:
+    return PluginError(plugin.name, hook, exc, detail=f"returned {what} that cannot be used: {exc}")

@@ -34,10 +34,12 @@ import warnings
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .effects import END, Call, CloseIter, NextItem, OpenIter
+from .effects import END, Call, CancellationToken, CloseIter, EffectCancelled, NextItem, OpenIter
 from .errors import (
     ActionInputError,
     ConfigError,
+    EmptyResponseError,
+    InvalidValueError,
     LLMError,
     PluginError,
     ProviderRequestCancelled,
@@ -58,6 +60,7 @@ from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from .native_history import load_native, persistable, store_native
 from .resolution import Resolution
+from .stubs import streams_for_real
 from .tool_interop import ToolInteropRegistry
 from .tool_turn import (
     DEFAULT_APPROVAL_TIMEOUT,
@@ -74,19 +77,21 @@ from .tools import (
     accepted_formats,
     adapt_all,
     build_catalog,
+    inspect_call,
     interop_registry,
     is_async_callable,
     prepare_tools,
     preview_event,
     route,
     run_tool_call,
+    truncation,
 )
 from .types import Message, PartialMessage, Session
 
 if TYPE_CHECKING:
     from .engine import AgentCore
 
-__all__ = ["Flight", "Pipeline", "RESERVED_CONTEXT_KEYS"]
+__all__ = ["Flight", "Pipeline", "RESERVED_CONTEXT_KEYS", "plugin_actions", "tool_timeout_of"]
 
 #: context keys the engine owns; caller-supplied context cannot replace them
 RESERVED_CONTEXT_KEYS = frozenset(
@@ -102,20 +107,20 @@ RESERVED_CONTEXT_KEYS = frozenset(
 class Flight:
     """An in-flight request, as ``cancel_request`` sees it."""
 
-    __slots__ = ("request_id", "provider", "_cancelled", "_lock")
+    __slots__ = ("request_id", "provider", "token", "_lock")
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
         self.provider: LivePlugin | None = None
-        self._cancelled = threading.Event()
+        self.token = CancellationToken()  # what running tools get as ``cancellation``
         self._lock = threading.Lock()
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        return self.token.cancelled
 
     def cancel(self) -> None:
-        self._cancelled.set()
+        self.token.cancel()
         with self._lock:
             provider = self.provider
         if provider is not None:
@@ -131,6 +136,19 @@ class Flight:
 
 class _Cancelled(Exception):
     pass
+
+
+def tool_timeout_of(config: Mapping[str, Any]) -> float | None:
+    """``tool_timeout_s``: seconds a tool call may run (None: no limit)."""
+    value = config.get("tool_timeout_s")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise ConfigError(
+            f"config key 'tool_timeout_s' must be a positive number of seconds (or null), got {value!r}",
+            key="tool_timeout_s",
+        )
+    return float(value)
 
 
 def merge_context(owned: dict[str, Any], extra: Mapping[str, Any] | None) -> FrozenDict:
@@ -156,6 +174,46 @@ def _core_dicts(plugin: LivePlugin, hook: str, value: Any) -> FrozenList:
         except (TypeError, ValueError, KeyError) as exc:
             raise PluginError(plugin.name, hook, exc, detail=f"returned an invalid core message {m!r}: {exc}") from exc
     return msgs
+
+
+def plugin_actions(plugin: LivePlugin, state: Any) -> list[FrozenDict]:
+    """A plugin's ``get_actions``, checked: mappings with a string ``id`` and a well-formed trigger.
+
+    Raises:
+        PluginError: naming the plugin, the hook ``get_actions`` and what is wrong.
+    """
+    if not plugin.defines("get_actions"):
+        return []
+    got = call_hook(plugin, "get_actions", state)
+    if got is None:
+        return []
+    if not isinstance(got, (list, tuple)):
+        raise PluginError(plugin.name, "get_actions", TypeError("bad return value"),
+                          detail=f"must return a list of actions, got {type(got).__name__}")
+    out = []
+    for action in got:
+        if not isinstance(action, Mapping) or not isinstance(action.get("id"), str):
+            raise PluginError(plugin.name, "get_actions", TypeError("bad action"),
+                              detail=f"each action must be a mapping with a string 'id', got {action!r}")
+        for key in ("trigger", "lifecycle"):
+            trig = action.get(key)
+            if trig is None or isinstance(trig, str):
+                continue
+            if not isinstance(trig, (list, tuple)) or not all(isinstance(t, str) for t in trig):
+                raise PluginError(
+                    plugin.name, "get_actions", TypeError("bad trigger"),
+                    detail=f"action {action['id']!r}: {key!r} must be a lifecycle name or a list of them, "
+                           f"got {trig!r}",
+                )
+        out.append(_frozen_action(plugin, action))
+    return out
+
+
+def _frozen_action(plugin: LivePlugin, action: Any) -> FrozenDict:
+    try:
+        return freeze(action)  # type: ignore[no-any-return]
+    except InvalidValueError as exc:
+        raise PluginError(plugin.name, "get_actions", exc) from exc
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
@@ -194,6 +252,7 @@ class Pipeline:
         self.outcome: Outcome = FINISHED
         self.usage = [0, 0, 0]
         self.added: list[Message] = []
+        self.tool_timeout: float | None = None  # tool_timeout_s, read from the resolved config
         self.ephemeral: list[Message] = []  # injected context for the next provider call only
         self.final_sessions = final_sessions  # finals carry the session (send_request_stream)
 
@@ -202,12 +261,19 @@ class Pipeline:
     def run(self) -> Generator[Any, Any, None]:
         session = self.input_session
         try:
-            session = yield from self._run()
-        except _Cancelled:
+            try:
+                session = yield from self._run()
+            except RecursionError as exc:
+                # A last line: values are depth-checked where they come in, so
+                # this means a plugin recursed on its own; still a typed error.
+                raise InvalidValueError(f"a value or a plugin recursed too deeply: {exc}") from exc
+        except (_Cancelled, EffectCancelled):
             self.outcome = Outcome("stopped", "cancelled", "cancelled by cancel_request")
             self.error = ProviderRequestCancelled(self.request_id)
             session = self.input_session
-        except (PluginError, LLMError, ConfigError, ActionInputError, ProviderRequestCancelled) as exc:
+        except (
+            PluginError, LLMError, ConfigError, ActionInputError, InvalidValueError, ProviderRequestCancelled
+        ) as exc:
             reason = (
                 "plugin_error" if isinstance(exc, PluginError)
                 else "provider_error" if isinstance(exc, LLMError)
@@ -245,6 +311,7 @@ class Pipeline:
         )
         config: FrozenDict = res.config
         max_iter = int(config.get("max_iterations") or 10)
+        self.tool_timeout = tool_timeout_of(config)
 
         prep_ctx = freeze({"core": self.core, "config": config, "provider": str(res.provider),
                            "tags": list(res.tags), "models": list(res.models), "request_id": self.request_id})
@@ -358,6 +425,13 @@ class Pipeline:
             if not calls:
                 self.outcome = FINISHED
                 return session
+            inspected = [inspect_call(registry, c, i, emitted) for i, c in enumerate(calls)]
+            cut = truncation(self._last_assistant_metadata(messages), calls, inspected)
+            if cut is not None:
+                # The partial answer stays in the session; nothing runs and the
+                # model is not called again with arguments it never finished.
+                self.outcome = Outcome("stopped", "truncated", cut)
+                return session
             if iteration == max_iter:
                 self.outcome = Outcome(
                     "stopped", "max_turns",
@@ -386,7 +460,7 @@ class Pipeline:
         runs: each call gets an error result saying so. Returns the session,
         how many messages were added, and a line per tool that failed.
         """
-        routed = [route(kit.registry.read_call(c, i, kit.emitted), kit.tools, kit.names) for i, c in calls]
+        routed = [route(inspect_call(kit.registry, c, i, kit.emitted), kit.tools, kit.names) for i, c in calls]
         if not_executed is not None:
             routed = [Routed(dataclasses.replace(r.call, error=not_executed), r.tool, r.descriptor) for r in routed]
         for r in routed:
@@ -407,8 +481,11 @@ class Pipeline:
                 yield UserMessageEvent(self.request_id, plugin_name, text, level, r.call.call_id)
             if pre.denial is not None:
                 r = Routed(dataclasses.replace(r.call, error=pre.denial), r.tool, r.descriptor)
-            run = run_tool_call(r, pre.payload, freeze(tctx), self.request_id, kit.accepted)
+            run = run_tool_call(r, pre.payload, freeze(tctx), self.request_id, kit.accepted,
+                                token=self.flight.token, timeout=self.tool_timeout)
             msg = yield from (suppressed(run) if pre.suppress else run)
+            if self.flight.cancelled:
+                raise _Cancelled
             session, pos = place(session, msg, pos)
             added += 1
             self.added.append(msg)
@@ -494,7 +571,7 @@ class Pipeline:
     ) -> Generator[Any, Any, tuple[FrozenList, FrozenList, FrozenDict]]:
         """Steps 4c-4d up to the extensions' closing ``process_chunk(None, ...)``."""
         spec = provider.spec
-        can_stream = spec.defines("stream_api") or spec.defines("astream_api")
+        can_stream = (spec.defines("stream_api") and streams_for_real(spec.cls)) or spec.defines("astream_api")
         can_call = spec.defines("call_api") or spec.defines("acall_api")
         rid = self.request_id
         seen: list[Any] = []
@@ -545,12 +622,11 @@ class Pipeline:
                     yield PartialEvent(rid, self._partial(provider, p), iteration)
                 if finals:
                     seen.extend(finals)
-        # The seed's minimal EchoProvider streams nothing and answers through
-        # call_api. A stream that yields no chunk at all is taken to mean "this
-        # provider does not really stream", and call_api answers instead. Real
-        # streaming APIs always send at least one event, so a real call is
-        # never made twice.
-        if not streamed or (not chunks and can_call):
+        # One call, one request: a stream that yields nothing is never followed
+        # by call_api (that would be a second, billable request). Providers
+        # whose stream_api is only a stub (see streams_for_real) were sent to
+        # call_api above instead.
+        if not streamed:
             capi = provider.hook("call_api") if spec.defines("call_api") else None
             acapi = provider.hook("acall_api") if spec.defines("acall_api") else None
             try:
@@ -573,6 +649,12 @@ class Pipeline:
         unseen.extend(frozen_list(provider, "finalize", out[0], "final_messages"))
         native = frozen_list(provider, "finalize", out[1], "native_messages")
         state = frozen_map(provider, "finalize", out[2], "state")
+        if streamed and not chunks and not seen and not unseen:
+            raise EmptyResponseError(
+                "the stream ended without sending a single chunk, and finalize produced no answer; "
+                "the call was not repeated",
+                provider=provider.name,
+            )
         pending = FrozenList._trusted(unseen)
         for ext in exts:
             if not ext.defines("process_chunk"):
@@ -619,6 +701,13 @@ class Pipeline:
                     self.usage[i] += v
 
     @staticmethod
+    def _last_assistant_metadata(messages: list[Message]) -> Mapping[str, Any]:
+        for m in reversed(messages):
+            if m.role == "assistant":
+                return m.metadata
+        return FrozenDict()
+
+    @staticmethod
     def _tool_calls(messages: list[Message]) -> list[Any]:
         for m in reversed(messages):
             if m.role == "assistant":
@@ -631,15 +720,10 @@ class Pipeline:
     def _lifecycle_actions(self, plugins: tuple[LivePlugin, ...], state: Any) -> dict[str, list[tuple[LivePlugin, Any]]]:
         table: dict[str, list[tuple[LivePlugin, Any]]] = {}
         for p in plugins:
-            if not p.defines("get_actions"):
-                continue
-            for action in call_hook(p, "get_actions", state) or ():
-                if not isinstance(action, Mapping) or "id" not in action:
-                    raise PluginError(p.name, "get_actions", TypeError("bad action"),
-                                      detail=f"each action must be a mapping with an 'id', got {action!r}")
+            for action in plugin_actions(p, state):
                 trig = action.get("trigger") or action.get("lifecycle")
                 for t in ([trig] if isinstance(trig, str) else trig or ()):
-                    table.setdefault(t, []).append((p, freeze(action)))
+                    table.setdefault(t, []).append((p, action))
         return table
 
     def _action(

@@ -123,11 +123,22 @@ def _instantiate(spec: PluginSpec) -> LivePlugin:
 def _string_list(plugin: LivePlugin, hook: str, value: Any) -> frozenset[str]:
     if value is None:
         return frozenset()
-    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
         raise PluginError(
             plugin.name, hook, TypeError("bad return value"), detail=f"must return a list of strings, got {value!r}"
         )
     return frozenset(value)
+
+
+def _model_list(plugin: LivePlugin, value: Any) -> Any:
+    if value is None:
+        return FrozenList()
+    if not isinstance(value, (list, tuple)):
+        raise PluginError(
+            plugin.name, "get_models", TypeError("bad return value"),
+            detail=f"must return a list of model descriptors, got {type(value).__name__}",
+        )
+    return freeze(value)
 
 
 def pick_provider(specs: Sequence[PluginSpec], config: Mapping[str, Any]) -> PluginSpec:
@@ -237,10 +248,10 @@ def resolve(
     if cached is not None:
         models = cached
     else:
-        models = call_hook(provider, "get_models", loose)
+        models = _model_list(provider, call_hook(provider, "get_models", loose))
         for spec in model_plugins:
-            models = call_hook(live[spec.name], "get_models", loose, models)
-        models = freeze(list(models or ()))
+            models = _model_list(live[spec.name], call_hook(live[spec.name], "get_models", loose, models))
+        models = freeze(list(models))
         if model_cache is not None:
             model_cache[key] = models
 

@@ -13,16 +13,16 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from .effects import END, Call, NextItem, OpenIter
-from .errors import ConfigError, PluginError
+from .effects import END, CancellationToken, Call, EffectCancelled, EffectTimeout, Guard, NextItem, OpenIter
+from .errors import AsyncOnlyHookError, ConfigError, InvalidValueError, PluginError
 from .events import ToolCallEvent, ToolProgressEvent, ToolResultEvent
-from .frozen import FrozenDict, FrozenList, freeze, thaw
+from .frozen import FrozenDict, FrozenList, freeze, freeze_json, thaw
 from .hooks import LivePlugin, call_hook
 from .tool_interop import (
     OPENAI_CHAT,
@@ -34,7 +34,7 @@ from .tool_interop import (
 )
 from .types import Message, ToolDescriptor
 
-__all__ = ["LiveTool", "ToolCatalog", "build_catalog", "run_tool_call"]
+__all__ = ["LiveTool", "ToolCatalog", "build_catalog", "inspect_call", "run_tool_call", "truncation"]
 
 ENVELOPE = "provider_native_tool_result"
 
@@ -235,6 +235,97 @@ def route(call: InspectedToolCall, tools: list[LiveTool], effective_names: set[t
     return Routed(call, None, None)
 
 
+def inspect_call(
+    registry: ToolInteropRegistry, call: Any, index: int, formats: list[str]
+) -> InspectedToolCall:
+    """Read one call of a model's answer; a call that must not run comes back with ``error`` set.
+
+    Beyond what the readers refuse (arguments that do not parse, unknown
+    shapes), a call marked ``"incomplete": true`` (its arguments were cut off
+    mid-stream) never runs, and neither does one nested too deeply to handle.
+    """
+    try:
+        got = registry.read_call(call, index, formats)
+    except RecursionError:
+        name = _call_name(call)
+        return InspectedToolCall(
+            _call_id(call, index), name, None, payload_kind="text", payload_format=None,
+            tool_call=call if isinstance(call, Mapping) else {},
+            error=f"arguments for {name!r} are nested too deeply to read",
+        )
+    if isinstance(call, Mapping) and call.get("incomplete"):
+        return dataclasses.replace(
+            got, error=f"the arguments for {got.tool_name!r} were cut off before the model finished them; "
+                       "the call did not run",
+        )
+    if got.error is None:
+        try:
+            got = dataclasses.replace(got, payload=freeze(got.payload))
+        except InvalidValueError:
+            return dataclasses.replace(
+                got, payload=None, error=f"arguments for {got.tool_name!r} are nested too deeply"
+            )
+    return got
+
+
+def _call_id(call: Any, index: int) -> str:
+    return str(call.get("id") or f"call_{index}") if isinstance(call, Mapping) else f"call_{index}"
+
+
+def _call_name(call: Any) -> str | None:
+    fn = call.get("function") if isinstance(call, Mapping) else None
+    name = fn.get("name") if isinstance(fn, Mapping) else call.get("name") if isinstance(call, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+def _arguments_parse(call: Any, inspected: InspectedToolCall) -> bool:
+    """Whether a call's arguments were received whole: JSON text that parses as an object."""
+    fn = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(fn, Mapping):
+        return inspected.error is None
+    raw = fn.get("arguments")
+    if raw is None or raw == "" or isinstance(raw, Mapping):
+        return True
+    try:
+        return isinstance(json.loads(raw), Mapping)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def truncation(
+    metadata: Mapping[str, Any], calls: Sequence[Any], inspected: Sequence[InspectedToolCall]
+) -> str | None:
+    """Say why a turn must end here because the answer was cut off, or None when it may go on.
+
+    The answer counts as cut when the API said it stopped at the token limit
+    (``finish_reason == "length"`` / ``stop_reason == "max_tokens"``) or a call
+    is marked ``incomplete``. A cut answer holding a call whose arguments are
+    incomplete or do not parse ends the request: running that call would act
+    on arguments the model never finished, and sending it back would make the
+    API reject the next request.
+    """
+    marked = [c for c in calls if isinstance(c, Mapping) and c.get("incomplete")]
+    limit = next(
+        (f"{k} {metadata.get(k)!r}" for k, v in (("finish_reason", "length"), ("stop_reason", "max_tokens"))
+         if metadata.get(k) == v),
+        None,
+    )
+    if limit is None and not marked:
+        return None
+    broken = [
+        ic for c, ic in zip(calls, inspected)
+        if (isinstance(c, Mapping) and c.get("incomplete")) or not _arguments_parse(c, ic)
+    ]
+    if not broken:
+        return None
+    names = ", ".join(f"{ic.tool_name or '?'} ({ic.call_id})" for ic in broken)
+    why = f"the answer hit the token limit ({limit})" if limit else "the answer was cut off"
+    return (
+        f"{why}: the arguments of tool call(s) {names} were cut off, so no tool ran and the model "
+        "was not called again"
+    )
+
+
 def preview_event(request_id: str, routed: Routed, iteration: int) -> ToolCallEvent:
     call, tool = routed.call, routed.tool
     preview = ""
@@ -268,51 +359,89 @@ def _error(message: str) -> FrozenDict:
 
 
 def execute(
-    routed: Routed, payload: Any, context: Mapping[str, Any], request_id: str
+    routed: Routed, payload: Any, context: Mapping[str, Any], request_id: str, *,
+    token: CancellationToken | None = None, timeout: float | None = None,
 ) -> Generator[Any, Any, FrozenDict]:
-    """Run one routed call; yields effects and progress events, returns the result dict."""
+    """Run one routed call; yields effects and progress events, returns the result dict.
+
+    The tool gets ``token`` as ``cancellation``. With ``timeout`` (seconds,
+    the request's ``tool_timeout_s``) a tool still running after it becomes an
+    error result; a cancelled token stops the wait at once
+    (:class:`~agent_core.effects.EffectCancelled` propagates).
+
+    Raises:
+        PluginError: the tool returned a value that cannot be kept (see
+            :func:`~agent_core.frozen.freeze_json`).
+    """
     call, tool = routed.call, routed.tool
     if call.error is not None:
         return _error(call.error)
     if tool is None:
         return _error(f"Unknown tool: {call.tool_name}")
     plugin = tool.plugin
-    kwargs = {**_payload_kwargs(call), "cancellation": None, "context": context, "prepared": tool.prepared}
+    kwargs = {**_payload_kwargs(call), "cancellation": token, "context": context, "prepared": tool.prepared}
     name = call.tool_name
+    guard = Guard(token, timeout) if token is not None or timeout is not None else None
+    streams = plugin.defines("stream_tool") or plugin.defines("stream_tool_async")
+    hook = "stream_tool" if streams else "execute_tool"
     try:
-        if plugin.defines("stream_tool") or plugin.defines("stream_tool_async"):
+        if streams:
             sync = plugin.hook("stream_tool") if plugin.defines("stream_tool") else None
             asyn = plugin.hook("stream_tool_async") if plugin.defines("stream_tool_async") else None
+            label = f"tool {plugin.name!r} stream_tool"
             handle = yield OpenIter(
                 (lambda: sync(name, payload, tool.state, **kwargs)) if sync else None,
                 (lambda: asyn(name, payload, tool.state, **kwargs)) if asyn else None,
-                label=f"tool {plugin.name!r} stream_tool",
+                label=label,
             )
             parts = []
+            result: Any = None
             while True:
-                item = yield NextItem(handle)
+                item = yield NextItem(handle, guard, label)
                 if item is END:
                     break
                 if isinstance(item, Mapping) and "success" in item:
-                    return freeze(item)
-                part = item.get("part", item) if isinstance(item, Mapping) else item
+                    result = item
+                    break
+                part = _kept(plugin, hook, name, item.get("part", item) if isinstance(item, Mapping) else item)
                 parts.append(part)
-                yield ToolProgressEvent(request_id, call.call_id, name, _jsonable(thaw(part)))
-            return FrozenDict({"success": True, "result": freeze(parts)})
-        sync = plugin.hook("execute_tool") if plugin.defines("execute_tool") else None
-        asyn = plugin.hook("execute_tool_async") if plugin.defines("execute_tool_async") else None
-        if sync is None and asyn is None:
-            return _error(f"Unknown tool: {name}")
-        result = yield Call(
-            (lambda: sync(name, payload, tool.state, **kwargs)) if sync else None,
-            (lambda: asyn(name, payload, tool.state, **kwargs)) if asyn else None,
-            label=f"tool {plugin.name!r} execute_tool",
+                yield ToolProgressEvent(request_id, call.call_id, name, part)
+            if result is None:
+                result = {"success": True, "result": parts}
+        else:
+            sync = plugin.hook("execute_tool") if plugin.defines("execute_tool") else None
+            asyn = plugin.hook("execute_tool_async") if plugin.defines("execute_tool_async") else None
+            if sync is None and asyn is None:
+                return _error(f"Unknown tool: {name}")
+            result = yield Call(
+                (lambda: sync(name, payload, tool.state, **kwargs)) if sync else None,
+                (lambda: asyn(name, payload, tool.state, **kwargs)) if asyn else None,
+                label=f"tool {plugin.name!r} execute_tool",
+                guard=guard,
+            )
+    except (EffectCancelled, AsyncOnlyHookError, _Unkeepable):
+        raise
+    except EffectTimeout as exc:
+        return _error(
+            f"the tool {name!r} did not finish within {exc.limit:g} s (tool_timeout_s) and was abandoned"
         )
     except Exception as exc:  # noqa: BLE001 - a failing tool is an answer for the model
         return _error(f"{type(exc).__name__}: {exc}")
     if not isinstance(result, Mapping):
-        return FrozenDict({"success": True, "result": freeze(result)})
-    return freeze(result)
+        result = {"success": True, "result": result}
+    return _kept(plugin, hook, name, result)  # type: ignore[no-any-return]
+
+
+class _Unkeepable(PluginError):
+    """A tool returned a value the session cannot keep (told apart from errors the tool raises)."""
+
+
+def _kept(plugin: LivePlugin, hook: str, name: str | None, value: Any) -> Any:
+    """A tool's output as it will be kept in the session: JSON-exact, or a PluginError."""
+    try:
+        return freeze_json(value, f"result of tool {name!r}")
+    except InvalidValueError as exc:
+        raise _Unkeepable(plugin.name, hook, exc, detail=f"returned a value that cannot be kept: {exc}") from exc
 
 
 def _envelope_text(envelope: Mapping[str, Any]) -> str:
@@ -367,11 +496,18 @@ def tool_message(
 
 
 def run_tool_call(
-    routed: Routed, payload: Any, context: Mapping[str, Any], request_id: str, accepted: tuple[str, ...]
+    routed: Routed, payload: Any, context: Mapping[str, Any], request_id: str, accepted: tuple[str, ...], *,
+    token: CancellationToken | None = None, timeout: float | None = None,
 ) -> Generator[Any, Any, Message]:
     """Execute, format and announce one call; returns the ``tool`` message."""
-    result = yield from execute(routed, payload, context, request_id)
-    message, display = tool_message(routed, result, accepted)
+    result = yield from execute(routed, payload, context, request_id, token=token, timeout=timeout)
+    try:
+        message, display = tool_message(routed, result, accepted)
+    except InvalidValueError as exc:
+        owner = routed.tool.plugin.name if routed.tool else "engine"
+        raise PluginError(
+            owner, "format_tool_result", exc, detail=f"formatted a result that cannot be kept: {exc}"
+        ) from exc
     yield ToolResultEvent(
         request_id, routed.call.call_id, routed.call.tool_name, bool(result.get("success")), message, display
     )

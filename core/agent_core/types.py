@@ -21,15 +21,15 @@ from typing import Any, ClassVar, Literal, get_args
 import msgspec
 from msgspec.structs import force_setattr
 
-from .errors import MissingFieldError
-from .frozen import FrozenDict, FrozenList, FrozenVector, freeze, thaw
+from .errors import InvalidValueError, MissingFieldError
+from .frozen import FrozenDict, FrozenList, FrozenVector, freeze_json, thaw
 
 __all__ = ["ROLES", "Message", "PartialMessage", "Role", "Session", "ToolDescriptor"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = get_args(Role)
 
-_EMPTY = FrozenDict()
+_EMPTY = freeze_json(FrozenDict())
 _json_encoder = msgspec.json.Encoder()
 _json_decoder = msgspec.json.Decoder()
 
@@ -70,11 +70,9 @@ def _check_role(role: Any, type_name: str) -> None:
 def _frozen_mapping(value: Any, field: str, type_name: str) -> FrozenDict:
     if value is None:
         return _EMPTY
-    if value.__class__ is FrozenDict:
-        return value
     if not isinstance(value, Mapping):
         raise TypeError(f"{type_name}.{field} must be a mapping, got {type(value).__name__}")
-    return freeze(dict(value))
+    return freeze_json(value, f"{type_name}.{field}")  # type: ignore[no-any-return]
 
 
 def _require(data: Any, key: str, type_name: str) -> Any:
@@ -91,6 +89,16 @@ def _decode(data: bytes | str, type_name: str) -> Any:
         return _json_decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise ValueError(f"{type_name}.from_json: invalid JSON: {exc}") from exc
+    except RecursionError:
+        raise InvalidValueError(f"{type_name}.from_json: the JSON is nested too deeply", path=type_name) from None
+
+
+def _check_text(value: str, where: str) -> None:
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidValueError(f"{where}: text with a lone surrogate is not valid Unicode", path=where) from None
 
 
 class Message(_ReadsLikeDict, msgspec.Struct, frozen=True):
@@ -116,18 +124,20 @@ class Message(_ReadsLikeDict, msgspec.Struct, frozen=True):
 
     def __post_init__(self) -> None:
         _check_role(self.role, self._type_name)
-        force_setattr(self, "content", freeze(self.content))
+        force_setattr(self, "content", freeze_json(self.content, "Message.content"))
         force_setattr(self, "metadata", _frozen_mapping(self.metadata, "metadata", self._type_name))
+        # Empty parts are left out of the serialized form, so they are None
+        # from the start: what from_json gives back is what was built.
         mc = self.multipart_content
         if mc is not None:
             if not isinstance(mc, (list, tuple)):
                 raise TypeError(f"Message.multipart_content must be a list or None, got {type(mc).__name__}")
-            force_setattr(self, "multipart_content", freeze(mc))
+            force_setattr(self, "multipart_content", freeze_json(mc, "Message.multipart_content") if mc else None)
         tr = self.tool_result
         if tr is not None:
             if not isinstance(tr, Mapping):
                 raise TypeError(f"Message.tool_result must be a mapping or None, got {type(tr).__name__}")
-            force_setattr(self, "tool_result", freeze(tr))
+            force_setattr(self, "tool_result", freeze_json(tr, "Message.tool_result") if tr else None)
 
     # -- serialization -------------------------------------------------------
 
@@ -211,7 +221,7 @@ class PartialMessage(_ReadsLikeDict, msgspec.Struct, frozen=True):
 
     def __post_init__(self) -> None:
         _check_role(self.role, "PartialMessage")
-        force_setattr(self, "content", freeze(self.content))
+        force_setattr(self, "content", freeze_json(self.content, "PartialMessage.content"))
         force_setattr(self, "metadata", _frozen_mapping(self.metadata, "metadata", "PartialMessage"))
 
     def _json_view(self) -> dict[str, Any]:
@@ -263,6 +273,7 @@ class Session(msgspec.Struct, frozen=True):
     def __post_init__(self) -> None:
         if not isinstance(self.session_id, str):
             raise TypeError(f"Session.session_id must be a string, got {type(self.session_id).__name__}")
+        _check_text(self.session_id, "Session.session_id")
         msgs = self.messages
         if not isinstance(msgs, FrozenVector):
             if isinstance(msgs, (str, bytes, Mapping)) or not isinstance(msgs, Iterable):

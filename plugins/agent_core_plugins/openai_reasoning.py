@@ -2,7 +2,9 @@
 
 Why an extension: OpenAI's own API keeps reasoning hidden, but compatible
 servers stream it in a side field of the delta: ``reasoning_content``
-(DeepSeek, vLLM, llama.cpp) or ``reasoning`` (Ollama, OpenRouter). That text
+(DeepSeek, vLLM, llama.cpp, xAI) or ``reasoning`` (Ollama, OpenRouter), or,
+for Mistral's Magistral models, as ``{"type": "thinking"}`` parts of a
+``content`` list (the provider keeps the text parts). That text
 must never be mixed into ``content``, and must not be sent back on the next
 turn (some servers reject it). This extension:
 
@@ -22,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core_providers.accumulate import push, text_of
-from agent_core_providers.openai import replace_final
+from agent_core_providers.accumulate import push, replace_final, text_of
+from agent_core_providers.openai import thinking_text
 
 __all__ = ["OpenAIReasoningExtension"]
 
@@ -76,7 +78,12 @@ class OpenAIReasoningExtension:
             return partial_messages, final_messages, native_messages, state
         text = delta.get("reasoning_content") or delta.get("reasoning")
         if not text or not isinstance(text, str):
-            return partial_messages, final_messages, native_messages, state
+            content = delta.get("content")
+            if not isinstance(content, list):
+                return partial_messages, final_messages, native_messages, state
+            text = thinking_text(content)  # typed parts (Mistral): the thinking ones
+            if not text:
+                return partial_messages, final_messages, native_messages, state
         partial = {"role": "assistant", "content": "", "metadata": {"reasoning": text}}
         new_state = {**state, "openai_reasoning": push(state.get("openai_reasoning"), text)}
         return [*partial_messages, partial], final_messages, native_messages, new_state
@@ -106,6 +113,8 @@ class OpenAIReasoningExtension:
         out: list[Dict] = []
         for native, core in zip(native_messages, messages, strict=True):
             text = next((native[f] for f in _FIELDS if isinstance(native.get(f), str) and native[f]), None)
+            if not text:
+                text = thinking_text(native.get("content"))
             if text:
                 core = {**core, "metadata": {**(core.get("metadata") or {}), "reasoning": text}}
             out.append(core)

@@ -16,12 +16,28 @@ here, in the four places a capability touches a request:
   shape (``tool_calls`` on the assistant message, ``role: "tool"`` messages
   with ``tool_call_id``).
 
-State: ``state["openai_tools"]`` maps a call's stream index to
-``{"id", "name", "arguments": Pieces}`` while streaming; ``None`` otherwise.
+Which fragment belongs to which call: by ``index``, unless the fragment
+brings an ``id`` other than the one the call at that index already has
+(some servers number every call 0); a fragment without ``index`` joins the
+call with its ``id``, or, with neither, the latest call (unless it names a
+function while that call already has a name: then it starts a new call).
+
+Arguments cut short: when the answer stopped on the token limit
+(``finish_reason: "length"``), a call whose arguments do not parse as a
+JSON object is kept with its raw text and ``"incomplete": true``. On the
+native message it sits under ``_incomplete_tool_calls`` (never sent), not
+``tool_calls``; ``to_native_messages`` leaves it, and a result for it, out
+of what is sent.
+
+State: ``state["openai_tools"]`` is ``{"calls": {position: {"id", "name",
+"arguments": Pieces}}, "at": {index: position}, "last": position}`` while
+streaming; ``{}`` or ``None`` otherwise.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +45,8 @@ import msgspec
 
 from agent_core.tool_interop import OPENAI_CHAT
 from agent_core_providers.accumulate import push, text_of
-from agent_core_providers.openai import message_text, replace_final
+from agent_core_providers.accumulate import replace_final
+from agent_core_providers.openai import message_text
 
 __all__ = ["OpenAIToolsExtension"]
 
@@ -44,6 +61,28 @@ def _wire_call(call: Mapping[str, Any]) -> Dict:
     if not isinstance(args, str):
         args = _json.encode(args if args is not None else {}).decode()
     return {"id": call.get("id"), "type": "function", "function": {"name": fn.get("name"), "arguments": args}}
+
+
+def _new_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def _is_object(arguments: str) -> bool:
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except ValueError:
+        return False
+
+
+def _split_cut(calls: list[Dict], finish_reason: Any) -> tuple[list[Dict], list[Dict]]:
+    """``(complete, cut)``: with ``finish_reason == "length"``, calls whose arguments do not parse were cut."""
+    if finish_reason != "length":
+        return calls, []
+    complete: list[Dict] = []
+    cut: list[Dict] = []
+    for call in calls:
+        (complete if _is_object(call["function"]["arguments"]) else cut).append(call)
+    return complete, cut
 
 
 def _tool_result_content(content: Any) -> Any:
@@ -87,28 +126,58 @@ class OpenAIToolsExtension:
         *,
         context: Dict | None = None,
     ) -> list[Dict]:
-        """Put tool calls and tool results into their wire shape (messages and natives align 1:1)."""
+        """Put tool calls and tool results into their wire shape (messages and natives align 1:1).
+
+        A call marked ``incomplete`` was never made: it is left out, and a
+        result for it becomes a placeholder marked ``_omit`` that
+        :meth:`initialize_request` drops from the payload.
+        """
         out: list[Dict] = []
+        cut_ids: set[Any] = set()
         for core, native in zip(messages, native_messages, strict=True):
             metadata = core.get("metadata") or {}
             if core.get("role") == "assistant" and metadata.get("tool_calls"):
-                native = {**native, "tool_calls": [_wire_call(c) for c in metadata["tool_calls"]]}
+                calls = []
+                for c in metadata["tool_calls"]:
+                    if c.get("incomplete"):
+                        cut_ids.add(c.get("id"))
+                    else:
+                        calls.append(_wire_call(c))
+                if calls:
+                    native = {**native, "tool_calls": calls}
             elif core.get("role") == "tool":
                 native = {
                     "role": "tool",
                     "tool_call_id": metadata.get("tool_call_id"),
                     "content": _tool_result_content(core.get("content")),
                 }
+                if cut_ids and metadata.get("tool_call_id") in cut_ids:
+                    native["_omit"] = True
             out.append(native)
         return out
 
     def initialize_request(
         self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
     ) -> tuple[list[Dict], Dict]:
-        """Offer the request's tools; start an empty call buffer."""
+        """Offer the request's tools; start an empty call buffer; never send a result for a cut call.
+
+        The payload's messages are 1:1 with the native history (the
+        provider's rule), so ``_omit`` placeholders, and results answering a
+        call that history marks as cut, are dropped by position.
+        """
         config = state["config"]
         request = state["request"]
         payload = request["payload"]
+        sent = payload.get("messages")
+        if isinstance(sent, list) and len(sent) == len(native_messages):
+            cut = {c.get("id") for n in native_messages for c in n.get("_incomplete_tool_calls") or ()}
+            if cut or any(n.get("_omit") for n in native_messages):
+                kept = [
+                    m
+                    for m, n in zip(sent, native_messages, strict=True)
+                    if not (n.get("_omit") or (n.get("role") == "tool" and n.get("tool_call_id") in cut))
+                ]
+                payload = {**payload, "messages": kept}
         if config.get("tools"):
             payload = {**payload, "tools": list(config["tools"])}
             if config.get("tool_choice") is not None:
@@ -123,52 +192,91 @@ class OpenAIToolsExtension:
         native_messages: list[Dict],
         state: Dict,
     ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
-        """Hot path: merge this chunk's ``tool_calls`` fragments into the calls by index.
+        """Hot path: merge this chunk's ``tool_calls`` fragments into their calls.
 
         Most chunks carry text only and return at once. The closing call
         (``native_chunk is None``) hands the assembled calls to the final.
         """
-        calls = state.get("openai_tools")
         if native_chunk is None:
-            return self._attach(calls, partial_messages, final_messages, native_messages, state)
+            return self._attach(state.get("openai_tools"), partial_messages, final_messages, native_messages, state)
         choices = native_chunk.get("choices")
         deltas = choices and (choices[0].get("delta") or {}).get("tool_calls")
         if not deltas:
             return partial_messages, final_messages, native_messages, state
-        calls = dict(calls or {})
-        for position, delta in enumerate(deltas):
-            index = delta.get("index", position)
-            entry = calls.get(index) or {"id": None, "name": None, "arguments": None}
+        buffer = state.get("openai_tools") or {}
+        calls = dict(buffer.get("calls") or {})
+        at = dict(buffer.get("at") or {})
+        last = buffer.get("last")
+        for delta in deltas:
+            index = delta.get("index")
+            call_id = delta.get("id") or None
             fn = delta.get("function") or {}
+            position = None
+            if index is not None:
+                position = at.get(index)
+                if position is not None and call_id and calls[position]["id"] not in (None, call_id):
+                    position = None  # another call at the same index
+            elif call_id:
+                position = next((p for p, c in calls.items() if c["id"] == call_id), None)
+            elif not (fn.get("name") and last is not None and calls[last]["name"]):
+                position = last  # a bare fragment continues the latest call; a new name starts one
+            if position is None:
+                position = len(calls)
+                entry = {"id": None, "name": None, "arguments": None}
+            else:
+                entry = calls[position]
             # Some servers repeat the id and name in every fragment: keep the first.
-            calls[index] = {
-                "id": entry["id"] or delta.get("id"),
-                "name": entry["name"] or fn.get("name"),
+            calls[position] = {
+                "id": entry["id"] or call_id,
+                "name": entry["name"] or fn.get("name") or None,
                 "arguments": push(entry["arguments"], fn.get("arguments") or ""),
             }
-        return partial_messages, final_messages, native_messages, {**state, "openai_tools": calls}
+            if index is not None:
+                at[index] = position
+            last = position
+        new_buffer = {"calls": calls, "at": at, "last": last}
+        return partial_messages, final_messages, native_messages, {**state, "openai_tools": new_buffer}
 
-    def _attach(self, calls: Any, partials: list[Dict], finals: list[Dict], native: list[Dict], state: Dict) -> tuple:
-        """Closing call: give the streamed calls to the final assistant message."""
-        if not calls:
-            return partials, finals, native, state
-        tool_calls = [
+    def _attach(self, buffer: Any, partials: list[Dict], finals: list[Dict], native: list[Dict], state: Dict) -> tuple:
+        """Closing call: give the streamed calls to the final assistant message.
+
+        The calls of a non-streamed answer are already on it; they get the
+        same treatment (ids for calls without one, cut calls set apart).
+        """
+        streamed = [
             {
-                "id": c["id"] or f"call_{i}",
+                "id": c["id"] or _new_id(),
                 "type": "function",
                 "function": {"name": c["name"], "arguments": text_of(c["arguments"])},
             }
-            for i, c in sorted(calls.items())
+            for _, c in sorted(((buffer or {}).get("calls") or {}).items())
         ]
         new_finals = list(finals)
         for i in range(len(new_finals) - 1, -1, -1):
             old = new_finals[i]
-            if old.get("role") == "assistant":
-                new = {**old, "tool_calls": tool_calls}
+            if old.get("role") != "assistant":
+                continue
+            if streamed:
+                calls = streamed
+            elif old.get("tool_calls"):
+                calls = [_wire_call(c) for c in old["tool_calls"]]
+                for c in calls:
+                    c["id"] = c["id"] or _new_id()
+            else:
+                break
+            complete, cut = _split_cut(calls, old.get("_finish_reason"))
+            new = {k: v for k, v in old.items() if k != "tool_calls"}
+            if complete:
+                new["tool_calls"] = complete
+            if cut:
+                new["_incomplete_tool_calls"] = cut
+            if new != old:
                 new_finals[i] = new
                 native = replace_final(native, old, new)
-                break
-        return partials, new_finals, native, {**state, "openai_tools": None}
+            break
+        if buffer:
+            state = {**state, "openai_tools": None}
+        return partials, new_finals, native, state
 
     def from_native_messages(
         self,
@@ -178,11 +286,15 @@ class OpenAIToolsExtension:
         *,
         context: Dict | None = None,
     ) -> list[Dict]:
-        """Copy wire ``tool_calls`` into ``metadata["tool_calls"]`` (OpenAI shape, JSON text arguments)."""
+        """Copy wire ``tool_calls`` into ``metadata["tool_calls"]`` (OpenAI shape, JSON text arguments).
+
+        Calls cut short follow, marked ``"incomplete": true``.
+        """
         out: list[Dict] = []
         for native, core in zip(native_messages, messages, strict=True):
-            if native.get("tool_calls"):
-                metadata = {**(core.get("metadata") or {}), "tool_calls": [_wire_call(c) for c in native["tool_calls"]]}
-                core = {**core, "metadata": metadata}
+            if native.get("tool_calls") or native.get("_incomplete_tool_calls"):
+                calls = [_wire_call(c) for c in native.get("tool_calls") or ()]
+                calls.extend({**_wire_call(c), "incomplete": True} for c in native.get("_incomplete_tool_calls") or ())
+                core = {**core, "metadata": {**(core.get("metadata") or {}), "tool_calls": calls}}
             out.append(core)
         return out

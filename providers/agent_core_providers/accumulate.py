@@ -14,9 +14,10 @@ into), so it lives happily inside frozen state. ``None`` is the empty chain.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Pieces", "push", "text_of"]
+__all__ = ["Pieces", "push", "replace_final", "text_of"]
 
 #: ``None`` or ``(earlier: Pieces, piece: str)``.
 Pieces = Any
@@ -35,3 +36,16 @@ def text_of(pieces: Pieces) -> str:
         parts.append(piece)
     parts.reverse()
     return "".join(parts)
+
+
+def replace_final(native_messages: list[Any], old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Any]:
+    """``native_messages`` with the final ``old`` (searched from the end) replaced by ``new``.
+
+    Extensions that complete the assistant answer in the closing
+    ``process_chunk(None, ...)`` call rewrite both the final and its copy at
+    the end of the native history, which the provider's ``finalize`` added.
+    """
+    for i in range(len(native_messages) - 1, -1, -1):
+        if native_messages[i] == old:
+            return [*native_messages[:i], new, *native_messages[i + 1 :]]
+    return native_messages  # not in the history: nothing to keep in step

@@ -16,11 +16,15 @@ Streaming is block-based: ``content_block_start`` opens a block at an
 ``index``, deltas fill it, ``content_block_stop`` closes it. The blocks live
 in one table shared with the extensions, ``state["anthropic"]["blocks"]``
 (index -> block); each plugin fills the block types it understands (this
-provider: ``text``) using :func:`block_at` / :func:`with_block`, and
+provider: ``text``, with its citations) using :func:`block_at` /
+:func:`with_block`; blocks of types the client does not handle (server
+tools, MCP calls, anything newer than this code) are entered as received
+and never run (:data:`CLIENT_BLOCK_TYPES`), and
 ``finalize`` emits the whole table, in index order, as the assistant's
 content. So thinking blocks, with their signatures, stay in the native
 history in the place the API needs them on the next turn. Keys starting
-with ``_`` (work in progress, our own notes) are never sent.
+with ``_`` (work in progress, our own notes) are never sent. Every event is
+checked against the shapes in :mod:`.shapes` before any hook sees it.
 
 Shared state while a request runs::
 
@@ -38,15 +42,15 @@ from typing import Any
 
 import msgspec
 
-from agent_core.errors import LLMError
-
 from ._base import HTTPProvider
 from ._errors import error_from_event
-from ._sse import JSONEventReader, quote_line
-from .accumulate import push, text_of
+from ._sse import JSONEventReader
+from .accumulate import push, replace_final, text_of
+from .shapes import anthropic_answer_fault, anthropic_event_fault, malformed
 
 __all__ = [
     "AnthropicProvider",
+    "CLIENT_BLOCK_TYPES",
     "anthropic_content",
     "block_at",
     "content_blocks",
@@ -54,6 +58,8 @@ __all__ = [
     "merge_turns",
     "message_text",
     "normalize_usage",
+    "replace_final",
+    "server_tool_blocks",
     "with_block",
 ]
 
@@ -62,6 +68,12 @@ _json = msgspec.json.Encoder()
 # Models announced before extended thinking existed.
 _NO_THINKING = re.compile(r"claude-(?:instant|2|3-(?:opus|sonnet|haiku)|3-5)", re.IGNORECASE)
 _DATA_URL = re.compile(r"data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)", re.DOTALL)
+#: Block types that are the client's business: text, thinking, and the
+#: client-side tool calls the engine runs. Every other block type in an
+#: answer (``server_tool_use``, ``web_search_tool_result``, ``mcp_tool_use``,
+#: ``*_tool_result``, types not invented yet) was produced and handled on
+#: Anthropic's side: it is kept as received and never run here.
+CLIENT_BLOCK_TYPES = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
 
 
 # -- helpers shared with the anthropic_* extensions ----------------------------------
@@ -98,6 +110,23 @@ def message_text(content: Any) -> str:
     if isinstance(content, Mapping) and content.get("type") == "provider_native_tool_result":
         return message_text(content.get("content"))
     return "" if content is None else _json.encode(content).decode()
+
+
+def server_tool_blocks(content: Any) -> list[Any]:
+    """The blocks of ``content`` that the API handled itself (see :data:`CLIENT_BLOCK_TYPES`)."""
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, Mapping) and b.get("type") not in CLIENT_BLOCK_TYPES]
+
+
+def _citations(content: Any) -> list[Any]:
+    if not isinstance(content, list):
+        return []
+    out: list[Any] = []
+    for b in content:
+        if isinstance(b, Mapping) and b.get("type") == "text" and b.get("citations"):
+            out.extend(b["citations"])
+    return out
 
 
 def image_block(url: str) -> Dict:
@@ -237,7 +266,10 @@ class AnthropicProvider(HTTPProvider):
 
         Tool results become plain user text here, so the provider works
         alone; ``anthropic_tools`` turns them into ``tool_result`` blocks,
-        relying on this 1:1 order.
+        relying on this 1:1 order. An assistant answer's
+        ``metadata["server_tools"]`` go back in front of its text, so a
+        history rebuilt from core messages still shows the API its own
+        server tool calls and results.
         """
         out: list[Dict] = []
         for m in messages:
@@ -246,6 +278,9 @@ class AnthropicProvider(HTTPProvider):
                 out.append({"role": "user", "content": message_text(m.get("content"))})
             elif role == "system":
                 out.append({"role": "system", "content": message_text(m.get("content"))})
+            elif role == "assistant" and (m.get("metadata") or {}).get("server_tools"):
+                server = list(m["metadata"]["server_tools"])
+                out.append({"role": role, "content": [*server, *content_blocks(anthropic_content(m))]})
             else:
                 out.append({"role": role, "content": anthropic_content(m)})
         return out
@@ -278,11 +313,24 @@ class AnthropicProvider(HTTPProvider):
     def process_chunk(
         self, native_chunk: Dict, native_messages: list[Dict], state: Dict
     ) -> tuple[list, list, list, Dict]:
-        """Hot path: text deltas become partials; usage and stop reason are noted."""
+        """Hot path: text deltas become partials; usage and stop reason are noted.
+
+        A block of a type the client does not handle (server tool calls and
+        results, future types) is entered in the table as received when it
+        starts, so it reaches the native history unchanged; text is
+        assembled here, the other client types by their extensions. Citations streamed into a
+        text block (``citations_delta``) are kept on it.
+        """
         kind = native_chunk.get("type")
         if kind == "content_block_delta":
             delta = native_chunk.get("delta") or {}
-            if delta.get("type") != "text_delta" or not delta.get("text"):
+            dtype = delta.get("type")
+            if dtype != "text_delta" or not delta.get("text"):
+                if dtype == "citations_delta" and delta.get("citation") is not None:
+                    index = native_chunk["index"]
+                    block = block_at(state, index) or {"type": "text"}
+                    cited = {**block, "citations": [*(block.get("citations") or ()), delta["citation"]]}
+                    return [], [], native_messages, with_block(state, index, cited)
                 return [], [], native_messages, state
             index = native_chunk.get("index", 0)
             block = block_at(state, index) or {"type": "text"}
@@ -294,6 +342,8 @@ class AnthropicProvider(HTTPProvider):
             if block.get("type") == "text":
                 opened = {**block, "_text": push(None, block.get("text") or "")}
                 return [], [], native_messages, with_block(state, native_chunk.get("index", 0), opened)
+            if block.get("type") not in CLIENT_BLOCK_TYPES:
+                return [], [], native_messages, with_block(state, native_chunk["index"], block)
         elif kind == "content_block_stop":
             index = native_chunk.get("index", 0)
             block = block_at(state, index)
@@ -331,10 +381,23 @@ class AnthropicProvider(HTTPProvider):
     def from_native_messages(
         self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
     ) -> list[Dict]:
-        """Core messages with the text blocks as content; stop reason and usage in metadata."""
+        """Core messages with the text blocks as content; stop reason and usage in metadata.
+
+        Blocks the API handled itself (server tools, MCP calls, unknown
+        types) are listed, as received, in ``metadata["server_tools"]``, and
+        the citations of the text blocks in ``metadata["citations"]``.
+        """
         out: list[Dict] = []
         for m in native_messages:
             metadata: Dict = {}
+            content = m.get("content")
+            if isinstance(content, list):
+                server = server_tool_blocks(content)
+                if server:
+                    metadata["server_tools"] = server
+                citations = _citations(content)
+                if citations:
+                    metadata["citations"] = citations
             if m.get("_stop_reason"):
                 metadata["stop_reason"] = m["_stop_reason"]
             if m.get("_usage"):
@@ -366,7 +429,7 @@ class AnthropicProvider(HTTPProvider):
 
         def classify(event: str, value: Any) -> Any:
             if type(value) is not dict:
-                return LLMError(f"unexpected stream event (not an object): {quote_line(repr(value))}", provider=name)
+                return malformed(name, value, "the event is not an object", secrets)
             kind = value.get("type")
             if kind == "ping":
                 return "skip"
@@ -374,15 +437,17 @@ class AnthropicProvider(HTTPProvider):
                 return "last"
             if kind == "error":
                 return error_from_event(name, value, secrets)
-            return None
+            fault = anthropic_event_fault(value)
+            return None if fault is None else malformed(name, value, fault, secrets)
 
         return JSONEventReader(name, classify, is_preamble=_is_preamble)
 
     def _api_native_from_answer(self, answer: Any) -> Dict:
         if isinstance(answer, Mapping) and answer.get("type") == "error":
             raise error_from_event(self.name, answer, self._secrets())
-        if not isinstance(answer, Mapping) or not isinstance(answer.get("content"), list):
-            raise LLMError(f"the answer has no content list: {quote_line(repr(answer))}", provider=self.name)
+        fault = anthropic_answer_fault(answer)
+        if fault is not None:
+            raise malformed(self.name, answer, fault, self._secrets())
         message: Dict = {"role": answer.get("role") or "assistant", "content": list(answer["content"])}
         if answer.get("stop_reason"):
             message["_stop_reason"] = answer["stop_reason"]

@@ -13,13 +13,19 @@ Shared state while a request runs::
 
     state["config"]   the effective config, without the API key
     state["request"]  {"url", "payload", "headers"} for the next call
-    state["openai"]   the stream buffer: {"text": Pieces, "finish_reason",
-                      "usage"}; None outside a streamed call
+    state["openai"]   the stream buffer: {"text": Pieces, "refusal": Pieces,
+                      "finish_reason", "usage"}; None outside a streamed call
 
 Native messages are Chat Completions messages. Keys starting with ``_`` are
 ours and never sent: ``_finish_reason`` and ``_usage`` on an assistant
 answer, so they survive in the native history and reach the core message's
-metadata.
+metadata (extensions add their own, e.g. ``openai_tools``'s
+``_incomplete_tool_calls``). The payload's messages are 1:1 with the native
+history, in order, so an extension may drop one by position.
+
+Every event is checked against the shapes in :mod:`.shapes` before any hook
+sees it: valid JSON in a shape the API never uses is a
+:class:`~agent_core.errors.MalformedResponseError`, not a crash in a plugin.
 """
 
 from __future__ import annotations
@@ -29,14 +35,20 @@ from typing import Any
 
 import msgspec
 
-from agent_core.errors import LLMError
-
 from ._base import HTTPProvider
 from ._errors import error_from_event
-from ._sse import JSONEventReader, quote_line
-from .accumulate import push, text_of
+from ._sse import JSONEventReader
+from .accumulate import push, replace_final, text_of
+from .shapes import malformed, openai_answer_fault, openai_chunk_fault
 
-__all__ = ["OpenAIProvider", "message_text", "normalize_usage", "openai_content", "replace_final"]
+__all__ = [
+    "OpenAIProvider",
+    "message_text",
+    "normalize_usage",
+    "openai_content",
+    "replace_final",
+    "thinking_text",
+]
 
 Dict = dict[str, Any]
 
@@ -103,6 +115,23 @@ def message_text(content: Any) -> str:
     return _json.encode(content).decode()
 
 
+def thinking_text(content: Any) -> str:
+    """The thinking in a list of typed content parts (Mistral's Magistral models), else ``""``.
+
+    Such a part is ``{"type": "thinking", "thinking": [<text parts>]}`` (a
+    plain string is accepted too); text parts are what :func:`message_text`
+    reads, so the two never overlap.
+    """
+    if not isinstance(content, list):
+        return ""
+    out: list[str] = []
+    for part in content:
+        if isinstance(part, Mapping) and part.get("type") == "thinking":
+            inner = part.get("thinking")
+            out.append(inner if isinstance(inner, str) else message_text(inner))
+    return "".join(out)
+
+
 def normalize_usage(usage: Mapping[str, Any]) -> Dict:
     """Chat Completions usage as ``{"input_tokens", "output_tokens", ...}``.
 
@@ -125,19 +154,6 @@ def normalize_usage(usage: Mapping[str, Any]) -> Dict:
     return out
 
 
-def replace_final(native_messages: list[Any], old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Any]:
-    """``native_messages`` with the final ``old`` (searched from the end) replaced by ``new``.
-
-    Extensions that complete the assistant answer in the closing
-    ``process_chunk(None, ...)`` call rewrite both the final and its copy at
-    the end of the native history, which the provider's ``finalize`` added.
-    """
-    for i in range(len(native_messages) - 1, -1, -1):
-        if native_messages[i] == old:
-            return [*native_messages[:i], new, *native_messages[i + 1 :]]
-    return native_messages  # not in the history: nothing to keep in step
-
-
 def _is_preamble(chunk: Mapping[str, Any]) -> bool:
     """A chunk with nothing in it yet but the role (safe to see again after a retry)."""
     if chunk.get("usage"):
@@ -152,7 +168,16 @@ def _is_preamble(chunk: Mapping[str, Any]) -> bool:
 
 
 def _wire(message: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A native message as sent: without our ``_`` keys and answer-only fields."""
+    """A native message as sent: without our ``_`` keys, answer-only fields and thinking parts.
+
+    Thinking parts of an assistant's content list (Mistral) are reasoning
+    too, so, like ``reasoning_content``, they are not sent back.
+    """
+    content = message.get("content")
+    if isinstance(content, list) and message.get("role") == "assistant":
+        kept = [p for p in content if not (isinstance(p, Mapping) and p.get("type") == "thinking")]
+        if len(kept) != len(content):
+            message = {**message, "content": kept}
     for key in message:
         if key[0] == "_" or key in RESPONSE_ONLY_KEYS:
             return {k: v for k, v in message.items() if k[0] != "_" and k not in RESPONSE_ONLY_KEYS}
@@ -230,7 +255,12 @@ class OpenAIProvider(HTTPProvider):
     def process_chunk(
         self, native_chunk: Dict, native_messages: list[Dict], state: Dict
     ) -> tuple[list, list, list, Dict]:
-        """Hot path: a text delta becomes a partial; finish reason and usage are noted."""
+        """Hot path: a text delta becomes a partial; finish reason and usage are noted.
+
+        ``content`` may also be a list of typed parts (Mistral): its text
+        parts count as text here; ``openai_reasoning`` takes the thinking
+        parts. A ``refusal`` delta is collected apart from the text.
+        """
         changes: Dict = {}
         partials: list[Dict] = []
         choices = native_chunk.get("choices")
@@ -240,11 +270,17 @@ class OpenAIProvider(HTTPProvider):
             if delta:
                 text = delta.get("content")
                 if text:
-                    partials = [{"role": "assistant", "content": text}]
-                    changes["text"] = push(state["openai"].get("text"), text)
+                    if text.__class__ is not str:
+                        text = message_text(text)
+                    if text:
+                        partials = [{"role": "assistant", "content": text}]
+                        changes["text"] = push(state["openai"].get("text"), text)
+                refusal = delta.get("refusal")
+                if refusal and refusal.__class__ is str:
+                    changes["refusal"] = push(state["openai"].get("refusal"), refusal)
             if choice.get("finish_reason"):
                 changes["finish_reason"] = choice["finish_reason"]
-        usage = native_chunk.get("usage")
+        usage = native_chunk.get("usage") or (native_chunk.get("x_groq") or {}).get("usage")
         if usage:
             changes["usage"] = usage
         if not changes:
@@ -259,6 +295,8 @@ class OpenAIProvider(HTTPProvider):
         if buffer is None:
             return [], native_messages, state
         message: Dict = {"role": "assistant", "content": text_of(buffer.get("text"))}
+        if buffer.get("refusal"):
+            message["refusal"] = text_of(buffer["refusal"])
         if buffer.get("finish_reason"):
             message["_finish_reason"] = buffer["finish_reason"]
         if buffer.get("usage"):
@@ -268,10 +306,12 @@ class OpenAIProvider(HTTPProvider):
     def from_native_messages(
         self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
     ) -> list[Dict]:
-        """Core messages with text content; finish reason and normalized usage in metadata."""
+        """Core messages with text content; finish reason, usage and any refusal in metadata."""
         out: list[Dict] = []
         for m in native_messages:
             metadata: Dict = {}
+            if m.get("refusal") and isinstance(m["refusal"], str):
+                metadata["refusal"] = m["refusal"]
             if m.get("_finish_reason"):
                 metadata["finish_reason"] = m["_finish_reason"]
             if m.get("_usage"):
@@ -303,19 +343,21 @@ class OpenAIProvider(HTTPProvider):
 
         def classify(event: str, value: Any) -> Any:
             if type(value) is not dict:
-                return LLMError(f"unexpected stream event (not an object): {quote_line(repr(value))}", provider=name)
+                return malformed(name, value, "the event is not an object", secrets)
             if "error" in value:
                 return error_from_event(name, value, secrets)
-            return None
+            fault = openai_chunk_fault(value)
+            return None if fault is None else malformed(name, value, fault, secrets)
 
         return JSONEventReader(name, classify, done_data=b"[DONE]", is_preamble=_is_preamble)
 
     def _api_native_from_answer(self, answer: Any) -> Dict:
         if isinstance(answer, Mapping) and "error" in answer:
             raise error_from_event(self.name, answer, self._secrets())
-        choices = answer.get("choices") if isinstance(answer, Mapping) else None
-        if not choices or not isinstance(choices[0].get("message"), Mapping):
-            raise LLMError(f"the answer has no choices[0].message: {quote_line(repr(answer))}", provider=self.name)
+        fault = openai_answer_fault(answer)
+        if fault is not None:
+            raise malformed(self.name, answer, fault, self._secrets())
+        choices = answer["choices"]
         message: Dict = {k: v for k, v in choices[0]["message"].items() if v is not None}
         message.setdefault("role", "assistant")
         message.setdefault("content", "")

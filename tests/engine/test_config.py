@@ -295,7 +295,7 @@ def test_a_config_that_is_not_a_mapping_is_refused() -> None:
     core = AgentCore(providers=[recording_provider([])])
     with pytest.raises(ConfigError):
         core.resolve(["provider", "prov"])  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
+    with pytest.raises(ConfigError):
         core.request(session(), ["provider", "prov"])  # type: ignore[arg-type]
 
 

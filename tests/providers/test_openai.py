@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 
-from agent_core import freeze
+from agent_core import AgentCore, ErrorEvent, LLMError, MalformedResponseError, Message, freeze
 from agent_core_plugins.openai_reasoning import OpenAIReasoningExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_providers.openai import OpenAIProvider
 
 from ._driver import run_turn
-from ._server import json_reply, sse_reply
+from ._server import json_reply, sse, sse_reply
 from ._wire import OA_DONE, oa_chunk, oa_text, oa_tool_calls
 from .conftest import run_async
 
@@ -245,3 +246,247 @@ def test_frozen_state_never_holds_the_key(server):
     assert KEY not in text and "proxy-secret" not in text
     assert turn.state["request"]["headers"] == freeze({"content-type": "application/json", "X-Trace": "t1"})
     assert server.requests[0].headers["authorization"] == "Bearer proxy-secret"  # extra header wins, sent at send time
+
+
+# -- stream shapes seen from real vendors (issue 7) ----------------------------------------
+
+
+def tool_delta(**fields):
+    return {"tool_calls": [fields]}
+
+
+def test_two_calls_at_one_index_stay_two_calls(server):
+    """Some servers number every call 0; a new id at the same index is a new call, not more arguments."""
+    server.enqueue(
+        sse_reply(
+            oa_chunk({"role": "assistant"}),
+            oa_chunk(tool_delta(index=0, id="call_a", type="function", function={"name": "add", "arguments": '{"a'})),
+            oa_chunk(tool_delta(index=0, function={"arguments": '":1}'})),
+            oa_chunk(tool_delta(index=0, id="call_b", function={"name": "mul", "arguments": '{"b":2}'})),
+            oa_chunk({}, "tool_calls"),
+            OA_DONE,
+        )
+    )
+    turn = run_turn(OpenAIProvider(), exts(), USER, config(server))
+    calls = turn.finals[0]["metadata"]["tool_calls"]
+    assert [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in calls] == [
+        ("call_a", "add", '{"a":1}'),
+        ("call_b", "mul", '{"b":2}'),
+    ]
+
+
+def test_fragments_without_index_join_by_id_or_start_a_call(server):
+    """A later chunk without ``index`` is its own call when it brings a new id; a bare fragment continues."""
+    server.enqueue(
+        sse_reply(
+            oa_chunk(tool_delta(index=0, id="call_a", function={"name": "add", "arguments": '{"a":1}'})),
+            oa_chunk(tool_delta(id="call_b", type="function", function={"name": "mul", "arguments": '{"b"'})),
+            oa_chunk(tool_delta(function={"arguments": ":2}"})),
+            oa_chunk(tool_delta(id="call_a", function={"arguments": ""})),  # the first call's id again: no new call
+            oa_chunk({}, "tool_calls"),
+            OA_DONE,
+        )
+    )
+    turn = run_turn(OpenAIProvider(), exts(), USER, config(server))
+    calls = turn.finals[0]["metadata"]["tool_calls"]
+    assert [(c["id"], c["function"]["arguments"]) for c in calls] == [("call_a", '{"a":1}'), ("call_b", '{"b":2}')]
+    assert turn.native[-1]["tool_calls"] == calls
+
+
+def test_calls_without_ids_get_distinct_generated_ids(server):
+    server.enqueue(
+        sse_reply(
+            oa_chunk(tool_delta(index=0, function={"name": "add", "arguments": "{}"})),
+            oa_chunk(tool_delta(index=1, function={"name": "add", "arguments": "{}"})),
+            oa_chunk({}, "tool_calls"),
+            OA_DONE,
+        )
+    )
+    turn = run_turn(OpenAIProvider(), exts(), USER, config(server))
+    ids = [c["id"] for c in turn.finals[0]["metadata"]["tool_calls"]]
+    assert len(set(ids)) == 2 and all(i.startswith("call_") for i in ids)
+    assert [c["id"] for c in turn.native[-1]["tool_calls"]] == ids  # the native history says the same
+
+
+def cut_call_reply():
+    """The token limit hits inside the second call's arguments (finish_reason "length")."""
+    return sse_reply(
+        oa_chunk(tool_delta(index=0, id="call_ok", type="function", function={"name": "add", "arguments": '{"a":1}'})),
+        oa_chunk(tool_delta(index=1, id="call_cut", type="function", function={"name": "write", "arguments": ""})),
+        oa_chunk(tool_delta(index=1, function={"arguments": '{"path": "/tmp/a", "text": "Once upon'})),
+        oa_chunk({}, "length"),
+        oa_chunk(usage={"prompt_tokens": 5, "completion_tokens": 64, "total_tokens": 69}, choices=False),
+        OA_DONE,
+    )
+
+
+def test_arguments_cut_by_the_token_limit_stay_raw_and_marked_incomplete(server):
+    server.enqueue(cut_call_reply())
+    turn = run_turn(OpenAIProvider(), exts(), USER, config(server))
+    final = turn.finals[0]
+    assert final["metadata"]["finish_reason"] == "length"
+    assert final["metadata"]["tool_calls"] == [
+        {"id": "call_ok", "type": "function", "function": {"name": "add", "arguments": '{"a":1}'}},
+        {
+            "id": "call_cut",
+            "type": "function",
+            "function": {"name": "write", "arguments": '{"path": "/tmp/a", "text": "Once upon'},
+            "incomplete": True,
+        },
+    ]
+    # The native answer only claims the complete call; the cut one is kept aside, never sent.
+    native = turn.native[-1]
+    assert [c["id"] for c in native["tool_calls"]] == ["call_ok"]
+    assert [c["id"] for c in native["_incomplete_tool_calls"]] == ["call_cut"]
+
+
+def test_a_cut_call_and_its_result_are_never_sent_back(server):
+    """Next turn, from the stored native history and from core messages alike."""
+    server.enqueue(cut_call_reply(), oa_text("ok"), oa_text("ok"))
+    first = run_turn(OpenAIProvider(), exts(), USER, config(server))
+    result = {"role": "tool", "content": "3", "metadata": {"tool_call_id": "call_ok"}}
+    stray = {"role": "tool", "content": "never ran", "metadata": {"tool_call_id": "call_cut"}}
+
+    run_turn(OpenAIProvider(), exts(), [result, stray], config(server), history=first.native)
+    run_turn(OpenAIProvider(), exts(), [*USER, first.finals[0], result, stray], config(server))
+
+    for request in server.requests[1:]:
+        sent = request.body["messages"]
+        assert [m["role"] for m in sent] == ["user", "assistant", "tool"]
+        assert [c["id"] for c in sent[1]["tool_calls"]] == ["call_ok"]
+        assert sent[2] == {"role": "tool", "tool_call_id": "call_ok", "content": "3"}
+        assert "call_cut" not in repr(sent)
+
+
+def test_non_streamed_answer_cut_inside_arguments(server):
+    server.enqueue(
+        json_reply(
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "length",
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": [1, 2'}}
+                            ],
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 16},
+            }
+        )
+    )
+    turn = run_turn(OpenAIProvider(), exts(), USER, config(server), stream=False)
+    (call,) = turn.finals[0]["metadata"]["tool_calls"]
+    assert call["incomplete"] is True and call["function"]["arguments"] == '{"x": [1, 2'
+    assert "tool_calls" not in turn.native[-1]
+
+
+def test_invalid_arguments_without_a_cut_are_kept_raw_and_not_marked(server):
+    """Not cut (finish_reason tool_calls): the engine answers the model with an error result, as before."""
+    server.enqueue(
+        sse_reply(
+            oa_chunk(tool_delta(index=0, id="c1", type="function", function={"name": "f", "arguments": "{oops"})),
+            oa_chunk({}, "tool_calls"),
+            OA_DONE,
+        )
+    )
+    turn = run_turn(OpenAIProvider(), exts(), USER, config(server))
+    assert turn.finals[0]["metadata"]["tool_calls"] == [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{oops"}}
+    ]
+
+
+def test_content_as_typed_parts_splits_text_and_thinking(server):
+    """Magistral streams content as a list of parts: text to content, thinking to metadata["reasoning"]."""
+
+    def parts(*items):
+        return oa_chunk({"content": list(items)})
+
+    server.enqueue(
+        sse_reply(
+            oa_chunk(
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Two "}]}]}
+            ),
+            parts({"type": "thinking", "thinking": [{"type": "text", "text": "and two."}]}),
+            parts({"type": "text", "text": "4"}, {"type": "text", "text": "!"}),
+            oa_chunk({"content": ""}, "stop"),
+            OA_DONE,
+        )
+    )
+    turn = run_turn(OpenAIProvider(), exts(), USER, config(server))
+    final = turn.finals[0]
+    assert final["content"] == "4!" and final["metadata"]["reasoning"] == "Two and two."
+    assert [(p["content"], (p.get("metadata") or {}).get("reasoning")) for p in turn.partials] == [
+        ("", "Two "),
+        ("", "and two."),
+        ("4!", None),
+    ]
+    assert turn.native[-1]["content"] == "4!"
+
+
+def test_groq_usage_in_x_groq(server):
+    server.enqueue(
+        sse_reply(
+            oa_chunk({"content": "hi"}),
+            oa_chunk({}, "stop"),
+            sse(
+                {
+                    "id": "x",
+                    "object": "chat.completion.chunk",
+                    "choices": [],
+                    "x_groq": {
+                        "id": "req_1",
+                        "usage": {"prompt_tokens": 7, "completion_tokens": 2, "queue_time": 0.01},
+                    },
+                }
+            ),
+            OA_DONE,
+        )
+    )
+    turn = run_turn(OpenAIProvider(), exts(), USER, config(server))
+    usage = turn.finals[0]["metadata"]["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"], usage["queue_time"]) == (7, 2, 0.01)
+
+
+MALFORMED = {
+    "usage as strings": {"choices": [], "usage": {"prompt_tokens": "11", "completion_tokens": "7"}},
+    "tool call index null": {"choices": [{"index": 0, "delta": tool_delta(index=None, function={"name": "f"})}]},
+    "choices of strings": {"choices": ["x"]},
+    "a string delta": {"choices": [{"index": 0, "delta": "hello"}]},
+    "choices an object": {"choices": {"0": {}}},
+    "arguments not text": {"choices": [{"index": 0, "delta": tool_delta(index=0, function={"arguments": {"a": 1}})}]},
+    "content a number": {"choices": [{"index": 0, "delta": {"content": 7}}]},
+}
+
+
+@pytest.mark.parametrize("label", list(MALFORMED))
+def test_valid_json_in_a_wrong_shape_is_a_malformed_response(server, label):
+    body = {"id": f"echo {KEY}", "object": "chat.completion.chunk", **MALFORMED[label]}
+    server.enqueue(sse_reply(oa_chunk({"content": "partial "}), sse(body), OA_DONE))
+    with pytest.raises(MalformedResponseError) as info:
+        run_turn(OpenAIProvider(), exts(), USER, config(server))
+    err = info.value
+    assert err.provider == "openai" and isinstance(err, LLMError)
+    assert "unexpected shape" in str(err) and "chat.completion.chunk" in str(err)  # quotes the line
+    assert KEY not in str(err) and "***" in str(err)  # scrubbed before quoting
+    assert len(str(err)) < 400  # bounded
+
+
+def test_malformed_non_streamed_answer(server):
+    server.enqueue(json_reply({"choices": [{"message": {"content": "x"}, "finish_reason": 1}]}))
+    with pytest.raises(MalformedResponseError, match="finish_reason"):
+        run_turn(OpenAIProvider(), exts(), USER, config(server), stream=False)
+
+
+def test_malformed_stream_through_the_engine_is_a_provider_error_not_a_plugin_error(server):
+    server.enqueue(sse_reply(sse({"choices": [{"index": 0, "delta": "hello"}]}), OA_DONE))
+    core = AgentCore(providers=[OpenAIProvider], extensions=[OpenAIToolsExtension, OpenAIReasoningExtension])
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+    events = list(core.stream_request(session, {"provider": "openai", **config(server)}))
+    (error,) = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.error.type == "MalformedResponseError"
+    assert events[-1].outcome.status == "stopped" and events[-1].session == session
