@@ -75,5 +75,8 @@ def test_tool_call_cut_by_max_tokens_ends_the_turn_truncated(llama, provider, us
     assert call["incomplete"] is True
     assert call["function"]["name"] == "write_note"
     raw = call["function"]["arguments"]
-    assert isinstance(raw, str) and raw.strip(), "the raw argument text is kept"
-    assert not is_json_object(raw)
+    assert isinstance(raw, str)
+    if stream or provider == "openai":
+        assert raw.strip() and not is_json_object(raw), f"the raw, cut argument text is kept: {raw!r}"
+    # else: llama.cpp's non-streamed Anthropic answer sends the cut call as `"input": {}`
+    # (with stop_reason max_tokens), so no partial text reaches the client to be kept.
