@@ -41,7 +41,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -130,7 +129,10 @@ def measure(run: Runner) -> tuple[float, int]:
 
 
 def bench(base: str, max_tokens: int, rounds: int) -> dict[str, tuple[float, int]]:
-    runners: dict[str, Runner] = {"httpx + json.loads": plain_httpx(base, max_tokens), "agent-core": agent_core(base, max_tokens)}
+    runners: dict[str, Runner] = {
+        "httpx + json.loads": plain_httpx(base, max_tokens),
+        "agent-core": agent_core(base, max_tokens),
+    }
     official = openai_client(base, max_tokens)
     if official is not None:
         runners["openai client"] = official

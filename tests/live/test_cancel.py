@@ -24,8 +24,9 @@ PROVIDERS = ["openai", "anthropic"]
 #: (about 100 tokens/s): a cancel that waits for the answer cannot pass.
 LONG = 2000
 PROMPT = "Tell me a very long story about a lighthouse keeper and his cat, chapter by chapter."
-#: A cancel must land well under a second; this bound leaves room for a loaded machine.
-WITHIN = 2.0
+#: A cancel lands well under a second; the bound leaves room for a loaded machine (the
+#: requests would run for tens of seconds otherwise).
+WITHIN = 3.0
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

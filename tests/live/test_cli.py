@@ -52,7 +52,9 @@ def test_run_streams_an_answer_and_sends_sampling_values(llama):
 
 
 def test_run_points_out_a_misspelt_config_key(llama):
-    done = _run("--provider", "openai", "--base-url", llama.url + "/v1", "-c", "max_tokens=8", "-c", "temprature=0.5", "Hi")
+    done = _run(
+        "--provider", "openai", "--base-url", llama.url + "/v1", "-c", "max_tokens=8", "-c", "temprature=0.5", "Hi"
+    )
     assert done.returncode == 0, done.stderr  # a warning, not an error
     assert "temprature" in done.stderr, done.stderr  # names the unknown key
     assert re.search(r"\btemperature\b", done.stderr), done.stderr  # and the closest known one
