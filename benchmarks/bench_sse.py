@@ -11,7 +11,10 @@ Anthropic Messages events, cut into 1 KiB network reads) through an
 Run: ``.venv/bin/python benchmarks/bench_sse.py`` (httpx-sse is not a
 dependency; install it to compare: ``.venv/bin/pip install httpx-sse``).
 Prints events/s for each path and the ratios; the figures are quoted in the
-docstring of ``agent_core_providers/_sse.py``.
+docstring of ``agent_core_providers/_sse.py``. Then one huge line (20 MB and
+50 MB of ``data:`` in 64 KiB reads) through our decoder, in seconds: the work
+must grow linearly with the line (joining the tail to every read made it
+quadratic: ~3 s and ~20 s before).
 """
 
 from __future__ import annotations
@@ -113,5 +116,24 @@ def main() -> None:
             )
 
 
+def long_line(size: int, read: int = 65536) -> float:
+    """Seconds for our decoder to take one ``size``-byte data line in ``read``-byte reads."""
+    body = b"data: " + b"a" * size
+    reader = JSONEventReader("bench", lambda name, value: None)
+    reader._sse.max_line = 2 * size  # measure the work, not the 16 MiB refusal
+    start = time.perf_counter()
+    for i in range(0, len(body), read):
+        reader.feed(body[i : i + read])
+    reader._sse.feed(b"\n\n")  # the SSE layer only: the JSON decode of 20 MB of "a" would fail anyway
+    return time.perf_counter() - start
+
+
+def main_long_lines() -> None:
+    for mb in (20, 50):
+        seconds = long_line(mb * 1_000_000)
+        print(f"one {mb} MB line in 64 KiB reads: {seconds:.3f}s ({mb / seconds:,.0f} MB/s)")
+
+
 if __name__ == "__main__":
     main()
+    main_long_lines()

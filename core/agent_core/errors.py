@@ -10,8 +10,9 @@ The hierarchy::
     │   ├── ContentFilterError      the provider refused the content
     │   ├── InvalidRequestError     the API rejected the request as malformed (other 4xx)
     │   ├── ProviderUnavailableError  5xx, overload, or the server could not be reached
-    │   ├── LLMTimeoutError         the provider did not answer in time
-    │   ├── MalformedResponseError  the server sent valid JSON in a shape its API never uses
+    │   ├── LLMTimeoutError         the provider did not answer in time (a read, or the whole deadline_s)
+    │   ├── MalformedResponseError  the answer broke its API's format: not SSE/JSON/UTF-8, a line over the cap,
+    │   │                           or valid JSON in a shape the API never uses
     │   └── EmptyResponseError      a stream ended without a single chunk or answer
     ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
     ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
@@ -142,12 +143,16 @@ class LLMTimeoutError(LLMError):
 
 
 class MalformedResponseError(LLMError):
-    """The server answered with well-formed JSON in a shape its API never uses.
+    """The server's answer is not what its API promises.
 
-    Token counts given as strings, ``"index": null``, ``choices: ["x"]``, a
-    delta that is a string: the fault is the server's (or a proxy's), not a
-    plugin's, so it is reported as an ``LLMError`` naming the provider and
-    quoting the offending line (secrets scrubbed, length bounded).
+    A body that is not SSE, not JSON or not UTF-8, an SSE line over the size
+    cap, or well-formed JSON in a shape the API never uses (token counts
+    given as strings, ``"index": null``, ``choices: ["x"]``, a delta that is
+    a string). The fault is the server's (or a proxy's), not a plugin's, so
+    it is reported as an ``LLMError`` naming the provider and quoting the
+    offending line (secrets scrubbed, length bounded); ``status_code`` is the
+    status the body came with (often 200). Not retried: the same server
+    usually sends the same bytes again.
     """
 
 

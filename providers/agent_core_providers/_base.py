@@ -13,16 +13,21 @@ headers are added to the request headers only when sending.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import httpx
 import msgspec
 
+from agent_core.errors import ConfigError, LLMError
 from agent_core.protocols import BaseProvider
 
+from ._errors import scrub_error
 from ._http import (
+    MAX_RETRY_SLEEP,
     HTTPCall,
     InFlightTable,
     apost_call,
@@ -32,6 +37,7 @@ from ._http import (
     stream_call,
     sync_client_for,
 )
+from ._replay import replay_answer
 from ._sse import JSONEventReader
 
 __all__ = ["HTTPProvider", "SECRET_CONFIG_KEYS"]
@@ -42,6 +48,8 @@ Dict = dict[str, Any]
 SECRET_CONFIG_KEYS = frozenset({"api_key"})
 _SECRET_HEADER_WORDS = ("authorization", "api-key", "api_key", "apikey", "token", "secret", "cookie")
 _encoder = msgspec.json.Encoder()
+# "/v1/v1/": a base_url that already ends in the version segment the provider appends.
+_DOUBLED_VERSION = re.compile(r"/(v\d+)/\1(?=/|$)")
 
 
 def _is_secret_header(name: str) -> bool:
@@ -114,12 +122,25 @@ class HTTPProvider(BaseProvider):
         return config.get("api_key") or os.environ.get(f"{self.env_prefix}_API_KEY") or None
 
     def _timeout(self, config: Mapping[str, Any]) -> float:
-        value = config.get("timeout")
-        return float(value) if value else self.default_timeout
+        value = _seconds(config, "timeout")
+        return value if value else self.default_timeout
+
+    def _max_retry_wait(self, config: Mapping[str, Any]) -> float:
+        value = _seconds(config, "max_retry_wait_s")
+        return MAX_RETRY_SLEEP if value is None else value
+
+    def _deadline(self, config: Mapping[str, Any]) -> float | None:
+        value = _seconds(config, "deadline_s")
+        return None if not value or math.isinf(value) else value
 
     def _max_retries(self, config: Mapping[str, Any]) -> int:
         value = config.get("max_retries")
-        return self.default_max_retries if value is None else max(0, int(value))
+        if value is None:
+            return self.default_max_retries
+        try:
+            return max(0, int(value))
+        except (TypeError, ValueError, OverflowError):  # inf, NaN, "many"
+            raise ConfigError("config key 'max_retries' must be a whole number >= 0", key="max_retries") from None
 
     def _common_schema(self) -> Dict:
         prefix = self.env_prefix
@@ -143,6 +164,15 @@ class HTTPProvider(BaseProvider):
                 "type": "integer",
                 "default": self.default_max_retries,
                 "description": "retries on 429/5xx/connection errors, only before any output",
+            },
+            "max_retry_wait_s": {
+                "type": "number",
+                "default": MAX_RETRY_SLEEP,
+                "description": "longest retry-after worth waiting for; a longer one fails at once with RateLimitError",
+            },
+            "deadline_s": {
+                "type": "number",
+                "description": "seconds one API call may take in all, retries included (default: no limit)",
             },
             "extra_headers": {"type": "object", "description": "extra HTTP headers for every request"},
             "list_models": {
@@ -182,12 +212,14 @@ class HTTPProvider(BaseProvider):
         credentials = self._make_credentials(config)
         call = HTTPCall(
             provider=self.name,
-            url=self._api_models_url(self.base_url(config)),
+            url=_normal_url(self._api_models_url(self.base_url(config))),
             body=b"",
             headers={**self._request_headers(config, self._api_base_headers(config)), **credentials.headers},
             max_retries=self._max_retries(config),
             secrets=credentials.secrets,
             method="GET",
+            max_retry_wait=self._max_retry_wait(config),
+            deadline=self._deadline(config),
         )
         record = self._inflight.open(None)
         try:
@@ -206,7 +238,8 @@ class HTTPProvider(BaseProvider):
         call = self._http_call(state, stream=True)
         record = self._inflight.open(request_id)
         try:
-            yield from stream_call(self._sync_client(state["config"]), call, self._reader_for(call), record)
+            client = self._sync_client(state["config"])
+            yield from stream_call(client, call, self._reader_for(call), record, self._api_events_from_answer)
         finally:
             self._inflight.close(record)
 
@@ -218,7 +251,8 @@ class HTTPProvider(BaseProvider):
         record = self._inflight.open(request_id)
         try:
             reader = self._reader_for(call)
-            async for event in astream_call(self._async_client_for(state["config"]), call, reader, record):
+            client = self._async_client_for(state["config"])
+            async for event in astream_call(client, call, reader, record, self._api_events_from_answer):
                 yield event
         finally:
             self._inflight.close(record)
@@ -252,7 +286,10 @@ class HTTPProvider(BaseProvider):
     def _after_call(
         self, native_messages: list[Dict], state: Dict, answer: Any
     ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
-        message = self._api_native_from_answer(answer)
+        try:
+            message = self._api_native_from_answer(answer)
+        except LLMError as exc:  # it may quote the answer: scrub what it quotes
+            raise scrub_error(exc, self._secrets()) from exc.__cause__
         return [], [message], [*native_messages, message], {**state, self.name: None}
 
     def _secrets(self) -> tuple[str, ...]:
@@ -276,11 +313,13 @@ class HTTPProvider(BaseProvider):
         payload = self._api_payload_mode(request["payload"], stream)
         return HTTPCall(
             provider=self.name,
-            url=request["url"],
+            url=_normal_url(request["url"]),
             body=_encoder.encode(payload),
             headers={**request["headers"], **credentials.headers},
             max_retries=self._max_retries(config),
             secrets=credentials.secrets,
+            max_retry_wait=self._max_retry_wait(config),
+            deadline=self._deadline(config),
         )
 
     # -- what a concrete provider supplies ---------------------------------------------
@@ -302,3 +341,41 @@ class HTTPProvider(BaseProvider):
 
     def _api_native_from_answer(self, answer: Any) -> Dict:
         raise NotImplementedError
+
+    def _api_events_from_answer(self, answer: Any) -> list[Dict]:
+        """The stream events for a complete JSON answer to a streaming request.
+
+        Checks the answer as a non-streamed one first (an error object raises
+        its typed error), then replays it (:func:`._replay.replay_answer`).
+        """
+        try:
+            self._api_native_from_answer(answer)
+        except LLMError as exc:
+            raise scrub_error(exc, self._secrets()) from exc.__cause__
+        return replay_answer(self.name, answer, self._secrets())
+
+
+def _seconds(config: Mapping[str, Any], key: str) -> float | None:
+    """A config value in seconds: a number >= 0 (``inf`` allowed), or ``None`` when unset.
+
+    Raises:
+        ConfigError: the value is not a number, is NaN, or is negative.
+    """
+    value = config.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):  # "30" from an env-style config file
+        try:
+            value = float(value)
+        except ValueError:
+            value = None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"config key {key!r} must be a number of seconds", key=key)
+    if math.isnan(value) or value < 0:
+        raise ConfigError(f"config key {key!r} must be a number of seconds >= 0, got {value!r}", key=key)
+    return float(value)
+
+
+def _normal_url(url: str) -> str:
+    """``url`` without a repeated version segment (``.../v1/v1/messages`` -> ``.../v1/messages``)."""
+    return _DOUBLED_VERSION.sub(r"/\1", url, count=1) if "/v" in url else url

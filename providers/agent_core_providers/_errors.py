@@ -9,13 +9,17 @@ one) picks the class from :data:`STATUS_ERRORS`, the error ``type`` from
 :class:`ContextLengthError` / :class:`ContentFilterError`, because APIs report
 those as generic 400s.
 
-Every message passes through :func:`scrub`, so an API key echoed back by a
-server (some proxies do) never reaches an exception, a log or a session.
+Every message passes through :func:`scrub` *before* it is cut to length
+(:func:`bounded`), so an API key echoed back by a server (some proxies do)
+never reaches an exception, a log or a session, not even the half of it that
+a cut would leave. :func:`scrub` also masks any piece of a key of 8 or more
+characters, for text that some other code cut before it got here.
 """
 
 from __future__ import annotations
 
 import email.utils
+import math
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -37,12 +41,15 @@ from agent_core.errors import (
 
 __all__ = [
     "STATUS_ERRORS",
+    "RETRY_AFTER_CEILING",
     "TYPE_ERRORS",
+    "bounded",
     "error_from_event",
     "error_from_response",
     "error_from_transport",
     "parse_retry_after",
     "scrub",
+    "scrub_error",
 ]
 
 #: HTTP status -> error class; statuses not listed fall back by range (4xx / 5xx).
@@ -69,6 +76,8 @@ TYPE_ERRORS: Mapping[str, type[LLMError]] = {
     "timeout_error": LLMTimeoutError,
     "request_too_large": ContextLengthError,
     "context_length_exceeded": ContextLengthError,
+    "exceed_context_size_error": ContextLengthError,  # llama.cpp's server (400, older builds 500)
+    "model_context_window_exceeded": ContextLengthError,
     "string_above_max_length": ContextLengthError,
     "content_filter": ContentFilterError,
     "content_policy_violation": ContentFilterError,
@@ -76,39 +85,107 @@ TYPE_ERRORS: Mapping[str, type[LLMError]] = {
     "not_found_error": InvalidRequestError,
 }
 
-# Phrases the APIs (and compatible servers: vLLM, llama.cpp, Ollama) use for
-# an over-long prompt or a policy refusal inside a plain 400.
+# Phrases the APIs and compatible servers use for an over-long prompt inside a
+# plain 400 (tests/providers/test_transport_errors.py holds one real wording each):
+# OpenAI, DeepSeek and vLLM "maximum context length is N tokens", Anthropic
+# "prompt is too long", Mistral "too large for model with N maximum context
+# length", vLLM "longer than the maximum model length", llama.cpp "exceeds the
+# available context size", Ollama "exceeded max context length".
 _CONTEXT_TEXT = re.compile(
-    r"context.length|context window|maximum context|prompt is too long|too many tokens"
-    r"|exceeds? the (?:model'?s? )?(?:maximum|max)|input is too long",
+    r"context.length|context window|maximum context|context.size|prompt is too long|too many tokens"
+    r"|exceeds? the (?:model'?s? )?(?:maximum|max)|input is too long|maximum model length|too large for model",
     re.IGNORECASE,
 )
+# llama.cpp's server has also reported an overflow as a 500 ``server_error``;
+# only wordings this specific override a 5xx (retrying would never help).
+_CONTEXT_TEXT_5XX = re.compile(r"context size has been exceeded|exceeds the available context size", re.IGNORECASE)
 _FILTER_TEXT = re.compile(r"content.(?:filter|policy|management)|safety system", re.IGNORECASE)
 _REDACTED = "***"
 _body_decoder = msgspec.json.Decoder()
 
 
+#: Shortest piece of a secret that :func:`scrub` masks on its own.
+MIN_SECRET_PIECE = 8
+
+
 def scrub(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every non-empty secret replaced by ``***``."""
+    """``text`` with every secret, and every piece of one of 8+ characters, replaced by ``***``.
+
+    Pieces matter because a message cut to length elsewhere may end (or
+    start) in the middle of a key. Secrets shorter than 4 characters are
+    left alone (they would mask ordinary words).
+    """
     for secret in secrets:
-        if secret and len(secret) >= 4 and secret in text:
+        if not secret or len(secret) < 4:
+            continue
+        if secret in text:
             text = text.replace(secret, _REDACTED)
+        if len(secret) > MIN_SECRET_PIECE:
+            text = _scrub_pieces(text, secret)
     return text
 
 
+def _scrub_pieces(text: str, secret: str) -> str:
+    """Mask every run of ``text`` that is a piece of ``secret`` at least MIN_SECRET_PIECE long."""
+    start = 0
+    while start <= len(secret) - MIN_SECRET_PIECE:
+        at = text.find(secret[start : start + MIN_SECRET_PIECE])
+        if at < 0:
+            start += 1
+            continue
+        # Earlier starts were not found, so the run begins here; extend it to the right.
+        end, j = at + MIN_SECRET_PIECE, start + MIN_SECRET_PIECE
+        while end < len(text) and j < len(secret) and text[end] == secret[j]:
+            end, j = end + 1, j + 1
+        text = text[:at] + _REDACTED + text[end:]
+    return text
+
+
+def bounded(text: str, secrets: Iterable[str | None], limit: int) -> str:
+    """``text`` scrubbed, then cut to ``limit`` characters (in that order, so no half key survives)."""
+    text = scrub(text, secrets)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def scrub_error(error: LLMError, secrets: Iterable[str | None]) -> LLMError:
+    """``error`` with its message scrubbed in place (for errors built by code that had no secrets)."""
+    message = scrub(error.message, secrets)
+    if message != error.message:
+        error.message = message
+        error.args = (message, *error.args[1:])
+    return error
+
+
+#: Ceiling for a ``retry-after``: ``inf`` ("never") becomes this, a finite value JSON can carry
+#: (an error event's ``retry_after``) and longer than any sensible ``max_retry_wait_s``.
+RETRY_AFTER_CEILING = 1e9
+
+
+def _seconds(value: float) -> float | None:
+    # NaN says nothing; infinity ("never") is capped, so the wait cap still rejects it.
+    return None if math.isnan(value) else min(max(0.0, value), RETRY_AFTER_CEILING)
+
+
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date)."""
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date).
+
+    ``NaN`` counts as absent; ``inf`` (and anything longer) becomes
+    :data:`RETRY_AFTER_CEILING`, which the caller's cap turns into "do not
+    wait"; negative values and past dates mean 0.
+    """
     ms = headers.get("retry-after-ms")
     if ms:
         try:
-            return max(0.0, float(ms) / 1000.0)
+            seconds = _seconds(float(ms) / 1000.0)
         except ValueError:
-            pass
+            seconds = None
+        if seconds is not None:
+            return seconds
     value = headers.get("retry-after")
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        return _seconds(float(value))
     except ValueError:
         pass
     try:
@@ -139,6 +216,10 @@ def _classify(status: int | None, err: Mapping[str, Any], message: str) -> type[
     )
     if by_kind in (ContextLengthError, ContentFilterError):
         return by_kind  # the API named the cause; trust it over the status
+    if status is not None and 400 <= status < 500 and by_kind in (ProviderUnavailableError, LLMTimeoutError):
+        by_kind = None  # a 4xx is the request's fault whatever type a compatible server put on it
+    if status is not None and status >= 500 and _CONTEXT_TEXT_5XX.search(message):
+        return ContextLengthError
     base = (
         (STATUS_ERRORS.get(status) if status is not None else None)
         or (ProviderUnavailableError if status is not None and status >= 500 else None)
@@ -164,12 +245,20 @@ def _build(cls: type[LLMError], message: str, provider: str, status: int | None,
     return error
 
 
+#: Longest error text kept from a response body that is not a JSON error object.
+BODY_TEXT_LIMIT = 500
+_DOUBLED_VERSION = re.compile(r"/(v\d+)/\1(?=/|$)")
+
+
 def error_from_response(
     provider: str,
     status: int,
     headers: Mapping[str, str],
     body: bytes,
     secrets: Iterable[str | None] = (),
+    *,
+    url: str | None = None,
+    method: str = "POST",
 ) -> LLMError:
     """The typed error for an HTTP error response, keeping the API's own message.
 
@@ -177,20 +266,33 @@ def error_from_response(
         provider: provider name stored on the error.
         status: the HTTP status code (>= 400).
         headers: response headers (``retry-after`` is read for 429/503).
-        body: the raw response body (JSON error object or anything else).
+        body: the raw response body (JSON error object or anything else,
+            invalid UTF-8 included: the status still decides the class).
         secrets: strings to scrub from the message (the API key).
+        url: the URL that was tried; a 404 names it (a wrong ``base_url`` is
+            the usual cause), and says so when it repeats a version segment.
+        method: the HTTP method, for the same message.
     """
+    secrets = tuple(secrets)
     try:
         decoded: Any = _body_decoder.decode(body) if body else None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):  # msgspec raises the latter for bad UTF-8 in a string
         decoded = None
     err = _error_object(decoded)
     message = err.get("message")
-    if not isinstance(message, str) or not message:
+    if isinstance(message, str) and message:
+        message = scrub(message, secrets)
+    else:
         text = body.decode("utf-8", "replace").strip()
-        message = text[:500] if text else f"HTTP {status} with an empty body"
-    message = scrub(message, secrets)
-    return _build(_classify(status, err, message), message, provider, status, parse_retry_after(headers))
+        message = bounded(text, secrets, BODY_TEXT_LIMIT) if text else f"HTTP {status} with an empty body"
+    cls = _classify(status, err, message)
+    if status == 404 and url:
+        where = scrub(url, secrets)
+        message = f"{message} (404 for {method} {where})"
+        doubled = _DOUBLED_VERSION.search(where)
+        if doubled:
+            message += f"; the URL repeats '/{doubled.group(1)}': should base_url end without it?"
+    return _build(cls, message, provider, status, parse_retry_after(headers))
 
 
 def error_from_event(provider: str, payload: Any, secrets: Iterable[str | None] = ()) -> LLMError:

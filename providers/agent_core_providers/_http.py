@@ -1,4 +1,4 @@
-"""HTTP transport shared by the bundled providers: pooling, retries, cancellation.
+"""HTTP transport shared by the bundled providers: retries, deadlines, cancellation.
 
 Theory of operation
 -------------------
@@ -12,49 +12,70 @@ is a pure function shared by both.
 
 Retries: an attempt that fails with a retryable error (429, 5xx/529, a
 dropped connection, a timeout) is repeated up to ``max_retries`` times, after
-the API's ``retry-after`` (capped at :data:`MAX_RETRY_SLEEP`) or an
-exponential backoff, but only while no output has been yielded: once the
-caller has seen output, repeating the request would duplicate it. Events
-that carry none yet (Anthropic's ``message_start``, OpenAI's role-only first
-chunk) do not count, because APIs often fail right after sending them.
+the API's ``retry-after`` or an exponential backoff, but only while no output
+has been yielded: once the caller has seen output, repeating the request
+would duplicate it. Events that carry none yet (Anthropic's
+``message_start``, OpenAI's role-only first chunk) do not count, because APIs
+often fail right after sending them. A ``retry-after`` longer than
+``max_retry_wait_s`` is not slept through: the error is raised at once, with
+its ``retry_after``. A pooled keep-alive connection that the server had
+already closed (it fails before the first byte of the answer) is not a
+retry: the request goes again at once on a fresh connection.
 
-Cancellation: every call registers an :class:`InFlight` record in the
-provider instance's :class:`InFlightTable` under its request id.
+Ends of streams: after the end marker (``[DONE]`` / ``message_stop``) the
+rest of the body is drained for at most :data:`DRAIN_GRACE` seconds, so the
+connection can go back to the pool, and then dropped: a server that keeps
+the body open does not hold the answer back (on the pooled clients the reads
+get a short timeout; on injected clients a timer shuts the socket down). A body that ends without the
+blank line after its last event still delivers that event.
+
+Cancellation and deadlines: every call registers an :class:`InFlight` record
+in the provider instance's :class:`InFlightTable` under its request id.
 ``cancel(request_id)`` (from any thread or task) marks it, wakes a retry
-sleep, and shuts down the response's socket. Shutting down the socket, unlike
-closing the response from a foreign thread, wakes a reader blocked in
-``recv`` at once in both the sync and the async (selector) case; the driver
-then raises :class:`~agent_core.errors.ProviderRequestCancelled`.
+sleep, and shuts down the socket of the request: from the moment the request
+is written (see :mod:`._pool`), so a server that has not sent its headers
+yet is no obstacle, and also after the headers for injected clients. Shutting
+a socket down, unlike closing a response from a foreign thread, wakes a
+reader blocked in ``recv`` at once in both the sync and the async (selector)
+case; the driver then raises :class:`~agent_core.errors.ProviderRequestCancelled`.
+``deadline_s`` arms a timer that does the same and raises
+:class:`~agent_core.errors.LLMTimeoutError` instead.
 
-Pooling: provider instances live for one request, so connections are pooled
-here, per ``(base_url, timeout)``, in module-level clients (async ones per
-event loop, since an ``AsyncClient``'s connections belong to one loop).
-:func:`close_clients` / :func:`aclose_clients` close them; an ``atexit`` hook
-closes the sync ones.
+Secrets: every error leaving a driver is scrubbed of the call's secrets
+(:func:`~._errors.scrub_error`), whoever built it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import logging
+import math
 import socket
 import threading
+import time
 import uuid
-import weakref
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpcore
 import httpx
 import msgspec
 
-from agent_core.errors import LLMError, ProviderRequestCancelled, ProviderUnavailableError
+from agent_core.errors import (
+    LLMError,
+    LLMTimeoutError,
+    MalformedResponseError,
+    ProviderRequestCancelled,
+    ProviderUnavailableError,
+)
 
-from ._errors import error_from_response, error_from_transport, scrub
+from ._errors import error_from_response, error_from_transport, scrub, scrub_error
+from ._pool import aclose_clients, async_client_for, bound, close_clients, sync_client_for
 from ._sse import JSONEventReader, quote_line
 
 __all__ = [
+    "DRAIN_GRACE",
     "MAX_RETRY_SLEEP",
     "HTTPCall",
     "InFlight",
@@ -72,10 +93,16 @@ __all__ = [
 
 log = logging.getLogger("agent_core_providers")
 
-#: Longest sleep before a retry, whatever ``retry-after`` says.
+#: Default longest wait before a retry (``max_retry_wait_s``); a longer ``retry-after`` fails fast.
 MAX_RETRY_SLEEP = 60.0
+#: Seconds the rest of a body may take after the end marker before the connection is dropped.
+DRAIN_GRACE = 0.25
+#: Stale pooled connections replaced per call without counting as a retry.
+_MAX_STALE = 4
 _BACKOFF_BASE = 0.5
 _json_decoder = msgspec.json.Decoder()
+
+FromAnswer = Callable[[Any], Iterable[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +111,8 @@ class HTTPCall:
 
     ``secrets`` are scrubbed from every error text; ``repr`` leaves out the
     headers and the secrets, so a logged call never shows a key.
+    ``max_retry_wait`` caps a ``retry-after`` worth waiting for; ``deadline``
+    (seconds, ``None`` for none) bounds the whole call, retries included.
     """
 
     provider: str
@@ -93,35 +122,58 @@ class HTTPCall:
     max_retries: int = 2
     secrets: tuple[str, ...] = field(default=(), repr=False)
     method: str = "POST"
+    max_retry_wait: float = MAX_RETRY_SLEEP
+    deadline: float | None = None
 
 
 # -- retry policy (pure) ---------------------------------------------------------
 
 
-def retry_delay(error: LLMError, attempt: int, max_retries: int) -> float | None:
+def retry_delay(error: LLMError, attempt: int, max_retries: int, max_wait: float = MAX_RETRY_SLEEP) -> float | None:
     """Seconds to wait before retry number ``attempt + 1``, or ``None`` for "give up".
 
     Retries only errors marked ``retryable``; honours ``retry_after`` when the
-    API gave one, else backs off exponentially; never sleeps longer than
-    :data:`MAX_RETRY_SLEEP`.
+    API gave one, unless it is longer than ``max_wait`` (then gives up, so the
+    caller learns at once how long the API wants); else backs off
+    exponentially, never longer than ``max_wait``.
     """
     if attempt >= max_retries or not error.retryable:
         return None
     after = getattr(error, "retry_after", None)
-    delay = after if after is not None else _BACKOFF_BASE * (2**attempt)
-    return min(max(0.0, float(delay)), MAX_RETRY_SLEEP)
+    if after is not None:
+        return None if after > max_wait else max(0.0, float(after))
+    return min(_BACKOFF_BASE * (2**attempt), max_wait)
 
 
 def _check_status(call: HTTPCall, response: httpx.Response, body: bytes) -> None:
     if response.status_code >= 400:
-        raise error_from_response(call.provider, response.status_code, response.headers, body, call.secrets)
+        raise error_from_response(
+            call.provider, response.status_code, response.headers, body, call.secrets, url=call.url, method=call.method
+        )
 
 
-def _decode_body(call: HTTPCall, body: bytes) -> Any:
+def _decode_body(call: HTTPCall, body: bytes, status: int) -> Any:
     try:
         return _json_decoder.decode(body)
-    except msgspec.DecodeError:
-        raise LLMError(f"the API answered with invalid JSON: {quote_line(body)}", provider=call.provider) from None
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        what = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "invalid JSON"
+        raise MalformedResponseError(
+            f"the API answered with {what}: {quote_line(body, secrets=call.secrets)}",
+            provider=call.provider,
+            status_code=status,
+        ) from None
+
+
+def _is_json(response: httpx.Response) -> bool:
+    return response.headers.get("content-type", "").lower().startswith("application/json")
+
+
+def _looks_like_sse(body: bytes) -> bool:
+    return body.lstrip()[:6].startswith((b"data:", b"event:", b":", b"id:", b"retry:"))
+
+
+async def _once(body: bytes) -> AsyncIterator[bytes]:
+    yield body
 
 
 def _truncated(call: HTTPCall, reader: JSONEventReader) -> LLMError | None:
@@ -140,72 +192,224 @@ def _transport_error(call: HTTPCall, exc: httpx.HTTPError, reader: JSONEventRead
     return error
 
 
-# -- in-flight requests and cancellation -------------------------------------------
+def _salvage(reader: JSONEventReader | None) -> list[Any] | None:
+    """After the body broke off: the last events if they complete the answer, else ``None``."""
+    if reader is None:
+        return None
+    if reader.done:
+        return []
+    try:
+        events = reader.finish()
+    except LLMError:
+        return None
+    return events if reader.done else None
+
+
+def _start_drain(record: InFlight) -> float:
+    """Let the body's remaining reads take at most DRAIN_GRACE; return when draining must stop.
+
+    A watched connection (the pooled clients) caps its read timeout; for an
+    injected client a timer shuts the response's socket down if the drain
+    outlasts the grace (the failed read then ends the complete answer).
+    """
+    stream = record.stream
+    if stream is not None:
+        stream.read_cap = DRAIN_GRACE
+    else:
+        record.arm_drain(DRAIN_GRACE)
+    return time.monotonic() + DRAIN_GRACE
+
+
+def _stale(exc: httpx.HTTPError, record: InFlight) -> bool:
+    """A reused pooled connection failed before any byte of the answer: the server had closed it."""
+    return (
+        isinstance(exc, httpx.TransportError)
+        and not isinstance(exc, httpx.TimeoutException)
+        and record.reused
+        and not record.received
+    )
+
+
+def _wait_error(call: HTTPCall, error: LLMError) -> LLMError:
+    """``error`` with a note saying why it was not waited out, when the API asked for too long a wait."""
+    after = getattr(error, "retry_after", None)
+    if after is not None and after > call.max_retry_wait and error.retryable:
+        note = f"; not retried: the API asks to wait {after:g}s, more than max_retry_wait_s ({call.max_retry_wait:g}s)"
+        error.message += note
+        error.args = (error.message, *error.args[1:])
+    return error
+
+
+# -- in-flight requests, cancellation and deadlines -------------------------------------------
 
 
 class InFlight:
-    """One running call: its current response and whether it was cancelled."""
+    """One running call: its current connection and response, and whether it was stopped.
 
-    __slots__ = ("request_id", "cancelled", "response", "_wake", "_loop", "_async_wake")
+    ``cancelled`` (by the caller) and ``expired`` (``deadline_s`` passed) both
+    stop the call; :meth:`raise_if_cancelled` raises the matching error.
+    ``stream``, ``reused`` and ``received`` describe the current attempt's
+    connection (set by the watched streams of :mod:`._pool`).
+    """
+
+    __slots__ = (
+        "request_id",
+        "cancelled",
+        "expired",
+        "response",
+        "stream",
+        "reused",
+        "received",
+        "_wake",
+        "_loop",
+        "_async_wake",
+        "_timer",
+        "_drain_timer",
+        "_deadline",
+        "_provider",
+    )
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
         self.cancelled = False
+        self.expired = False
         self.response: httpx.Response | None = None
+        self.stream: Any = None
+        self.reused = False
+        self.received = False
         self._wake = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_wake: asyncio.Event | None = None
+        self._timer: Any = None
+        self._drain_timer: Any = None
+        self._deadline: float | None = None
+        self._provider: str | None = None
 
     def bind_loop(self) -> None:
         """Remember the running loop so a cancel from another thread can wake it."""
         self._loop = asyncio.get_running_loop()
         self._async_wake = asyncio.Event()
 
+    def arm(self, call: HTTPCall) -> None:
+        """Start the ``deadline`` timer of ``call`` (if it has one)."""
+        self._provider = call.provider
+        if call.deadline is None or math.isinf(call.deadline):
+            return
+        self._deadline = call.deadline
+        if self._loop is not None:
+            self._timer = self._loop.call_later(call.deadline, self.expire)
+        else:
+            timer = threading.Timer(call.deadline, self.expire)
+            timer.daemon = True
+            timer.start()
+            self._timer = timer
+
+    def disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def arm_drain(self, seconds: float) -> None:
+        """Shut the current response's socket if it is still being drained ``seconds`` from now."""
+        if self._loop is not None:
+            self._drain_timer = self._loop.call_later(seconds, self._abort_response)
+        else:
+            timer = threading.Timer(seconds, self._abort_response)
+            timer.daemon = True
+            timer.start()
+            self._drain_timer = timer
+
+    def end_drain(self) -> None:
+        if self._drain_timer is not None:
+            self._drain_timer.cancel()
+            self._drain_timer = None
+
+    def _abort_response(self) -> None:
+        response = self.response
+        if response is not None:
+            _abort(response, self._loop)
+
+    def begin_attempt(self) -> None:
+        self.stream = None
+        self.reused = False
+        self.received = False
+
+    def watch(self, stream: Any) -> None:
+        """Called by a watched stream on the first write of this attempt's request."""
+        self.stream = stream
+        self.reused = stream.requests > 0
+        stream.requests += 1
+        self.received = False
+        if self.cancelled or self.expired:  # checked after publishing the stream: a cancel sees one or the other
+            raise httpcore.WriteError("request cancelled before it was sent")
+
     def cancel(self) -> None:
         self.cancelled = True
+        self._interrupt()
+
+    def expire(self) -> None:
+        self.expired = True
+        self._interrupt()
+
+    def _interrupt(self) -> None:
         self._wake.set()
         if self._loop is not None and self._async_wake is not None:
             try:
                 self._loop.call_soon_threadsafe(self._async_wake.set)
             except RuntimeError:  # the loop is already closed
                 pass
+        stream = self.stream
+        if stream is not None:
+            _shutdown(stream.get_extra_info("socket"))
         response = self.response
         if response is not None:
             _abort(response, self._loop)
 
     def sleep(self, seconds: float) -> bool:
-        """Sleep (sync); True when woken by a cancel."""
+        """Sleep (sync); True when woken by a cancel or the deadline."""
         return self._wake.wait(seconds)
 
     async def asleep(self, seconds: float) -> bool:
-        """Sleep (async); True when woken by a cancel."""
+        """Sleep (async); True when woken by a cancel or the deadline."""
         assert self._async_wake is not None
         try:
             await asyncio.wait_for(self._async_wake.wait(), seconds)
         except asyncio.TimeoutError:
-            return self.cancelled
+            return self.cancelled or self.expired
         return True
 
     def raise_if_cancelled(self) -> None:
         if self.cancelled:
             raise ProviderRequestCancelled(self.request_id)
+        if self.expired:
+            raise LLMTimeoutError(
+                f"the request did not finish within its deadline_s of {self._deadline:g}s",
+                provider=self._provider,
+                retryable=False,
+            )
+
+
+def _shutdown(sock: Any) -> bool:
+    """Shut ``sock`` down so a blocked reader wakes; False when there is no socket to shut."""
+    if sock is None:
+        return False
+    try:
+        if isinstance(sock, socket.socket):
+            # The base method: ssl.SSLSocket.shutdown would also drop its
+            # SSL object under the feet of the thread reading from it.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        else:  # asyncio's TransportSocket
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed: the reader is waking up anyway
+    return True
 
 
 def _abort(response: httpx.Response, loop: asyncio.AbstractEventLoop | None) -> None:
     """Wake whoever reads ``response``: shut its socket down, else close it."""
     stream = response.extensions.get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
-    if sock is not None:
-        try:
-            if isinstance(sock, socket.socket):
-                # The base method: ssl.SSLSocket.shutdown would also drop its
-                # SSL object under the feet of the thread reading from it.
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-            else:  # asyncio's TransportSocket
-                sock.shutdown(socket.SHUT_RDWR)
-            return
-        except OSError:
-            return  # already closed: the reader is waking up anyway
+    if _shutdown(stream.get_extra_info("socket") if stream is not None else None):
+        return
     # No socket (an injected in-memory transport): close the response instead.
     if loop is None:
         response.close()
@@ -230,6 +434,7 @@ class InFlightTable:
         return record
 
     def close(self, record: InFlight) -> None:
+        record.disarm()
         with self._lock:
             if self._items.get(record.request_id) is record:
                 del self._items[record.request_id]
@@ -247,12 +452,16 @@ class InFlightTable:
 # -- the drivers -----------------------------------------------------------------------
 
 
-def _give_up_or_wait(call: HTTPCall, error: LLMError, attempt: int) -> float:
-    delay = retry_delay(error, attempt, call.max_retries)
+def _give_up_or_wait(call: HTTPCall, error: LLMError, attempt: int, record: InFlight) -> float:
+    delay = retry_delay(error, attempt, call.max_retries, call.max_retry_wait)
     if delay is None:
-        raise error
+        raise _wait_error(call, error)
     log.info("%s: retry %d/%d in %.2fs after: %s", call.provider, attempt + 1, call.max_retries, delay, error)
     return delay
+
+
+def _request(client: httpx.Client | httpx.AsyncClient, call: HTTPCall) -> httpx.Request:
+    return client.build_request(call.method, call.url, headers=call.headers, content=call.body)
 
 
 def stream_call(
@@ -260,48 +469,83 @@ def stream_call(
     call: HTTPCall,
     make_reader: Callable[[], JSONEventReader],
     record: InFlight,
+    from_answer: FromAnswer | None = None,
 ) -> Iterator[Any]:
     """Send ``call`` and yield its decoded SSE events (sync).
+
+    ``from_answer`` turns a complete JSON answer (a server that ignored
+    ``stream: true``) into the events the stream would have carried.
 
     Raises:
         LLMError: a typed error for an error status, a transport failure, a
             malformed or truncated stream, or an error event.
+        LLMTimeoutError: the call's deadline passed.
         ProviderRequestCancelled: ``record`` was cancelled.
     """
-    attempt = 0
+    record.arm(call)
+    attempt = stale = 0
     while True:
+        record.raise_if_cancelled()
+        record.begin_attempt()
         reader: JSONEventReader | None = None
+        tail: list[Any] | None = None
         try:
-            with client.stream(call.method, call.url, headers=call.headers, content=call.body) as response:
+            with bound(record):
+                response = client.send(_request(client, call), stream=True)
+            try:
                 record.response = response
                 record.raise_if_cancelled()
                 if response.status_code >= 400:
                     _check_status(call, response, response.read())
+                chunks: Iterable[bytes] = response.iter_bytes()
+                if from_answer is not None and _is_json(response):
+                    body = response.read()
+                    if not _looks_like_sse(body):
+                        yield from from_answer(_decode_body(call, body, response.status_code))
+                        return
+                    chunks = (body,)  # an event stream mislabelled as JSON: read it as one
                 reader = make_reader()
-                for raw in response.iter_bytes():
+                reader.secrets, reader.status_code = call.secrets, response.status_code
+                drain_until: float | None = None
+                for raw in chunks:
                     record.raise_if_cancelled()
                     for event in reader.feed(raw):
                         yield event
-                    # After the end marker the loop only drains the body, so the
-                    # connection goes back to the pool instead of being dropped.
+                    if reader.done:  # drain briefly so the connection can be reused, then let go
+                        if drain_until is None:
+                            drain_until = _start_drain(record)
+                        elif time.monotonic() > drain_until:
+                            break
                 record.raise_if_cancelled()
+                if not reader.done:
+                    for event in reader.finish():
+                        yield event
                 truncated = _truncated(call, reader)
                 if truncated is not None:
                     raise truncated
                 return
+            finally:
+                record.end_drain()
+                record.response = None
+                response.close()
         except httpx.HTTPError as exc:
             record.raise_if_cancelled()
-            if reader is not None and reader.done:
-                return  # the answer was complete; only the body's tail broke off
-            error: LLMError = _transport_error(call, exc, reader)
+            tail = _salvage(reader)
+            if tail is None:
+                if _stale(exc, record) and stale < _MAX_STALE:
+                    stale += 1
+                    log.debug("%s: pooled connection was closed by the server; sending again", call.provider)
+                    continue
+                error: LLMError = _transport_error(call, exc, reader)
         except LLMError as exc:
             record.raise_if_cancelled()
-            error = exc
-        finally:
-            record.response = None
+            error = scrub_error(exc, call.secrets)
+        if tail is not None:
+            yield from tail  # the answer was complete; only the body's tail broke off
+            return
         if reader is not None and reader.output_seen:
             raise error  # never retry after the caller saw output
-        delay = _give_up_or_wait(call, error, attempt)
+        delay = _give_up_or_wait(call, error, attempt, record)
         if record.sleep(delay):
             record.raise_if_cancelled()
         attempt += 1
@@ -312,67 +556,114 @@ async def astream_call(
     call: HTTPCall,
     make_reader: Callable[[], JSONEventReader],
     record: InFlight,
+    from_answer: FromAnswer | None = None,
 ) -> AsyncIterator[Any]:
     """Async twin of :func:`stream_call` (same errors, same retry rule)."""
     record.bind_loop()
-    attempt = 0
+    record.arm(call)
+    attempt = stale = 0
     while True:
+        record.raise_if_cancelled()
+        record.begin_attempt()
         reader: JSONEventReader | None = None
+        tail: list[Any] | None = None
         try:
-            async with client.stream(call.method, call.url, headers=call.headers, content=call.body) as response:
+            with bound(record):
+                response = await client.send(_request(client, call), stream=True)
+            try:
                 record.response = response
                 record.raise_if_cancelled()
                 if response.status_code >= 400:
                     _check_status(call, response, await response.aread())
+                chunks: AsyncIterator[bytes] = response.aiter_bytes()
+                if from_answer is not None and _is_json(response):
+                    body = await response.aread()
+                    if not _looks_like_sse(body):
+                        for event in from_answer(_decode_body(call, body, response.status_code)):
+                            yield event
+                        return
+                    chunks = _once(body)
                 reader = make_reader()
-                async for raw in response.aiter_bytes():
+                reader.secrets, reader.status_code = call.secrets, response.status_code
+                drain_until: float | None = None
+                async for raw in chunks:
                     record.raise_if_cancelled()
                     for event in reader.feed(raw):
                         yield event
-                    # After the end marker the loop only drains the body, so the
-                    # connection goes back to the pool instead of being dropped.
+                    if reader.done:
+                        if drain_until is None:
+                            drain_until = _start_drain(record)
+                        elif time.monotonic() > drain_until:
+                            break
                 record.raise_if_cancelled()
+                if not reader.done:
+                    for event in reader.finish():
+                        yield event
                 truncated = _truncated(call, reader)
                 if truncated is not None:
                     raise truncated
                 return
+            finally:
+                record.end_drain()
+                record.response = None
+                await response.aclose()
         except httpx.HTTPError as exc:
             record.raise_if_cancelled()
-            if reader is not None and reader.done:
-                return  # the answer was complete; only the body's tail broke off
-            error: LLMError = _transport_error(call, exc, reader)
+            tail = _salvage(reader)
+            if tail is None:
+                if _stale(exc, record) and stale < _MAX_STALE:
+                    stale += 1
+                    log.debug("%s: pooled connection was closed by the server; sending again", call.provider)
+                    continue
+                error: LLMError = _transport_error(call, exc, reader)
         except LLMError as exc:
             record.raise_if_cancelled()
-            error = exc
-        finally:
-            record.response = None
+            error = scrub_error(exc, call.secrets)
+        if tail is not None:
+            for event in tail:
+                yield event
+            return
         if reader is not None and reader.output_seen:
             raise error
-        delay = _give_up_or_wait(call, error, attempt)
+        delay = _give_up_or_wait(call, error, attempt, record)
         if await record.asleep(delay):
             record.raise_if_cancelled()
         attempt += 1
 
 
 def post_call(client: httpx.Client, call: HTTPCall, record: InFlight) -> Any:
-    """Send ``call`` and return its decoded JSON answer (sync, with retries)."""
-    attempt = 0
+    """Send ``call`` and return its decoded JSON answer (sync, with retries).
+
+    Raises the same errors as :func:`stream_call`; a body that is not JSON
+    (or not UTF-8) is a :class:`~agent_core.errors.MalformedResponseError`.
+    """
+    record.arm(call)
+    attempt = stale = 0
     while True:
+        record.raise_if_cancelled()
+        record.begin_attempt()
         try:
-            with client.stream(call.method, call.url, headers=call.headers, content=call.body) as response:
+            with bound(record):
+                response = client.send(_request(client, call), stream=True)
+            try:
                 record.response = response
                 body = response.read()
+            finally:
+                record.response = None
+                response.close()
             record.raise_if_cancelled()
             _check_status(call, response, body)
-            return _decode_body(call, body)
+            return _decode_body(call, body, response.status_code)
         except httpx.HTTPError as exc:
             record.raise_if_cancelled()
+            if _stale(exc, record) and stale < _MAX_STALE:
+                stale += 1
+                continue
             error: LLMError = error_from_transport(call.provider, exc, call.secrets)
         except LLMError as exc:
-            error = exc
-        finally:
-            record.response = None
-        delay = _give_up_or_wait(call, error, attempt)
+            record.raise_if_cancelled()
+            error = scrub_error(exc, call.secrets)
+        delay = _give_up_or_wait(call, error, attempt, record)
         if record.sleep(delay):
             record.raise_if_cancelled()
         attempt += 1
@@ -381,87 +672,33 @@ def post_call(client: httpx.Client, call: HTTPCall, record: InFlight) -> Any:
 async def apost_call(client: httpx.AsyncClient, call: HTTPCall, record: InFlight) -> Any:
     """Async twin of :func:`post_call`."""
     record.bind_loop()
-    attempt = 0
+    record.arm(call)
+    attempt = stale = 0
     while True:
+        record.raise_if_cancelled()
+        record.begin_attempt()
         try:
-            async with client.stream(call.method, call.url, headers=call.headers, content=call.body) as response:
+            with bound(record):
+                response = await client.send(_request(client, call), stream=True)
+            try:
                 record.response = response
                 body = await response.aread()
+            finally:
+                record.response = None
+                await response.aclose()
             record.raise_if_cancelled()
             _check_status(call, response, body)
-            return _decode_body(call, body)
+            return _decode_body(call, body, response.status_code)
         except httpx.HTTPError as exc:
             record.raise_if_cancelled()
+            if _stale(exc, record) and stale < _MAX_STALE:
+                stale += 1
+                continue
             error: LLMError = error_from_transport(call.provider, exc, call.secrets)
         except LLMError as exc:
-            error = exc
-        finally:
-            record.response = None
-        delay = _give_up_or_wait(call, error, attempt)
+            record.raise_if_cancelled()
+            error = scrub_error(exc, call.secrets)
+        delay = _give_up_or_wait(call, error, attempt, record)
         if await record.asleep(delay):
             record.raise_if_cancelled()
         attempt += 1
-
-
-# -- connection pools ---------------------------------------------------------------------
-
-_pool_lock = threading.Lock()
-_sync_clients: dict[tuple[str, float], httpx.Client] = {}
-_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, float], httpx.AsyncClient]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _timeout(seconds: float) -> httpx.Timeout:
-    # Connecting should fail fast even when a long read timeout suits slow models.
-    return httpx.Timeout(seconds, connect=min(seconds, 15.0))
-
-
-def sync_client_for(base_url: str, timeout: float) -> httpx.Client:
-    """The pooled sync client for ``(base_url, timeout)``, created on first use."""
-    key = (base_url, float(timeout))
-    with _pool_lock:
-        client = _sync_clients.get(key)
-        if client is None or client.is_closed:
-            client = _sync_clients[key] = httpx.Client(timeout=_timeout(timeout))
-        return client
-
-
-def async_client_for(base_url: str, timeout: float) -> httpx.AsyncClient:
-    """The pooled async client for ``(base_url, timeout)`` in the running event loop."""
-    loop = asyncio.get_running_loop()
-    key = (base_url, float(timeout))
-    with _pool_lock:
-        clients = _async_clients.setdefault(loop, {})
-        client = clients.get(key)
-        if client is None or client.is_closed:
-            client = clients[key] = httpx.AsyncClient(timeout=_timeout(timeout))
-        return client
-
-
-def close_clients() -> None:
-    """Close every pooled sync client (also run at interpreter exit).
-
-    Async clients belong to their event loop; close them from inside it with
-    :func:`aclose_clients`. Those of loops that ended are dropped here.
-    """
-    with _pool_lock:
-        clients = list(_sync_clients.values())
-        _sync_clients.clear()
-        for loop in list(_async_clients):
-            if loop.is_closed():
-                del _async_clients[loop]
-    for client in clients:
-        client.close()
-
-
-async def aclose_clients() -> None:
-    """Close the pooled async clients of the running event loop."""
-    loop = asyncio.get_running_loop()
-    with _pool_lock:
-        clients = list(_async_clients.pop(loop, {}).values())
-    for client in clients:
-        await client.aclose()
-
-
-atexit.register(close_clients)

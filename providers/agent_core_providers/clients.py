@@ -2,8 +2,9 @@
 
 Provider instances live for one request, so their connections are pooled
 per ``(base_url, timeout)`` at module level and reused by later requests.
-The sync pool is closed at interpreter exit; call these to close earlier
-(e.g. in a server's shutdown hook, or at the end of an ``asyncio.run``).
+The sync pool is closed at interpreter exit, an event loop's async pool when
+the loop shuts down its async generators (``asyncio.run`` does); call these
+to close earlier (e.g. in a server's shutdown hook).
 """
 
 from ._http import aclose_clients, close_clients

@@ -6,11 +6,18 @@ headers and a body made of parts: bytes to send, :class:`Delay` to pause,
 or :data:`CUT` to drop the connection mid-body. Streaming bodies use chunked
 transfer encoding and keep-alive, like the real APIs, so a test can also see
 whether a connection was reused.
+
+Hostile servers: ``Reply(stall=s)`` waits up to ``s`` seconds before the
+status line and notes in :attr:`ScriptedServer.peer_closed` when the client
+hung up meanwhile (a cancel that closes the connection); :data:`DROP` reads
+the request and closes the connection without a byte of answer (what a
+pooled keep-alive connection looks like when the server closed it late).
 """
 
 from __future__ import annotations
 
 import json
+import select
 import socket
 import sys
 import threading
@@ -20,7 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["CUT", "Delay", "Recorded", "Reply", "ScriptedServer", "json_reply", "sse", "sse_reply"]
+__all__ = ["CUT", "DROP", "Delay", "Recorded", "Reply", "ScriptedServer", "json_reply", "sse", "sse_reply"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,12 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     parts: list[Any] = field(default_factory=list)
     chunked: bool = True
+    stall: float = 0.0  #: seconds to wait before the status line (watching for the client to hang up)
+    close_after: bool = False  #: close the connection after the body, without saying so in a header
+
+
+#: A reply that closes the connection after reading the request, sending nothing.
+DROP = Reply(status=0)
 
 
 def sse_reply(*parts: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
@@ -102,6 +115,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _write(self, reply: Reply) -> None:
+        if reply is DROP:
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        if reply.stall and _peer_hangs_up(self.connection, reply.stall):
+            self.server.owner.peer_closed.append(time.monotonic())
+            self.close_connection = True
+            return
         self.send_response(reply.status)
         for k, v in reply.headers.items():
             self.send_header(k, v)
@@ -127,11 +148,30 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.chunked:
             self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+        if reply.close_after:
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+
+
+def _peer_hangs_up(conn: socket.socket, seconds: float) -> bool:
+    """Wait up to ``seconds``; True as soon as the client closes its side."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([conn], [], [], left)
+        if readable:
+            try:
+                if conn.recv(1, socket.MSG_PEEK) == b"":
+                    return True
+            except OSError:
+                return True
+            time.sleep(0.01)  # pipelined bytes, not a close: keep waiting
+    return False
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # concurrency tests connect dozens of clients at once
     owner: ScriptedServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -147,6 +187,7 @@ class ScriptedServer:
         self._lock = threading.Lock()
         self._replies: deque[Reply] = deque()
         self.requests: list[Recorded] = []
+        self.peer_closed: list[float] = []  # when a client hung up during a stall
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
