@@ -66,6 +66,7 @@ PUBLIC_NAMES = [
     "ToolPlugin",
     "ToolProgressEvent",
     "ToolResultEvent",
+    "UnknownConfigKeyWarning",
     "Usage",
     "UserMessageEvent",
     "__version__",

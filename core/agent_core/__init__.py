@@ -26,6 +26,7 @@ from .errors import (
     ProviderUnavailableError,
     RateLimitError,
     RequestInFlightError,
+    UnknownConfigKeyWarning,
 )
 from .events import (
     DoneEvent,
@@ -121,6 +122,7 @@ __all__ = [
     "ToolPlugin",
     "ToolProgressEvent",
     "ToolResultEvent",
+    "UnknownConfigKeyWarning",
     "Usage",
     "UserMessageEvent",
     "__version__",

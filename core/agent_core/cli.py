@@ -2,11 +2,16 @@
 
     agent-core run "Hello there"                       # offline, echo provider
     agent-core run --provider openai --model M --base-url http://127.0.0.1:8080/v1 "Hi"
-    agent-core plugins                                 # what is installed, and what runs
+    agent-core run --provider openai --max-tokens 64 --seed 1 -c top_p=0.9 "Hi"
+    agent-core run --provider openai --tool mytools:get_weather "Weather in Oslo?"
+    agent-core plugins --provider anthropic -c thinking_budget=2048   # what runs, and why
 
 Plugins come from entry points (:meth:`AgentCore.discover`), the same path a
-third-party plugin takes. Text streams to stdout; tool activity and errors go
-to stderr so stdout stays the reply.
+third-party plugin takes. Text streams to stdout; tool activity, warnings
+and errors go to stderr so stdout stays the reply. ``-c KEY=VALUE`` values
+are JSON when they parse (``-c seed=1`` is the integer 1), and every key is
+checked against the installed plugins' schemas: a wrong type is an error, a
+key nothing declares is a warning that names the closest known key.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from .engine import AgentCore
-from .errors import ConfigError, LLMError, PluginError, ProviderRequestCancelled
+from .errors import ConfigError, LLMError, PluginError, ProviderRequestCancelled, UnknownConfigKeyWarning
 from .events import encode_event
+from .function_tool import function_tool, load_function
 from .types import Message
 
 __all__ = ["main"]
@@ -32,9 +39,21 @@ def _value(text: str) -> Any:
         return text
 
 
+# (flag attribute, config key) for the options that are config keys.
+_FLAG_KEYS = (
+    ("model", "model"),
+    ("base_url", "base_url"),
+    ("api_key", "api_key"),
+    ("max_tokens", "max_tokens"),
+    ("temperature", "temperature"),
+    ("seed", "seed"),
+    ("max_iterations", "max_iterations"),
+)
+
+
 def _config(args: argparse.Namespace) -> dict[str, Any]:
     config: dict[str, Any] = {"provider": args.provider}
-    for flag, key in (("model", "model"), ("base_url", "base_url"), ("api_key", "api_key")):
+    for flag, key in _FLAG_KEYS:
         value = getattr(args, flag, None)
         if value is not None:
             config[key] = value
@@ -43,80 +62,128 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
         if not sep or not key:
             raise ConfigError(f"-c expects KEY=VALUE, got {item!r}")
         config[key] = _value(raw)
-    if args.no_stream:
+    if getattr(args, "no_stream", False):
         config["stream"] = False
-    if args.max_iterations is not None:
-        config["max_iterations"] = args.max_iterations
     return config
 
 
+def _core(args: argparse.Namespace) -> AgentCore:
+    tools = [function_tool(load_function(spec)) for spec in getattr(args, "tool", None) or ()]
+    return AgentCore.discover(tools=tools)
+
+
 def _run(args: argparse.Namespace) -> int:
-    core = AgentCore.discover()
+    core = _core(args)
     config = _config(args)
     session = core.create_session()
     if args.system:
         session = core.add_message(session, Message("system", args.system))
     session = core.add_message(session, Message("user", args.prompt))
     out, err = sys.stdout, sys.stderr
-    streamed = False
-    for event in core.stream_request(session, config):
-        if args.json:
-            out.write(encode_event(event).decode() + "\n")
-            out.flush()
-            continue
-        t = event.type
-        if t == "partial" and isinstance(event.message.content, str):
-            out.write(event.message.content)
-            out.flush()
-            streamed = True
-        elif t == "final" and event.message.role == "assistant":
-            if not streamed and isinstance(event.message.content, str):
+    streamed = False  # text of the current answer is already on stdout
+    failed = False  # an error event was printed: the done event adds nothing to it
+    with warnings.catch_warnings():
+        # The start event carries the same notes; print them once, our way.
+        warnings.simplefilter("ignore", UnknownConfigKeyWarning)
+        for event in core.stream_request(session, config):
+            t = event.type
+            if t == "start":
+                for note in event.warnings:
+                    err.write(f"warning: {note}\n")
+            if args.json:
+                out.write(encode_event(event).decode() + "\n")
+                out.flush()
+            elif t == "partial" and isinstance(event.message.content, str):
                 out.write(event.message.content)
-            if event.message.content or streamed:
-                out.write("\n")
-            streamed = False
-        elif t == "tool_call":
-            err.write(f"[tool] {event.tool_name}({json.dumps(event.payload)}) {event.preview}\n".rstrip() + "\n")
-        elif t == "tool_result":
-            content = event.message.content
-            err.write(f"[tool] {event.tool_name} -> {content if isinstance(content, str) else json.dumps(content)}\n")
-        elif t == "error":
-            where = f" ({event.error.plugin}.{event.error.hook})" if event.error.plugin and event.error.hook else ""
-            err.write(f"error{where}: {event.error.message}\n")
-        elif t == "done":
-            if not event.outcome.ok:
-                if event.outcome.reason != "provider_error" and event.outcome.reason != "plugin_error":
+                out.flush()
+                streamed = True
+            elif t == "final" and event.message.role == "assistant":
+                if not streamed and isinstance(event.message.content, str):
+                    out.write(event.message.content)
+                if event.message.content or streamed:
+                    out.write("\n")
+                streamed = False
+            else:
+                _show_on_stderr(event, err)
+            failed = failed or t == "error"
+            if t == "done" and not event.outcome.ok:
+                if not failed and not args.json:
                     err.write(f"stopped: {event.outcome.reason}: {event.outcome.detail}\n")
                 return 1
     return 0
 
 
+def _show_on_stderr(event: Any, err: Any) -> None:
+    """Tool activity and errors, one line each."""
+    t = event.type
+    if t == "tool_call":
+        err.write(f"[tool] {event.tool_name}({json.dumps(event.payload)}) {event.preview}".rstrip() + "\n")
+    elif t == "tool_result":
+        content = event.message.content
+        err.write(f"[tool] {event.tool_name} -> {content if isinstance(content, str) else json.dumps(content)}\n")
+    elif t == "error":
+        where = f" ({event.error.plugin}.{event.error.hook})" if event.error.plugin and event.error.hook else ""
+        err.write(f"error{where}: {event.error.message}\n")
+
+
+def _settings(declared: list[tuple[str, Any]], config: Any) -> str:
+    """`` [key=value, ...]``: the ``(key, default)`` pairs declared, valued from ``config`` else the default.
+
+    ``config`` comes from ``resolve()``, so secret values are already redacted.
+    """
+    shown = []
+    for key, default in declared:
+        value = config.get(key, default)
+        if value is not None:
+            shown.append(f"{key}={value if isinstance(value, str) else json.dumps(value)}")
+    return f" [{', '.join(shown)}]" if shown else ""
+
+
 def _plugins(args: argparse.Namespace) -> int:
-    core = AgentCore.discover()
-    res = core.resolve({"provider": args.provider})
+    """One line per installed plugin: kind, name, on/off with the reason, and the settings it reads."""
+    core = _core(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownConfigKeyWarning)
+        res = core.resolve(_config(args))
+    for note in res.warnings:
+        print(f"warning: {note}", file=sys.stderr)
+    declared: dict[str, list[tuple[str, Any]]] = {}
+    for entry in core.get_config_schema():
+        declared.setdefault(entry["plugin"], []).append((entry["key"], entry.get("default")))
     for kind in ("provider", "extension", "feature", "tool"):
         for name in core.plugins(kind):
-            print(f"{kind:9} {name:22} {res.reasons.get(name, 'not selected')}")
+            reason = res.reasons.get(name)
+            settings = _settings(declared.get(name, []), res.config) if reason else ""
+            print(f"{kind:9} {name:22} {reason or 'off: not the selected provider'}{settings}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-core", description="Run prompts through the agent-core pipeline.")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="send one prompt and stream the reply")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--provider", default="echo", help="provider plugin name (default: echo, offline)")
+    common.add_argument("--model")
+    common.add_argument("--base-url", dest="base_url")
+    common.add_argument("--api-key", dest="api_key", help="prefer the provider's environment variable")
+    common.add_argument("--max-tokens", dest="max_tokens", type=int, help="upper bound on generated tokens")
+    common.add_argument("--temperature", type=float)
+    common.add_argument("--seed", type=int, help="sampling seed (providers that declare `seed`)")
+    common.add_argument(
+        "-c", "--config", action="append", metavar="KEY=VALUE",
+        help="any config key the plugins declare (JSON values: -c seed=1 -c stop='[\"END\"]')",
+    )
+    common.add_argument(
+        "--tool", action="append", metavar="MODULE:FUNCTION", help="offer a Python function to the model as a tool"
+    )
+    run = sub.add_parser("run", parents=[common], help="send one prompt and stream the reply")
     run.add_argument("prompt")
-    run.add_argument("--provider", default="echo", help="provider plugin name (default: echo, offline)")
-    run.add_argument("--model")
-    run.add_argument("--base-url", dest="base_url")
-    run.add_argument("--api-key", dest="api_key", help="prefer the provider's environment variable")
     run.add_argument("--system", help="a system message to send first")
-    run.add_argument("-c", "--config", action="append", metavar="KEY=VALUE", help="any config key (JSON values)")
     run.add_argument("--no-stream", action="store_true", help="ask for the whole reply at once")
     run.add_argument("--max-iterations", type=int)
     run.add_argument("--json", action="store_true", help="print every event as a JSON line")
     run.set_defaults(func=_run)
-    plugins = sub.add_parser("plugins", help="list installed plugins and whether they run")
-    plugins.add_argument("--provider", default="echo")
+    plugins = sub.add_parser("plugins", parents=[common], help="list installed plugins and whether they run")
     plugins.set_defaults(func=_plugins)
     return parser
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from .config import parse_schema, schema_fields
+from .config import REDACTED, is_secret_name, parse_schema, schema_fields
 from .effects import complete_sync, drive_async, drive_sync
 from .errors import ActionInputError, ConfigError, InvalidArgumentError, PluginError, RequestInFlightError
 from .events import DoneEvent, Event, Outcome, Usage
@@ -26,7 +26,7 @@ from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen_map, spec_for
 from .native_history import NATIVE_KEY, load_native, store_native
 from .pipeline import Flight, Pipeline, merge_context, plugin_actions, tool_timeout_of
-from .resolution import Resolution, resolve, session_plugins
+from .resolution import Resolution, own_config, resolve, session_plugins
 from .tools import (
     accepted_formats,
     adapt_all,
@@ -524,6 +524,8 @@ class AgentCore:
                     if item["key"] in seen_keys:
                         continue
                     seen_keys.add(item["key"])
+                    if res.config.get(item["key"]) == REDACTED or is_secret_name(str(item["key"])):
+                        item.update({k: REDACTED for k in ("value", "default") if item.get(k) is not None})
                 out.append(item)
         return out
 
@@ -534,9 +536,14 @@ class AgentCore:
             for spec in self._specs[kind]:
                 plugin = LivePlugin(spec, spec.factory())
                 raw = call_hook(plugin, "get_config_schema")
-                parse_schema(spec.name, raw)  # the same checks a request makes
+                # the same checks a request makes
+                secret = {f.key for f in parse_schema(spec.name, raw) if f.secret}
                 for key, desc in (schema_fields(raw) if raw else {}).items():
-                    out.append({**thaw(desc), "key": key, "plugin": spec.name})
+                    entry = {**thaw(desc), "key": key, "plugin": spec.name}
+                    if key in secret:  # a default or example of a secret is shown to nobody
+                        entry.update({k: REDACTED for k in ("default", "examples", "example") if k in entry})
+                        entry["secret"] = True
+                    out.append(entry)
         return out
 
     def get_completions(self, config: Mapping[str, Any] | None, text: str) -> list[dict[str, Any]]:
@@ -571,10 +578,10 @@ class AgentCore:
     def _init_state(self, res: Resolution) -> tuple[Any, FrozenDict]:
         live = res.live
         provider = live[res.provider]
-        state = frozen_map(provider, "init", call_hook(provider, "init", res.config), "state")
+        state = frozen_map(provider, "init", call_hook(provider, "init", own_config(provider, res.config)), "state")
         for name in (*res.extensions, *res.features):
             p = live[name]
-            state = frozen_map(p, "init", call_hook(p, "init", res.config, state), "state")
+            state = frozen_map(p, "init", call_hook(p, "init", own_config(p, res.config), state), "state")
         return provider, state
 
     def get_actions(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -25,6 +25,9 @@ The hierarchy::
     └── RuntimeError
         └── ProviderRequestCancelled  a request was cancelled by id; .request_id
 
+    UserWarning
+    └── UnknownConfigKeyWarning     a config key nothing declares (a typo?); .key, .suggestion
+
 LLM errors keep the provider's own message (never an API key) and mark
 whether a retry may help (``retryable``), so retry policy can live outside the
 provider.
@@ -55,6 +58,7 @@ __all__ = [
     "ProviderUnavailableError",
     "RateLimitError",
     "RequestInFlightError",
+    "UnknownConfigKeyWarning",
 ]
 
 
@@ -290,3 +294,24 @@ class ProviderRequestCancelled(RuntimeError):
 
     def __reduce__(self) -> Any:
         return type(self), (self.request_id,), self.__dict__
+
+
+class UnknownConfigKeyWarning(UserWarning):
+    """A config key that no installed plugin declares and the engine does not read.
+
+    Usually a typo (``max_token`` for ``max_tokens``), which would otherwise
+    run silently with the default. ``strict_config: true`` turns it into a
+    :class:`ConfigError`.
+
+    Attributes:
+        key: the unknown key.
+        suggestion: the closest known key, or None.
+    """
+
+    def __init__(self, message: str, *, key: str, suggestion: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.suggestion = suggestion
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"key": self.key, "suggestion": self.suggestion}), self.__dict__

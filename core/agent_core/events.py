@@ -109,13 +109,18 @@ class ErrorInfo(msgspec.Struct, frozen=True):
 
 
 class StartEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="start"):
-    """First event: the request id (for ``cancel_request``) and the plugins in play."""
+    """First event: the request id (for ``cancel_request``) and the plugins in play.
+
+    ``warnings`` names config keys that no installed plugin declares (likely
+    typos), so a server can show them.
+    """
 
     request_id: str
     provider: str
     extensions: list[str]
     features: list[str]
     tools: list[str]
+    warnings: list[str] = []
 
 
 class PartialEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="partial"):

@@ -296,12 +296,13 @@ def spec_for(kind: str, factory: Any) -> PluginSpec:
 class LivePlugin:
     """One plugin instance for one request, with its hooks bound on first use."""
 
-    __slots__ = ("spec", "instance", "_bound")
+    __slots__ = ("spec", "instance", "_bound", "secrets")
 
     def __init__(self, spec: PluginSpec, instance: Any) -> None:
         self.spec = spec
         self.instance = instance
         self._bound: dict[str, Callable[..., Any]] = {}
+        self.secrets: Mapping[str, Any] = {}  # the secret config values this plugin declares (set by resolve)
 
     @property
     def name(self) -> str:
@@ -321,10 +322,15 @@ class LivePlugin:
 
 
 def call_hook(plugin: LivePlugin, hook: str, *args: Any, **kwargs: Any) -> Any:
-    """Call a hook; any exception but a typed LLM error becomes a PluginError."""
+    """Call a hook; any exception but a typed LLM or config error becomes a PluginError.
+
+    A ``ConfigError`` passes through as it is: a plugin that finds its config
+    unusable (a key with a control character, say) reports the config, not
+    itself, and the error must not be wrapped in text that could quote it.
+    """
     try:
         return plugin.hook(hook)(*args, **kwargs)
-    except (LLMError, ProviderRequestCancelled, PluginError):
+    except (LLMError, ProviderRequestCancelled, PluginError, ConfigError):
         raise
     except Exception as exc:
         raise PluginError(plugin.name, hook, exc) from exc

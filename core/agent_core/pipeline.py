@@ -59,7 +59,7 @@ from .events import (
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from .native_history import load_native, persistable, store_native
-from .resolution import Resolution
+from .resolution import Resolution, own_config
 from .stubs import streams_for_real
 from .tool_interop import ToolInteropRegistry
 from .tool_turn import (
@@ -307,7 +307,7 @@ class Pipeline:
         tool_plugins: list[LivePlugin] = [live[n] for n in res.tools]
         yield StartEvent(
             self.request_id, str(res.provider), [str(n) for n in res.extensions],
-            [str(n) for n in res.features], [str(n) for n in res.tools],
+            [str(n) for n in res.features], [str(n) for n in res.tools], list(res.warnings),
         )
         config: FrozenDict = res.config
         max_iter = int(config.get("max_iterations") or 10)
@@ -325,9 +325,9 @@ class Pipeline:
         emitted = list(self._emitted(provider, exts, config))
         effective_names = {(d.plugin_name, d.tool_name) for d in effective}
 
-        state = frozen_map(provider, "init", call_hook(provider, "init", config), "state")
+        state = frozen_map(provider, "init", call_hook(provider, "init", own_config(provider, config)), "state")
         for p in (*exts, *feats):
-            state = frozen_map(p, "init", call_hook(p, "init", config, state), "state")
+            state = frozen_map(p, "init", call_hook(p, "init", own_config(p, config), state), "state")
 
         lifecycle = self._lifecycle_actions((*exts, *feats), state)
         session = self.input_session

@@ -96,7 +96,10 @@ class BasePlugin(Protocol, metaclass=_DuckProtocolMeta):
 
         Either the flat form ``{"key": {"type": "string", "default": ...}}``
         or a JSON Schema object with ``properties``. The engine fills in
-        defaults and type-checks the request config against it.
+        defaults and type-checks the request config against it. Mark a
+        credential ``"secret": true`` (or ``"format": "password"``): only
+        this plugin then gets its value; every other reader sees
+        ``"<redacted>"``. Keys no installed plugin declares are reported.
         """
         return {}
 

@@ -35,23 +35,41 @@ so a different config never reads another's models.
 
 Each plugin's tags are asked for once per resolution (``get_tags`` must be
 pure); ``is_enabled`` is asked each round because its inputs change.
+
+Config reaches each plugin through :func:`own_config`: the effective config
+with secret values (see :mod:`agent_core.config`) shown as ``"<redacted>"``,
+except the keys the plugin itself declares. ``Resolution.config`` is the
+redacted view; a key no registered plugin declares is reported by an
+:class:`~agent_core.errors.UnknownConfigKeyWarning` (``Resolution.warnings``),
+or refused with :class:`ConfigError` under ``strict_config: true``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from .config import check_engine_keys, effective_config, parse_schema
-from .errors import ConfigError, PluginError
+from .config import (
+    FieldSpec,
+    check_engine_keys,
+    effective_config,
+    owned_secrets,
+    parse_schema,
+    redact,
+    refuse_placeholders,
+    secret_keys,
+    unknown_key_notes,
+)
+from .errors import ConfigError, PluginError, UnknownConfigKeyWarning
 from .frozen import FrozenDict, FrozenList, freeze
 from .hooks import LivePlugin, PluginSpec, call_hook
 
-__all__ = ["PluginRef", "Resolution", "resolve", "session_plugins"]
+__all__ = ["PluginRef", "Resolution", "own_config", "resolve", "session_plugins"]
 
 CHAIN_KINDS = ("extension", "feature", "tool")
 _PLURAL = {"provider": "providers", "extension": "extensions", "feature": "features", "tool": "tools"}
@@ -91,7 +109,10 @@ class Resolution:
         tags: the final tag set, sorted.
         models: model descriptors after every candidate's ``get_models``.
         reasons: plugin name -> a sentence saying why it is on or off.
-        config: the effective config (caller's keys plus plugin defaults).
+        config: the effective config (caller's keys plus plugin defaults),
+            secret values shown as ``"<redacted>"``.
+        warnings: one sentence per config key that nothing declares (the
+            ``start`` event carries them too).
     """
 
     provider: PluginRef
@@ -103,10 +124,39 @@ class Resolution:
     reasons: Mapping[str, str]
     config: FrozenDict = field(repr=False)
     live: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     @property
     def enabled(self) -> tuple[PluginRef, ...]:
         return (self.provider, *self.extensions, *self.features, *self.tools)
+
+
+def own_config(plugin: LivePlugin, config: FrozenDict) -> FrozenDict:
+    """``config`` as ``plugin`` may see it: with the secret values it declares itself."""
+    return config.merged(plugin.secrets) if plugin.secrets else config
+
+
+def _registry_fields(registry: Mapping[str, Sequence[PluginSpec]], skip: Mapping[str, Any]) -> list[FieldSpec]:
+    """Config fields of registered plugins that are not candidates (made only to read their schema)."""
+    out: list[FieldSpec] = []
+    for specs in registry.values():
+        for spec in specs:
+            if spec.name in skip:
+                continue
+            try:
+                out.extend(parse_schema(spec.name, call_hook(LivePlugin(spec, spec.factory()), "get_config_schema")))
+            except Exception:  # noqa: BLE001 - a plugin that does not run cannot break this request
+                continue
+    return out
+
+
+def _check_unknown(user_config: Mapping[str, Any], known: set[str]) -> tuple[str, ...]:
+    notes = unknown_key_notes(user_config, known)
+    if notes and user_config.get("strict_config"):
+        raise ConfigError("; ".join(note for _, _, note in notes) + " (strict_config is on)", key=notes[0][0])
+    for key, suggestion, note in notes:
+        warnings.warn(UnknownConfigKeyWarning(note, key=key, suggestion=suggestion), stacklevel=4)
+    return tuple(note for _, _, note in notes)
 
 
 def _order(specs: Sequence[PluginSpec]) -> list[PluginSpec]:
@@ -240,24 +290,41 @@ def resolve(
     schemas = {
         name: parse_schema(name, call_hook(lp, "get_config_schema")) for name, lp in live.items()
     }
-    loose = freeze(effective_config(user_config, [f for n in live for f in schemas[n]], strict=False))
+    live_fields = [f for n in live for f in schemas[n]]
+    known = {f.key for f in live_fields}
+    other_fields = _registry_fields(registry, live) if any(k not in known for k in user_config) else []
+    known |= {f.key for f in other_fields}
+    notes = _check_unknown(user_config, known)
+    secrets = secret_keys([*live_fields, *other_fields], user_config)
+    refuse_placeholders(user_config, secrets)
+    full_loose = effective_config(user_config, live_fields, strict=False)
+    loose = freeze(redact(full_loose, secrets))
+    for name, lp in live.items():
+        lp.secrets = freeze(owned_secrets(name, schemas[name], full_loose, secrets))
 
     model_plugins = candidates["extension"] + candidates["feature"]
-    key = _models_key(provider_spec.name, [s.name for s in model_plugins], loose) if model_cache is not None else ""
+    # keyed on the real values: two API keys may see different model lists (the key is a one-way digest)
+    key = _models_key(provider_spec.name, [s.name for s in model_plugins], full_loose) if model_cache is not None else ""
     cached = model_cache.get(key) if model_cache is not None else None
     if cached is not None:
         models = cached
     else:
-        models = _model_list(provider, call_hook(provider, "get_models", loose))
+        models = _model_list(provider, call_hook(provider, "get_models", own_config(provider, loose)))
         for spec in model_plugins:
-            models = _model_list(live[spec.name], call_hook(live[spec.name], "get_models", loose, models))
+            models = _model_list(
+                live[spec.name], call_hook(live[spec.name], "get_models", own_config(live[spec.name], loose), models)
+            )
         models = freeze(list(models))
         if model_cache is not None:
             model_cache[key] = models
 
-    provider_tags = _string_list(provider, "get_tags", call_hook(provider, "get_tags", loose, models))
+    provider_tags = _string_list(
+        provider, "get_tags", call_hook(provider, "get_tags", own_config(provider, loose), models)
+    )
     own_tags = {
-        s.name: _string_list(live[s.name], "get_tags", call_hook(live[s.name], "get_tags", loose, models))
+        s.name: _string_list(
+            live[s.name], "get_tags", call_hook(live[s.name], "get_tags", own_config(live[s.name], loose), models)
+        )
         for s in all_cands
     }
     required = {s.name: _string_list(live[s.name], "required_tags", call_hook(live[s.name], "required_tags")) for s in all_cands}
@@ -288,12 +355,12 @@ def resolve(
                 reasons[name] = "on: forced by force_enabled_plugins"
                 nxt.add(name)
                 continue
-            verdict = call_hook(live[name], "is_enabled", loose, frozen_tags, models, context)
+            verdict = call_hook(live[name], "is_enabled", own_config(live[name], loose), frozen_tags, models, context)
             if verdict is True:
                 reasons[name] = "on: is_enabled returned True"
                 nxt.add(name)
             elif verdict is False:
-                reasons[name] = "off: is_enabled returned False"
+                reasons[name] = "off: is_enabled returned False (the plugin switched itself off for this config)"
             elif verdict is None:
                 missing = required[name] - tags
                 present = forbidden[name] & tags
@@ -328,7 +395,11 @@ def resolve(
 
     extensions, features, tools = refs("extension"), refs("feature"), refs("tool")
     chain = [provider_spec.name, *extensions, *features, *tools]
-    config = freeze(effective_config(user_config, [f for n in chain for f in schemas[n]], strict=True))
+    chain_fields = [f for n in chain for f in schemas[n]]
+    full = effective_config(user_config, chain_fields, strict=True, secrets=secrets)
+    config = freeze(redact(full, secrets))
+    for name in chain:
+        live[name].secrets = freeze(owned_secrets(name, schemas[name], full, secrets))
     return Resolution(
         provider=PluginRef(provider_spec),
         extensions=extensions,
@@ -339,4 +410,5 @@ def resolve(
         reasons=FrozenDict(reasons),
         config=config,
         live={n: live[n] for n in chain},
+        warnings=notes,
     )

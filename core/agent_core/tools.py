@@ -125,7 +125,7 @@ def build_catalog(
     """Init every enabled tool (and ``prepare`` it), then collect its schemas."""
     live: list[LiveTool] = []
     for plugin in tool_plugins:
-        state = freeze(call_hook(plugin, "init", config))
+        state = freeze(call_hook(plugin, "init", config.merged(plugin.secrets) if plugin.secrets else config))
         prepared = None
         if prepare and (plugin.defines("prepare") or plugin.defines("prepare_async")):
             sync = plugin.hook("prepare") if plugin.defines("prepare") else None

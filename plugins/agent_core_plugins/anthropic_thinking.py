@@ -45,6 +45,18 @@ class AnthropicThinkingExtension:
     def required_tags(self) -> list[str]:
         return ["provider:anthropic", "thinking"]
 
+    def is_enabled(self, config: Dict, tags: list[str], models: list[Dict], context: Dict | None = None) -> bool | None:
+        """Off while no thinking is asked for; otherwise the tag rules decide.
+
+        Thinking is asked for with ``thinking_budget`` > 0, or by hand through
+        ``extra_body["thinking"]`` (then the blocks still need this extension).
+        So ``resolve()`` and ``agent-core plugins`` say "off" rather than "on"
+        for an extension with nothing to do.
+        """
+        extra = config.get("extra_body")
+        asked = isinstance(extra, Mapping) and bool(extra.get("thinking"))
+        return None if asked or int(config.get("thinking_budget") or 0) > 0 else False
+
     def get_config_schema(self) -> Dict:
         return {
             "thinking_budget": {

@@ -168,7 +168,13 @@ class AnthropicToolsExtension:
         return ["provider:anthropic"]
 
     def get_config_schema(self) -> Dict:
-        return {"tool_choice": {"type": "string", "description": '"auto", "any" or "none"; API default when unset'}}
+        return {
+            "tool_choice": {
+                "type": ["string", "object"],
+                "description": '"auto", "any", "none", the name of one tool (it must be called), '
+                'or the object form {"type": "tool", "name": ...}; API default when unset',
+            }
+        }
 
     def accepted_tool_schema_formats(self, config: Dict, state: Dict | None = None) -> list[str]:
         return [ANTHROPIC]
@@ -239,8 +245,12 @@ class AnthropicToolsExtension:
         if not config.get("tools"):
             return native_messages, state
         payload = {**request["payload"], "tools": [_adapt(t) for t in config["tools"]]}
-        if config.get("tool_choice"):
-            payload["tool_choice"] = {"type": config["tool_choice"]}
+        choice = config.get("tool_choice")
+        if isinstance(choice, str) and choice:
+            named = choice not in ("auto", "any", "none")
+            payload["tool_choice"] = {"type": "tool", "name": choice} if named else {"type": choice}
+        elif isinstance(choice, Mapping) and choice:
+            payload["tool_choice"] = choice
         return native_messages, {**state, "request": {**request, "payload": payload}}
 
     def process_chunk(

@@ -5,10 +5,20 @@ small methods: the auth headers, the body switches for streaming, an event
 reader, and how a non-streamed answer becomes a native message. The
 transport itself lives in :mod:`._http`.
 
-Credentials never enter shared state. ``init`` keeps the API key (and any
-secret-looking ``extra_headers``) on the provider instance, which lives for
-one request, and hands the other plugins a config without them; the secret
-headers are added to the request headers only when sending.
+Credentials never enter shared state. ``api_key`` and ``extra_headers`` are
+marked ``"secret": true`` in the config schema, so the engine hands their
+values to this provider alone (every other plugin sees ``"<redacted>"``).
+``init`` keeps them on the provider instance, which lives for one request,
+and puts a config without them in the shared state; they are added to the
+request headers only when sending, and scrubbed from every error text.
+Every ``extra_headers`` value counts as a credential (``X-Auth-Key``,
+``Ocp-Apim-Subscription-Key``... cannot all be guessed from their names).
+
+A key read from a file or an environment variable often ends in a newline:
+surrounding whitespace is stripped, and any other control character is
+refused with a :class:`~agent_core.errors.ConfigError` that never quotes the
+value, before httpx sees it (httpx would quote the whole header in its
+error, and the request would be retried as a network failure).
 """
 
 from __future__ import annotations
@@ -45,16 +55,63 @@ __all__ = ["HTTPProvider", "SECRET_CONFIG_KEYS"]
 Dict = dict[str, Any]
 
 #: Config keys that hold credentials and so are kept out of ``state["config"]``.
-SECRET_CONFIG_KEYS = frozenset({"api_key"})
-_SECRET_HEADER_WORDS = ("authorization", "api-key", "api_key", "apikey", "token", "secret", "cookie")
+SECRET_CONFIG_KEYS = frozenset({"api_key", "extra_headers"})
 _encoder = msgspec.json.Encoder()
 # "/v1/v1/": a base_url that already ends in the version segment the provider appends.
 _DOUBLED_VERSION = re.compile(r"/(v\d+)/\1(?=/|$)")
+# RFC 9110 token characters: what a header name may hold.
+_TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-def _is_secret_header(name: str) -> bool:
-    lowered = name.lower()
-    return any(word in lowered for word in _SECRET_HEADER_WORDS)
+def clean_header_value(value: Any, what: str, plugin: str, key: str) -> str:
+    """``value`` as a header value: surrounding whitespace stripped, nothing else changed.
+
+    Raises:
+        ConfigError: a control or non-ASCII character remains; the message
+            names ``what`` and the character's code point, never the value.
+    """
+    text = str(value).strip()
+    for i, ch in enumerate(text):
+        if ch < " " or ch == "\x7f" or not ch.isascii():
+            kind = "a control character" if ch < " " or "\x7f" <= ch <= "\x9f" else "a non-ASCII character"
+            raise ConfigError(
+                f"[{plugin}] {what} contains {kind} (U+{ord(ch):04X}) at position {i}; an HTTP header cannot "
+                "carry it (the value is not shown)",
+                key=key,
+                plugins=[plugin],
+            )
+    return text
+
+
+def _extra_headers(config: Mapping[str, Any], plugin: str) -> dict[str, str]:
+    """``config["extra_headers"]`` checked and cleaned; errors never quote a value."""
+    extra = config.get("extra_headers")
+    if not extra:
+        return {}
+    if not isinstance(extra, Mapping):
+        raise ConfigError(
+            f"[{plugin}] config key 'extra_headers' must map header names to values, got {type(extra).__name__} "
+            "(the value is not shown)",
+            key="extra_headers",
+            plugins=[plugin],
+        )
+    out: dict[str, str] = {}
+    for n, (name, value) in enumerate(extra.items(), 1):
+        if not isinstance(name, str) or not name or not set(name) <= _TOKEN_CHARS:
+            raise ConfigError(
+                f"[{plugin}] config key 'extra_headers': header name number {n} is not a valid HTTP header name "
+                "(letters, digits and !#$%&'*+-.^_`|~ only)",
+                key="extra_headers",
+                plugins=[plugin],
+            )
+        if value is None or isinstance(value, (Mapping, list, tuple)):
+            raise ConfigError(
+                f"[{plugin}] config key 'extra_headers': the value of header {name!r} must be a string or a number",
+                key="extra_headers",
+                plugins=[plugin],
+            )
+        out[name] = clean_header_value(value, f"config key 'extra_headers' ({name!r})", plugin, "extra_headers")
+    return out
 
 
 class _Credentials:
@@ -118,8 +175,19 @@ class HTTPProvider(BaseProvider):
         return str(url).rstrip("/")
 
     def api_key(self, config: Mapping[str, Any]) -> str | None:
-        """``config["api_key"]``, else ``$<PREFIX>_API_KEY`` (None when neither is set)."""
-        return config.get("api_key") or os.environ.get(f"{self.env_prefix}_API_KEY") or None
+        """``config["api_key"]``, else ``$<PREFIX>_API_KEY`` (None when neither is set).
+
+        Surrounding whitespace (a key file's trailing newline) is stripped.
+
+        Raises:
+            ConfigError: the key holds a control or non-ASCII character (the
+                key itself is never quoted).
+        """
+        if config.get("api_key"):
+            return clean_header_value(config["api_key"], "config key 'api_key'", self.name, "api_key") or None
+        env = f"{self.env_prefix}_API_KEY"
+        value = os.environ.get(env)
+        return (clean_header_value(value, f"${env}", self.name, "api_key") or None) if value else None
 
     def _timeout(self, config: Mapping[str, Any]) -> float:
         value = _seconds(config, "timeout")
@@ -151,6 +219,7 @@ class HTTPProvider(BaseProvider):
             },
             "api_key": {
                 "type": "string",
+                "secret": True,
                 "description": f"API key; default ${prefix}_API_KEY. Never stored in state or sessions.",
             },
             "model": {"type": "string", "default": self.default_model, "description": "model id"},
@@ -174,7 +243,11 @@ class HTTPProvider(BaseProvider):
                 "type": "number",
                 "description": "seconds one API call may take in all, retries included (default: no limit)",
             },
-            "extra_headers": {"type": "object", "description": "extra HTTP headers for every request"},
+            "extra_headers": {
+                "type": "object",
+                "secret": True,
+                "description": "extra HTTP headers for every request; credentials (never in state or errors)",
+            },
             "list_models": {
                 "type": "boolean",
                 "default": False,
@@ -183,15 +256,16 @@ class HTTPProvider(BaseProvider):
         }
 
     def _request_headers(self, config: Mapping[str, Any], base: Mapping[str, str]) -> Dict:
-        """The non-secret request headers, as stored in ``state["request"]["headers"]``."""
-        extra = config.get("extra_headers") or {}
-        return {**base, **{k: str(v) for k, v in extra.items() if not _is_secret_header(k)}}
+        """The non-secret request headers, as stored in ``state["request"]["headers"]``.
+
+        ``extra_headers`` are credentials: they are added when sending, not here.
+        """
+        return dict(base)
 
     def _make_credentials(self, config: Mapping[str, Any]) -> _Credentials:
         key = self.api_key(config)
         headers = self._api_auth_headers(key) if key else {}
-        extra = config.get("extra_headers") or {}
-        hidden = {k: str(v) for k, v in extra.items() if _is_secret_header(k)}
+        hidden = _extra_headers(config, self.name)
         secrets = tuple(s for s in (key, *hidden.values()) if s)
         return _Credentials({**headers, **hidden}, secrets)
 
@@ -200,10 +274,7 @@ class HTTPProvider(BaseProvider):
     def init(self, config: Dict) -> Dict:
         """Start the request's state; the credentials stay on this instance."""
         self._credentials = self._make_credentials(config)
-        public = {k: v for k, v in config.items() if k not in SECRET_CONFIG_KEYS}
-        if public.get("extra_headers"):
-            public["extra_headers"] = {k: v for k, v in public["extra_headers"].items() if not _is_secret_header(k)}
-        return {"config": public}
+        return {"config": {k: v for k, v in config.items() if k not in SECRET_CONFIG_KEYS}}
 
     def get_models(self, config: Dict) -> list[Dict]:
         """``[{"id": <model>}]``; with ``list_models: true``, the server's model list."""

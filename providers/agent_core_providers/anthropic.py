@@ -44,6 +44,7 @@ import msgspec
 
 from ._base import HTTPProvider
 from ._errors import error_from_event
+from ._sampling import ANTHROPIC_FIELDS, EXTRA_BODY, optional_fields, with_extra_body
 from ._sse import JSONEventReader
 from .accumulate import push, replace_final, text_of
 from .shapes import anthropic_answer_fault, anthropic_event_fault, malformed
@@ -241,6 +242,7 @@ class AnthropicProvider(HTTPProvider):
     default_max_tokens = 4096
 
     def get_config_schema(self) -> Dict:
+        """Common keys, ``max_tokens``, ``anthropic_version``, the optional body fields and ``extra_body``."""
         return {
             **self._common_schema(),
             "max_tokens": {
@@ -253,6 +255,8 @@ class AnthropicProvider(HTTPProvider):
                 "default": "2023-06-01",
                 "description": "value of the anthropic-version header",
             },
+            **ANTHROPIC_FIELDS,
+            **EXTRA_BODY,
         }
 
     def get_tags(self, config: Dict, models: list[Dict]) -> list[str]:
@@ -303,9 +307,10 @@ class AnthropicProvider(HTTPProvider):
             payload["system"] = system
         if config.get("temperature") is not None:
             payload["temperature"] = config["temperature"]
+        payload.update(optional_fields(config, ANTHROPIC_FIELDS))
         request = {
             "url": f"{self.base_url(config)}/v1/messages",
-            "payload": self._api_payload_mode(payload, bool(stream)),
+            "payload": self._api_payload_mode(with_extra_body(payload, config), bool(stream)),
             "headers": self._request_headers(config, self._api_base_headers(config)),
         }
         return native_messages, {**state, "request": request, "anthropic": {"blocks": {}}}

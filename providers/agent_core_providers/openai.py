@@ -37,6 +37,7 @@ import msgspec
 
 from ._base import HTTPProvider
 from ._errors import error_from_event
+from ._sampling import EXTRA_BODY, OPENAI_FIELDS, optional_fields, with_extra_body
 from ._sse import JSONEventReader
 from .accumulate import push, replace_final, text_of
 from .shapes import malformed, openai_answer_fault, openai_chunk_fault
@@ -202,12 +203,15 @@ class OpenAIProvider(HTTPProvider):
     default_model = "gpt-4o-mini"
 
     def get_config_schema(self) -> Dict:
+        """Common keys, ``max_tokens``, the optional body fields (sent only when set) and ``extra_body``."""
         return {
             **self._common_schema(),
             "max_tokens": {
                 "type": "integer",
                 "description": "upper bound on generated tokens (API default when unset)",
             },
+            **OPENAI_FIELDS,
+            **EXTRA_BODY,
         }
 
     def get_tags(self, config: Dict, models: list[Dict]) -> list[str]:
@@ -245,9 +249,10 @@ class OpenAIProvider(HTTPProvider):
             payload["temperature"] = config["temperature"]
         if config.get("max_tokens"):
             payload["max_tokens"] = config["max_tokens"]
+        payload.update(optional_fields(config, OPENAI_FIELDS))
         request = {
             "url": f"{self.base_url(config)}/chat/completions",
-            "payload": self._api_payload_mode(payload, bool(stream)),
+            "payload": self._api_payload_mode(with_extra_body(payload, config), bool(stream)),
             "headers": self._request_headers(config, self._api_base_headers(config)),
         }
         return native_messages, {**state, "request": request, "openai": {}}

@@ -363,3 +363,67 @@ def test_a_secret_of_the_wrong_type_is_not_echoed_in_the_error():
     with pytest.raises(ConfigError) as info:
         core.resolve({"api_key": 123456789})
     assert "api_key" in str(info.value) and "123456789" not in str(info.value)
+
+
+# -- keys nothing declares (issue 17, item 6) -------------------------------------------
+
+
+def typo_core() -> AgentCore:
+    return AgentCore(
+        providers=[recording_provider([], {"max_tokens": {"type": "integer"}, "model": {"type": "string"}})],
+        features=[feature("off", {"thinking_budget": {"type": "integer"}}, default_enabled=False)],
+    )
+
+
+def test_an_undeclared_key_warns_naming_it_and_the_closest_known_key() -> None:
+    from agent_core import UnknownConfigKeyWarning
+
+    with pytest.warns(UnknownConfigKeyWarning) as caught:
+        res = typo_core().resolve({"max_token": 5})
+    (warning,) = caught
+    assert str(warning.message) == (
+        "config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`?"
+    )
+    assert warning.message.key == "max_token" and warning.message.suggestion == "max_tokens"
+    assert isinstance(warning.message, UserWarning)
+    assert res.warnings == (str(warning.message),)
+    assert res.config["max_token"] == 5  # still passed along: a warning, not a change
+
+
+def test_keys_of_registered_plugins_that_are_off_and_engine_keys_are_known() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = typo_core().resolve({"thinking_budget": 0, "max_iterations": 2, "stream": True, "strict_config": False})
+    assert res.warnings == ()
+
+
+def test_an_undeclared_key_far_from_any_known_one_gets_no_suggestion() -> None:
+    from agent_core import UnknownConfigKeyWarning
+
+    with pytest.warns(UnknownConfigKeyWarning, match=r"`zzqqxx` is not declared by any installed plugin$"):
+        typo_core().resolve({"zzqqxx": 1})
+
+
+def test_the_start_event_carries_the_warning_so_a_server_can_show_it() -> None:
+    from agent_core import UnknownConfigKeyWarning, decode_event, encode_event
+
+    with pytest.warns(UnknownConfigKeyWarning):
+        start = next(iter(typo_core().stream_request(session(), {"max_token": 5})))
+    assert start.type == "start"
+    assert start.warnings == [
+        "config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`?"
+    ]
+    assert decode_event(encode_event(start)) == start
+
+
+def test_strict_config_makes_an_undeclared_key_a_config_error() -> None:
+    core = typo_core()
+    with pytest.raises(ConfigError, match="did you mean `max_tokens`") as info:
+        core.request(session(), {"max_token": 5, "strict_config": True})
+    assert info.value.key == "max_token"
+    events = list(core.stream_request(session(), {"max_token": 5, "strict_config": True}))
+    assert [e.type for e in events] == ["start", "error", "done"] and events[-1].outcome.reason == "invalid_input"
+    with pytest.raises(ConfigError, match="strict_config"):
+        core.resolve({"strict_config": "yes"})

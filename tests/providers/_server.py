@@ -84,6 +84,7 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     client_port: int
+    raw: bytes = b""  # the request body exactly as sent
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -105,7 +106,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw) if raw else None
         self.server.owner._record(
             Recorded(
-                self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address[1]
+                self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address[1],
+                raw,
             )
         )
         reply = self.server.owner._next_reply()

@@ -244,7 +244,9 @@ def test_frozen_state_never_holds_the_key(server):
     )
     text = repr(turn.state) + repr(turn.native) + repr(turn.finals) + repr(OpenAIProvider())
     assert KEY not in text and "proxy-secret" not in text
-    assert turn.state["request"]["headers"] == freeze({"content-type": "application/json", "X-Trace": "t1"})
+    # extra headers are credentials: sent, but never kept in the state
+    assert turn.state["request"]["headers"] == freeze({"content-type": "application/json"})
+    assert server.requests[0].headers["x-trace"] == "t1"
     assert server.requests[0].headers["authorization"] == "Bearer proxy-secret"  # extra header wins, sent at send time
 
 

@@ -39,6 +39,7 @@ def test_request_bodies_of_a_multi_turn_conversation_with_tools(server, provider
         "stream": True,
         "temperature": 0.5,
         "max_tokens": 512,
+        "thinking_budget": 1024,  # the recorded Anthropic answers think, as they do only when asked
     }
     session = core.create_session()
     session = core.add_message(session, Message(role="system", content="You are a calculator."))
