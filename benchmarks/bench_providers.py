@@ -38,6 +38,12 @@ The clients
 -----------
 * ``httpx``: ``httpx.Client.stream`` + ``iter_lines`` + ``json.loads`` of each ``data:`` line,
   the hand-written baseline.
+* ``httpx+our-sse``: ``httpx`` ``iter_bytes`` + our SSE reader and msgspec
+  (``agent_core_providers._sse``), no provider, no engine: the floor of our transport.
+* ``provider-loop``: our provider's own hooks in a bare loop (``init`` ...
+  ``stream_api`` + ``process_chunk`` ... ``finalize``), no engine, no extension: what the
+  provider costs by itself. With the row above, it splits our cost into transport,
+  provider, and engine + extensions.
 * ``agent-core``: ``AgentCore.stream_request`` with our ``openai`` (``openai_tools``,
   ``openai_reasoning``) or ``anthropic`` (``anthropic_tools``, ``anthropic_thinking``, off
   without a budget) provider and 3 pass-through extensions, collecting partials' text.
@@ -70,6 +76,8 @@ FORMATS = ("openai", "anthropic")
 #: client name -> the formats it speaks, in table order
 CLIENTS: dict[str, tuple[str, ...]] = {
     "httpx": FORMATS,
+    "httpx+our-sse": FORMATS,
+    "provider-loop": FORMATS,
     "agent-core": FORMATS,
     "openai-sdk": ("openai",),
     "anthropic-sdk": ("anthropic",),
@@ -223,18 +231,20 @@ def _guarded(conn: socket.socket, streams: dict[str, list[bytes]]) -> None:
 Runner = Callable[[], str]
 
 
+def _endpoint(url: str, fmt: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """URL, JSON body and headers of the streaming request, as the hand-written clients send it."""
+    if fmt == "openai":
+        body = {"model": MODEL["openai"], "messages": PROMPT, "stream": True}
+        return f"{url}/v1/chat/completions", body, {"authorization": f"Bearer {API_KEY}"}
+    body = {"model": MODEL["anthropic"], "max_tokens": 4096, "messages": PROMPT, "stream": True}
+    return f"{url}/v1/messages", body, {"x-api-key": API_KEY, "anthropic-version": "2023-06-01"}
+
+
 def httpx_client(url: str, fmt: str) -> Runner:
     import httpx
 
     client = httpx.Client(timeout=60)
-    if fmt == "openai":
-        endpoint = f"{url}/v1/chat/completions"
-        body = {"model": MODEL["openai"], "messages": PROMPT, "stream": True}
-        headers = {"authorization": f"Bearer {API_KEY}"}
-    else:
-        endpoint = f"{url}/v1/messages"
-        body = {"model": MODEL["anthropic"], "max_tokens": 4096, "messages": PROMPT, "stream": True}
-        headers = {"x-api-key": API_KEY, "anthropic-version": "2023-06-01"}
+    endpoint, body, headers = _endpoint(url, fmt)
 
     def run_openai() -> str:
         parts: list[str] = []
@@ -259,6 +269,64 @@ def httpx_client(url: str, fmt: str) -> Runner:
         return "".join(parts)
 
     return run_openai if fmt == "openai" else run_anthropic
+
+
+def sse_reader_client(url: str, fmt: str) -> Runner:
+    """httpx ``iter_bytes`` + our SSE reader and msgspec, no provider, no engine: our transport's floor."""
+    import httpx
+    from agent_core_providers._sse import JSONEventReader
+
+    client = httpx.Client(timeout=60)
+    endpoint, body, headers = _endpoint(url, fmt)
+
+    def run() -> str:
+        parts: list[str] = []
+        reader = JSONEventReader("bench", lambda name, value: None, done_data=b"[DONE]")
+        with client.stream("POST", endpoint, json=body, headers=headers) as response:
+            response.raise_for_status()
+            for raw in response.iter_bytes():
+                for event in reader.feed(raw):
+                    if fmt == "openai":
+                        choices = event["choices"]
+                        if choices and (text := choices[0]["delta"].get("content")):
+                            parts.append(text)
+                    elif event["type"] == "content_block_delta" and event["delta"]["type"] == "text_delta":
+                        parts.append(event["delta"]["text"])
+        return "".join(parts)
+
+    return run
+
+
+def provider_loop_client(url: str, fmt: str) -> Runner:
+    """Our provider's own hooks in a bare loop (``stream_api`` + ``process_chunk``): no engine, no extension."""
+    from agent_core import freeze
+    from agent_core_providers.anthropic import AnthropicProvider
+    from agent_core_providers.openai import OpenAIProvider
+
+    provider = (OpenAIProvider if fmt == "openai" else AnthropicProvider)()
+    _, _, config = agent_core_setup(url, fmt)
+    config = freeze({k: v for k, v in config.items() if k != "provider"})
+    context = freeze({"request_id": "bench", "stream": True, "config": config, "iteration": 0})
+    messages = freeze(PROMPT)
+
+    def run() -> str:
+        state = freeze(provider.init(config))
+        native = freeze(provider.to_native_messages(messages, state, context=context))
+        native, state = map(freeze, provider.initialize_request(native, state, request_id="bench", context=context))
+        parts: list[str] = []
+        for chunk in provider.stream_api(native, state, request_id="bench"):
+            partials, _, native, state = provider.process_chunk(chunk, native, state)
+            parts.extend(p["content"] for p in partials)
+        finals, _, _ = provider.finalize(native, state, context=context)
+        text = "".join(parts)
+        content = finals[0]["content"] if len(finals) == 1 else None
+        if isinstance(content, (list, tuple)):  # Anthropic: the native message's content blocks
+            content = "".join(block["text"] for block in content if block["type"] == "text")
+        if content != text:
+            raise RuntimeError(f"provider loop {fmt}: the final message is not the streamed text")
+        return text
+
+    return run
 
 
 def _pass_through(n: int) -> type:
@@ -386,6 +454,8 @@ def litellm_client(url: str, fmt: str) -> Runner:
 
 BUILDERS: dict[str, Callable[[str, str], Runner]] = {
     "httpx": httpx_client,
+    "httpx+our-sse": sse_reader_client,
+    "provider-loop": provider_loop_client,
     "agent-core": agent_core_client,
     "openai-sdk": openai_sdk_client,
     "anthropic-sdk": anthropic_sdk_client,
@@ -616,11 +686,32 @@ def profile(fmt: str, chunks: int, top: int) -> None:
         _checked(run, expected_text(chunks), f"agent-core {fmt}")
         profiler.disable()
         stats = pstats.Stats(profiler)
+        print(f"agent-core {fmt}, {chunks:,} chunks: share of the profiled time (tottime) by layer")
+        for layer, seconds in _layers(stats):
+            print(f"  {layer:<46}{seconds / stats.total_tt:>6.0%}")  # type: ignore[attr-defined]
         stats.sort_stats("tottime").print_stats(top)
     finally:
         assert server.stdin is not None
         server.stdin.close()
         server.wait(timeout=10)
+
+
+LAYERS = (  # (layer, path fragments), first match wins
+    ("engine (core/agent_core)", ("/agent_core/",)),
+    ("providers + SSE reader (agent_core_providers)", ("/agent_core_providers/",)),
+    ("extensions (agent_core_plugins + pass-throughs)", ("/agent_core_plugins/", "bench_providers.py")),
+    ("HTTP (httpx, httpcore, h11)", ("/httpx/", "/httpcore/", "/h11/")),
+    ("msgspec, socket, built-ins", ("~",)),
+)
+
+
+def _layers(stats: Any) -> list[tuple[str, float]]:
+    """Profiled time (tottime) summed by layer, largest first."""
+    totals: dict[str, float] = {}
+    for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():
+        layer = next((name for name, parts in LAYERS if any(p in filename for p in parts)), "other (stdlib)")
+        totals[layer] = totals.get(layer, 0.0) + tottime
+    return sorted(totals.items(), key=lambda item: -item[1])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+#: the clients that need nothing beyond agent-core's test environment
+OURS = ("httpx", "httpx+our-sse", "provider-loop", "agent-core")
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_providers.py"
 
 
@@ -28,16 +30,16 @@ def bench():
     return module
 
 
-def test_quick_mode_runs_httpx_and_our_providers_on_both_formats():
+def test_quick_mode_runs_httpx_and_our_paths_on_both_formats():
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--clients", "httpx,agent-core", "--json"],
+        [sys.executable, str(SCRIPT), "--quick", "--clients", ",".join(OURS), "--json"],
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
     rows = json.loads(done.stdout.strip().splitlines()[-1])
-    assert sorted((r["client"], r["format"]) for r in rows) == [
-        ("agent-core", "anthropic"), ("agent-core", "openai"), ("httpx", "anthropic"), ("httpx", "openai"),
-    ]
+    assert sorted((r["client"], r["format"]) for r in rows) == sorted(
+        (client, fmt) for client in OURS for fmt in ("openai", "anthropic")
+    )
     for r in rows:
         assert r["cpu_us"] > 0 and r["wall_us"] > 0 and r["peak_kib"] > 0, r
         assert r["cpu_x"] == pytest.approx(r["cpu_us"] / next(
