@@ -688,7 +688,7 @@ def profile(fmt: str, chunks: int, top: int) -> None:
         stats = pstats.Stats(profiler)
         print(f"agent-core {fmt}, {chunks:,} chunks: share of the profiled time (tottime) by layer")
         for layer, seconds in _layers(stats):
-            print(f"  {layer:<46}{seconds / stats.total_tt:>6.0%}")  # type: ignore[attr-defined]
+            print(f"  {layer:<50}{seconds / stats.total_tt:>6.0%}")  # type: ignore[attr-defined]
         stats.sort_stats("tottime").print_stats(top)
     finally:
         assert server.stdin is not None
@@ -699,7 +699,8 @@ def profile(fmt: str, chunks: int, top: int) -> None:
 LAYERS = (  # (layer, path fragments), first match wins
     ("engine (core/agent_core)", ("/agent_core/",)),
     ("providers + SSE reader (agent_core_providers)", ("/agent_core_providers/",)),
-    ("extensions (agent_core_plugins + pass-throughs)", ("/agent_core_plugins/", "bench_providers.py")),
+    ("extensions (agent_core_plugins + pass-throughs)", ("/agent_core_plugins/", "bench_providers.py:process_chunk")),
+    ("the benchmark's loop (collecting the text)", ("bench_providers.py",)),
     ("HTTP (httpx, httpcore, h11)", ("/httpx/", "/httpcore/", "/h11/")),
     ("msgspec, socket, built-ins", ("~",)),
 )
@@ -708,8 +709,9 @@ LAYERS = (  # (layer, path fragments), first match wins
 def _layers(stats: Any) -> list[tuple[str, float]]:
     """Profiled time (tottime) summed by layer, largest first."""
     totals: dict[str, float] = {}
-    for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():
-        layer = next((name for name, parts in LAYERS if any(p in filename for p in parts)), "other (stdlib)")
+    for (filename, _, function), (_, _, tottime, _, _) in stats.stats.items():
+        where = f"{filename}:{function}"
+        layer = next((name for name, parts in LAYERS if any(p in where for p in parts)), "other (stdlib)")
         totals[layer] = totals.get(layer, 0.0) + tottime
     return sorted(totals.items(), key=lambda item: -item[1])
 
