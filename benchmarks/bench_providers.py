@@ -69,7 +69,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import IO, Any
 
 FORMATS = ("openai", "anthropic")
@@ -87,6 +87,7 @@ BASELINE = "httpx"
 MODEL = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 API_KEY = "bench-not-a-secret"
 PROMPT = [{"role": "user", "content": "Count."}]
+ROUTES = {"anthropic": "/messages", "openai": "/chat/completions"}  # format by the request path's end
 PROTOCOL = "@@ "  # worker answers start with this; anything else a library prints is ignored
 
 
@@ -185,7 +186,7 @@ def _serve_connection(conn: socket.socket, streams: dict[str, list[bytes]]) -> N
                     return
                 buf += data
             body, buf = buf[:length], buf[length:]
-            kind = "anthropic" if path.endswith("/messages") else "openai" if path.endswith("/chat/completions") else None
+            kind = next((k for k, suffix in ROUTES.items() if path.endswith(suffix)), None)
             try:
                 asked_stream = json.loads(body).get("stream") is True
             except ValueError:
@@ -335,7 +336,8 @@ def _pass_through(n: int) -> type:
     def process_chunk(self: Any, chunk: Any, partials: Any, finals: Any, native_messages: Any, state: Any) -> tuple:
         return partials, finals, native_messages, state
 
-    return type(f"PassThrough{n}", (), {"name": f"pass_through_{n}", "priority": 100 + n, "process_chunk": process_chunk})
+    attributes = {"name": f"pass_through_{n}", "priority": 100 + n, "process_chunk": process_chunk}
+    return type(f"PassThrough{n}", (), attributes)
 
 
 def agent_core_setup(url: str, fmt: str) -> tuple[Any, Any, dict[str, Any]]:
@@ -369,7 +371,9 @@ def agent_core_client(url: str, fmt: str) -> Runner:
     }[fmt] | {"pass_through_1", "pass_through_2", "pass_through_3"}
     running = _running_plugins(core, config)
     if not expected_plugins <= running:
-        raise RuntimeError(f"agent-core {fmt}: expected {sorted(expected_plugins)} to run, resolve() says {sorted(running)}")
+        raise RuntimeError(
+            f"agent-core {fmt}: expected {sorted(expected_plugins)} to run, resolve() says {sorted(running)}"
+        )
 
     def run() -> str:
         parts: list[str] = []
@@ -717,7 +721,7 @@ def _layers(stats: Any) -> list[tuple[str, float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=20_000, help="text deltas per stream (default 20,000)")
     parser.add_argument("--runs", type=int, default=5, help="timed streams per client; the median is shown")
     parser.add_argument("--quick", action="store_true", help="300 chunks, one run: checks that every client works")
