@@ -7,7 +7,7 @@ and each test gets its own schema in it, so tests never see each other's rows.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -65,3 +65,17 @@ def core() -> AgentCore:
 
 
 ECHO = {"provider": "echo"}
+
+
+@pytest.fixture
+def extra_store(store_url: str) -> Iterator[Callable[[], SqlSessionStore]]:
+    """Open more store objects on the test's database (another handler); all closed at teardown."""
+    opened: list[SqlSessionStore] = []
+
+    def open_one() -> SqlSessionStore:
+        opened.append(open_store(store_url))
+        return opened[-1]
+
+    yield open_one
+    for s in opened:
+        s.close()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import SchemaVersionError
+from ..errors import SchemaVersionError, StoreError
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
@@ -70,6 +70,7 @@ def migrate(tx: object, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int
 
     Raises:
         SchemaVersionError: the database is newer than ``migrations`` know.
+        StoreError: a step failed (the caller's transaction then rolls every step back).
     """
     run, rows = tx.run, tx.rows  # type: ignore[attr-defined]
     if tx.dialect == "postgresql":  # type: ignore[attr-defined]
@@ -86,9 +87,15 @@ def migrate(tx: object, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int
             found=found,
             supported=target,
         )
-    for step in migrations[found:]:
-        for statement in step:
-            run(statement)
+    for version, step in enumerate(migrations[found:], start=found + 1):
+        try:
+            for statement in step:
+                run(statement)
+        except Exception as exc:
+            raise StoreError(
+                f"upgrading the session database to schema version {version} failed, so nothing was changed "
+                f"(it stays at version {found}): {exc}"
+            ) from exc
     if found != target:
         if found_rows:
             run("UPDATE agent_core_schema SET version = ?", (target,))
