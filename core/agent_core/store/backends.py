@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import ConfigError, StoreError
 
@@ -131,6 +132,7 @@ class PostgresBackend:
                 key="url",
             ) from exc
         self._url = url
+        self._password = urlsplit(url).password or ""
         self.display = display
         self._max_size = max_size
         self._timeout = timeout_s
@@ -145,8 +147,11 @@ class PostgresBackend:
             raise StoreError(f"the session store at {self.display} is closed")
         with self._lock:
             if self._pool is None or self._pid != os.getpid():
+                import psycopg
                 from psycopg_pool import ConnectionPool
 
+                # One direct attempt first: an unreachable server fails now, not after the pool's timeout.
+                psycopg.connect(self._url, connect_timeout=max(int(self._timeout), 2)).close()
                 self._pool = ConnectionPool(
                     self._url, min_size=1, max_size=self._max_size, timeout=self._timeout, open=True,
                     name="agent-core-store",
@@ -166,8 +171,11 @@ class PostgresBackend:
                 with conn.cursor() as cur:
                     yield Tx(cur, self.dialect, self.trace)
         except (PoolTimeout, psycopg.OperationalError) as exc:
-            # psycopg's text names host, port and user, never the password; our URL is shown redacted
-            raise StoreError(f"the session database {self.display} cannot be reached: {exc}") from exc
+            # psycopg's text names host, port and user; the password is scrubbed all the same
+            text = str(exc)
+            if self._password:
+                text = text.replace(self._password, "<redacted>")
+            raise StoreError(f"the session database {self.display} cannot be reached: {text}") from None
 
     def close(self) -> None:
         with self._lock:
