@@ -96,7 +96,17 @@ CANCEL_CASES = [(OPENAI, False, True), (ANTHROPIC, True, True), (ANTHROPIC, Fals
 def test_cancel_bites_before_the_headers_and_closes_the_connection(server, kit, use_async, stream):
     server.enqueue(Reply(stall=30.0, parts=[b"{}"], chunked=False))  # no status line for 30 s
     provider = kit.provider()
-    timer = threading.Timer(0.1, provider.cancel_request, args=("req-h",))
+
+    def cancel_once_the_server_has_the_request() -> None:
+        # Cancelling before the request is written tests something else (a cancel before
+        # connecting); under load an event loop may take longer than a fixed delay to get there.
+        for _ in range(500):
+            if server.requests:
+                break
+            time.sleep(0.01)
+        provider.cancel_request("req-h")
+
+    timer = threading.Thread(target=cancel_once_the_server_has_the_request)
     started = time.monotonic()
     timer.start()
     config = kit.config(server)
