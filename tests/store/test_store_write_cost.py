@@ -80,3 +80,25 @@ def test_a_native_history_the_engine_rebuilt_is_written_again(store: SqlSessionS
     again = store.get("s1").session
     assert again == nxt
     assert again.metadata[NATIVE_KEY]["echo"]["messages"][0]["content"] == "edited"
+
+
+def test_native_rows_another_writer_rewrote_are_not_appended_to(
+    store: SqlSessionStore, extra_store: Callable[[], SqlSessionStore], core: AgentCore
+) -> None:
+    """Store A loaded revision 2; the session is deleted and rebuilt to revision 2 elsewhere with another
+    native history. A's save at revision 2 passes the revision check, but must not append to rows it
+    never saw: the head's generation tells it they changed."""
+    store.create(_grown(core, 4, "s1"))
+    stored = store.get("s1")
+    store.put(stored.session.with_metadata(step=2), expected_revision=1)
+    mine = store.get("s1")
+    other = extra_store()
+    other.delete("s1")
+    rebuilt = _grown(core, 4, "s1").replace_messages([Message("user", "another"), Message("assistant", "life")])
+    rebuilt = core.request(rebuilt.with_message(Message("user", "same length")), ECHO).session
+    assert len(rebuilt.metadata[NATIVE_KEY]["echo"]["messages"]) == 4  # as many native rows as A knows
+    other.create(rebuilt)
+    other.put(rebuilt.with_metadata(step=2), expected_revision=1)
+    nxt = core.request(mine.session.with_message(Message("user", "q")), ECHO).session
+    store.put(nxt, expected_revision=2)
+    assert other.get("s1").session == nxt

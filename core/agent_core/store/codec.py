@@ -97,9 +97,12 @@ def split_metadata(metadata: Mapping[str, Any]) -> tuple[str, NativePart]:
     return encode_json(head), parts
 
 
-def native_head(parts: NativePart) -> str:
-    """The head's ``native`` column: per provider, its row count and the record without messages."""
-    return encode_json({p: {"count": len(msgs), "record": rest} for p, (msgs, rest) in parts.items()})
+def native_head(parts: NativePart, generations: Mapping[str, str]) -> str:
+    """The head's ``native`` column: per provider, its row count, the record without messages, and
+    the generation (a token that changes whenever the provider's rows are written from scratch)."""
+    return encode_json(
+        {p: {"count": len(msgs), "record": rest, "gen": generations[p]} for p, (msgs, rest) in parts.items()}
+    )
 
 
 def join_metadata(head: Mapping[str, Any], native: Mapping[str, Sequence[Any]], records: Mapping[str, Any]) -> dict:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from typing import Any
 
@@ -44,6 +45,11 @@ from .values import Revision, SessionInfo, Stored
 __all__ = ["SqlSessionStore"]
 
 _SEEN_LIMIT = 1024  # (session, revision) pairs whose native lists this store remembers
+_Natives = dict[str, tuple[FrozenList, str]]  # provider -> (native messages, generation of its rows)
+
+
+def _new_generation() -> str:
+    return uuid.uuid4().hex[:16]
 
 
 def _check_session(session: Any) -> Session:
@@ -71,7 +77,7 @@ class SqlSessionStore:
     def __init__(self, backend: Any, *, url: str, migrations: Any = MIGRATIONS) -> None:
         self._backend = backend
         self.url = url  # for display: a password is never kept here
-        self._seen: OrderedDict[tuple[str, int], dict[str, FrozenList]] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, int], _Natives] = OrderedDict()
         self._seen_lock = threading.Lock()
         with backend.transaction(write=True) as tx:
             migrate(tx, migrations)
@@ -81,13 +87,13 @@ class SqlSessionStore:
 
     # -- what this store last saw, to tell appended native rows from rewritten ones
 
-    def _remember(self, session_id: str, revision: int, natives: dict[str, FrozenList]) -> None:
+    def _remember(self, session_id: str, revision: int, natives: _Natives) -> None:
         with self._seen_lock:
             self._seen[(session_id, revision)] = natives
             while len(self._seen) > _SEEN_LIMIT:
                 self._seen.popitem(last=False)
 
-    def _recall(self, session_id: str, revision: int) -> dict[str, FrozenList]:
+    def _recall(self, session_id: str, revision: int) -> _Natives:
         with self._seen_lock:
             return self._seen.get((session_id, revision), {})
 
@@ -139,7 +145,7 @@ class SqlSessionStore:
             native.setdefault(provider, []).append(
                 decode_json(body, session_id=session_id, revision=int(rev), what=what)
             )
-        records = {}
+        records, generations = {}, {}
         for provider, entry in native_meta.items():
             if not isinstance(entry, dict) or len(native.get(provider, ())) != entry.get("count"):
                 raise CorruptRecordError(
@@ -148,6 +154,7 @@ class SqlSessionStore:
                     session_id=session_id, revision=revision, what=f"native history {provider!r}",
                 )
             records[provider] = entry.get("record") or {}
+            generations[provider] = str(entry.get("gen", ""))
         try:
             session = Session(session_id, messages, join_metadata(metadata, native, records))
         except (TypeError, ValueError) as exc:
@@ -159,7 +166,7 @@ class SqlSessionStore:
         # next save cost only the messages added after this load.
         prefix_digest(session.messages, len(session.messages))
         box = session.metadata.get(NATIVE_KEY) if records else None
-        self._remember(session_id, revision, {p: box[p]["messages"] for p in records} if box else {})
+        self._remember(session_id, revision, {p: (box[p]["messages"], generations[p]) for p in records} if box else {})
         return Stored(session, revision)
 
     def put(self, session: Session, *, expected_revision: int) -> int:
@@ -181,12 +188,13 @@ class SqlSessionStore:
         count = len(messages)
         digest = prefix_digest(messages, count)
         meta_text, natives = split_metadata(session.metadata)
-        native_text = native_head(natives)
         seen = self._recall(sid, expected_revision)
         new_revision = expected_revision + 1
         now = time.time()
         with self._backend.transaction(write=True) as tx:
             if expected_revision == 0:
+                generations = {p: _new_generation() for p in natives}
+                native_text = native_head(natives, generations)
                 inserted = tx.run(
                     "INSERT INTO agent_core_sessions (session_id, revision, message_count, digest, metadata, native, "
                     "created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING",
@@ -213,6 +221,8 @@ class SqlSessionStore:
                 if replaced:
                     tx.run("DELETE FROM agent_core_messages WHERE session_id = ?", (sid,))
                     old_count = 0
+                generations = self._write_native(tx, sid, new_revision, natives, old_native, seen)
+                native_text = native_head(natives, generations)
                 tx.run(
                     "UPDATE agent_core_sessions SET revision = ?, message_count = ?, digest = ?, metadata = ?, "
                     "native = ?, updated_at = ? WHERE session_id = ?",
@@ -222,36 +232,60 @@ class SqlSessionStore:
                 "INSERT INTO agent_core_messages (session_id, seq, revision, body) VALUES (?, ?, ?, ?)",
                 ((sid, i, new_revision, messages[i].to_json().decode("utf-8")) for i in range(old_count, count)),
             )
-            self._write_native(tx, sid, new_revision, natives, old_native, seen)
+            if expected_revision == 0:
+                self._write_native(tx, sid, new_revision, natives, {}, {}, generations)
             tx.run(
                 "INSERT INTO agent_core_revisions (session_id, revision, first_index, added, replaced, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (sid, new_revision, old_count, count - old_count, int(replaced), now),
             )
-        self._remember(sid, new_revision, {p: msgs for p, (msgs, _) in natives.items()})
+        self._remember(sid, new_revision, {p: (msgs, generations[p]) for p, (msgs, _) in natives.items()})
         return new_revision
 
     @staticmethod
-    def _write_native(tx: Any, sid: str, revision: int, natives: Any, old: dict, seen: dict) -> None:
+    def _write_native(
+        tx: Any, sid: str, revision: int, natives: Any, old: dict, seen: _Natives, fresh: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        """Write each provider's new native rows; return the generation of each provider's rows.
+
+        Rows are appended only when this store knows the stored rows (it loaded or saved them, and
+        their generation is still the one in the head) and the new list starts with them;
+        otherwise the provider's rows are written again under a new generation. The generation
+        check catches rows another writer rewrote, even when a session was deleted and created
+        again up to the same revision. ``fresh`` names the generations to use for rewritten rows.
+        """
         from .codec import encode_json
 
         for provider in old:
             if provider not in natives:
                 tx.run("DELETE FROM agent_core_native WHERE session_id = ? AND provider = ?", (sid, provider))
+        generations = {}
         for provider, (msgs, _rest) in natives.items():
             entry = old.get(provider)
             start = entry.get("count", 0) if isinstance(entry, dict) else 0
-            known = seen.get(provider)
+            known, known_generation = seen.get(provider, (None, None))
+            # One pointer walk in C when the engine kept the loaded items (list equality checks identity
+            # first); list.__getitem__ skips FrozenList's second copy of the slice.
             extends = (
-                known is not None and len(known) == start and len(msgs) >= start and msgs[:start] == known
+                isinstance(entry, dict)
+                and known is not None
+                and known_generation == entry.get("gen")
+                and len(known) == start
+                and len(msgs) >= start
+                and list.__getitem__(msgs, slice(0, start)) == known
             )
-            if entry is not None and not extends:
-                tx.run("DELETE FROM agent_core_native WHERE session_id = ? AND provider = ?", (sid, provider))
+            if extends:
+                generations[provider] = str(entry["gen"])  # type: ignore[index]
+            else:
+                if entry is not None:
+                    tx.run("DELETE FROM agent_core_native WHERE session_id = ? AND provider = ?", (sid, provider))
                 start = 0
+                generations[provider] = fresh[provider] if fresh else _new_generation()
             tx.many(
                 "INSERT INTO agent_core_native (session_id, provider, seq, revision, body) VALUES (?, ?, ?, ?, ?)",
                 ((sid, provider, i, revision, encode_json(msgs[i])) for i in range(start, len(msgs))),
             )
+        return generations
 
     def list(self, *, limit: int = 100, after: str | None = None) -> list[SessionInfo]:
         """Up to ``limit`` sessions, ordered by id, starting after the id ``after`` (keyset paging)."""
