@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+import agent_core
 from agent_core import AgentCore, Message, Session
 from agent_core.errors import ConflictError, InvalidArgumentError, SessionNotFoundError, StoreError
 from agent_core.native_history import NATIVE_KEY
@@ -212,3 +213,15 @@ def test_two_store_objects_on_one_database_see_each_other(store_url: str) -> Non
         assert a.get("s1").session.messages[-1].content == "b"
         with pytest.raises(ConflictError):
             a.put(_session(n=3), expected_revision=1)
+
+
+def test_the_store_package_s_public_names_are_locked() -> None:
+    import agent_core.store as store_pkg
+
+    assert sorted(store_pkg.__all__) == [
+        "ConflictError", "CorruptRecordError", "Revision", "SCHEMA_VERSION", "SchemaVersionError", "SessionInfo",
+        "SessionNotFoundError", "SessionStore", "SqlSessionStore", "StoreError", "Stored", "TurnResult",
+        "TurnRetryEvent", "TurnSavedEvent", "arun_turn", "astream_turn", "default_home", "open_store", "run_turn",
+        "stream_turn",
+    ]
+    assert store_pkg.ConflictError is agent_core.ConflictError

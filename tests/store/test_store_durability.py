@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from agent_core import AgentCore, Message, Session
@@ -87,6 +89,31 @@ def test_a_corrupted_message_row_names_session_revision_and_row(
         assert complaint in str(err) and "'s1'" in str(err) and "revision 2" in str(err)
 
 
+_MESSAGE_SCHEMA = json.loads((Path(__file__).parents[2] / "schemas" / "message.schema.json").read_text())
+
+
+def test_stored_message_rows_are_the_schema_s_json(store: SqlSessionStore, store_url: str, core: AgentCore) -> None:
+    """Another language reading the rows gets messages that validate against schemas/message.schema.json."""
+    for i in range(2):
+        run_turn(core, store, "s1", f"turn {i}", ECHO)
+    tool = Message("tool", "42", {"tool_call_id": "c1"}, tool_result={"ok": True})
+    store.put(store.get("s1").session.with_message(tool), expected_revision=2)
+    bodies = _raw_rows(store_url, "SELECT body FROM agent_core_messages WHERE session_id = ? ORDER BY seq", ("s1",))
+    assert len(bodies) == 5
+    for (body,) in bodies:
+        jsonschema.validate(json.loads(body), _MESSAGE_SCHEMA)
+    assert json.loads(bodies[-1][0]) == tool.to_dict()
+
+
+@pytest.mark.parametrize(
+    "body",
+    ['{"role": "robot", "content": "x"}', '{"content": "no role"}', '{"role": "user", "content": "x", "metadata": 7}'],
+)
+def test_the_invalid_rows_above_fail_the_schema_too(body: str) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(json.loads(body), _MESSAGE_SCHEMA)
+
+
 def test_a_missing_message_row_is_corruption_not_a_shorter_session(store: SqlSessionStore, store_url: str) -> None:
     store.create(Session("s1", [Message("user", str(i)) for i in range(5)]))
     _raw(store_url, "DELETE FROM agent_core_messages WHERE session_id = ? AND seq = ?", ("s1", 2))
@@ -105,6 +132,16 @@ def test_corrupted_native_history_and_head_are_named(
     _raw(store_url, "UPDATE agent_core_sessions SET metadata = ? WHERE session_id = ?", ("[1]", "s1"))
     with pytest.raises(CorruptRecordError, match="not a JSON object"):
         store.get("s1")
+
+
+def _raw_rows(store_url: str, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    if store_url.startswith("sqlite"):
+        with sqlite3.connect(store_url[len("sqlite:///"):]) as conn:
+            return list(conn.execute(sql, params).fetchall())
+    import psycopg
+
+    with psycopg.connect(store_url) as conn:
+        return list(conn.execute(sql.replace("?", "%s"), params).fetchall())
 
 
 # -- schema versions ----------------------------------------------------------------

@@ -27,9 +27,7 @@ from typing import Any
 import msgspec
 
 from ..errors import CorruptRecordError
-from ..frozen import FrozenList, freeze, thaw
-from ..native_history import NATIVE_KEY
-from ..types import Message
+from .. import NATIVE_KEY, FrozenList, Message, freeze, thaw
 
 __all__ = ["NativePart", "decode_json", "decode_message", "encode_json", "join_metadata", "split_metadata"]
 

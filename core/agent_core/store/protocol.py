@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ..types import Session
+from .. import Session
 from .values import Revision, SessionInfo, Stored
 
 __all__ = ["SessionStore"]

@@ -35,9 +35,12 @@ from collections import OrderedDict
 from typing import Any
 
 from ..errors import ConflictError, CorruptRecordError, InvalidArgumentError, SessionNotFoundError
-from ..frozen import FrozenList
-from ..native_history import NATIVE_KEY, prefix_digest
-from ..types import Session
+from .. import NATIVE_KEY, FrozenList, Session
+
+# The one engine internal the store uses: the engine's own chained digest of a message prefix. A
+# load computes it (so the engine's native-history check after a load hashes nothing old) and a
+# save compares it with the head's (so it can tell an appended conversation from an edited one).
+from ..native_history import prefix_digest
 from .codec import decode_json, decode_message, join_metadata, native_head, split_metadata
 from .schema import MIGRATIONS, migrate
 from .values import Revision, SessionInfo, Stored

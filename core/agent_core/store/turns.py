@@ -21,10 +21,9 @@ from typing import Any
 
 import msgspec
 
-from ..engine import AgentCore, RequestResult
+# The engine's public names only (the package root), so the store does not depend on its layout.
+from .. import AgentCore, DoneEvent, ErrorEvent, Event, Message, RequestResult, Session
 from ..errors import ConflictError, InvalidArgumentError, SessionNotFoundError
-from ..events import DoneEvent, ErrorEvent, Event
-from ..types import Message, Session
 from .protocol import SessionStore
 from .values import Stored
 

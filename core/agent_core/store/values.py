@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ..types import Message, Session
+from .. import Message, Session
 
 __all__ = ["Revision", "SessionInfo", "Stored"]
 
