@@ -44,7 +44,9 @@ class PostgresServer:
         cmd = [str(self.bin_dir / args[0]), *args[1:]]
         if self._as_postgres:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr or done.stdout}")
 
     def start(self) -> None:
         if self._as_postgres:
