@@ -172,3 +172,12 @@ def test_run_turn_names_a_bad_argument(store: SqlSessionStore, core: AgentCore, 
             run()
         assert info.value.argument == argument
     assert store.list() == []
+
+
+def test_the_store_s_stream_events_encode_like_the_engine_s(store: SqlSessionStore, core: AgentCore) -> None:
+    from agent_core import encode_event
+
+    events = list(stream_turn(core, store, "s1", "hi", ECHO))
+    assert encode_event(events[-1]) == b'{"type":"saved","session_id":"s1","revision":1,"attempts":1}'
+    retry = encode_event(TurnRetryEvent("s1", 2, 5))
+    assert retry == b'{"type":"retry","session_id":"s1","attempt":2,"current_revision":5}'
