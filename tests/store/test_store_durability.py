@@ -39,6 +39,9 @@ def test_a_writer_killed_inside_its_transaction_leaves_the_last_revision(
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             assert time.monotonic() < deadline, "the writer never reached its transaction"
             time.sleep(0.05)
+        # while the writer sits inside its transaction, readers see the last committed revision, unblocked
+        assert store.get("s1") == before
+        assert store.list()[0].revision == 2
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
