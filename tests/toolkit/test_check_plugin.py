@@ -210,3 +210,11 @@ def test_init_failing_is_a_contract_error():
             raise KeyError("x")
 
     assert fails(BadInit).hook == "init"
+
+
+def test_the_error_pickles_with_its_fields():
+    import pickle
+
+    err = pickle.loads(pickle.dumps(PluginContractError("p", "process_chunk", "drops native messages", "[1]")))
+    assert (err.plugin, err.hook, err.rule, err.value) == ("p", "process_chunk", "drops native messages", "[1]")
+    assert str(err) == "plugin 'p', hook 'process_chunk': drops native messages\n  offending value: [1]"
