@@ -89,7 +89,7 @@ def test_mutating_nested_state_is_found():
             state["seen"]["n"] += 1
             return partial_messages, final_messages, native_messages, state
 
-    assert "mutates its input 'state'" in str(fails(Counts))
+    assert "mutates its input 'state' (return a new value instead, e.g. {**state, key: value})" in str(fails(Counts))
 
 
 def test_a_wrong_tuple_length_is_named():

@@ -105,8 +105,9 @@ class _Checker:
         names = _param_names(getattr(PROTOCOLS[self.h.kind], hook, None) or self.h.hook(hook), len(args))
         for i, (was, now) in enumerate(zip(before, plain)):
             if was != now:
-                raise self.fail(hook, f"mutates its input {names[i]!r} (return a new value instead, "
-                                f"e.g. [*{names[i]}, message])", {"before": was, "after": now})
+                instead = f"{{**{names[i]}, key: value}}" if isinstance(was, dict) else f"[*{names[i]}, message]"
+                raise self.fail(hook, f"mutates its input {names[i]!r} (return a new value instead, e.g. {instead})",
+                                {"before": was, "after": now})
         try:
             return self.h.call(hook, *args, **kwargs)
         except PluginContractError:
