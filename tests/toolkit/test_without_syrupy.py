@@ -71,3 +71,11 @@ def test_syrupy_installed_but_switched_off_is_named_too(pytester):
     result = pytester.runpytest_subprocess("-p", "no:syrupy", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*syrupy's pytest plugin, which is installed but not active*"])
+
+
+def test_installing_agent_core_registers_the_pytest_plugin():
+    from importlib.metadata import entry_points
+
+    (ep,) = [ep for ep in entry_points(group="pytest11") if ep.name == "agent_core"]
+    assert ep.value == "agent_core.testing.pytest_plugin"
+    assert callable(ep.load().agent_snapshot)
