@@ -51,11 +51,15 @@ def test_pytest_runs_and_the_fixture_says_what_to_install(pytester, monkeypatch)
     assert "Traceback" not in result.stdout.str() and "During handling" not in result.stdout.str()
 
 
-def test_the_core_package_does_not_import_syrupy_or_hypothesis(pytester):
+def test_the_core_package_does_not_import_syrupy_hypothesis_or_httpx(pytester):
+    """Loading the pytest plugin (every pytest run) costs no test dependency and no HTTP client."""
     pytester.makepyfile(check="""
         import sys
         import agent_core, agent_core.testing, agent_core.testing.pytest_plugin
-        assert "syrupy" not in sys.modules and "hypothesis" not in sys.modules, sorted(sys.modules)
+        loaded = {"syrupy", "hypothesis", "httpx"} & set(sys.modules)
+        assert not loaded, loaded
+        from agent_core.testing import replay_provider
+        assert "httpx" in sys.modules
         print("clean")
     """)
     result = pytester.run(__import__("sys").executable, "check.py")

@@ -12,7 +12,9 @@
 
 The ``agent_snapshot`` pytest fixture comes from
 :mod:`agent_core.testing.pytest_plugin`, registered by entry point. Nothing
-here imports syrupy or hypothesis; ``docs/writing-plugins.md`` is the guide.
+here imports syrupy or hypothesis, and httpx only once a replay is asked for
+(the pytest plugin loads this package in every pytest run, and the engine
+itself does no I/O); ``docs/writing-plugins.md`` is the guide.
 """
 
 from agent_core.errors import PluginContractError
@@ -20,7 +22,6 @@ from agent_core.errors import PluginContractError
 from .contract import SAMPLES, check_plugin
 from .harness import FinalizeResult, HookCall, PluginHarness, StreamRecord, plugin_kind
 from .render import render
-from .replay import recording_provider, replay_provider
 from .scripted import ScriptedTurn, reply, scripted_provider, tool_call
 
 __all__ = [
@@ -40,3 +41,11 @@ __all__ = [
     "scripted_provider",
     "tool_call",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name in ("recording_provider", "replay_provider"):
+        from . import replay
+
+        return getattr(replay, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
