@@ -36,3 +36,13 @@ def test_two_runs_of_one_request_render_the_same():
     second = render(list(core.stream_request(session, {"max_iterations": 1})))
     assert first == second
     assert '"type": "start"' in first and '"type": "done"' in first
+
+
+def test_a_request_result_renders_field_by_field():
+    core = AgentCore(providers=[scripted_provider("hello")])
+    session = core.add_message(core.create_session("s1"), Message(role="user", content="hi"))
+    out = json.loads(render(core.request(session, {})))
+    assert out["kind"] == "RequestResult"
+    assert out["final_messages"] == [{"content": "hello", "kind": "Message", "role": "assistant"}]
+    assert [m["content"] for m in out["session"]["messages"]] == ["hi", "hello"]  # a persistent vector, as a list
+    assert out["outcome"]["status"] == "finished" and out["request_id"] == "<id:1>"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -61,11 +61,11 @@ def to_plain(value: Any) -> Any:
             f.name: getattr(value, f.name) for f in dataclasses.fields(value)
         }
         return {"kind": type(value).__name__, **{k: to_plain(v) for k, v in fields.items()}}
-    if isinstance(value, msgspec.Struct):
-        return to_plain(msgspec.to_builtins(value))
+    if isinstance(value, msgspec.Struct):  # RequestResult, Outcome, Usage, ...: field by field
+        return {"kind": type(value).__name__, **{f: to_plain(getattr(value, f)) for f in value.__struct_fields__}}
     if isinstance(value, Mapping):
         return {str(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, Sequence)) and not isinstance(value, (str, bytes)):  # FrozenVector too
         return [to_plain(v) for v in value]
     if isinstance(value, (set, frozenset)):
         return sorted((to_plain(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=repr))
