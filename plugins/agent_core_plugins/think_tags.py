@@ -1,0 +1,198 @@
+"""Reasoning that a model writes inline, between ``<think>`` tags, moved to ``metadata["reasoning"]``.
+
+Why an extension: DeepSeek-R1 distills, Qwen3 and llama.cpp without a
+reasoning parser put the model's reasoning into the answer text itself,
+wrapped in ``<think>...</think>``. An application would show it as the answer
+and send it back on the next turn. This extension, for any provider:
+
+* on the hot path, splits each streamed text delta with
+  :class:`agent_core.streaming.MarkerScanner`, so a tag cut anywhere across
+  chunks is found and a partial never shows half a tag; text inside a tag
+  becomes a partial with empty ``content`` and ``metadata["reasoning"]`` (the
+  shape ``openai_reasoning`` uses), text outside stays ``content``;
+* when the stream ends, releases what it held back (a tag left unclosed
+  counts as reasoning up to the end);
+* splits each final answer the same way: the tags leave its ``content``, the
+  reasoning goes to the native message's ``reasoning_content`` (which the
+  providers never send back) and from there to ``metadata["reasoning"]``.
+
+On by default, but off with the ``thinking`` tag (a provider that already
+separates reasoning, such as ``anthropic`` on a thinking model).
+
+State: ``state["think_tags"]`` is ``(held, open_tag)``: the text held back and
+the tag name we are inside (``""`` outside).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from agent_core.streaming import Hit, MarkerScanner
+from agent_core_providers.accumulate import replace_final
+
+__all__ = ["ThinkTagsExtension", "split_reasoning"]
+
+Dict = dict[str, Any]
+_KEY = "think_tags"
+_OUTSIDE = ("", "")
+
+
+@lru_cache(maxsize=32)
+def _scanner(names: tuple[str, ...]) -> tuple[MarkerScanner, dict[str, tuple[str, bool]]]:
+    """The scanner for these tag names, and each marker's (tag name, opens?)."""
+    roles: dict[str, tuple[str, bool]] = {}
+    for name in names:
+        roles[f"<{name}>"] = (name, True)
+        roles[f"</{name}>"] = (name, False)
+    return MarkerScanner(roles), roles
+
+
+def _names(config: Any) -> tuple[str, ...]:
+    names = config.get("think_tags") if config else None
+    return tuple(names) if names else ("think",)
+
+
+def _route(
+    pieces: list[str], open_tag: str, roles: dict[str, tuple[str, bool]]
+) -> tuple[list[tuple[bool, str]], str]:
+    """Sort scanned pieces, in order, into ``(is_reasoning, text)`` runs; returns the tag open at the end.
+
+    Inside a tag only its own closing tag counts; any other marker there is
+    reasoning text. Outside, a stray closing tag is left in the text.
+    """
+    runs: list[tuple[bool, str]] = []
+    for piece in pieces:
+        if piece.__class__ is Hit:
+            name, opens = roles[piece]
+            if open_tag:
+                if not opens and name == open_tag:
+                    open_tag = ""
+                    continue
+            elif opens:
+                open_tag = name
+                continue
+        inside = bool(open_tag)
+        if runs and runs[-1][0] is inside:
+            runs[-1] = (inside, runs[-1][1] + piece)
+        elif piece:
+            runs.append((inside, str(piece)))
+    return runs, open_tag
+
+
+def split_reasoning(content: str, names: tuple[str, ...] = ("think",)) -> tuple[str, str]:
+    """A whole text split into ``(answer, reasoning)``; an unclosed tag runs to the end."""
+    scanner, roles = _scanner(tuple(names))
+    runs, _ = _route(scanner.split(content), "", roles)
+    return "".join(t for r, t in runs if not r), "".join(t for r, t in runs if r)
+
+
+class ThinkTagsExtension:
+    """Moves ``<think>...</think>`` out of streamed and final content into ``metadata["reasoning"]``."""
+
+    name = "think_tags"
+    version = "0.1.0"
+    priority = 40  # before redact (90), which then masks both the answer and the reasoning
+    default_enabled = True
+
+    def forbidden_tags(self) -> list[str]:
+        return ["thinking"]
+
+    def get_config_schema(self) -> Dict:
+        return {
+            "think_tags": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "default": ["think"],
+                "description": 'tag names whose content is reasoning: ["think"] matches <think>...</think>',
+            },
+        }
+
+    def process_chunk(
+        self,
+        native_chunk: Dict | None,
+        partial_messages: list[Dict],
+        final_messages: list[Dict],
+        native_messages: list[Dict],
+        state: Dict,
+    ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+        """Hot path: route each partial's new text to content or reasoning."""
+        carry = state.get(_KEY) or _OUTSIDE
+        if native_chunk is not None and not final_messages and not carry[0] and not carry[1]:
+            # Fast path: no tag open, nothing held, and no '<' in this chunk's text.
+            for p in partial_messages:
+                c = p.get("content")
+                if c and "<" in c:
+                    break
+            else:
+                return partial_messages, final_messages, native_messages, state
+        scanner, roles = _scanner(_names(state.get("config")))
+        held, open_tag = carry
+        out: list[Dict] = []
+        for p in partial_messages:
+            content = p.get("content")
+            if not content or not isinstance(content, str):
+                out.append(p)
+                continue
+            pieces, held = scanner.scan(content, held)
+            runs, open_tag = _route(pieces, open_tag, roles)
+            _emit(out, p, runs)
+        if native_chunk is None or final_messages:
+            # the stream (or this message) is over: release what was held back
+            runs, open_tag = _route(scanner.flush(held), open_tag, roles)
+            held, open_tag = "", ""
+            _emit(out, {"role": "assistant"}, runs)
+            final_messages, native_messages = self._split_finals(final_messages, native_messages, state)
+        new_carry = (held, open_tag) if held or open_tag else _OUTSIDE
+        if new_carry != carry:
+            state = {**state, _KEY: new_carry}
+        return out, final_messages, native_messages, state
+
+    def _split_finals(self, finals: list[Dict], native: list[Dict], state: Dict) -> tuple[list[Dict], list[Dict]]:
+        names = _names(state.get("config"))
+        new_finals = []
+        changed = False
+        for m in finals:
+            content = m.get("content")
+            if isinstance(content, str) and "<" in content:
+                answer, reasoning = split_reasoning(content, names)
+                if reasoning or answer != content:
+                    before = m.get("reasoning_content")
+                    joined = f"{before}{reasoning}" if isinstance(before, str) and before else reasoning
+                    m = {**m, "content": answer, **({"reasoning_content": joined} if joined else {})}
+                    changed = True
+            new_finals.append(m)
+        if not changed:
+            return finals, native
+        # the finals are also the tail of the native history: replace them there too
+        for old, new in zip(finals, new_finals):
+            if old is not new:
+                native = replace_final(native, old, new)
+        return new_finals, native
+
+    def from_native_messages(
+        self,
+        native_messages: list[Dict],
+        messages: list[Dict],
+        state: Dict | None = None,
+        *,
+        context: Dict | None = None,
+    ) -> list[Dict]:
+        out: list[Dict] = []
+        for native, core in zip(native_messages, messages):
+            text = native.get("reasoning_content") if isinstance(native, dict) else None
+            meta = core.get("metadata") or {}
+            if isinstance(text, str) and text and not meta.get("reasoning"):
+                core = {**core, "metadata": {**meta, "reasoning": text}}
+            out.append(core)
+        out.extend(messages[len(out):])
+        return out
+
+
+def _emit(out: list[Dict], source: Dict, runs: list[tuple[bool, str]]) -> None:
+    """Append the partials for routed runs of stream, keeping the source's other fields on answer text."""
+    for reasoning, text in runs:
+        if reasoning:
+            out.append({"role": "assistant", "content": "", "metadata": {"reasoning": text}})
+        else:
+            out.append({**source, "content": text})
