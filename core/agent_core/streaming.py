@@ -23,6 +23,7 @@ over every split with hypothesis).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 __all__ = ["Hit", "MarkerScanner"]
@@ -53,7 +54,7 @@ class MarkerScanner:
     longest (so ``</think>`` beats a marker ``</``).
     """
 
-    __slots__ = ("markers", "_firsts", "_prefixes", "_longest")
+    __slots__ = ("markers", "_firsts", "_prefixes", "_longest", "_pattern")
 
     def __init__(self, markers: Iterable[str]) -> None:
         found = tuple(dict.fromkeys(markers))
@@ -65,6 +66,7 @@ class MarkerScanner:
         #: every proper prefix of a marker (what may be held back)
         self._prefixes = frozenset(m[:i] for m in found for i in range(1, len(m)))
         self._longest = max(len(m) for m in found)
+        self._pattern = re.compile("|".join(re.escape(m) for m in self.markers))
 
     def __repr__(self) -> str:
         return f"MarkerScanner({list(self.markers)!r})"
@@ -88,31 +90,31 @@ class MarkerScanner:
         return pieces + self.flush(held) if held else pieces
 
     def _scan(self, text: str, final: bool) -> tuple[list[str], str]:
-        firsts = self._firsts
-        prefixes = self._prefixes
-        longest = self._longest
-        pieces: list[str] = []
-        start = 0  # start of the text not yet emitted
-        i = 0
+        # Complete markers: one compiled alternation, longest first, so at each
+        # position the longest marker wins and the search runs in C.
+        matches = list(self._pattern.finditer(text))
         n = len(text)
-        while i < n:
-            if text[i] not in firsts:
-                i += 1
-                continue
-            if not final and n - i < longest and text[i:] in prefixes:
-                # the rest could still become a (longer) marker: hold it back
-                if i > start:
-                    pieces.append(text[start:i])
-                return pieces, text[i:]
-            hit = next((m for m in self.markers if text.startswith(m, i)), None)
-            if hit is not None:
-                if i > start:
-                    pieces.append(text[start:i])
-                pieces.append(Hit(hit))
-                i += len(hit)
-                start = i
-                continue
-            i += 1
-        if n > start:
-            pieces.append(text[start:])
-        return pieces, ""
+        hold = n
+        if not final:
+            # Hold back from the first position near the end (not inside a marker
+            # already found) where the rest could still grow into a marker; that
+            # includes a short marker that a longer one may extend.
+            prefixes = self._prefixes
+            firsts = self._firsts
+            for p in range(max(0, n - self._longest + 1), n):
+                if text[p] in firsts and text[p:] in prefixes and not any(m.start() < p < m.end() for m in matches):
+                    hold = p
+                    break
+        pieces: list[str] = []
+        at = 0
+        for m in matches:
+            a = m.start()
+            if a >= hold:
+                break
+            if a > at:
+                pieces.append(text[at:a])
+            pieces.append(Hit(m.group()))
+            at = m.end()
+        if hold > at:
+            pieces.append(text[at:hold])
+        return pieces, text[hold:]

@@ -16,8 +16,11 @@ characters, so :class:`agent_core.streaming.MarkerScanner` finds the prefixes
 (holding back only a suffix that could still become one); after a prefix the
 run is held until it is long enough to be a key (then ``[REDACTED]`` goes out
 once and the rest of the run is dropped as it arrives) or it ends short (then
-it was ordinary text and goes out as it was). A prefix glued to a word
-(``task-...``) is not a key. The configured patterns run on the text the
+it was ordinary text and goes out as it was). Except after ``AKIA``, a key
+must also look random (a digit, or both upper and lower case), so prose such
+as ``task-force-and-the-rest`` or ``bearer authentication`` stays readable.
+No rule looks at the text before a prefix: that keeps the result the same for
+every cut of the stream without carrying the previous character in the state. The configured patterns run on the text the
 first stage releases; each holds back its longest possible match less one
 character (patterns without an upper bound, 256 characters), and a match that
 touches the end of what has arrived waits for more. At the end of the stream
@@ -26,8 +29,10 @@ everything held is released, masked.
 Partials and finals go through the same machine, so the joined partials equal
 the final text for any cut of the stream.
 
-State: ``state["redact"]`` maps ``content`` / ``reasoning`` to the carry of
-that stream (a tuple of strings, numbers and flags).
+State: ``state["redact"]`` is ``None`` while nothing is held (the common
+chunk then costs one regex search and no state change); while something is
+held, the pair of carries of the ``content`` and the ``reasoning`` stream
+(tuples of strings and flags).
 """
 
 from __future__ import annotations
@@ -45,23 +50,29 @@ __all__ = ["MASK", "RedactExtension", "Redactor"]
 Dict = dict[str, Any]
 MASK = "[REDACTED]"
 _KEY = "redact"
-_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _UNBOUNDED_HOLD = 256
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-#: prefix -> (characters of the key after it, how many make a key, whether the prefix stays visible)
-_RULES: dict[str, tuple[frozenset[str], int, bool]] = {
-    "sk-": (frozenset(_ALNUM + "_-"), 16, False),
-    "AKIA": (frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"), 16, False),
-    "ghp_": (frozenset(_ALNUM), 30, False),
-    "xoxb-": (frozenset(_ALNUM + "-"), 10, False),
-    "xoxp-": (frozenset(_ALNUM + "-"), 10, False),
-    "Bearer ": (frozenset(_ALNUM + "-._~+/="), 8, True),
-    "bearer ": (frozenset(_ALNUM + "-._~+/="), 8, True),
+#: prefix -> (characters of the key after it, how many make a key, whether the prefix stays visible,
+#: whether the key must also look random: a digit, or upper and lower case letters)
+_RULES: dict[str, tuple[frozenset[str], int, bool, bool]] = {
+    "sk-": (frozenset(_ALNUM + "_-"), 16, False, True),
+    "AKIA": (frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"), 16, False, False),
+    "ghp_": (frozenset(_ALNUM), 30, False, True),
+    "xoxb-": (frozenset(_ALNUM + "-"), 10, False, True),
+    "xoxp-": (frozenset(_ALNUM + "-"), 10, False, True),
+    "Bearer ": (frozenset(_ALNUM + "-._~+/="), 8, True, True),
+    "bearer ": (frozenset(_ALNUM + "-._~+/="), 8, True, True),
 }
 _SCANNER = MarkerScanner(_RULES)
-#: a carry with nothing held: (held, prefix, pending, masked, after_word, held2)
-_EMPTY = ("", "", "", False, False, "")
+#: a key prefix, or the start of one at the very end: only then is there work to do
+_MAYBE = re.compile(
+    "|".join(re.escape(k) for k in _RULES)
+    + "|"
+    + "|".join(sorted({re.escape(k[:i]) + r"\Z" for k in _RULES for i in range(1, len(k))}))
+)
+#: a carry with nothing held: (held, prefix, pending, masked, held2)
+_EMPTY = ("", "", "", False, "")
 
 
 def _max_hold(pattern: re.Pattern[str]) -> int:
@@ -102,17 +113,29 @@ class Redactor:
         self.pattern, self.hold = _compile(tuple(patterns))
 
     def text(self, text: str) -> str:
-        """A whole text, masked (what the streamed pieces of it join to)."""
-        return self.step(text, _EMPTY, final=True)[0]
+        """A whole text, masked (what the streamed pieces of it join to).
+
+        Fed through ``step`` in slices, which gives the same result (that is
+        what the split tests check) while keeping the work linear in the text's
+        length however many keys it holds.
+        """
+        if self.pattern is None and not _MAYBE.search(text):
+            return text  # no key prefix anywhere: nothing to do
+        out, carry = [], _EMPTY
+        for i in range(0, len(text), 512):
+            piece, carry = self.step(text[i : i + 512], carry)
+            out.append(piece)
+        out.append(self.step("", carry, final=True)[0])
+        return "".join(out)
 
     def step(self, text: str, carry: tuple = _EMPTY, final: bool = False) -> tuple[str, tuple]:
         """Mask one chunk: returns ``(text to release, carry)``; ``final`` releases everything held."""
         out, carry1 = _keys(text, carry, final)
         if self.pattern is None:
             return out, carry1
-        buf = carry[5] + out if carry[5] else out
+        buf = carry[4] + out if carry[4] else out
         released, held2 = self._patterns(buf, final)
-        return released, (*carry1[:5], held2)
+        return released, (*carry1[:4], held2)
 
     def _patterns(self, buf: str, final: bool) -> tuple[str, str]:
         cut = len(buf) if final else max(0, len(buf) - self.hold)
@@ -135,54 +158,51 @@ class Redactor:
         return "".join(parts), buf[cut:]
 
 
+def _looks_random(run: str) -> bool:
+    return any(c.isdigit() for c in run) or (run.lower() != run and run.upper() != run)
+
+
 def _keys(text: str, carry: tuple, final: bool) -> tuple[str, tuple]:
     """The built-in key shapes: prefix found by the scanner, then the key's run of characters."""
-    held, prefix, pending, masked, after_word, held2 = carry
+    held, prefix, pending, masked, held2 = carry
     out: list[str] = []
     while True:
         if prefix:
-            chars, need, keep = _RULES[prefix]
+            chars, need, keep, random = _RULES[prefix]
             j, n = 0, len(text)
             while j < n and text[j] in chars:
                 j += 1
-            if j:
-                after_word = text[j - 1] in _WORD
-                if not masked:
-                    pending += text[:j]
-                    if len(pending) - len(prefix) >= need:
-                        out.append(prefix + MASK if keep else MASK)
-                        masked, pending = True, ""
+            if j and not masked:
+                pending += text[:j]
+                run = pending[len(prefix) :]
+                if len(run) >= need and (not random or _looks_random(run)):
+                    out.append(prefix + MASK if keep else MASK)
+                    masked, pending = True, ""
             text = text[j:]
             if not text and not final:
-                return "".join(out), ("", prefix, pending, masked, after_word, held2)
+                return "".join(out), ("", prefix, pending, masked, held2)
             if not masked:
-                out.append(pending)  # the run ended short: it was ordinary text
+                out.append(pending)  # the run ended without looking like a key: ordinary text
             prefix, pending, masked = "", "", False
             if not text:
-                return "".join(out), ("", "", "", False, after_word, held2)
+                return "".join(out), ("", "", "", False, held2)
         pieces, held = _SCANNER.scan(text, held)
         if final:
             pieces += _SCANNER.flush(held)
             held = ""
         for k, piece in enumerate(pieces):
-            if piece.__class__ is Hit and not after_word:
+            if piece.__class__ is Hit:
                 prefix, pending, masked = str(piece), str(piece), False
-                after_word = piece[-1] in _WORD
                 text = "".join(pieces[k + 1 :]) + held
                 held = ""
                 break
             out.append(piece)
-            after_word = piece[-1] in _WORD
         else:
-            if held and after_word:
-                # glued to a word it cannot start a key (and a key prefix's own letters start none)
-                out.append(held)
-                held = ""
-            return "".join(out), (held, "", "", False, after_word, held2)
+            return "".join(out), (held, "", "", False, held2)
 
 
 def _fresh(carry: tuple) -> bool:
-    return not (carry[0] or carry[1] or carry[5])
+    return not (carry[0] or carry[1] or carry[4])
 
 
 class RedactExtension:
@@ -216,10 +236,25 @@ class RedactExtension:
         state: Dict,
     ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
         """Hot path: mask the answer and reasoning text of each partial, holding back what may be a key."""
-        carries = state.get(_KEY) or {}
-        machine = Redactor(tuple(state["config"].get("redact_patterns") or ()))
-        content_carry = carries.get("content", _EMPTY)
-        reasoning_carry = carries.get("reasoning", _EMPTY)
+        carries = state.get(_KEY)
+        patterns = state["config"].get("redact_patterns")
+        if carries is None and not patterns and native_chunk is not None and not final_messages:
+            # Fast path: nothing held and no key can start in this chunk: pass it on as it is.
+            search = _MAYBE.search
+            for p in partial_messages:
+                c = p.get("content")
+                if c and c.__class__ is str and search(c):
+                    break
+                meta = p.get("metadata")
+                r = meta.get("reasoning") if meta else None
+                if r and r.__class__ is str and search(r):
+                    break
+            else:
+                return partial_messages, final_messages, native_messages, state
+        if carries is None:
+            carries = (_EMPTY, _EMPTY)
+        machine = Redactor(tuple(patterns or ()))
+        content_carry, reasoning_carry = carries
         out: list[Dict] = []
         for p in partial_messages:
             meta = p.get("metadata")
@@ -240,8 +275,8 @@ class RedactExtension:
             if tail:
                 out.append({"role": "assistant", "content": tail})
             final_messages, native_messages = _mask_finals(machine, final_messages, native_messages)
-        new = {"content": content_carry, "reasoning": reasoning_carry}
-        if new != carries:
+        new: Any = None if _fresh(content_carry) and _fresh(reasoning_carry) else (content_carry, reasoning_carry)
+        if new != state.get(_KEY):
             state = {**state, _KEY: new}
         return out, final_messages, native_messages, state
 
