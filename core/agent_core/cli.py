@@ -195,7 +195,35 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
     plugins = sub.add_parser("plugins", parents=[common], help="list installed plugins and whether they run")
     plugins.set_defaults(func=_plugins)
+    serve = sub.add_parser("serve", help="serve the pipeline over HTTP (OpenAI-compatible + sessions API)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--token", help="bearer token every route wants (default: $AGENT_CORE_TOKEN)")
+    serve.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
+    serve.add_argument(
+        "-c", "--config", action="append", metavar="KEY=VALUE", help="config every request starts from"
+    )
+    serve.set_defaults(func=_serve)
     return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """``agent-core serve``: needs the ``server`` extra (Starlette + uvicorn)."""
+    import os
+
+    try:
+        from .server import run_server
+    except ImportError as exc:
+        raise ConfigError(f"agent-core serve needs the server extra: pip install 'agent-core[server]' ({exc})")
+    config = {}
+    for item in args.config or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"-c expects KEY=VALUE, got {item!r}")
+        config[key] = _value(raw)
+    token = args.token or os.environ.get("AGENT_CORE_TOKEN") or None
+    run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

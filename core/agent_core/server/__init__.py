@@ -1,0 +1,34 @@
+"""``agent-core serve``: the pipeline behind HTTP (the ``server`` extra: Starlette + uvicorn).
+
+``create_app`` builds the ASGI app; ``serve`` runs it with uvicorn. See
+``docs/server.md`` for the routes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .app import create_app
+from .client_tools import ClientTools
+
+__all__ = ["ClientTools", "create_app", "serve"]
+
+
+def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run ``app`` until interrupted; uvicorn finishes in-flight responses on SIGTERM/SIGINT before it exits."""
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
+
+
+def run_server(*, host: str, port: int, token: str | None, store_url: str | None,
+               config: Mapping[str, Any] | None = None) -> None:
+    """What ``agent-core serve`` does: open the store, build the app, serve."""
+    from ..store import open_store
+
+    store = open_store(store_url)
+    try:
+        serve(create_app(store=store, token=token, config=config), host=host, port=port)
+    finally:
+        store.close()

@@ -1,0 +1,408 @@
+"""The routes of ``agent-core serve``: an OpenAI-compatible facade and a sessions API.
+
+Stateless on purpose: a handler holds no session between requests. The
+facade's conversation arrives whole in each request; the sessions API loads
+from the store, runs one turn and saves with the revision it loaded, so any
+number of server processes can share one store. The only per-process table is
+the engine's own list of running requests (for ``DELETE /v1/requests/{id}``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..engine import AgentCore
+from ..errors import (
+    ActionInputError,
+    ConfigError,
+    ConflictError,
+    InvalidArgumentError,
+    InvalidValueError,
+    LLMError,
+    PluginError,
+    ProviderRequestCancelled,
+    StoreError,
+)
+from ..events import encode_event
+from ..native_history import NATIVE_KEY
+from ..types import Message, Session
+from .client_tools import ClientTools
+from .errors import ApiError, error_body, error_response, sse_error, status_for_name
+from .openai_compat import chat_config, chat_session, chunk, completion_body, finish_reason, usage_body, wire_calls
+
+__all__ = ["create_app"]
+
+_SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def _sse(data: Any) -> bytes:
+    return b"data: " + (data if isinstance(data, bytes) else json.dumps(data).encode()) + b"\n\n"
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(400, "invalid_json", f"the request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_json", f"the request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _if_match(request: Request) -> int | None:
+    raw = request.headers.get("if-match")
+    if raw is None:
+        return None
+    text = raw.strip().removeprefix("W/").strip('"')
+    if not text.isdigit() or int(text) < 1:
+        raise ApiError(400, "invalid_if_match", f"If-Match must be a revision number (e.g. \"3\"), got {raw!r}")
+    return int(text)
+
+
+def _etag(revision: int) -> dict[str, str]:
+    return {"etag": f'"{revision}"'}
+
+
+async def _watch_disconnect(request: Request, on_gone: Callable[[], Any]) -> None:
+    """Wait for the client to hang up, then call ``on_gone`` (cancels the upstream request)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            on_gone()
+            return
+
+
+class _Server:
+    def __init__(self, core: AgentCore, store: Any, token: str | None, config: Mapping[str, Any]) -> None:
+        self.core = core
+        self._store = store
+        self.token = token
+        self.config = dict(config)
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:  # opened on first use: the facade alone needs no database
+            from ..store import open_store
+
+            self._store = open_store()
+        return self._store
+
+    # -- facade ------------------------------------------------------------
+
+    def _declared(self) -> set[str]:
+        return {entry["key"] for entry in self.core.get_config_schema()}
+
+    async def chat(self, request: Request) -> Response:
+        body = await _json(request)
+        config, model = chat_config(body, self.core.plugins("provider"), self._declared(), self.config)
+        session = chat_session(uuid.uuid4().hex, body.get("messages"))
+        rid = uuid.uuid4().hex
+        headers = {"x-request-id": rid}
+        if not config["stream"]:
+            watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: self.core.cancel_request(rid)))
+            try:
+                result = await self.core.arequest(session, config, request_id=rid)
+            finally:
+                watcher.cancel()
+            return JSONResponse(completion_body(rid, model, result.final_messages, result.usage), headers=headers)
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        events = self.core.astream_request(session, config, request_id=rid)
+        first = []
+        async for event in events:  # up to the first output: an early failure still gets its status
+            first.append(event)
+            if event.type in ("partial", "final", "error", "done"):
+                break
+        if first and first[-1].type == "error":
+            info = first[-1].error
+            async for _ in events:
+                pass
+            extra = {"retry-after": f"{max(0, int(-(-info.retry_after // 1)))}"} if info.retry_after is not None else {}
+            return JSONResponse(error_body(info.type, info.message), status_for_name(info.type),
+                                headers={**headers, **extra})
+        stream = self._chat_stream(request, rid, model, first, events, include_usage)
+        return StreamingResponse(stream, media_type="text/event-stream", headers={**headers, **_SSE_HEADERS})
+
+    async def _chat_stream(self, request: Request, rid: str, model: str, first: list[Any],
+                           events: AsyncIterator[Any], include_usage: bool) -> AsyncIterator[bytes]:
+        finished = False
+        watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: self.core.cancel_request(rid)))
+        created = int(time.time())
+        try:
+            yield _sse(chunk(rid, model, created, {"role": "assistant", "content": ""}))
+            streamed, reply, usage = False, None, None
+
+            async def all_events() -> AsyncIterator[Any]:
+                for event in first:
+                    yield event
+                async for event in events:
+                    yield event
+
+            async for event in all_events():
+                if event.type == "partial":
+                    text = event.message.content
+                    if isinstance(text, str) and text:
+                        streamed = True
+                        yield _sse(chunk(rid, model, created, {"content": text}))
+                elif event.type == "final" and event.message.role == "assistant":
+                    reply = event.message
+                    if not streamed and isinstance(reply.content, str) and reply.content:
+                        yield _sse(chunk(rid, model, created, {"content": reply.content}))
+                    calls = wire_calls(reply)
+                    if calls:
+                        delta = [{"index": i, **c} for i, c in enumerate(calls)]
+                        yield _sse(chunk(rid, model, created, {"tool_calls": delta}))
+                elif event.type == "error":
+                    yield sse_error(event.error.type, event.error.message)
+                    finished = True
+                    yield b"data: [DONE]\n\n"
+                    return
+                elif event.type == "done":
+                    usage = event.usage
+            yield _sse(chunk(rid, model, created, {}, finish_reason(reply)))
+            if include_usage and usage is not None:
+                yield _sse(chunk(rid, model, created, None, usage=usage_body(usage)))
+            finished = True
+            yield b"data: [DONE]\n\n"
+        finally:
+            watcher.cancel()
+            if not finished:  # the client went away mid-stream: stop the upstream request too
+                self.core.cancel_request(rid)
+            await events.aclose()  # type: ignore[attr-defined]
+
+    async def models(self, request: Request) -> Response:
+        data = []
+        for provider in self.core.plugins("provider"):
+            try:
+                listed = await asyncio.to_thread(self.core.get_models, {**self.config, "provider": provider})
+            except Exception:  # noqa: BLE001 - a provider without credentials lists nothing, the rest still list
+                continue
+            for m in listed:
+                mid = m.get("id") if isinstance(m, Mapping) else None
+                if isinstance(mid, str):
+                    data.append({"id": f"{provider}/{mid}", "object": "model", "created": 0, "owned_by": provider})
+        return JSONResponse({"object": "list", "data": data})
+
+    async def cancel(self, request: Request) -> Response:
+        rid = request.path_params["request_id"]
+        if not self.core.cancel_request(rid):
+            raise ApiError(404, "request_not_found", f"no request {rid!r} is running in this server process")
+        return Response(status_code=204)
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    # -- sessions ------------------------------------------------------------
+
+    async def create_session(self, request: Request) -> Response:
+        body = await _json(request) if await request.body() else {}
+        sid = body.get("id") or uuid.uuid4().hex
+        if not isinstance(sid, str):
+            raise ApiError(400, "invalid_request_error", f"id must be a string, got {type(sid).__name__}")
+        metadata = body.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ApiError(400, "invalid_request_error", "metadata must be an object")
+        messages = [_message(m, f"messages[{i}]") for i, m in enumerate(body.get("messages") or [])]
+        revision = await self.store.acreate(Session(sid, messages, metadata))
+        return JSONResponse({"id": sid, "revision": revision}, 201, headers=_etag(revision))
+
+    async def list_sessions(self, request: Request) -> Response:
+        raw = request.query_params.get("limit", "100")
+        if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+            raise ApiError(400, "invalid_request_error", f"limit must be an integer from 1 to 1000, got {raw!r}")
+        heads = await self.store.alist(limit=int(raw), after=request.query_params.get("after"))
+        return JSONResponse({"object": "list", "data": [
+            {"id": h.session_id, "revision": h.revision, "message_count": h.message_count,
+             "created_at": h.created_at, "updated_at": h.updated_at} for h in heads]})
+
+    async def get_session(self, request: Request) -> Response:
+        stored = await self.store.aget(request.path_params["session_id"])
+        s = stored.session
+        metadata = {k: v for k, v in s.metadata.items() if k != NATIVE_KEY}
+        body = {"id": s.id, "revision": stored.revision, "messages": [m.to_dict() for m in s.messages],
+                "metadata": json.loads(json.dumps(metadata, default=_plain))}
+        return JSONResponse(body, headers=_etag(stored.revision))
+
+    async def delete_session(self, request: Request) -> Response:
+        await self.store.adelete(request.path_params["session_id"], expected_revision=_if_match(request))
+        return Response(status_code=204)
+
+    async def turn(self, request: Request) -> Response:
+        sid = request.path_params["session_id"]
+        body = await _json(request)
+        if "message" not in body:
+            raise ApiError(400, "invalid_request_error", "a turn needs a message (a string or a message object)")
+        message = _message(body["message"], "message")
+        config = body.get("config") or {}
+        if not isinstance(config, dict):
+            raise ApiError(400, "invalid_request_error", "config must be an object")
+        config = {**self.config, **config}
+        want = _if_match(request)
+        if want is not None:
+            stored = await self.store.aget(sid)
+            if stored.revision != want:
+                raise ConflictError(sid, expected=want, current=stored.revision)
+            events: AsyncIterator[Any] = self._turn_at(stored.session.with_message(message), want, config)
+        else:
+            from ..store import astream_turn
+
+            events = astream_turn(self.core, self.store, sid, message, config)
+        first = await events.__anext__()  # a bad config or message fails here, before the 200
+        return StreamingResponse(self._turn_stream(request, first, events), media_type="text/event-stream",
+                                 headers=_SSE_HEADERS)
+
+    async def _turn_at(self, session: Session, expected: int, config: dict[str, Any]) -> AsyncIterator[Any]:
+        """One turn saved at exactly ``expected`` (the caller's If-Match): a conflict is not retried."""
+        from ..store import TurnSavedEvent
+
+        done, failed = None, False
+        async for event in self.core.astream_request(session, config):
+            failed = failed or event.type == "error"
+            done = event if event.type == "done" else done
+            yield event
+        if failed or done is None:
+            return
+        try:
+            revision = await self.store.aput(done.session, expected_revision=expected)
+        except ConflictError as exc:
+            yield _ConflictNote(exc)
+            return
+        yield TurnSavedEvent(session.id, revision, 1)
+
+    async def _turn_stream(self, request: Request, first: Any, events: AsyncIterator[Any]) -> AsyncIterator[bytes]:
+        rid: list[str] = []
+        finished = False
+        watcher = asyncio.ensure_future(
+            _watch_disconnect(request, lambda: rid and self.core.cancel_request(rid[-1])))
+        try:
+            event = first
+            while True:
+                if isinstance(event, _ConflictNote):
+                    yield _sse({"type": "conflict", **error_body("ConflictError", str(event.exc),
+                                                                 current_revision=event.exc.current)})
+                else:
+                    if event.type == "start":
+                        rid.append(event.request_id)
+                    yield _sse(encode_event(event))
+                try:
+                    event = await events.__anext__()
+                except StopAsyncIteration:
+                    break
+            finished = True
+        except ConflictError as exc:  # astream_turn lost every retry
+            finished = True
+            yield _sse({"type": "conflict", **error_body("ConflictError", str(exc), current_revision=exc.current)})
+        finally:
+            watcher.cancel()
+            if not finished and rid:
+                self.core.cancel_request(rid[-1])
+            await events.aclose()  # type: ignore[attr-defined]
+
+    # -- app -----------------------------------------------------------------
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/healthz", self.health, methods=["GET"]),
+            Route("/v1/chat/completions", self.chat, methods=["POST"]),
+            Route("/v1/models", self.models, methods=["GET"]),
+            Route("/v1/requests/{request_id}", self.cancel, methods=["DELETE"]),
+            Route("/v1/sessions", self.create_session, methods=["POST"]),
+            Route("/v1/sessions", self.list_sessions, methods=["GET"]),
+            Route("/v1/sessions/{session_id}", self.get_session, methods=["GET"]),
+            Route("/v1/sessions/{session_id}", self.delete_session, methods=["DELETE"]),
+            Route("/v1/sessions/{session_id}/turns", self.turn, methods=["POST"]),
+        ]
+
+
+# Raised by the engine or the store: answered with their status, not logged as a server crash.
+_LIBRARY_ERRORS = (ActionInputError, ConfigError, InvalidArgumentError, InvalidValueError, LLMError, PluginError,
+                   ProviderRequestCancelled, StoreError)
+
+
+class _ConflictNote:
+    """The If-Match turn's save lost: told to the client as a ``conflict`` event."""
+
+    def __init__(self, exc: ConflictError) -> None:
+        self.exc = exc
+
+
+def _plain(value: Any) -> Any:
+    from ..frozen import thaw
+
+    return thaw(value)
+
+
+def _message(value: Any, where: str) -> Message:
+    if isinstance(value, str):
+        return Message("user", value)
+    if not isinstance(value, Mapping):
+        raise ApiError(400, "invalid_request_error", f"{where} must be a string or a message object")
+    try:
+        return Message.from_dict(value)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ApiError(400, "invalid_request_error", f"{where}: {exc}") from None
+
+
+class _Auth:
+    """Every route needs ``Authorization: Bearer <token>`` when a token is set (compared in constant time)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = JSONResponse(
+                    error_body("authentication_error", "missing or wrong bearer token (Authorization: Bearer ...)"),
+                    401, headers={"www-authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _on_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, HTTPException):
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        detail = f"{request.method} {request.url.path}: {exc.detail}"
+        return JSONResponse(error_body(kind, detail), exc.status_code, headers=dict(exc.headers or {}))
+    if isinstance(exc, (ApiError,)) or type(exc).__module__.startswith("agent_core"):
+        return error_response(exc)
+    return JSONResponse(error_body("internal_error", f"{type(exc).__name__} while serving {request.url.path}"), 500)
+
+
+def create_app(core: AgentCore | None = None, store: Any = None, token: str | None = None, *,
+               config: Mapping[str, Any] | None = None) -> Any:
+    """The ASGI app of ``agent-core serve``.
+
+    Args:
+        core: the pipeline (default :meth:`AgentCore.discover`). The ``client_tools``
+            tool plugin is registered on it, so OpenAI clients' ``tools`` reach the model.
+        store: a session store for ``/v1/sessions`` (default: ``open_store()``, opened on first use).
+        token: when set, every route wants ``Authorization: Bearer <token>``.
+        config: config keys every request starts from (e.g. ``base_url``); the request's own win.
+    """
+    if core is None:
+        core = AgentCore.discover(tools=[ClientTools])
+    elif "client_tools" not in core.plugins("tool"):
+        core.register_tool(ClientTools)
+    server = _Server(core, store, token, config or {})
+    handlers: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+        cls: _on_error for cls in (Exception, HTTPException, ApiError, *_LIBRARY_ERRORS)
+    }
+    app = Starlette(routes=server.routes(), exception_handlers=dict(handlers))
+    app.state.server = server
+    return _Auth(app, token) if token else app
