@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -72,6 +73,11 @@ def _if_match(request: Request) -> int | None:
     return int(text)
 
 
+def _retry_after(seconds: float | None) -> dict[str, str]:
+    """``retry-after`` in whole seconds, rounded up, when the upstream API said how long."""
+    return {} if seconds is None else {"retry-after": str(max(0, math.ceil(seconds)))}
+
+
 def _etag(revision: int) -> dict[str, str]:
     return {"etag": f'"{revision}"'}
 
@@ -86,8 +92,10 @@ async def _watch_disconnect(request: Request, on_gone: Callable[[], Any]) -> Non
 
 
 class _Server:
-    def __init__(self, core: AgentCore, store: Any, token: str | None, config: Mapping[str, Any]) -> None:
+    def __init__(self, core: AgentCore, store: Any, token: str | None, config: Mapping[str, Any],
+                 retries: int) -> None:
         self.core = core
+        self.retries = retries
         self._store = store
         self.token = token
         self.config = dict(config)
@@ -129,9 +137,8 @@ class _Server:
             info = first[-1].error
             async for _ in events:
                 pass
-            extra = {"retry-after": f"{max(0, int(-(-info.retry_after // 1)))}"} if info.retry_after is not None else {}
             return JSONResponse(error_body(info.type, info.message), status_for_name(info.type),
-                                headers={**headers, **extra})
+                                headers={**headers, **_retry_after(info.retry_after)})
         stream = self._chat_stream(request, rid, model, first, events, include_usage)
         return StreamingResponse(stream, media_type="text/event-stream", headers={**headers, **_SSE_HEADERS})
 
@@ -231,7 +238,7 @@ class _Server:
         stored = await self.store.aget(request.path_params["session_id"])
         s = stored.session
         metadata = {k: v for k, v in s.metadata.items() if k != NATIVE_KEY}
-        body = {"id": s.id, "revision": stored.revision, "messages": [m.to_dict() for m in s.messages],
+        body = {"id": s.session_id, "revision": stored.revision, "messages": [m.to_dict() for m in s.messages],
                 "metadata": json.loads(json.dumps(metadata, default=_plain))}
         return JSONResponse(body, headers=_etag(stored.revision))
 
@@ -245,7 +252,8 @@ class _Server:
         if "message" not in body:
             raise ApiError(400, "invalid_request_error", "a turn needs a message (a string or a message object)")
         message = _message(body["message"], "message")
-        config = body.get("config") or {}
+        config = body.get("config")
+        config = {} if config is None else config
         if not isinstance(config, dict):
             raise ApiError(400, "invalid_request_error", "config must be an object")
         config = {**self.config, **config}
@@ -258,8 +266,18 @@ class _Server:
         else:
             from ..store import astream_turn
 
-            events = astream_turn(self.core, self.store, sid, message, config)
-        first = await events.__anext__()  # a bad config or message fails here, before the 200
+            events = astream_turn(self.core, self.store, sid, message, config, retries=self.retries)
+        first: list[Any] = []
+        async for event in events:  # a bad config fails before any output: still a 4xx with its status
+            first.append(event)
+            if getattr(event, "type", None) in ("partial", "final", "error", "done"):
+                break
+        if first and first[-1].type == "error":
+            info = first[-1].error
+            async for _ in events:
+                pass
+            return JSONResponse(error_body(info.type, info.message), status_for_name(info.type),
+                                headers=_retry_after(info.retry_after))
         return StreamingResponse(self._turn_stream(request, first, events), media_type="text/event-stream",
                                  headers=_SSE_HEADERS)
 
@@ -279,16 +297,23 @@ class _Server:
         except ConflictError as exc:
             yield _ConflictNote(exc)
             return
-        yield TurnSavedEvent(session.id, revision, 1)
+        yield TurnSavedEvent(session.session_id, revision, 1)
 
-    async def _turn_stream(self, request: Request, first: Any, events: AsyncIterator[Any]) -> AsyncIterator[bytes]:
+    async def _turn_stream(self, request: Request, first: list[Any], events: AsyncIterator[Any]) -> AsyncIterator[bytes]:
         rid: list[str] = []
         finished = False
         watcher = asyncio.ensure_future(
             _watch_disconnect(request, lambda: rid and self.core.cancel_request(rid[-1])))
+        pending = list(first)
         try:
-            event = first
             while True:
+                if pending:
+                    event = pending.pop(0)
+                else:
+                    try:
+                        event = await events.__anext__()
+                    except StopAsyncIteration:
+                        break
                 if isinstance(event, _ConflictNote):
                     yield _sse({"type": "conflict", **error_body("ConflictError", str(event.exc),
                                                                  current_revision=event.exc.current)})
@@ -296,10 +321,6 @@ class _Server:
                     if event.type == "start":
                         rid.append(event.request_id)
                     yield _sse(encode_event(event))
-                try:
-                    event = await events.__anext__()
-                except StopAsyncIteration:
-                    break
             finished = True
         except ConflictError as exc:  # astream_turn lost every retry
             finished = True
@@ -385,7 +406,7 @@ async def _on_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(core: AgentCore | None = None, store: Any = None, token: str | None = None, *,
-               config: Mapping[str, Any] | None = None) -> Any:
+               config: Mapping[str, Any] | None = None, retries: int = 3) -> Any:
     """The ASGI app of ``agent-core serve``.
 
     Args:
@@ -394,12 +415,14 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
         store: a session store for ``/v1/sessions`` (default: ``open_store()``, opened on first use).
         token: when set, every route wants ``Authorization: Bearer <token>``.
         config: config keys every request starts from (e.g. ``base_url``); the request's own win.
+        retries: how often a turn without ``If-Match`` starts again after losing a save race
+            (each retry is another model call; see ``docs/store.md``).
     """
     if core is None:
         core = AgentCore.discover(tools=[ClientTools])
     elif "client_tools" not in core.plugins("tool"):
         core.register_tool(ClientTools)
-    server = _Server(core, store, token, config or {})
+    server = _Server(core, store, token, config or {}, retries)
     handlers: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         cls: _on_error for cls in (Exception, HTTPException, ApiError, *_LIBRARY_ERRORS)
     }
