@@ -73,6 +73,16 @@ def _if_match(request: Request) -> int | None:
     return int(text)
 
 
+def _request_id(request: Request) -> str:
+    """The client's ``X-Request-Id`` (so it can cancel a request before any answer), else a fresh one."""
+    given = request.headers.get("x-request-id")
+    if given is None:
+        return uuid.uuid4().hex
+    if not 1 <= len(given) <= 200 or not given.isprintable():
+        raise ApiError(400, "invalid_request_id", "X-Request-Id must be 1 to 200 printable characters")
+    return given
+
+
 def _retry_after(seconds: float | None) -> dict[str, str]:
     """``retry-after`` in whole seconds, rounded up, when the upstream API said how long."""
     return {} if seconds is None else {"retry-after": str(max(0, math.ceil(seconds)))}
@@ -91,11 +101,35 @@ async def _watch_disconnect(request: Request, on_gone: Callable[[], Any]) -> Non
             return
 
 
+async def _until_output(events: AsyncIterator[Any], rid: list[str] | None = None) -> tuple[list[Any], Response | None]:
+    """Read events up to the first output; a failure before it becomes an error response with its status.
+
+    Until the first byte of the body is sent, the status can still say what went wrong
+    (429 with retry-after, 400 for a bad config...), so an early ``error`` event is not streamed.
+    """
+    first: list[Any] = []
+    async for event in events:
+        first.append(event)
+        kind = getattr(event, "type", None)
+        if kind == "start" and rid is not None:
+            rid.append(event.request_id)
+        if kind in ("partial", "final", "error", "done"):
+            break
+    if first and first[-1].type == "error":
+        info = first[-1].error
+        async for _ in events:
+            pass
+        return first, JSONResponse(error_body(info.type, info.message), status_for_name(info.type),
+                                   headers=_retry_after(info.retry_after))
+    return first, None
+
+
 class _Server:
     def __init__(self, core: AgentCore, store: Any, token: str | None, config: Mapping[str, Any],
                  retries: int) -> None:
         self.core = core
         self.retries = retries
+        self._tasks: set[asyncio.Future[None]] = set()  # running turns (kept referenced until they end)
         self._store = store
         self.token = token
         self.config = dict(config)
@@ -117,7 +151,7 @@ class _Server:
         body = await _json(request)
         config, model = chat_config(body, self.core.plugins("provider"), self._declared(), self.config)
         session = chat_session(uuid.uuid4().hex, body.get("messages"))
-        rid = uuid.uuid4().hex
+        rid = _request_id(request)
         headers = {"x-request-id": rid}
         if not config["stream"]:
             watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: self.core.cancel_request(rid)))
@@ -127,25 +161,22 @@ class _Server:
                 watcher.cancel()
             return JSONResponse(completion_body(rid, model, result.final_messages, result.usage), headers=headers)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        events = self.core.astream_request(session, config, request_id=rid)
-        first = []
-        async for event in events:  # up to the first output: an early failure still gets its status
-            first.append(event)
-            if event.type in ("partial", "final", "error", "done"):
-                break
-        if first and first[-1].type == "error":
-            info = first[-1].error
-            async for _ in events:
-                pass
-            return JSONResponse(error_body(info.type, info.message), status_for_name(info.type),
-                                headers={**headers, **_retry_after(info.retry_after)})
-        stream = self._chat_stream(request, rid, model, first, events, include_usage)
+        watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: self.core.cancel_request(rid)))
+        try:
+            events = self.core.astream_request(session, config, request_id=rid)
+            first, failed = await _until_output(events)
+        except BaseException:
+            watcher.cancel()
+            raise
+        if failed is not None:
+            watcher.cancel()
+            return failed
+        stream = self._chat_stream(rid, model, first, events, include_usage, watcher)
         return StreamingResponse(stream, media_type="text/event-stream", headers={**headers, **_SSE_HEADERS})
 
-    async def _chat_stream(self, request: Request, rid: str, model: str, first: list[Any],
-                           events: AsyncIterator[Any], include_usage: bool) -> AsyncIterator[bytes]:
+    async def _chat_stream(self, rid: str, model: str, first: list[Any], events: AsyncIterator[Any],
+                           include_usage: bool, watcher: asyncio.Future[None]) -> AsyncIterator[bytes]:
         finished = False
-        watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: self.core.cancel_request(rid)))
         created = int(time.time())
         try:
             yield _sse(chunk(rid, model, created, {"role": "assistant", "content": ""}))
@@ -178,6 +209,11 @@ class _Server:
                     return
                 elif event.type == "done":
                     usage = event.usage
+                    if event.outcome.reason == "cancelled":  # DELETE /v1/requests/{id}: not a normal end
+                        yield sse_error("request_cancelled", f"request {rid} was cancelled: {event.outcome.detail}")
+                        finished = True
+                        yield b"data: [DONE]\n\n"
+                        return
             yield _sse(chunk(rid, model, created, {}, finish_reason(reply)))
             if include_usage and usage is not None:
                 yield _sse(chunk(rid, model, created, None, usage=usage_body(usage)))
@@ -267,18 +303,26 @@ class _Server:
             from ..store import astream_turn
 
             events = astream_turn(self.core, self.store, sid, message, config, retries=self.retries)
-        first: list[Any] = []
-        async for event in events:  # a bad config fails before any output: still a 4xx with its status
-            first.append(event)
-            if getattr(event, "type", None) in ("partial", "final", "error", "done"):
-                break
-        if first and first[-1].type == "error":
-            info = first[-1].error
-            async for _ in events:
-                pass
-            return JSONResponse(error_body(info.type, info.message), status_for_name(info.type),
-                                headers=_retry_after(info.retry_after))
-        return StreamingResponse(self._turn_stream(request, first, events), media_type="text/event-stream",
+        rid: list[str] = []  # the request's id, from its start event (a retried turn has several)
+        watcher = asyncio.ensure_future(
+            _watch_disconnect(request, lambda: rid and self.core.cancel_request(rid[-1])))
+        # The turn runs in its own task, so it ends and saves the same way whether or not the client
+        # still listens: a client that hangs up cancels the request, and the cancelled turn is kept,
+        # exactly as after DELETE /v1/requests/{id}.
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        task = asyncio.ensure_future(_pump(events, queue))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        events = _drain(queue)
+        try:
+            first, failed = await _until_output(events, rid)  # a bad config fails here: still a 4xx
+        except BaseException:
+            watcher.cancel()
+            raise
+        if failed is not None:
+            watcher.cancel()
+            return failed
+        return StreamingResponse(self._turn_stream(rid, first, events, watcher), media_type="text/event-stream",
                                  headers=_SSE_HEADERS)
 
     async def _turn_at(self, session: Session, expected: int, config: dict[str, Any]) -> AsyncIterator[Any]:
@@ -299,11 +343,9 @@ class _Server:
             return
         yield TurnSavedEvent(session.session_id, revision, 1)
 
-    async def _turn_stream(self, request: Request, first: list[Any], events: AsyncIterator[Any]) -> AsyncIterator[bytes]:
-        rid: list[str] = []
+    async def _turn_stream(self, rid: list[str], first: list[Any], events: AsyncIterator[Any],
+                           watcher: asyncio.Future[None]) -> AsyncIterator[bytes]:
         finished = False
-        watcher = asyncio.ensure_future(
-            _watch_disconnect(request, lambda: rid and self.core.cancel_request(rid[-1])))
         pending = list(first)
         try:
             while True:
@@ -329,7 +371,6 @@ class _Server:
             watcher.cancel()
             if not finished and rid:
                 self.core.cancel_request(rid[-1])
-            await events.aclose()  # type: ignore[attr-defined]
 
     # -- app -----------------------------------------------------------------
 
@@ -350,6 +391,32 @@ class _Server:
 # Raised by the engine or the store: answered with their status, not logged as a server crash.
 _LIBRARY_ERRORS = (ActionInputError, ConfigError, InvalidArgumentError, InvalidValueError, LLMError, PluginError,
                    ProviderRequestCancelled, StoreError)
+
+
+_END = object()
+
+
+async def _pump(events: AsyncIterator[Any], queue: asyncio.Queue[Any]) -> None:
+    """Run a turn's events into ``queue``; its failure travels as a ``_Raised`` item, then ``_END``."""
+    try:
+        async for event in events:
+            queue.put_nowait(event)
+    except Exception as exc:  # noqa: BLE001 - handed to the reader, who answers with its status
+        queue.put_nowait(_Raised(exc))
+    finally:
+        queue.put_nowait(_END)
+
+
+async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
+    while (item := await queue.get()) is not _END:
+        if isinstance(item, _Raised):
+            raise item.exc
+        yield item
+
+
+class _Raised:
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
 
 
 class _ConflictNote:

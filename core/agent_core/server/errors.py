@@ -29,6 +29,7 @@ from ..errors import (
     ProviderRequestCancelled,
     ProviderUnavailableError,
     RateLimitError,
+    RequestInFlightError,
     SessionNotFoundError,
     StoreError,
 )
@@ -79,7 +80,7 @@ _STATUSES: tuple[tuple[Any, int], ...] = (
     (LLMError, 502),
     (ProviderRequestCancelled, 499),
     (SessionNotFoundError, 404),
-    (ConflictError, 409),
+    ((ConflictError, RequestInFlightError), 409),
     ((ConfigError, InvalidArgumentError, InvalidValueError, ActionInputError), 400),
     ((PluginError, StoreError), 500),
 )
