@@ -62,6 +62,7 @@ class FileMentionsFeature:
     name = "file_mentions"
     version = "1.0.0"
     priority = 30
+    default_enabled = False  # opt-in: enabled_plugins=["file_mentions"]
 
     def get_config_schema(self) -> dict[str, Any]:
         return {

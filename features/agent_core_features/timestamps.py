@@ -22,6 +22,7 @@ class TimestampsFeature:
     name = "timestamps"
     version = "1.0.0"
     priority = 100
+    default_enabled = False  # opt-in: enabled_plugins=["timestamps"]
 
     def get_ui_elements(self, config: Any) -> list[dict[str, Any]]:
         return [{"ui_type": "message_footer", "data": "metadata.timestamp", "template": "{{data}}",

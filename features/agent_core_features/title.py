@@ -46,6 +46,7 @@ class TitleFeature:
     name = "title"
     version = "1.0.0"
     priority = 150
+    default_enabled = False  # opt-in: enabled_plugins=["title"]
 
     def get_config_schema(self) -> dict[str, Any]:
         return {"title_model": {"type": "string", "default": "",

@@ -59,6 +59,10 @@ class UsageFeature:
     version = "1.0.0"
     priority = 110  # after features that rewrite finals
 
+    def is_enabled(self, config: Any, tags: Any, models: Any, context: Any) -> bool:
+        """On with ``prices``, or when ``enabled_plugins`` names it (token totals without costs)."""
+        return bool(config.get("prices")) or "usage" in (config.get("enabled_plugins") or ())
+
     def get_config_schema(self) -> dict[str, Any]:
         return {"prices": {"type": "object", "default": {},
                            "description": "Per model (or '*'): dollars per million input/output/cached tokens."}}

@@ -179,6 +179,7 @@ class CalculatorTool:
     name = "calculator"
     version = "1.0.0"
     priority = 100
+    default_enabled = False  # opt-in: enabled_plugins=["calculator"]
 
     def get_config_schema(self) -> dict[str, Any]:
         return {}

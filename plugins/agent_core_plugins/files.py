@@ -147,6 +147,7 @@ class FilesTool:
     name = "files"
     version = "1.0.0"
     priority = 100
+    default_enabled = False  # opt-in: enabled_plugins=["files"]
 
     def get_config_schema(self) -> dict[str, Any]:
         return {

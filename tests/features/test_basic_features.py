@@ -83,9 +83,10 @@ def test_every_final_gets_a_utc_timestamp_and_an_existing_one_stays():
 def test_timestamps_in_a_request_and_its_footer():
     core = AgentCore(providers=[EchoProvider], features=[TimestampsFeature])
     session = core.add_message(core.create_session(), Message(role="user", content="hi"))
-    result = core.request(session, {})
+    assert "timestamp" not in core.request(session, {}).session.messages[-1].metadata  # opt-in
+    result = core.request(session, {"enabled_plugins": ["timestamps"]})
     assert ISO.match(result.session.messages[-1].metadata["timestamp"])
-    (footer,) = core.get_ui_schema({})
+    (footer,) = core.get_ui_schema({"enabled_plugins": ["timestamps"]})
     assert footer == {"ui_type": "message_footer", "data": "metadata.timestamp", "template": "{{data}}",
                       "label": "Time", "plugin": "timestamps"}
 
@@ -111,7 +112,7 @@ def test_usage_adds_up_over_a_tool_loop_and_across_requests(agent_snapshot):
     )
     core = AgentCore(providers=[Provider], features=[UsageFeature], tools=[CalculatorTool])
     session = core.add_message(core.create_session(), Message(role="user", content="1+1?"))
-    config = {"prices": {"*": PRICES["scripted-1"]}}  # the scripted provider declares no model key
+    config = {"prices": {"*": PRICES["scripted-1"]}, "enabled_plugins": ["calculator"]}  # no model key here
     first = core.request(session, config)
     total = first.session.metadata["usage"]
     assert total["input_tokens"] == 220 and total["output_tokens"] == 15 and total["messages"] == 2
@@ -126,11 +127,12 @@ def test_usage_adds_up_over_a_tool_loop_and_across_requests(agent_snapshot):
 
 def test_usage_ui_has_a_status_bar_and_a_footer():
     core = AgentCore(providers=[EchoProvider], features=[UsageFeature])
-    kinds = [(e["ui_type"], e["data"]) for e in core.get_ui_schema({})]
+    assert core.get_ui_schema({}) == []  # off without prices
+    kinds = [(e["ui_type"], e["data"]) for e in core.get_ui_schema({"enabled_plugins": ["usage"]})]
     assert kinds == [("status_bar", "session.metadata.usage"), ("message_footer", "metadata.usage")]
 
 
 def test_a_reply_without_usage_leaves_the_session_alone():
     core = AgentCore(providers=[EchoProvider], features=[UsageFeature])
     session = core.add_message(core.create_session(), Message(role="user", content="hi"))
-    assert "usage" not in core.request(session, {}).session.metadata
+    assert "usage" not in core.request(session, {"enabled_plugins": ["usage"]}).session.metadata

@@ -75,7 +75,7 @@ def test_a_request_runs_the_calculator_and_the_model_reads_its_answers():
     )
     core = AgentCore(providers=[Provider], tools=[CalculatorTool])
     session = core.add_message(core.create_session(), Message(role="user", content="2**16?"))
-    events = list(core.stream_request(session, {}))
+    events = list(core.stream_request(session, {"enabled_plugins": ["calculator"]}))
     results = {e.call_id: e for e in events if e.type == "tool_result"}
     assert results["c1"].success and results["c1"].message.content == "Result: 65536"
     assert not results["c2"].success
@@ -87,4 +87,5 @@ def test_a_request_runs_the_calculator_and_the_model_reads_its_answers():
 def test_the_calculator_is_installed_by_entry_point():
     core = AgentCore.discover()
     assert "calculator" in core.plugins("tool")
-    assert core.resolve({"provider": "echo"}).reasons["calculator"].startswith("on")
+    assert core.resolve({"provider": "echo"}).reasons["calculator"].startswith("off")  # opt-in
+    assert core.resolve({"provider": "echo", "enabled_plugins": ["calculator"]}).reasons["calculator"].startswith("on")

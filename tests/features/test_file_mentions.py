@@ -44,7 +44,7 @@ def test_mentions_are_found_once_without_trailing_punctuation():
 
 def test_completions_and_applying_one(tree):
     core = AgentCore(providers=[EchoProvider], features=[FileMentionsFeature])
-    config = {"files_root": str(tree)}
+    config = {"files_root": str(tree), "enabled_plugins": ["file_mentions"]}
     got = core.get_completions(config, "look at @src/a")
     assert [c["text"] for c in got] == ["@src/api.py", "@src/app.py"]
     assert all(c["plugin"] == "file_mentions" and c["kind"] == "file" for c in got)
@@ -60,7 +60,8 @@ def test_mentioned_files_are_inlined_for_the_model_and_hostile_paths_refused(tre
     core = AgentCore(providers=[EchoProvider], features=[FileMentionsFeature, Spy])
     text = "compare @src/app.py with @../../etc/passwd and @leak and @README.md"
     session = core.add_message(core.create_session(), Message(role="user", content=text))
-    result = core.request(session, {"files_root": str(tree), "file_mentions_max_bytes": 50})
+    result = core.request(session, {"files_root": str(tree), "file_mentions_max_bytes": 50,
+                                    "enabled_plugins": ["file_mentions"]})
     sent = Spy.seen[-1][0]["content"]
     assert sent.startswith(text + "\n\n")
     assert "<file path=\"src/app.py\">\nprint('app')\n\n</file>" in sent

@@ -104,7 +104,7 @@ def test_a_request_reads_a_file_and_is_refused_a_hostile_path(tree):
     )
     core = AgentCore(providers=[Provider], tools=[FilesTool])
     session = core.add_message(core.create_session(), Message(role="user", content="first line?"))
-    events = list(core.stream_request(session, {"files_root": str(tree)}))
+    events = list(core.stream_request(session, {"files_root": str(tree), "enabled_plugins": ["files"]}))
     calls = {e.call_id: e for e in events if e.type == "tool_call"}
     assert calls["c1"].preview == "read notes.txt lines 1-1"
     results = {e.call_id: e for e in events if e.type == "tool_result"}

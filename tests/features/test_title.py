@@ -23,9 +23,11 @@ def test_first_user_line():
 def test_the_first_user_line_becomes_the_title_and_stays():
     core = AgentCore(providers=[EchoProvider], features=[TitleFeature])
     session = core.add_message(core.create_session(), Message(role="user", content="Plan a trip to Oslo\nin May"))
-    first = core.request(session, {}).session
+    on = {"enabled_plugins": ["title"]}
+    assert "title" not in core.request(session, {}).session.metadata  # opt-in
+    first = core.request(session, on).session
     assert first.metadata["title"] == "Plan a trip to Oslo"
-    later = core.request(core.add_message(first, Message(role="user", content="Something else")), {}).session
+    later = core.request(core.add_message(first, Message(role="user", content="Something else")), on).session
     assert later.metadata["title"] == "Plan a trip to Oslo"
 
 
@@ -49,7 +51,7 @@ def test_a_model_written_title_with_title_model():
 
     core = AgentCore(providers=[Provider], features=[TitleFeature, Spy, ModelKey])
     session = core.add_message(core.create_session(), Message(role="user", content="What is the capital of France?"))
-    result = core.request(session, {"title_model": "small"})
+    result = core.request(session, {"title_model": "small", "enabled_plugins": ["title"]})
     assert result.session.metadata["title"] == "Capital of France"
     assert [m for m, _ in seen] == ["main", "small"]
     assert "What is the capital of France?" in seen[1][1] and "title" in seen[1][1]
@@ -73,7 +75,7 @@ def test_a_failing_title_request_falls_back_to_the_first_line():
 
     core = AgentCore(providers=[scripted_provider("hello")], features=[TitleFeature, Broken, ModelKey])
     session = core.add_message(core.create_session(), Message(role="user", content="Hi there"))
-    assert core.request(session, {"title_model": "small"}).session.metadata["title"] == "Hi there"
+    assert core.request(session, {"title_model": "small", "enabled_plugins": ["title"]}).session.metadata["title"] == "Hi there"
 
 
 def test_the_action_through_the_harness_leaves_a_titled_session_alone():

@@ -26,7 +26,7 @@ def _run(config, approval=None, tmp_path=None):
     core = AgentCore(providers=[_provider()], features=[ToolPolicyFeature], tools=[CalculatorTool, FilesTool],
                      approval=approval)
     session = core.add_message(core.create_session(), Message(role="user", content="go"))
-    events = list(core.stream_request(session, config))
+    events = list(core.stream_request(session, {**config, "enabled_plugins": ["calculator", "files"]}))
     results = {e.call_id: e for e in events if e.type == "tool_result"}
     return events[-1], results
 
