@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_core import AgentCore, Message
 from agent_core.testing import PluginHarness, check_plugin, reply, scripted_provider, tool_call
@@ -89,3 +91,18 @@ def test_the_calculator_is_installed_by_entry_point():
     assert "calculator" in core.plugins("tool")
     assert core.resolve({"provider": "echo"}).reasons["calculator"].startswith("off")  # opt-in
     assert core.resolve({"provider": "echo", "enabled_plugins": ["calculator"]}).reasons["calculator"].startswith("on")
+
+
+_PIECES = st.sampled_from(["1", "9", "0", "2.5", "+", "-", "*", "/", "//", "%", "**", "(", ")", "pi", "sqrt(",
+                           "factorial(", ",", "x", "'", "__import__", ".", "[", "lambda:", " "])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=40), st.lists(_PIECES, max_size=30).map("".join)))
+def test_any_text_gives_a_number_or_a_calculation_error(text):
+    try:
+        value = evaluate(text)
+    except CalculationError as exc:
+        assert str(exc)
+    else:
+        assert isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -121,3 +122,19 @@ def test_off_without_a_policy():
     core = AgentCore(providers=[_provider()], features=[ToolPolicyFeature], tools=[CalculatorTool])
     assert core.resolve({}).reasons["tool_policy"].startswith("off")
     assert core.resolve({"tool_policy": {"*": "ask"}}).reasons["tool_policy"].startswith("on")
+
+
+def test_ask_with_an_async_callback_through_arequest(tmp_path):
+    async def approval(request):
+        await asyncio.sleep(0)
+        return "allow" if request.tool_name == "list_dir" else "deny"
+
+    core = AgentCore(providers=[_provider()], features=[ToolPolicyFeature], tools=[CalculatorTool, FilesTool],
+                     approval=approval)
+    session = core.add_message(core.create_session(), Message(role="user", content="go"))
+    config = {"tool_policy": {"*": "ask"}, "files_root": str(tmp_path), "enabled_plugins": ["calculator", "files"]}
+    result = asyncio.run(core.arequest(session, config))
+    decisions = result.session.metadata["tool_policy"]
+    assert decisions["calc"]["decision"] == "denied" and decisions["ls"]["decision"] == "allowed"
+    tool_messages = {m.metadata["tool_call_id"]: m for m in result.session.messages if m.role == "tool"}
+    assert tool_messages["ls"].content == "Result: (empty directory)"
