@@ -14,8 +14,8 @@ def test_title_keeps_the_hook_contract():
 
 
 def test_first_user_line():
-    assert first_user_line([{"role": "system", "content": "x"}, {"role": "user", "content": "\n  Plan   a trip\nmore"}]) \
-        == "Plan a trip"
+    messages = [{"role": "system", "content": "x"}, {"role": "user", "content": "\n  Plan   a trip\nmore"}]
+    assert first_user_line(messages) == "Plan a trip"
     assert first_user_line([{"role": "user", "content": "w" * 100}]) == "w" * 59 + "…"
     assert first_user_line([]) == ""
 
@@ -75,7 +75,8 @@ def test_a_failing_title_request_falls_back_to_the_first_line():
 
     core = AgentCore(providers=[scripted_provider("hello")], features=[TitleFeature, Broken, ModelKey])
     session = core.add_message(core.create_session(), Message(role="user", content="Hi there"))
-    assert core.request(session, {"title_model": "small", "enabled_plugins": ["title"]}).session.metadata["title"] == "Hi there"
+    result = core.request(session, {"title_model": "small", "enabled_plugins": ["title"]})
+    assert result.session.metadata["title"] == "Hi there"
 
 
 def test_the_action_through_the_harness_leaves_a_titled_session_alone():
