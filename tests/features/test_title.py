@@ -85,3 +85,18 @@ def test_the_action_through_the_harness_leaves_a_titled_session_alone():
     harness = PluginHarness(TitleFeature)
     titled = Session(session_id="s", messages=[Message(role="user", content="x")], metadata={"title": "Kept"})
     assert "session_metadata" not in harness.action("set_title", session=titled)
+
+
+def test_a_model_written_title_in_an_async_request():
+    import asyncio
+
+    class ModelKey:
+        name = "model_key"
+
+        def get_config_schema(self):
+            return {"model": {"type": "string", "default": "main"}}
+
+    core = AgentCore(providers=[scripted_provider(reply("A title"), reply("x"))], features=[TitleFeature, ModelKey])
+    session = core.add_message(core.create_session(), Message(role="user", content="hello there"))
+    result = asyncio.run(core.arequest(session, {"title_model": "small", "enabled_plugins": ["title"]}))
+    assert result.session.metadata["title"] == "A title"
