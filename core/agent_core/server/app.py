@@ -372,6 +372,56 @@ class _Server:
             if not finished and rid:
                 self.core.cancel_request(rid[-1])
 
+    # -- plugins, UI, actions ------------------------------------------------
+
+    def _query_config(self, request: Request) -> dict[str, Any]:
+        """The config of a GET: the server's keys, then one query parameter per key (JSON values, as ``-c``)."""
+        config = dict(self.config)
+        for key, raw in request.query_params.items():
+            try:
+                config[key] = json.loads(raw)
+            except ValueError:
+                config[key] = raw
+        return config
+
+    async def plugins(self, request: Request) -> Response:
+        config = self._query_config(request)
+        res = await asyncio.to_thread(self.core.resolve, config)
+        on = {str(res.provider), *map(str, res.extensions), *map(str, res.features), *map(str, res.tools)}
+        data = [
+            {"kind": kind, "name": name, "enabled": name in on,
+             "reason": res.reasons.get(name) or "off: not the selected provider"}
+            for kind in ("provider", "extension", "feature", "tool") for name in self.core.plugins(kind)
+        ]
+        return JSONResponse({"object": "list", "data": data, "warnings": list(res.warnings)})
+
+    async def ui_schema(self, request: Request) -> Response:
+        elements = await asyncio.to_thread(self.core.get_ui_schema, self._query_config(request))
+        return JSONResponse({"object": "list", "data": json.loads(json.dumps(elements, default=_plain))})
+
+    async def actions(self, request: Request) -> Response:
+        actions = await asyncio.to_thread(self.core.get_actions, self._query_config(request))
+        return JSONResponse({"object": "list", "data": json.loads(json.dumps(actions, default=_plain))})
+
+    async def session_action(self, request: Request) -> Response:
+        """Run an action on a stored session and save what it changed, at the revision it was loaded at."""
+        sid, action_id = request.path_params["session_id"], request.path_params["action_id"]
+        body = await _json(request) if await request.body() else {}
+        params, config = body.get("params"), body.get("config")
+        for name, value in (("params", params), ("config", config)):
+            if value is not None and not isinstance(value, dict):
+                raise ApiError(400, "invalid_request_error", f"{name} must be an object")
+        stored = await self.store.aget(sid)
+        want = _if_match(request)
+        if want is not None and want != stored.revision:
+            raise ConflictError(sid, expected=want, current=stored.revision)
+        result = await asyncio.to_thread(self.core.execute_action, stored.session, action_id, params or {},
+                                         {**self.config, **(config or {})})
+        revision = await self.store.aput(result.session, expected_revision=stored.revision)
+        return JSONResponse({"id": sid, "revision": revision, "payload": json.loads(json.dumps(result.payload,
+                                                                                               default=_plain))},
+                            headers=_etag(revision))
+
     # -- app -----------------------------------------------------------------
 
     def routes(self) -> list[Route]:
@@ -385,6 +435,10 @@ class _Server:
             Route("/v1/sessions/{session_id}", self.get_session, methods=["GET"]),
             Route("/v1/sessions/{session_id}", self.delete_session, methods=["DELETE"]),
             Route("/v1/sessions/{session_id}/turns", self.turn, methods=["POST"]),
+            Route("/v1/sessions/{session_id}/actions/{action_id}", self.session_action, methods=["POST"]),
+            Route("/v1/plugins", self.plugins, methods=["GET"]),
+            Route("/v1/ui-schema", self.ui_schema, methods=["GET"]),
+            Route("/v1/actions", self.actions, methods=["GET"]),
         ]
 
 
