@@ -58,3 +58,30 @@ def test_models_lists_provider_slash_model(client: Any) -> None:
 def test_healthz(base_url: str) -> None:
     r = httpx.get(f"{base_url}/healthz")
     assert r.status_code == 200 and r.json() == {"status": "ok"}
+
+
+def test_x_session_id_keeps_each_exchange_in_the_store(base_url: str, client: Any) -> None:
+    first = [{"role": "user", "content": "plan a trip"}]
+    raw = client.chat.completions.with_raw_response.create(
+        model="echo", messages=first, extra_headers={"x-session-id": "facade-1"})
+    assert raw.headers["x-session-revision"] == "1"
+    reply = raw.parse().choices[0].message.content
+    stored = httpx.get(f"{base_url}/v1/sessions/facade-1").json()
+    assert [(m["role"], m["content"]) for m in stored["messages"]] == [("user", "plan a trip"), ("assistant", reply)]
+
+    # A title set on the stored session survives the next exchange (its metadata is carried).
+    r = httpx.post(f"{base_url}/v1/sessions/facade-1/actions/set_title",
+                   json={"config": {"provider": "echo", "enabled_plugins": ["title"]}})
+    assert r.json()["revision"] == 2
+    second = [*first, {"role": "assistant", "content": reply}, {"role": "user", "content": "by train"}]
+    stream = client.chat.completions.create(model="echo", messages=second, stream=True,
+                                            extra_headers={"x-session-id": "facade-1"})
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "Echo: by train"
+    stored = httpx.get(f"{base_url}/v1/sessions/facade-1").json()
+    assert stored["revision"] == 3 and stored["metadata"]["title"] == "plan a trip"
+    assert [m["content"] for m in stored["messages"]] == ["plan a trip", reply, "by train", "Echo: by train"]
+
+
+def test_without_x_session_id_nothing_is_stored(base_url: str, client: Any) -> None:
+    client.chat.completions.create(model="echo", messages=[{"role": "user", "content": "hi"}])
+    assert httpx.get(f"{base_url}/v1/sessions").json()["data"] == []

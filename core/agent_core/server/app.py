@@ -34,6 +34,7 @@ from ..errors import (
     LLMError,
     PluginError,
     ProviderRequestCancelled,
+    SessionNotFoundError,
     StoreError,
 )
 from ..events import encode_event
@@ -80,6 +81,13 @@ def _request_id(request: Request) -> str:
         return uuid.uuid4().hex
     if not 1 <= len(given) <= 200 or not given.isprintable():
         raise ApiError(400, "invalid_request_id", "X-Request-Id must be 1 to 200 printable characters")
+    return given
+
+
+def _session_id(request: Request) -> str | None:
+    given = request.headers.get("x-session-id")
+    if given is not None and (not 1 <= len(given) <= 200 or not given.isprintable()):
+        raise ApiError(400, "invalid_session_id", "X-Session-Id must be 1 to 200 printable characters")
     return given
 
 
@@ -150,7 +158,10 @@ class _Server:
     async def chat(self, request: Request) -> Response:
         body = await _json(request)
         config, model = chat_config(body, self.core.plugins("provider"), self._declared(), self.config)
-        session = chat_session(uuid.uuid4().hex, body.get("messages"))
+        sid = _session_id(request)
+        session = chat_session(sid or uuid.uuid4().hex, body.get("messages"))
+        if sid is not None:  # the exchange is kept under that id: carry the stored metadata (a title...)
+            session = await self._with_stored_metadata(session)
         rid = _request_id(request)
         headers = {"x-request-id": rid}
         if not config["stream"]:
@@ -159,6 +170,8 @@ class _Server:
                 result = await self.core.arequest(session, config, request_id=rid)
             finally:
                 watcher.cancel()
+            if sid is not None:
+                headers["x-session-revision"] = str(await self._save_exchange(result.session))
             return JSONResponse(completion_body(rid, model, result.final_messages, result.usage), headers=headers)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: self.core.cancel_request(rid)))
@@ -171,11 +184,11 @@ class _Server:
         if failed is not None:
             watcher.cancel()
             return failed
-        stream = self._chat_stream(rid, model, first, events, include_usage, watcher)
+        stream = self._chat_stream(rid, model, first, events, include_usage, watcher, sid is not None)
         return StreamingResponse(stream, media_type="text/event-stream", headers={**headers, **_SSE_HEADERS})
 
     async def _chat_stream(self, rid: str, model: str, first: list[Any], events: AsyncIterator[Any],
-                           include_usage: bool, watcher: asyncio.Future[None]) -> AsyncIterator[bytes]:
+                           include_usage: bool, watcher: asyncio.Future[None], save: bool) -> AsyncIterator[bytes]:
         finished = False
         created = int(time.time())
         try:
@@ -214,6 +227,14 @@ class _Server:
                         finished = True
                         yield b"data: [DONE]\n\n"
                         return
+                    if save:  # X-Session-Id: kept before the stream says it is over
+                        try:
+                            await self._save_exchange(event.session)
+                        except (StoreError, InvalidArgumentError) as exc:
+                            yield sse_error(type(exc).__name__, str(exc))
+                            finished = True
+                            yield b"data: [DONE]\n\n"
+                            return
             yield _sse(chunk(rid, model, created, {}, finish_reason(reply)))
             if include_usage and usage is not None:
                 yield _sse(chunk(rid, model, created, None, usage=usage_body(usage)))
@@ -224,6 +245,33 @@ class _Server:
             if not finished:  # the client went away mid-stream: stop the upstream request too
                 self.core.cancel_request(rid)
             await events.aclose()  # type: ignore[attr-defined]
+
+    async def _with_stored_metadata(self, session: Session) -> Session:
+        try:
+            stored = await self.store.aget(session.session_id)
+        except SessionNotFoundError:
+            return session
+        meta = {k: v for k, v in stored.session.metadata.items() if k != NATIVE_KEY}
+        return Session(session.session_id, list(session.messages), meta)
+
+    async def _save_exchange(self, session: Session) -> int:
+        """Store a facade exchange (X-Session-Id): the client's conversation plus the reply.
+
+        The client sent the whole conversation, so it is the truth: a save that loses a race is
+        simply made again on the newer revision (no model call is repeated).
+        """
+        last: ConflictError | None = None
+        for _ in range(self.retries + 1):
+            try:
+                expected = (await self.store.aget(session.session_id)).revision
+            except SessionNotFoundError:
+                expected = 0
+            try:
+                return int(await self.store.aput(session, expected_revision=expected))
+            except ConflictError as exc:
+                last = exc
+        assert last is not None
+        raise last
 
     async def models(self, request: Request) -> Response:
         data = []
