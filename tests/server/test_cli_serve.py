@@ -2,44 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import openai
 
-from ._live import _free_port
-
-
-def _start(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port), *args],
-        env={**os.environ, "AGENT_CORE_HOME": str(tmp_path), **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        assert proc.poll() is None, proc.communicate()[1].decode()
-        try:
-            httpx.get(f"{url}/healthz", timeout=1)
-            return proc, url
-        except httpx.TransportError:
-            assert time.monotonic() < deadline, "agent-core serve did not start"
-            time.sleep(0.1)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+from ._live import start_serve as _start
+from ._live import stop_serve as _stop
 
 
 def test_serve_answers_the_openai_client_and_keeps_sessions_in_agent_core_home(tmp_path: Path) -> None:
