@@ -201,6 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--token", help="bearer token every route wants (default: $AGENT_CORE_TOKEN)")
     serve.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
     serve.add_argument(
+        "--grace", type=float, default=30.0, metavar="SECONDS",
+        help="on SIGTERM, how long running requests may finish before they are cancelled (default 30)",
+    )
+    serve.add_argument(
         "-c", "--config", action="append", metavar="KEY=VALUE", help="config every request starts from"
     )
     serve.set_defaults(func=_serve)
@@ -222,7 +226,7 @@ def _serve(args: argparse.Namespace) -> int:
             raise ConfigError(f"-c expects KEY=VALUE, got {item!r}")
         config[key] = _value(raw)
     token = args.token or os.environ.get("AGENT_CORE_TOKEN") or None
-    run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config)
+    run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace)
     return 0
 
 

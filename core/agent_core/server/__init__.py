@@ -15,20 +15,25 @@ from .client_tools import ClientTools
 __all__ = ["ClientTools", "create_app", "serve"]
 
 
-def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Run ``app`` until interrupted; uvicorn finishes in-flight responses on SIGTERM/SIGINT before it exits."""
+def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float = 30.0) -> None:
+    """Run ``app`` until SIGTERM/SIGINT.
+
+    On the signal, uvicorn stops accepting connections and gives running responses ``grace``
+    seconds to finish; then it closes them, and the app cancels the requests still running
+    (a cancelled turn is saved, as any stopped one) before the process exits.
+    """
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=grace)
 
 
 def run_server(*, host: str, port: int, token: str | None, store_url: str | None,
-               config: Mapping[str, Any] | None = None) -> None:
+               config: Mapping[str, Any] | None = None, grace: float = 30.0) -> None:
     """What ``agent-core serve`` does: open the store, build the app, serve."""
     from ..store import open_store
 
     store = open_store(store_url)
     try:
-        serve(create_app(store=store, token=token, config=config), host=host, port=port)
+        serve(create_app(store=store, token=token, config=config), host=host, port=port, grace=grace)
     finally:
         store.close()

@@ -10,6 +10,7 @@ the engine's own list of running requests (for ``DELETE /v1/requests/{id}``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import math
@@ -138,6 +139,7 @@ class _Server:
         self.core = core
         self.retries = retries
         self._tasks: set[asyncio.Future[None]] = set()  # running turns (kept referenced until they end)
+        self._running: set[str] = set()  # ids of the requests this process runs (cancelled at shutdown)
         self._store = store
         self.token = token
         self.config = dict(config)
@@ -166,23 +168,28 @@ class _Server:
         headers = {"x-request-id": rid}
         if not config["stream"]:
             watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: self.core.cancel_request(rid)))
+            self._running.add(rid)
             try:
                 result = await self.core.arequest(session, config, request_id=rid)
             finally:
                 watcher.cancel()
+                self._running.discard(rid)
             if sid is not None:
                 headers["x-session-revision"] = str(await self._save_exchange(result.session))
             return JSONResponse(completion_body(rid, model, result.final_messages, result.usage), headers=headers)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         watcher = asyncio.ensure_future(_watch_disconnect(request, lambda: self.core.cancel_request(rid)))
+        self._running.add(rid)
         try:
             events = self.core.astream_request(session, config, request_id=rid)
             first, failed = await _until_output(events)
         except BaseException:
             watcher.cancel()
+            self._running.discard(rid)
             raise
         if failed is not None:
             watcher.cancel()
+            self._running.discard(rid)
             return failed
         stream = self._chat_stream(rid, model, first, events, include_usage, watcher, sid is not None)
         return StreamingResponse(stream, media_type="text/event-stream", headers={**headers, **_SSE_HEADERS})
@@ -242,6 +249,7 @@ class _Server:
             yield b"data: [DONE]\n\n"
         finally:
             watcher.cancel()
+            self._running.discard(rid)
             if not finished:  # the client went away mid-stream: stop the upstream request too
                 self.core.cancel_request(rid)
             await events.aclose()  # type: ignore[attr-defined]
@@ -358,7 +366,7 @@ class _Server:
         # still listens: a client that hangs up cancels the request, and the cancelled turn is kept,
         # exactly as after DELETE /v1/requests/{id}.
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        task = asyncio.ensure_future(_pump(events, queue))
+        task = asyncio.ensure_future(_pump(events, queue, self._running))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         events = _drain(queue)
@@ -472,6 +480,15 @@ class _Server:
 
     # -- app -----------------------------------------------------------------
 
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any) -> AsyncIterator[None]:
+        """On shutdown, after the server's grace period: cancel what still runs, let turns save."""
+        yield
+        for rid in list(self._running):
+            self.core.cancel_request(rid)
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=10)
+
     def routes(self) -> list[Route]:
         return [
             Route("/healthz", self.health, methods=["GET"]),
@@ -498,14 +515,22 @@ _LIBRARY_ERRORS = (ActionInputError, ConfigError, InvalidArgumentError, InvalidV
 _END = object()
 
 
-async def _pump(events: AsyncIterator[Any], queue: asyncio.Queue[Any]) -> None:
-    """Run a turn's events into ``queue``; its failure travels as a ``_Raised`` item, then ``_END``."""
+async def _pump(events: AsyncIterator[Any], queue: asyncio.Queue[Any], running: set[str]) -> None:
+    """Run a turn's events into ``queue``; its failure travels as a ``_Raised`` item, then ``_END``.
+
+    The ids of its requests are in ``running`` while it runs (a retried turn makes several).
+    """
+    ids: list[str] = []
     try:
         async for event in events:
+            if getattr(event, "type", None) == "start":
+                ids.append(event.request_id)
+                running.add(event.request_id)
             queue.put_nowait(event)
     except Exception as exc:  # noqa: BLE001 - handed to the reader, who answers with its status
         queue.put_nowait(_Raised(exc))
     finally:
+        running.difference_update(ids)
         queue.put_nowait(_END)
 
 
@@ -595,6 +620,6 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
     handlers: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         cls: _on_error for cls in (Exception, HTTPException, ApiError, *_LIBRARY_ERRORS)
     }
-    app = Starlette(routes=server.routes(), exception_handlers=dict(handlers))
+    app = Starlette(routes=server.routes(), exception_handlers=dict(handlers), lifespan=server.lifespan)
     app.state.server = server
     return _Auth(app, token) if token else app
