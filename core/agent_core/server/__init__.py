@@ -34,6 +34,9 @@ def run_server(*, host: str, port: int, token: str | None, store_url: str | None
 
     store = open_store(store_url)
     try:
-        serve(create_app(store=store, token=token, config=config), host=host, port=port, grace=grace)
+        # Processes on one PostgreSQL store relay cancels to each other (LISTEN/NOTIFY).
+        cancel_url = store_url if store_url and store_url.startswith(("postgresql://", "postgres://")) else None
+        app = create_app(store=store, token=token, config=config, cancel_url=cancel_url)
+        serve(app, host=host, port=port, grace=grace)
     finally:
         store.close()

@@ -140,6 +140,7 @@ class _Server:
         self.retries = retries
         self._tasks: set[asyncio.Future[None]] = set()  # running turns (kept referenced until they end)
         self._running: set[str] = set()  # ids of the requests this process runs (cancelled at shutdown)
+        self.relay: Any = None  # a PgCancelRelay when cancels reach the other processes
         self._store = store
         self.token = token
         self.config = dict(config)
@@ -296,9 +297,12 @@ class _Server:
 
     async def cancel(self, request: Request) -> Response:
         rid = request.path_params["request_id"]
-        if not self.core.cancel_request(rid):
-            raise ApiError(404, "request_not_found", f"no request {rid!r} is running in this server process")
-        return Response(status_code=204)
+        if self.core.cancel_request(rid):
+            return Response(status_code=204)
+        if self.relay is not None and await asyncio.to_thread(self.relay.forward, rid):
+            return Response(status_code=204)  # another process that shares the store ran it
+        where = "in any server process on this store" if self.relay is not None else "in this server process"
+        raise ApiError(404, "request_not_found", f"no request {rid!r} is running {where}")
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -483,7 +487,11 @@ class _Server:
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
         """On shutdown, after the server's grace period: cancel what still runs, let turns save."""
+        if self.relay is not None:
+            await asyncio.to_thread(self.relay.start)
         yield
+        if self.relay is not None:
+            await asyncio.to_thread(self.relay.close)
         for rid in list(self._running):
             self.core.cancel_request(rid)
         if self._tasks:
@@ -600,7 +608,7 @@ async def _on_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(core: AgentCore | None = None, store: Any = None, token: str | None = None, *,
-               config: Mapping[str, Any] | None = None, retries: int = 3) -> Any:
+               config: Mapping[str, Any] | None = None, retries: int = 3, cancel_url: str | None = None) -> Any:
     """The ASGI app of ``agent-core serve``.
 
     Args:
@@ -611,12 +619,18 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
         config: config keys every request starts from (e.g. ``base_url``); the request's own win.
         retries: how often a turn without ``If-Match`` starts again after losing a save race
             (each retry is another model call; see ``docs/store.md``).
+        cancel_url: a ``postgresql://`` URL (the store's): ``DELETE /v1/requests/{id}`` then also
+            reaches requests running in the other processes listening there (LISTEN/NOTIFY).
     """
     if core is None:
         core = AgentCore.discover(tools=[ClientTools])
     elif "client_tools" not in core.plugins("tool"):
         core.register_tool(ClientTools)
     server = _Server(core, store, token, config or {}, retries)
+    if cancel_url is not None:
+        from .relay import PgCancelRelay
+
+        server.relay = PgCancelRelay(cancel_url, core.cancel_request)
     handlers: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         cls: _on_error for cls in (Exception, HTTPException, ApiError, *_LIBRARY_ERRORS)
     }
