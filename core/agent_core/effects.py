@@ -1,6 +1,6 @@
 """The I/O seam: one pipeline generator, driven by a sync or an async driver.
 
-The request pipeline (:mod:`agent_core.pipeline`) is a generator. It yields
+The request run (:mod:`agent_core.run`) is a generator. It yields
 either an event for the caller or an :class:`Effect`, a request to do
 something that may block (call the model API, pull the next chunk, run a
 tool). The driver performs the effect and sends the result back in, or throws
@@ -33,7 +33,7 @@ from typing import Any
 
 __all__ = [
     "END", "Call", "CancellationToken", "CloseIter", "Effect", "EffectCancelled", "EffectTimeout", "Guard",
-    "NextItem", "OpenIter", "complete_sync", "drive_async", "drive_sync",
+    "NextItem", "OpenIter", "Pump", "complete_sync", "drive_async", "drive_sync",
 ]
 
 END = object()  # sent back by NextItem when the iterator is exhausted
@@ -448,6 +448,66 @@ class NextItem(Effect):
         return await asyncio.to_thread(next, h.it, END)
 
 
+class Pump(Effect):
+    """Feed every item of an open handle to ``step`` and emit the events it returns.
+
+    The hot path's one effect per stream: instead of the pipeline asking for
+    each chunk (one effect, and a resumption of every generator frame between
+    the driver and the pipeline, per chunk), the driver runs the loop itself.
+    ``step(item)`` returns the events for that item (an empty tuple for none);
+    the driver yields them to the caller at once. When ``step`` or the
+    iterator raises, the handle is closed and the error is thrown back into
+    the pipeline at the ``yield Pump(...)``. Its value is None.
+    """
+
+    __slots__ = ("handle", "step")
+
+    def __init__(self, handle: _Handle, step: Callable[[Any], Any]) -> None:
+        self.handle = handle
+        self.step = step
+
+
+def _pump_sync(p: Pump) -> Generator[Any, None, None]:
+    h, step = p.handle, p.step
+    try:
+        for item in h.it:
+            events = step(item)
+            if events:
+                yield from events
+    except BaseException:
+        _close_sync(h)
+        raise
+
+
+async def _pump_async(p: Pump) -> AsyncIterator[Any]:
+    h, step = p.handle, p.step
+    try:
+        if h.is_async:
+            anext = h.it.__anext__
+            while True:
+                try:
+                    item = await anext()
+                except StopAsyncIteration:
+                    return
+                events = step(item)
+                if events:
+                    for ev in events:
+                        yield ev
+        else:
+            it = h.it
+            while True:
+                item = await asyncio.to_thread(next, it, END)
+                if item is END:
+                    return
+                events = step(item)
+                if events:
+                    for ev in events:
+                        yield ev
+    except BaseException:
+        await _close_async(h)
+        raise
+
+
 async def _anext_or_end(it: Any) -> Any:
     try:
         return await it.__anext__()
@@ -525,7 +585,12 @@ def drive_sync(gen: Generator[Any, Any, Any]) -> Generator[Any, None, Any]:
             except StopIteration as stop:
                 return stop.value
             send, error = None, None
-            if isinstance(item, Effect):
+            if item.__class__ is Pump:
+                try:
+                    yield from _pump_sync(item)
+                except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
+                    error = exc
+            elif isinstance(item, Effect):
                 try:
                     send = item.run_sync(driver)
                 except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
@@ -560,7 +625,13 @@ async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
             except StopIteration:
                 return
             send, error = None, None
-            if isinstance(item, Effect):
+            if item.__class__ is Pump:
+                try:
+                    async for ev in _pump_async(item):
+                        yield ev
+                except Exception as exc:  # noqa: BLE001
+                    error = exc
+            elif isinstance(item, Effect):
                 try:
                     send = await item.run_async(driver)
                 except Exception as exc:  # noqa: BLE001

@@ -25,12 +25,15 @@ from .events import DoneEvent, Event, Outcome, Usage
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen_map, spec_for
 from .native_history import NATIVE_KEY, load_native, store_native
-from .pipeline import Flight, Pipeline, merge_context, plugin_actions, tool_timeout_of
+from .flight import Flight, tool_timeout_of
+from .lifecycle import REQUEST_TRIGGERS, merge_context, plugin_actions
+from .run import RequestRun
 from .resolution import Resolution, own_config, resolve, session_plugins
 from .tools import (
     accepted_formats,
     adapt_all,
     build_catalog,
+    emitted_formats,
     inspect_call,
     interop_registry,
     prepare_tools,
@@ -50,8 +53,6 @@ ENTRY_POINT_GROUPS = {
 
 _ACTION_RESULT_KEYS = ("native_messages", "session_metadata", "final_messages")
 
-#: lifecycle points a request runs itself (see :mod:`agent_core.pipeline`)
-_REQUEST_TRIGGERS = frozenset({"response_finalize", "tool_pre", "tool_post"})
 
 _INPUT_TYPES: dict[str, Any] = {
     "string": str, "number": (int, float), "integer": int, "boolean": bool,
@@ -239,7 +240,7 @@ class AgentCore:
     def _start(
         self, session: Session, config: Mapping[str, Any] | None, stream_default: bool, request_id: str | None,
         final_sessions: bool = False,
-    ) -> tuple[Pipeline, Flight]:
+    ) -> tuple[RequestRun, Flight]:
         _check_session(session, "a request")
         _check_config(config)
         if request_id is not None and (not isinstance(request_id, str) or not request_id):
@@ -256,8 +257,9 @@ class AgentCore:
             if rid in self._flights:
                 raise RequestInFlightError(rid)
             self._flights[rid] = flight
-        pipeline = Pipeline(
-            self, session, cfg, stream=bool(stream), request_id=rid, flight=flight, final_sessions=final_sessions
+        pipeline = RequestRun(
+            lambda: self.resolve(cfg, session=session), session, cfg, stream=bool(stream), request_id=rid,
+            flight=flight, core=self, approval=self.approval, final_sessions=final_sessions,
         )
         return pipeline, flight
 
@@ -315,7 +317,7 @@ class AgentCore:
         return self._result(pipeline, done)
 
     @staticmethod
-    def _result(pipeline: Pipeline, done: DoneEvent | None) -> RequestResult:
+    def _result(pipeline: RequestRun, done: DoneEvent | None) -> RequestResult:
         if pipeline.error is not None:
             raise pipeline.error
         assert done is not None
@@ -478,9 +480,7 @@ class AgentCore:
         provider = live[res.provider]
         exts = [live[n] for n in res.extensions]
         registry = interop_registry(provider, exts, tools, res.config)
-        emitted: list[str] = []
-        for p in (provider, *exts):
-            emitted.extend(call_hook(p, "emitted_tool_call_formats", res.config, None) or ())
+        emitted = emitted_formats(provider, exts, res.config)
         names = {(d.plugin_name, d.tool_name) for d in effective}
         ctx = freeze({"core": self, "config": res.config, "trigger_source": "core", "session": session.to_dict()})
         accepted = accepted_formats(provider, exts, res.config)
@@ -713,7 +713,7 @@ class AgentCore:
         if context is not None and not isinstance(context, Mapping):
             raise InvalidArgumentError(f"context must be a mapping, got {type(context).__name__}", argument="context")
         _check_config(config)
-        if trigger in _REQUEST_TRIGGERS:
+        if trigger in REQUEST_TRIGGERS:
             raise ActionInputError(
                 f"lifecycle {trigger!r} runs inside requests; execute_lifecycle_actions runs the others",
                 action=trigger,

@@ -49,7 +49,7 @@ import pyrsistent
 
 from .errors import InvalidValueError
 
-__all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "FrozenVector", "freeze", "freeze_json", "thaw"]
+__all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "FrozenVector", "freeze", "freeze_json", "freeze_over", "thaw"]
 
 #: how deeply a value may nest (a JSON object or array counts one level)
 MAX_DEPTH = 256
@@ -387,6 +387,23 @@ def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     return value
 
 
+def freeze_over(value: Any, base: Sequence[Any]) -> Any:
+    """Freeze a list a plugin built on top of ``base`` (a frozen list it was handed).
+
+    ``[*native_messages, msg]`` is how plugins extend a history. Walking the
+    whole result would cost O(history) in Python per hook; instead the head
+    is compared with ``base`` in C (identical items compare in one pointer
+    check) and, when equal, ``base``'s own frozen items are kept: only the
+    items after it are frozen. Anything else is frozen as :func:`freeze` does.
+    """
+    k = len(base)
+    if value.__class__ is list and k and len(value) >= k and value[:k] == base:
+        rest = [v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]]
+        return FrozenList._trusted([*base, *rest]) if rest else (
+            base if base.__class__ is FrozenList else FrozenList._trusted(base))
+    return freeze(value)
+
+
 class _Refused(Exception):
     """Internal: where and why freeze_json refused a value (the path grows on the way out)."""
 
@@ -514,6 +531,8 @@ def thaw(value: Any) -> Any:
         return [thaw(v) for v in value]
     if isinstance(value, frozenset):
         return [thaw(v) for v in value]
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        return [thaw(v) for v in value]  # a lazy view (agent_core.views.MessagesView)
     if hasattr(value, "to_dict") and callable(value.to_dict):
         return value.to_dict()
     return value

@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any
 
 from .errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
-from .frozen import FrozenDict, FrozenList, freeze
+from .frozen import FrozenDict, FrozenList, freeze, freeze_over
 from .protocols import FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
 
 __all__ = ["KINDS", "LivePlugin", "PluginSpec", "call_hook", "spec_for"]
@@ -346,8 +346,13 @@ def expect_tuple(plugin: LivePlugin, hook: str, value: Any, size: int, what: str
     )
 
 
-def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
-    """Freeze a hook's list result, checking that it is a list of mappings."""
+def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str, base: Any = None) -> Any:
+    """Freeze a hook's list result, checking that it is a list.
+
+    ``base`` is the frozen list the hook was handed, when the result is
+    likely built on it (a native history): its shared head is then not
+    walked again (see :func:`~agent_core.frozen.freeze_over`).
+    """
     if value.__class__ is FrozenList:
         return value
     if not isinstance(value, (list, tuple)):
@@ -356,7 +361,7 @@ def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
             detail=f"returned {type(value).__name__} for {what}, expected a list",
         )
     try:
-        return freeze(value)
+        return freeze(value) if base is None else freeze_over(value, base)
     except InvalidValueError as exc:
         raise _unusable(plugin, hook, what, exc) from exc
 

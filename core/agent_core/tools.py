@@ -86,6 +86,16 @@ def accepted_formats(provider: LivePlugin, extensions: list[LivePlugin], config:
     return tuple(formats) or (OPENAI_CHAT,)
 
 
+def emitted_formats(provider: LivePlugin, extensions: list[LivePlugin], config: Any) -> list[str]:
+    """Tool call formats the provider and its extensions put in ``metadata["tool_calls"]`` (no repeats)."""
+    formats: list[str] = []
+    for p in (provider, *extensions):
+        for f in call_hook(p, "emitted_tool_call_formats", config, None) or ():
+            if f not in formats:
+                formats.append(f)
+    return formats
+
+
 def adapt_all(
     registry: ToolInteropRegistry, tools: list[ToolDescriptor], accepted: tuple[str, ...]
 ) -> FrozenList:
