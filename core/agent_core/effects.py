@@ -467,18 +467,6 @@ class Pump(Effect):
         self.step = step
 
 
-def _pump_sync(p: Pump) -> Generator[Any, None, None]:
-    h, step = p.handle, p.step
-    try:
-        for item in h.it:
-            events = step(item)
-            if events:
-                yield from events
-    except BaseException:
-        _close_sync(h)
-        raise
-
-
 async def _pump_async(p: Pump) -> AsyncIterator[Any]:
     h, step = p.handle, p.step
     try:
@@ -586,10 +574,19 @@ def drive_sync(gen: Generator[Any, Any, Any]) -> Generator[Any, None, Any]:
                 return stop.value
             send, error = None, None
             if item.__class__ is Pump:
+                # the hot loop, inline: one generator frame fewer per chunk than a helper
+                h, step = item.handle, item.step
                 try:
-                    yield from _pump_sync(item)
+                    for chunk in h.it:
+                        events = step(chunk)
+                        if events:
+                            yield from events
                 except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
+                    _close_sync(h)
                     error = exc
+                except BaseException:
+                    _close_sync(h)
+                    raise
             elif isinstance(item, Effect):
                 try:
                     send = item.run_sync(driver)

@@ -260,6 +260,7 @@ class AgentCore:
         pipeline = RequestRun(
             lambda: self.resolve(cfg, session=session), session, cfg, stream=bool(stream), request_id=rid,
             flight=flight, core=self, approval=self.approval, final_sessions=final_sessions,
+            on_finish=lambda: self._finish(flight),
         )
         return pipeline, flight
 
@@ -282,14 +283,7 @@ class AgentCore:
         self, session: Session, config: Mapping[str, Any] | None, request_id: str | None, *, final_sessions: bool
     ) -> Iterator[Event]:
         pipeline, flight = self._start(session, config, True, request_id, final_sessions)
-
-        def events() -> Iterator[Event]:
-            try:
-                yield from drive_sync(pipeline.run())
-            finally:
-                self._finish(flight)
-
-        gen = events()
+        gen = drive_sync(pipeline.run())  # the run frees its id when it ends (see _start)
         weakref.finalize(gen, self._finish, flight)  # a stream never iterated still frees its id
         return gen
 

@@ -56,7 +56,7 @@ MAX_DEPTH = 256
 
 T = TypeVar("T")
 
-_SCALARS = (str, int, float, bool, type(None), bytes)
+_SCALARS = frozenset({str, int, float, bool, type(None), bytes})  # a set: one hash per check, not six compares
 
 
 def _refuse_dict(name: str) -> Any:
@@ -368,18 +368,28 @@ def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     if _budget <= 0:
         raise InvalidValueError(f"the value is nested deeper than {MAX_DEPTH} levels (or contains itself)")
     _budget -= 1
-    if cls is dict or (isinstance(value, Mapping) and not isinstance(value, FrozenDict)):
+    # the plain types first: isinstance against the ABCs costs more than the copy of a small dict
+    if cls is dict or (cls is not list and cls is not tuple and isinstance(value, Mapping)
+                       and not isinstance(value, FrozenDict)):
         items = {}
         for k, v in value.items():
             items[k] = v if v.__class__ in _SCALARS else freeze(v, _budget)
-        return FrozenDict._trusted(items)
+        new = dict.__new__(FrozenDict)
+        dict.update(new, items)
+        new._hash = None
+        new._json = False
+        return new
     if cls is list or cls is tuple or (
         isinstance(value, (list, tuple, pyrsistent.PVector)) and not isinstance(value, FrozenList)
     ):
         out = []
         for v in value:
             out.append(v if v.__class__ in _SCALARS else freeze(v, _budget))
-        return FrozenList._trusted(out)
+        lst = list.__new__(FrozenList)
+        list.extend(lst, out)
+        lst._hash = None
+        lst._json = False
+        return lst
     if isinstance(value, (FrozenDict, FrozenList, FrozenVector, frozenset)):
         return value
     if isinstance(value, (set, pyrsistent.PSet)):

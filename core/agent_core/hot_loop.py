@@ -99,6 +99,10 @@ def feed_chunk(chain: HotChain, chunk: Any, native: Any, state: Any) -> tuple[An
         raise
     except Exception as exc:
         raise PluginError(plugin.name, "process_chunk", exc) from exc
+    # The usual chunk, checked inline: history and state handed back as given, no new final.
+    if (not last and out.__class__ is tuple and len(out) == 4 and out[2] is native and out[3] is state
+            and out[1].__class__ is list and not out[1] and out[0].__class__ is list):
+        return out[0], _NONE, native, state
     partials, finals, native, state = taken(plugin, out, native, state, last == 0)
     for i in range(1, last + 1):
         plugin, fn = chain[i]
@@ -108,6 +112,9 @@ def feed_chunk(chain: HotChain, chunk: Any, native: Any, state: Any) -> tuple[An
             raise
         except Exception as exc:
             raise PluginError(plugin.name, "process_chunk", exc) from exc
+        if out.__class__ is tuple and len(out) == 4 and out[0] is partials and out[1] is finals \
+                and out[2] is native and out[3] is state:
+            continue  # a pass-through extension: nothing new to check
         partials, finals, native, state = taken(plugin, out, native, state, i == last)
     return partials, finals, native, state
 
@@ -117,7 +124,8 @@ def partial_message(plugin: LivePlugin, p: Any, hook: str = "process_chunk") -> 
     if p.__class__ is PartialMessage:
         return p  # type: ignore[no-any-return]
     try:
-        return PartialMessage(p.get("role") or "assistant", p.get("content", ""), p.get("metadata"))
+        get = p.get
+        return PartialMessage(get("role") or "assistant", get("content", ""), get("metadata"))
     except (TypeError, ValueError, AttributeError) as exc:
         raise PluginError(plugin.name, hook, exc, detail=f"returned an invalid partial {p!r}") from exc
 
@@ -147,6 +155,8 @@ class _Stream:
             self.seen.extend(finals)
         if not partials:
             return partials
+        if len(partials) == 1:
+            return (PartialEvent(self.request_id, partial_message(self.owner, partials[0]), self.iteration),)
         rid, it, owner = self.request_id, self.iteration, self.owner
         return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
 

@@ -86,6 +86,7 @@ class RequestRun:
             the run, so a failure is reported like any other).
         core: what contexts carry as ``context["core"]``.
         approval: the application's approval callback, or None.
+        on_finish: called when the run ends (the engine frees the request id).
     """
 
     def __init__(
@@ -100,6 +101,7 @@ class RequestRun:
         core: Any = None,
         approval: Callable[..., Any] | None = None,
         final_sessions: bool = False,
+        on_finish: Callable[[], None] | None = None,
     ) -> None:
         self.resolve = resolve
         self.input_session = session
@@ -115,8 +117,16 @@ class RequestRun:
         self.added: list[Message] = []
         self.ephemeral: list[Message] = []  # injected context for the next provider call only
         self.final_sessions = final_sessions  # finals carry the session (send_request_stream)
+        self.on_finish = on_finish  # called once the run has ended, however it ended
 
     def run(self) -> Generator[Any, Any, None]:
+        try:
+            yield from self._events()
+        finally:
+            if self.on_finish is not None:
+                self.on_finish()
+
+    def _events(self) -> Generator[Any, Any, None]:
         session = self.input_session
         try:
             try:

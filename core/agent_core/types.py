@@ -220,9 +220,17 @@ class PartialMessage(_ReadsLikeDict, msgspec.Struct, frozen=True):
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _check_role(self.role, "PartialMessage")
-        force_setattr(self, "content", freeze_json(self.content, "PartialMessage.content"))
-        force_setattr(self, "metadata", _frozen_mapping(self.metadata, "metadata", "PartialMessage"))
+        # One per streamed piece: the common case (a known role, ASCII text,
+        # no metadata) is checked inline; anything else takes the full checks.
+        role, content, metadata = self.role, self.content, self.metadata
+        if role.__class__ is not str or role not in ROLES:
+            _check_role(role, "PartialMessage")
+        if content.__class__ is not str or not content.isascii():
+            force_setattr(self, "content", freeze_json(content, "PartialMessage.content"))
+        if metadata is None or not metadata:
+            force_setattr(self, "metadata", _EMPTY)
+        elif metadata.__class__ is not FrozenDict or not metadata._json:
+            force_setattr(self, "metadata", _frozen_mapping(metadata, "metadata", "PartialMessage"))
 
     def _json_view(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
