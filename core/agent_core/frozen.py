@@ -49,7 +49,10 @@ import pyrsistent
 
 from .errors import InvalidValueError
 
-__all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "FrozenVector", "freeze", "freeze_json", "freeze_over", "thaw"]
+__all__ = [
+    "MAX_DEPTH", "FrozenDict", "FrozenList", "FrozenVector", "freeze", "freeze_json", "freeze_json_over", "freeze_over",
+    "thaw",
+]
 
 #: how deeply a value may nest (a JSON object or array counts one level)
 MAX_DEPTH = 256
@@ -442,6 +445,29 @@ def freeze_json(value: Any, what: str = "value") -> Any:
         return _json(value, MAX_DEPTH)
     except _Refused as r:
         raise InvalidValueError(f"{what}{r.path}: {r.reason}", path=f"{what}{r.path}") from None
+
+
+def freeze_json_over(value: Any, base: Any, what: str = "value") -> Any:
+    """:func:`freeze_json` for a frozen list that extends ``base``, a list it has already checked.
+
+    A stored history grows by a few messages per turn; checking it whole
+    again would cost O(history). When ``value`` begins with ``base``'s items
+    (compared in C), only the items after them are checked, and ``base``'s
+    checked items are kept. Anything else is checked in full.
+
+    Raises:
+        InvalidValueError: as :func:`freeze_json`.
+    """
+    if value is base:
+        return value
+    if value.__class__ is FrozenList and base.__class__ is FrozenList and base._json:
+        k = len(base)
+        if len(value) >= k and list.__getitem__(value, slice(0, k)) == base:
+            new = freeze_json(FrozenList._trusted(list.__getitem__(value, slice(k, None))), what)
+            out = FrozenList._trusted([*base, *new])
+            out._json = True
+            return out
+    return freeze_json(value, what)
 
 
 def _json(value: Any, budget: int) -> Any:
