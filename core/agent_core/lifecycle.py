@@ -47,7 +47,7 @@ def merge_context(owned: dict[str, Any], extra: Mapping[str, Any] | None) -> Fro
                 warnings.warn(
                     f"context key {k!r} is reserved by the engine; the caller's value is ignored",
                     RuntimeWarning,
-                    stacklevel=4,
+                    stacklevel=5,
                 )
                 continue
             owned[k] = v
