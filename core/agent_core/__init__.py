@@ -60,7 +60,7 @@ from .protocols import (
 from .native_history import NATIVE_KEY
 from .resolution import PluginRef, Resolution
 from .tool_interop import InspectedToolCall, ToolInteropContribution
-from .types import ROLES, Message, PartialMessage, Role, Session, ToolDescriptor
+from .values import ROLES, Message, PartialMessage, Role, Session, ToolDescriptor
 
 __version__ = "0.1.0"
 

@@ -22,7 +22,7 @@ from .hooks import LivePlugin, frozen_list
 from .lifecycle import merge_context, plugin_actions, run_action, triggers_of
 from .native_history import store_native
 from .resolution import Resolution, own_config
-from .types import Session
+from .values import Session
 from .views import session_view
 
 __all__ = ["ActionResult", "check_inputs", "execute_action", "execute_lifecycle", "list_actions"]

@@ -14,7 +14,7 @@ from .errors import PluginError
 from .frozen import FrozenList
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from .native_history import load_native
-from .types import Message, Session
+from .values import Message, Session
 
 __all__ = ["core_dicts", "from_native", "init_state", "initialize_request", "finalize_chain", "session_native",
            "tail", "to_native"]

@@ -31,7 +31,7 @@ from .plugin_info import apply_completion, completions, config_schema, ui_schema
 from .resolution import Resolution, resolve, session_plugins
 from .run import RequestRun
 from .tool_api import catalog, run_calls, tool_schemas
-from .types import Message, Session, ToolDescriptor
+from .values import Message, Session, ToolDescriptor
 
 __all__ = ["ActionResult", "AgentCore", "RequestResult"]
 

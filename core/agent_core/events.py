@@ -24,7 +24,7 @@ from typing import Any, Literal, Union
 import msgspec
 
 from .frozen import FrozenVector
-from .types import Message, PartialMessage, Session
+from .values import Message, PartialMessage, Session
 
 __all__ = [
     "DoneEvent",

@@ -16,7 +16,7 @@ from .chains import core_dicts, finalize_chain, from_native
 from .hooks import LivePlugin, frozen_list
 from .lifecycle import Lifecycle, run_action
 from .native_history import persistable, store_native
-from .types import Message, Session
+from .values import Message, Session
 from .views import session_view
 
 __all__ = ["Turn", "finalize_turn"]

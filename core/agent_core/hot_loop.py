@@ -26,7 +26,7 @@ from .flight import Flight, RunCancelled
 from .frozen import FrozenDict, FrozenList
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from .stubs import streams_for_real
-from .types import PartialMessage
+from .values import PartialMessage
 
 __all__ = ["HotChain", "call_provider", "feed_chunk", "hot_chain", "partial_message"]
 

@@ -17,7 +17,7 @@ from typing import Any
 from .errors import InvalidValueError, PluginError
 from .frozen import FrozenDict, freeze
 from .hooks import LivePlugin, call_hook, frozen_map
-from .types import Session
+from .values import Session
 
 __all__ = ["RESERVED_CONTEXT_KEYS", "REQUEST_TRIGGERS", "lifecycle_table", "merge_context", "plugin_actions",
            "run_action", "triggers_of"]

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .frozen import FrozenDict, FrozenList, FrozenVector, freeze, freeze_json, freeze_json_over
-from .types import Message, Session
+from .values import Message, Session
 
 __all__ = ["NATIVE_KEY", "load_native", "persistable", "prefix_digest", "store_native"]
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 from .tool_interop import ToolInteropContribution
 
 if TYPE_CHECKING:
-    from .types import Session, ToolDescriptor
+    from .values import Session, ToolDescriptor
 
 __all__ = [
     "BaseFeature",

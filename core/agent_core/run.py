@@ -63,7 +63,7 @@ from .tools import (
     prepare_tools,
     truncation,
 )
-from .types import Message, Session
+from .values import Message, Session
 
 __all__ = ["RequestRun", "error_info"]
 

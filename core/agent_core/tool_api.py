@@ -28,7 +28,7 @@ from .tools import (
     route,
     run_tool_call,
 )
-from .types import Message, Session
+from .values import Message, Session
 from .views import session_view
 
 __all__ = ["catalog", "run_calls", "tool_schemas"]

@@ -20,7 +20,7 @@ from .frozen import FrozenDict
 from .tool_interop import ToolInteropRegistry
 from .tool_turn import PreOutcome, ToolKit, place, suppressed, tool_post, tool_pre
 from .tools import Routed, inspect_call, preview_event, route, run_tool_call
-from .types import Message, Session
+from .values import Message, Session
 from .views import session_view
 
 __all__ = ["pending_calls", "run_tools"]

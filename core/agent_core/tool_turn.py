@@ -34,7 +34,7 @@ from .hooks import LivePlugin
 from .lifecycle import run_action
 from .tool_interop import ToolInteropRegistry
 from .tools import LiveTool, Routed, is_async_callable
-from .types import Message, Session
+from .values import Message, Session
 from .views import session_view
 
 __all__ = [

@@ -32,7 +32,7 @@ from .tool_interop import (
     detect_schema_format,
     schema_tool_name,
 )
-from .types import Message, ToolDescriptor
+from .values import Message, ToolDescriptor
 
 __all__ = ["LiveTool", "ToolCatalog", "build_catalog", "inspect_call", "run_tool_call", "truncation"]
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .frozen import FrozenDict
-from .types import Message, Session
+from .values import Message, Session
 
 __all__ = ["MessagesView", "session_view"]
 
