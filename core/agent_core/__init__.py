@@ -8,6 +8,7 @@ from .approval import ApprovalRequest
 from .engine import ActionResult, AgentCore, RequestResult
 from .errors import (
     ActionInputError,
+    AgentCoreError,
     AsyncOnlyHookError,
     AuthenticationError,
     ConfigError,
@@ -68,6 +69,7 @@ __all__ = [
     "ActionInputError",
     "ActionResult",
     "AgentCore",
+    "AgentCoreError",
     "ApprovalRequest",
     "AsyncOnlyHookError",
     "AuthenticationError",

@@ -40,7 +40,7 @@ from typing import Any
 
 from .chains import init_state, initialize_request, tail, to_native
 from .effects import EffectCancelled
-from .errors import ActionInputError, ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
+from .errors import AgentCoreError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
 from .events import FINISHED, DoneEvent, ErrorEvent, ErrorInfo, FinalEvent, Outcome, StartEvent, Usage
 from .finalize import Turn, finalize_turn
 from .flight import Flight, RunCancelled, tool_timeout_of
@@ -139,9 +139,7 @@ class RequestRun:
             self.outcome = Outcome("stopped", "cancelled", "cancelled by cancel_request")
             self.error = ProviderRequestCancelled(self.request_id)
             session = self.input_session
-        except (
-            PluginError, LLMError, ConfigError, ActionInputError, InvalidValueError, ProviderRequestCancelled
-        ) as exc:
+        except AgentCoreError as exc:
             reason = (
                 "plugin_error" if isinstance(exc, PluginError)
                 else "provider_error" if isinstance(exc, LLMError)
