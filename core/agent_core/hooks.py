@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from .contract import HOOKS, PROVIDER_TWINS, parse_signature
 from .errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
 from .frozen import FrozenDict, FrozenList, freeze, freeze_over
 from .protocols import FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
@@ -34,7 +35,7 @@ KINDS: dict[str, type] = {
 }
 
 #: async twins a provider may offer beside the protocol's sync hooks
-_EXTRA_HOOKS: dict[str, tuple[str, ...]] = {"provider": ("astream_api", "acall_api")}
+_EXTRA_HOOKS: dict[str, tuple[str, ...]] = {"provider": tuple(PROVIDER_TWINS)}
 
 
 @dataclass(frozen=True)
@@ -43,26 +44,17 @@ class _Shape:
     keywords: tuple[str, ...]
 
 
-def _protocol_shape(func: Callable[..., Any]) -> _Shape:
-    params = list(inspect.signature(func).parameters.values())[1:]  # drop self
-    pos = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
-    kw = tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY)
-    return _Shape(pos, kw)
+def _contract_shape(signature: str) -> _Shape:
+    params = parse_signature(signature)
+    return _Shape(tuple(p.name for p in params if not p.keyword_only), tuple(p.name for p in params if p.keyword_only))
 
 
+#: kind -> hook -> how the engine calls it, read from the contract table (agent_core.contract)
 _SHAPES: dict[str, dict[str, _Shape]] = {
-    kind: {
-        name: _protocol_shape(getattr(proto, name))
-        for name, value in vars(proto).items()
-        if callable(value) and not name.startswith("_")
-    }
-    for kind, proto in KINDS.items()
+    kind: {name: _contract_shape(spec.signature) for name, spec in hooks.items()} for kind, hooks in HOOKS.items()
 }
-for _kind, _proto in KINDS.items():
-    for _name in ("get_config_schema", "get_ui_elements"):
-        _SHAPES[_kind].setdefault(_name, _protocol_shape(getattr(_proto, _name)))
-_SHAPES["provider"]["astream_api"] = _SHAPES["provider"]["stream_api"]
-_SHAPES["provider"]["acall_api"] = _SHAPES["provider"]["call_api"]
+for _twin, _sync in PROVIDER_TWINS.items():
+    _SHAPES["provider"][_twin] = _SHAPES["provider"][_sync]
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,11 @@ what makes a kind usable, not on the full hook list: a provider needs a
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 
+from .contract import ASYNC_HOOKS, HOOKS, Param, parse_signature
 from .tool_interop import ToolInteropContribution
 
 if TYPE_CHECKING:
@@ -550,3 +552,30 @@ class BaseFeature(_Identity, FeaturePlugin):
 
 class BaseTool(_Identity, ToolPlugin):
     """Subclass to write a tool plugin; override only the hooks you need."""
+
+
+def _check_against_contract() -> None:
+    """Each protocol declares the contract's hooks with the contract's parameters (:mod:`agent_core.contract`).
+
+    Run once, at import: a protocol that drifts from the table fails at once,
+    not when some plugin first meets the difference.
+    """
+    for kind, proto in (("provider", ProviderPlugin), ("extension", ProviderExtensionPlugin),
+                        ("feature", FeaturePlugin), ("tool", ToolPlugin)):
+        for name, spec in HOOKS[kind].items():
+            fn = getattr(proto, name, None)
+            if not callable(fn):
+                raise TypeError(f"{proto.__name__} does not declare the contract's hook {name!r}")
+            params = list(inspect.signature(fn).parameters.values())[1:]
+            got = tuple(Param(p.name, p.default is not p.empty, p.kind is p.KEYWORD_ONLY) for p in params)
+            if got != parse_signature(spec.signature):
+                raise TypeError(f"{proto.__name__}.{name} takes ({', '.join(map(str, params))}), "
+                                f"the contract says ({spec.signature})")
+            want = ASYNC_HOOKS.get(name)
+            is_async = ("coroutine" if inspect.iscoroutinefunction(fn)
+                        else "async generator" if inspect.isasyncgenfunction(fn) else None)
+            if is_async != want:
+                raise TypeError(f"{proto.__name__}.{name} must be {want or 'a plain function'}")
+
+
+_check_against_contract()
