@@ -16,6 +16,7 @@ from .effects import complete_sync
 from .flight import tool_timeout_of
 from .frozen import FrozenList, freeze, thaw
 from .resolution import Resolution
+from .tool_exec import run_tool_call
 from .tools import (
     LiveTool,
     accepted_formats,
@@ -26,7 +27,6 @@ from .tools import (
     interop_registry,
     prepare_tools,
     route,
-    run_tool_call,
 )
 from .values import Message, Session
 from .views import session_view

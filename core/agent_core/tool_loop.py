@@ -19,7 +19,8 @@ from .flight import RunCancelled
 from .frozen import FrozenDict
 from .tool_interop import ToolInteropRegistry
 from .tool_turn import PreOutcome, ToolKit, place, suppressed, tool_post, tool_pre
-from .tools import Routed, inspect_call, preview_event, route, run_tool_call
+from .tool_exec import preview_event, run_tool_call
+from .tools import Routed, inspect_call, route
 from .values import Message, Session
 from .views import session_view
 
