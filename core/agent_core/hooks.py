@@ -21,7 +21,7 @@ from typing import Any
 
 from .contract import HOOKS, PROVIDER_TWINS, parse_signature
 from .errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
-from .frozen import FrozenDict, FrozenList, freeze, freeze_over
+from .frozen import _SCALARS, FrozenDict, FrozenList, freeze
 from .protocols import FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
 
 __all__ = ["KINDS", "LivePlugin", "PluginSpec", "call_hook", "spec_for"]
@@ -343,7 +343,7 @@ def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str, base: Any 
 
     ``base`` is the frozen list the hook was handed, when the result is
     likely built on it (a native history): its shared head is then not
-    walked again (see :func:`~agent_core.frozen.freeze_over`).
+    walked again (see :func:`freeze_over`).
     """
     if value.__class__ is FrozenList:
         return value
@@ -356,6 +356,23 @@ def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str, base: Any 
         return freeze(value) if base is None else freeze_over(value, base)
     except InvalidValueError as exc:
         raise _unusable(plugin, hook, what, exc) from exc
+
+
+def freeze_over(value: Any, base: Sequence[Any]) -> Any:
+    """Freeze a list a plugin built on top of ``base`` (a frozen list it was handed).
+
+    ``[*native_messages, msg]`` is how plugins extend a history. Walking the
+    whole result would cost O(history) in Python per hook; instead the head
+    is compared with ``base`` in C (identical items compare in one pointer
+    check) and, when equal, ``base``'s own frozen items are kept: only the
+    items after it are frozen. Anything else is frozen as :func:`freeze` does.
+    """
+    k = len(base)
+    if value.__class__ is list and k and len(value) >= k and value[:k] == base:
+        rest = [v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]]
+        return FrozenList._trusted([*base, *rest]) if rest else (
+            base if base.__class__ is FrozenList else FrozenList._trusted(base))
+    return freeze(value)
 
 
 def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:

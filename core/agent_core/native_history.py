@@ -38,7 +38,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .frozen import FrozenDict, FrozenList, FrozenVector, freeze, freeze_json, freeze_json_over
+from .frozen import FrozenDict, FrozenList, FrozenVector, freeze, freeze_json
 from .values import Message, Session
 
 __all__ = ["NATIVE_KEY", "load_native", "persistable", "prefix_digest", "store_native"]
@@ -94,6 +94,29 @@ def load_native(session: Session, provider: str) -> tuple[FrozenList, int]:
     if count and record.get("prefix_digest") != prefix_digest(session.messages, count):
         return FrozenList(), 0
     return freeze(native), count
+
+
+def freeze_json_over(value: Any, base: Any, what: str = "value") -> Any:
+    """:func:`freeze_json` for a frozen list that extends ``base``, a list it has already checked.
+
+    A stored history grows by a few messages per turn; checking it whole
+    again would cost O(history). When ``value`` begins with ``base``'s items
+    (compared in C), only the items after them are checked, and ``base``'s
+    checked items are kept. Anything else is checked in full.
+
+    Raises:
+        InvalidValueError: as :func:`freeze_json`.
+    """
+    if value is base:
+        return value
+    if value.__class__ is FrozenList and base.__class__ is FrozenList and base._json:
+        k = len(base)
+        if len(value) >= k and list.__getitem__(value, slice(0, k)) == base:
+            new = freeze_json(FrozenList._trusted(list.__getitem__(value, slice(k, None))), what)
+            out = FrozenList._trusted([*base, *new])
+            out._json = True
+            return out
+    return freeze_json(value, what)
 
 
 def store_native(session: Session, provider: str, native: Any, core_count: int | None = None) -> Session:
