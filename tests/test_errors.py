@@ -46,6 +46,12 @@ HIERARCHY = [
     ("InvalidArgumentError", TypeError),
     ("InvalidArgumentError", ValueError),
     ("RequestInFlightError", errors.InvalidArgumentError),
+    ("StoreError", Exception),
+    ("ConflictError", errors.StoreError),
+    ("SessionNotFoundError", errors.StoreError),
+    ("SessionNotFoundError", LookupError),
+    ("CorruptRecordError", errors.StoreError),
+    ("SchemaVersionError", errors.StoreError),
 ]
 
 LLM_SUBCLASSES = [
@@ -206,6 +212,10 @@ EXAMPLES = [
     errors.InvalidValueError("bytes cannot be carried", path="Message.content"),
     errors.InvalidArgumentError("context must be a mapping", argument="context"),
     errors.RequestInFlightError("req-9"),
+    errors.ConflictError("s1", expected=3, current=5),
+    errors.SessionNotFoundError("s1"),
+    errors.CorruptRecordError("bad row", session_id="s1", revision=2, what="message 4"),
+    errors.SchemaVersionError("too new", found=9, supported=1),
 ]
 
 

@@ -22,8 +22,10 @@ PUBLIC_NAMES = [
     "BaseProviderExtension",
     "BaseTool",
     "ConfigError",
+    "ConflictError",
     "ContentFilterError",
     "ContextLengthError",
+    "CorruptRecordError",
     "DoneEvent",
     "EmptyResponseError",
     "ErrorEvent",
@@ -59,8 +61,11 @@ PUBLIC_NAMES = [
     "RequestResult",
     "Resolution",
     "Role",
+    "SchemaVersionError",
     "Session",
+    "SessionNotFoundError",
     "StartEvent",
+    "StoreError",
     "ToolCallEvent",
     "ToolDescriptor",
     "ToolInteropContribution",
@@ -101,7 +106,15 @@ def test_star_import_gives_exactly_the_public_names() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["agent_core.errors", "agent_core.frozen", "agent_core.protocols", "agent_core.tool_interop", "agent_core.types"]
+    "module",
+    [
+        "agent_core.errors",
+        "agent_core.frozen",
+        "agent_core.protocols",
+        "agent_core.store",
+        "agent_core.tool_interop",
+        "agent_core.types",
+    ],
 )
 def test_module_all_entries_exist(module: str) -> None:
     mod = importlib.import_module(module)

@@ -1,4 +1,4 @@
-"""The README's test command is the one CI runs."""
+"""The README's test commands are the ones CI runs: the main suite, then the live tier."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 FENCE = re.compile(r"^```sh[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+LIVE_SWITCH = "export AGENT_CORE_LIVE=required"
 
 
 def _sh_blocks() -> list[list[str]]:
@@ -15,19 +16,39 @@ def _sh_blocks() -> list[list[str]]:
     return [[line for line in body.splitlines() if line.strip()] for body in FENCE.findall(text)]
 
 
-def _ci_command() -> str:
-    lines = [line for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines() if line.strip()]
-    return lines[-1]
+def _ci_lines() -> list[str]:
+    """The commands of ``.ci/run``: its lines without comments, blanks and shell setup."""
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    return [
+        line.strip()
+        for line in lines
+        if line.strip() and not line.lstrip().startswith("#") and not line.startswith(("set ", 'cd "'))
+    ]
 
 
-def test_readme_has_exactly_one_sh_block_with_one_line() -> None:
+def test_readme_has_two_sh_blocks_of_one_line_each() -> None:
     blocks = _sh_blocks()
-    assert len(blocks) == 1, f"expected one ```sh block in README.md, found {len(blocks)}"
-    assert len(blocks[0]) == 1, f"the ```sh block should hold one command line, found {blocks[0]}"
+    assert len(blocks) == 2, f"expected two ```sh blocks in README.md (main suite, live tier), found {len(blocks)}"
+    for block in blocks:
+        assert len(block) == 1, f"each ```sh block should hold one command line, found {block}"
 
 
-def test_readme_command_is_the_ci_command() -> None:
-    (readme_line,) = _sh_blocks()[0]
-    ci_line = _ci_command()
-    assert readme_line == ci_line
-    assert "pytest" in readme_line and "pytest" in ci_line
+def test_main_command_is_the_first_ci_command_and_stays_fast() -> None:
+    (main,), _ = _sh_blocks()
+    assert _ci_lines()[0] == main
+    assert "pytest" in main
+    assert "-m live" not in main and "live]" not in main  # a newcomer's first run builds no model server
+
+
+def test_live_command_is_run_by_ci_after_the_main_one_and_may_not_skip() -> None:
+    _, (live,) = _sh_blocks()
+    assert re.search(r"pip install .*\[[^\]]*\blive\b[^\]]*\]", live), "the live command installs the live extra"
+    assert live.endswith("pytest -m live")
+    assert _ci_lines()[1:] == [LIVE_SWITCH, live]
+
+
+def test_the_main_run_deselects_the_live_tier_by_default() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    addopts = re.search(r"^addopts\s*=\s*(.+)$", pyproject, re.MULTILINE)
+    assert addopts and "-m 'not live'" in addopts.group(1)
+    assert re.search(r'^\s*"live: ', pyproject, re.MULTILINE), "the live marker is registered"

@@ -1,0 +1,38 @@
+"""Sessions that last: a session store with optimistic revisions (``docs/store.md``).
+
+``open_store()`` opens the embedded SQLite default (``sessions.db`` under
+``$AGENT_CORE_HOME``); ``open_store("postgresql://...")`` the same store on
+PostgreSQL (the ``postgres`` extra). ``run_turn`` is the stateless request
+handler in one call.
+"""
+
+from ..errors import ConflictError, CorruptRecordError, SchemaVersionError, SessionNotFoundError, StoreError
+from .location import default_home, open_store
+from .protocol import SessionStore
+from .schema import SCHEMA_VERSION
+from .sql_store import SqlSessionStore
+from .turns import TurnResult, TurnRetryEvent, TurnSavedEvent, arun_turn, astream_turn, run_turn, stream_turn
+from .values import Revision, SessionInfo, Stored
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ConflictError",
+    "CorruptRecordError",
+    "Revision",
+    "SchemaVersionError",
+    "SessionInfo",
+    "SessionNotFoundError",
+    "SessionStore",
+    "SqlSessionStore",
+    "StoreError",
+    "Stored",
+    "TurnResult",
+    "TurnRetryEvent",
+    "TurnSavedEvent",
+    "arun_turn",
+    "astream_turn",
+    "default_home",
+    "open_store",
+    "run_turn",
+    "stream_turn",
+]

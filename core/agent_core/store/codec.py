@@ -1,0 +1,111 @@
+"""Turning a session into the rows the store writes, and rows back into a session.
+
+A session is stored in three parts (see ``docs/store.md``):
+
+- one **message row** per core message: the message's own JSON
+  (``Message.to_json``), so other languages read it against
+  ``schemas/message.schema.json``;
+- one **native row** per provider-native message, per provider, taken out of
+  ``metadata["agent_core.native_history"][provider]["messages"]``;
+- the **head**: the rest of the metadata (the native records without their
+  messages) plus, per provider, how many native rows it has.
+
+Both kinds of rows only ever grow at the end in a normal turn, which is what
+lets a save write the new rows and the head and nothing else.
+
+Decoding is strict: a row that is not JSON, or is JSON that does not make a
+valid message, raises :class:`~agent_core.errors.CorruptRecordError` naming
+the session, the revision that wrote the row and the row; nothing half-read
+is ever returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ..errors import CorruptRecordError
+from .. import NATIVE_KEY, FrozenList, Message, freeze, thaw
+
+__all__ = ["NativePart", "decode_json", "decode_message", "encode_json", "join_metadata", "split_metadata"]
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder()
+
+# provider -> (native messages, the rest of its record)
+NativePart = dict[str, tuple[FrozenList, dict[str, Any]]]
+
+
+def encode_json(value: Any) -> str:
+    return _encoder.encode(value).decode("utf-8")
+
+
+def decode_json(text: str | bytes, *, session_id: str, revision: int | None, what: str) -> Any:
+    try:
+        return _decoder.decode(text)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
+        raise CorruptRecordError(
+            f"session {session_id!r}: the stored {what} (revision {revision}) is not valid JSON: {exc}",
+            session_id=session_id,
+            revision=revision,
+            what=what,
+        ) from None
+
+
+def decode_message(text: str | bytes, *, session_id: str, revision: int | None, index: int) -> Message:
+    """One message row back into a :class:`Message`, or a ``CorruptRecordError``."""
+    what = f"message {index}"
+    data = decode_json(text, session_id=session_id, revision=revision, what=what)
+    try:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"expected a JSON object, got {type(data).__name__}")
+        return Message.from_dict(data)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise CorruptRecordError(
+            f"session {session_id!r}: the stored {what} (revision {revision}) is not a valid message: {exc}",
+            session_id=session_id,
+            revision=revision,
+            what=what,
+        ) from None
+
+
+def _native_box(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The native-history box when it has the engine's shape (else it is stored as plain metadata)."""
+    box = metadata.get(NATIVE_KEY)
+    if not isinstance(box, Mapping) or not box:
+        return None
+    for record in box.values():
+        if not isinstance(record, Mapping) or not isinstance(record.get("messages"), list):
+            return None
+    return box
+
+
+def split_metadata(metadata: Mapping[str, Any]) -> tuple[str, NativePart]:
+    """``(head metadata JSON, native parts)``: the native messages leave the head."""
+    box = _native_box(metadata)
+    if box is None:
+        return encode_json(metadata), {}
+    head = {k: v for k, v in metadata.items() if k != NATIVE_KEY}
+    parts: NativePart = {}
+    for provider, record in box.items():
+        rest = {k: v for k, v in record.items() if k != "messages"}
+        parts[provider] = (record["messages"], rest)
+    return encode_json(head), parts
+
+
+def native_head(parts: NativePart, generations: Mapping[str, str]) -> str:
+    """The head's ``native`` column: per provider, its row count, the record without messages, and
+    the generation (a token that changes whenever the provider's rows are written from scratch)."""
+    return encode_json(
+        {p: {"count": len(msgs), "record": rest, "gen": generations[p]} for p, (msgs, rest) in parts.items()}
+    )
+
+
+def join_metadata(head: Mapping[str, Any], native: Mapping[str, Sequence[Any]], records: Mapping[str, Any]) -> dict:
+    """The metadata of a loaded session: the head plus each provider's record with its rows."""
+    out = thaw(head) if not isinstance(head, dict) else dict(head)
+    if records:
+        out[NATIVE_KEY] = {p: {"messages": freeze(list(native.get(p, ()))), **records[p]} for p in records}
+    return out

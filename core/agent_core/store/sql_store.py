@@ -1,0 +1,377 @@
+"""The session store over SQL: optimistic revisions, rows appended per revision.
+
+Theory of operation. A session's *head* row holds its revision, message
+count, the chained digest of its messages (the engine's own digest, see
+:mod:`agent_core.native_history`), its metadata without the native messages,
+and per provider the native row count. Saving at ``expected_revision`` is one
+write transaction: lock the head, compare revisions (a mismatch raises
+:class:`ConflictError` and writes nothing), then
+
+- if the stored messages are a prefix of the new ones (the digest of the
+  first ``message_count`` new messages equals the head's), insert only the
+  messages after them; otherwise delete the session's message rows and write
+  them all again (an application edited or dropped earlier messages);
+- the same for each provider's native history, compared with what this store
+  last loaded or saved at that revision (identity makes that a pointer walk);
+  without that knowledge the provider's rows are written again;
+- update the head and append a row to the revision history.
+
+A normal turn therefore writes the turn's messages, its native messages, the
+head and one history row, whatever the length of the conversation. Digests
+are memoized on the session's message vector, so checking the prefix costs
+only the messages added since the load.
+
+Async methods run the sync ones in a worker thread (``asyncio.to_thread``):
+one source for both, and no connection is bound to an event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from typing import Any
+
+from ..errors import ConflictError, CorruptRecordError, InvalidArgumentError, SessionNotFoundError
+from .. import NATIVE_KEY, FrozenList, Session
+
+# The one engine internal the store uses: the engine's own chained digest of a message prefix. A
+# load computes it (so the engine's native-history check after a load hashes nothing old) and a
+# save compares it with the head's (so it can tell an appended conversation from an edited one).
+from ..native_history import prefix_digest
+from .codec import decode_json, decode_message, join_metadata, native_head, split_metadata
+from .schema import MIGRATIONS, migrate
+from .values import Revision, SessionInfo, Stored
+
+__all__ = ["SqlSessionStore"]
+
+_SEEN_LIMIT = 1024  # (session, revision) pairs whose native lists this store remembers
+_Natives = dict[str, tuple[FrozenList, str]]  # provider -> (native messages, generation of its rows)
+
+
+def _new_generation() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _check_session(session: Any) -> Session:
+    if not isinstance(session, Session):
+        raise InvalidArgumentError(f"session must be a Session, got {type(session).__name__}", argument="session")
+    return session
+
+
+def _check_id(session_id: Any) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidArgumentError(f"session_id must be a non-empty string, got {session_id!r}", argument="session_id")
+    return session_id
+
+
+def _check_revision(value: Any, name: str, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidArgumentError(f"{name} must be an integer >= 0, got {value!r}", argument=name)
+
+
+class SqlSessionStore:
+    """A :class:`~agent_core.store.SessionStore` on SQLite or PostgreSQL (see :func:`open_store`)."""
+
+    def __init__(self, backend: Any, *, url: str, migrations: Any = MIGRATIONS) -> None:
+        self._backend = backend
+        self.url = url  # for display: a password is never kept here
+        self._seen: OrderedDict[tuple[str, int], _Natives] = OrderedDict()
+        self._seen_lock = threading.Lock()
+        with backend.transaction(write=True) as tx:
+            migrate(tx, migrations)
+
+    def __repr__(self) -> str:
+        return f"<SqlSessionStore {self.url}>"
+
+    # -- what this store last saw, to tell appended native rows from rewritten ones
+
+    def _remember(self, session_id: str, revision: int, natives: _Natives) -> None:
+        with self._seen_lock:
+            self._seen[(session_id, revision)] = natives
+            while len(self._seen) > _SEEN_LIMIT:
+                self._seen.popitem(last=False)
+
+    def _recall(self, session_id: str, revision: int) -> _Natives:
+        with self._seen_lock:
+            return self._seen.get((session_id, revision), {})
+
+    # -- the protocol ----------------------------------------------------------
+
+    def create(self, session: Session) -> int:
+        """Store a new session at revision 1; ``ConflictError`` if the id is taken."""
+        return self.put(session, expected_revision=0)
+
+    def get(self, session_id: str) -> Stored:
+        """The session at its latest revision. Raises SessionNotFoundError, CorruptRecordError."""
+        _check_id(session_id)
+        with self._backend.transaction(write=False) as tx:
+            head = tx.rows(
+                "SELECT revision, message_count, metadata, native FROM agent_core_sessions WHERE session_id = ?",
+                (session_id,),
+            )
+            if not head:
+                raise SessionNotFoundError(session_id)
+            rows = tx.rows(
+                "SELECT seq, revision, body FROM agent_core_messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            )
+            native_rows = tx.rows(
+                "SELECT provider, seq, revision, body FROM agent_core_native WHERE session_id = ? "
+                "ORDER BY provider, seq",
+                (session_id,),
+            )
+        revision, count, meta_text, native_text = head[0]
+        revision = int(revision)
+        if len(rows) != count or (rows and (rows[0][0] != 0 or rows[-1][0] != count - 1)):
+            raise CorruptRecordError(
+                f"session {session_id!r}: the head (revision {revision}) lists {count} messages, "
+                f"but {len(rows)} message rows are stored",
+                session_id=session_id, revision=revision, what="messages",
+            )
+        messages = [
+            decode_message(body, session_id=session_id, revision=int(rev), index=int(seq)) for seq, rev, body in rows
+        ]
+        metadata = decode_json(meta_text, session_id=session_id, revision=revision, what="head metadata")
+        native_meta = decode_json(native_text, session_id=session_id, revision=revision, what="head native index")
+        if not isinstance(metadata, dict) or not isinstance(native_meta, dict):
+            raise CorruptRecordError(
+                f"session {session_id!r}: the stored head (revision {revision}) is not a JSON object",
+                session_id=session_id, revision=revision, what="head",
+            )
+        native: dict[str, list[Any]] = {}
+        for provider, seq, rev, body in native_rows:
+            what = f"native history {provider!r} {seq}"
+            native.setdefault(provider, []).append(
+                decode_json(body, session_id=session_id, revision=int(rev), what=what)
+            )
+        records, generations = {}, {}
+        for provider, entry in native_meta.items():
+            if not isinstance(entry, dict) or len(native.get(provider, ())) != entry.get("count"):
+                raise CorruptRecordError(
+                    f"session {session_id!r}: the native history of {provider!r} (revision {revision}) "
+                    "does not match its stored rows",
+                    session_id=session_id, revision=revision, what=f"native history {provider!r}",
+                )
+            records[provider] = entry.get("record") or {}
+            generations[provider] = str(entry.get("gen", ""))
+        try:
+            session = Session(session_id, messages, join_metadata(metadata, native, records))
+        except (TypeError, ValueError) as exc:
+            raise CorruptRecordError(
+                f"session {session_id!r}: the stored metadata (revision {revision}) is not valid: {exc}",
+                session_id=session_id, revision=revision, what="head metadata",
+            ) from None
+        # Seed the digest memo, so the engine's native-history check and the
+        # next save cost only the messages added after this load.
+        prefix_digest(session.messages, len(session.messages))
+        box = session.metadata.get(NATIVE_KEY) if records else None
+        self._remember(session_id, revision, {p: (box[p]["messages"], generations[p]) for p in records} if box else {})
+        return Stored(session, revision)
+
+    def put(self, session: Session, *, expected_revision: int) -> int:
+        """Save ``session`` if the stored one is still at ``expected_revision`` (0: must not exist yet).
+
+        Returns:
+            The new revision (``expected_revision + 1``).
+
+        Raises:
+            ConflictError: the stored revision is another one (``.current``); nothing was written.
+            SessionNotFoundError: ``expected_revision`` > 0 and no such session.
+            InvalidArgumentError: not a Session, or a revision that is not an integer >= 0.
+        """
+        _check_session(session)
+        _check_revision(expected_revision, "expected_revision")
+        sid = session.session_id
+        _check_id(sid)
+        messages = session.messages
+        count = len(messages)
+        digest = prefix_digest(messages, count)
+        meta_text, natives = split_metadata(session.metadata)
+        seen = self._recall(sid, expected_revision)
+        new_revision = expected_revision + 1
+        now = time.time()
+        with self._backend.transaction(write=True) as tx:
+            if expected_revision == 0:
+                generations = {p: _new_generation() for p in natives}
+                native_text = native_head(natives, generations)
+                inserted = tx.run(
+                    "INSERT INTO agent_core_sessions (session_id, revision, message_count, digest, metadata, native, "
+                    "created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING",
+                    (sid, count, digest, meta_text, native_text, now, now),
+                )
+                if not inserted:
+                    current = tx.rows("SELECT revision FROM agent_core_sessions WHERE session_id = ?", (sid,))
+                    raise ConflictError(sid, expected=0, current=int(current[0][0]) if current else None)
+                old_count, old_native = 0, {}
+                replaced = False
+            else:
+                head = tx.rows(
+                    "SELECT revision, message_count, digest, native FROM agent_core_sessions WHERE session_id = ?"
+                    + tx.for_update,
+                    (sid,),
+                )
+                if not head:
+                    raise SessionNotFoundError(sid)
+                current, old_count, old_digest, old_native_text = head[0]
+                if int(current) != expected_revision:
+                    raise ConflictError(sid, expected=expected_revision, current=int(current))
+                old_native = decode_json(old_native_text, session_id=sid, revision=expected_revision, what="head")
+                replaced = not (count >= old_count and prefix_digest(messages, old_count) == old_digest)
+                if replaced:
+                    tx.run("DELETE FROM agent_core_messages WHERE session_id = ?", (sid,))
+                    old_count = 0
+                generations = self._write_native(tx, sid, new_revision, natives, old_native, seen)
+                native_text = native_head(natives, generations)
+                tx.run(
+                    "UPDATE agent_core_sessions SET revision = ?, message_count = ?, digest = ?, metadata = ?, "
+                    "native = ?, updated_at = ? WHERE session_id = ?",
+                    (new_revision, count, digest, meta_text, native_text, now, sid),
+                )
+            tx.many(
+                "INSERT INTO agent_core_messages (session_id, seq, revision, body) VALUES (?, ?, ?, ?)",
+                ((sid, i, new_revision, messages[i].to_json().decode("utf-8")) for i in range(old_count, count)),
+            )
+            if expected_revision == 0:
+                self._write_native(tx, sid, new_revision, natives, {}, {}, generations)
+            tx.run(
+                "INSERT INTO agent_core_revisions (session_id, revision, first_index, added, replaced, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, new_revision, old_count, count - old_count, int(replaced), now),
+            )
+        self._remember(sid, new_revision, {p: (msgs, generations[p]) for p, (msgs, _) in natives.items()})
+        return new_revision
+
+    @staticmethod
+    def _write_native(
+        tx: Any, sid: str, revision: int, natives: Any, old: dict, seen: _Natives, fresh: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        """Write each provider's new native rows; return the generation of each provider's rows.
+
+        Rows are appended only when this store knows the stored rows (it loaded or saved them, and
+        their generation is still the one in the head) and the new list starts with them;
+        otherwise the provider's rows are written again under a new generation. The generation
+        check catches rows another writer rewrote, even when a session was deleted and created
+        again up to the same revision. ``fresh`` names the generations to use for rewritten rows.
+        """
+        from .codec import encode_json
+
+        for provider in old:
+            if provider not in natives:
+                tx.run("DELETE FROM agent_core_native WHERE session_id = ? AND provider = ?", (sid, provider))
+        generations = {}
+        for provider, (msgs, _rest) in natives.items():
+            entry = old.get(provider)
+            start = entry.get("count", 0) if isinstance(entry, dict) else 0
+            known, known_generation = seen.get(provider, (None, None))
+            # One pointer walk in C when the engine kept the loaded items (list equality checks identity
+            # first); list.__getitem__ skips FrozenList's second copy of the slice.
+            extends = (
+                isinstance(entry, dict)
+                and known is not None
+                and known_generation == entry.get("gen")
+                and len(known) == start
+                and len(msgs) >= start
+                and list.__getitem__(msgs, slice(0, start)) == known
+            )
+            if extends:
+                generations[provider] = str(entry["gen"])  # type: ignore[index]
+            else:
+                if entry is not None:
+                    tx.run("DELETE FROM agent_core_native WHERE session_id = ? AND provider = ?", (sid, provider))
+                start = 0
+                generations[provider] = fresh[provider] if fresh else _new_generation()
+            tx.many(
+                "INSERT INTO agent_core_native (session_id, provider, seq, revision, body) VALUES (?, ?, ?, ?, ?)",
+                ((sid, provider, i, revision, encode_json(msgs[i])) for i in range(start, len(msgs))),
+            )
+        return generations
+
+    def list(self, *, limit: int = 100, after: str | None = None) -> list[SessionInfo]:
+        """Up to ``limit`` sessions, ordered by id, starting after the id ``after`` (keyset paging)."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidArgumentError(f"limit must be an integer >= 1, got {limit!r}", argument="limit")
+        if after is not None and not isinstance(after, str):
+            raise InvalidArgumentError(f"after must be a session id or None, got {after!r}", argument="after")
+        with self._backend.transaction(write=False) as tx:
+            rows = tx.rows(
+                "SELECT session_id, revision, message_count, created_at, updated_at FROM agent_core_sessions "
+                "WHERE session_id > ? ORDER BY session_id LIMIT ?",
+                ("" if after is None else after, limit),
+            )
+        return [SessionInfo(r[0], int(r[1]), int(r[2]), float(r[3]), float(r[4])) for r in rows]
+
+    def delete(self, session_id: str, *, expected_revision: int | None = None) -> None:
+        """Delete a session and its history; with ``expected_revision``, only if still at it."""
+        _check_id(session_id)
+        _check_revision(expected_revision, "expected_revision", allow_none=True)
+        with self._backend.transaction(write=True) as tx:
+            head = tx.rows(
+                "SELECT revision FROM agent_core_sessions WHERE session_id = ?" + tx.for_update, (session_id,)
+            )
+            if not head:
+                raise SessionNotFoundError(session_id)
+            if expected_revision is not None and int(head[0][0]) != expected_revision:
+                raise ConflictError(session_id, expected=expected_revision, current=int(head[0][0]))
+            for table in ("agent_core_messages", "agent_core_native", "agent_core_revisions", "agent_core_sessions"):
+                tx.run(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
+    def history(self, session_id: str) -> list[Revision]:
+        """Every saved revision of the session, oldest first, with the messages it added."""
+        _check_id(session_id)
+        with self._backend.transaction(write=False) as tx:
+            head = tx.rows("SELECT revision FROM agent_core_sessions WHERE session_id = ?", (session_id,))
+            if not head:
+                raise SessionNotFoundError(session_id)
+            revs = tx.rows(
+                "SELECT revision, created_at, first_index, added, replaced FROM agent_core_revisions "
+                "WHERE session_id = ? ORDER BY revision",
+                (session_id,),
+            )
+            rows = tx.rows(
+                "SELECT seq, revision, body FROM agent_core_messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            )
+        by_revision: dict[int, list[Any]] = {}
+        for seq, rev, body in rows:
+            msg = decode_message(body, session_id=session_id, revision=int(rev), index=int(seq))
+            by_revision.setdefault(int(rev), []).append(msg)
+        return [
+            Revision(int(r), float(at), int(first), int(added), bool(rep), by_revision.get(int(r), []))
+            for r, at, first, added, rep in revs
+        ]
+
+    def close(self) -> None:
+        """Close the store's connections; later calls raise StoreError."""
+        self._backend.close()
+
+    def __enter__(self) -> SqlSessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- async twins: the sync methods in a worker thread --------------------------
+
+    async def acreate(self, session: Session) -> int:
+        return await asyncio.to_thread(self.create, session)
+
+    async def aget(self, session_id: str) -> Stored:
+        return await asyncio.to_thread(self.get, session_id)
+
+    async def aput(self, session: Session, *, expected_revision: int) -> int:
+        return await asyncio.to_thread(lambda: self.put(session, expected_revision=expected_revision))
+
+    async def alist(self, *, limit: int = 100, after: str | None = None) -> list[SessionInfo]:
+        return await asyncio.to_thread(lambda: self.list(limit=limit, after=after))
+
+    async def adelete(self, session_id: str, *, expected_revision: int | None = None) -> None:
+        await asyncio.to_thread(lambda: self.delete(session_id, expected_revision=expected_revision))
+
+    async def ahistory(self, session_id: str) -> list[Revision]:
+        return await asyncio.to_thread(self.history, session_id)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
