@@ -54,7 +54,7 @@ def session_native(
     native, covered = load_native(session, provider.name)
     if covered < len(session.messages) or not native:
         delta = to_native(provider, chain, tail(session.messages, covered), state, ctx)
-        native = FrozenList._trusted([*native, *delta])
+        native = FrozenList._joined(native, delta)
     return native
 
 

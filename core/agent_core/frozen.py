@@ -184,6 +184,16 @@ class FrozenList(list):  # type: ignore[type-arg]
         new._json = False
         return new
 
+    @classmethod
+    def _joined(cls, head: Iterable[Any], tail: Iterable[Any]) -> FrozenList:
+        """``head`` then ``tail``, both already frozen, in one copy (histories grow this way)."""
+        new = list.__new__(cls)
+        list.extend(new, head)
+        list.extend(new, tail)
+        new._hash = None
+        new._json = False
+        return new
+
     __setitem__ = _refuse_list("__setitem__")
     __delitem__ = _refuse_list("__delitem__")
     __iadd__ = _refuse_list("__iadd__")

@@ -370,7 +370,7 @@ def freeze_over(value: Any, base: Sequence[Any]) -> Any:
     k = len(base)
     if value.__class__ is list and k and len(value) >= k and value[:k] == base:
         rest = [v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]]
-        return FrozenList._trusted([*base, *rest]) if rest else (
+        return FrozenList._joined(base, rest) if rest else (
             base if base.__class__ is FrozenList else FrozenList._trusted(base))
     return freeze(value)
 

@@ -113,7 +113,7 @@ def freeze_json_over(value: Any, base: Any, what: str = "value") -> Any:
         k = len(base)
         if len(value) >= k and list.__getitem__(value, slice(0, k)) == base:
             new = freeze_json(FrozenList._trusted(list.__getitem__(value, slice(k, None))), what)
-            out = FrozenList._trusted([*base, *new])
+            out = FrozenList._joined(base, new)
             out._json = True
             return out
     return freeze_json(value, what)
@@ -154,4 +154,4 @@ def persistable(stored: FrozenList, native: FrozenList, turn_start: int, request
     # compared in C: identical items (the usual case) cost one pointer check each
     if list.__getitem__(native, slice(0, len(request_time))) != request_time:
         return native
-    return FrozenList._trusted([*stored, *list.__getitem__(native, slice(turn_start, None))])
+    return FrozenList._joined(stored, list.__getitem__(native, slice(turn_start, None)))

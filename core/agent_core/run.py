@@ -227,12 +227,12 @@ class RequestRun:
             native, covered = load_native(session, pname)
             if covered < len(session.messages) or not native:
                 delta = to_native(provider, chain, tail(session.messages, covered), state, ctx)
-                native = FrozenList._trusted([*native, *delta])
+                native = FrozenList._joined(native, delta)
             stored = native  # what initialize_request adds below is for this provider call only
             if self.ephemeral:
                 # context a tool_pre action injected for the next provider call only
                 extra = to_native(provider, chain, self.ephemeral, state, ctx)
-                native = FrozenList._trusted([*native, *extra])
+                native = FrozenList._joined(native, extra)
                 self.ephemeral = []
             native, state = initialize_request(provider, chain, native, state, self.request_id, ctx)
             turn = Turn(stored, native, iteration, ctx)
