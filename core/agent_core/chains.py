@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import PluginError
-from .frozen import FrozenList
+from .frozen import FrozenList, freeze_json
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from .native_history import load_native
 from .values import Message, Session
@@ -44,7 +44,8 @@ def to_native(
         native = frozen_list(p, "to_native_messages",
                              call_hook(p, "to_native_messages", core_list, native, state, context=ctx),
                              "native messages")
-    return native
+    # checked here, where it comes in, so storing the history later walks only what is new
+    return freeze_json(native, f"native messages of {provider.name!r}")  # type: ignore[no-any-return]
 
 
 def session_native(

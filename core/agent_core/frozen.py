@@ -191,7 +191,8 @@ class FrozenList(list):  # type: ignore[type-arg]
         list.extend(new, head)
         list.extend(new, tail)
         new._hash = None
-        new._json = False
+        # two lists freeze_json has checked make a checked list: nothing new to walk
+        new._json = getattr(head, "_json", False) and getattr(tail, "_json", False)
         return new
 
     __setitem__ = _refuse_list("__setitem__")

@@ -48,7 +48,7 @@ from .frozen import FrozenDict, FrozenList, freeze
 from .hooks import LivePlugin
 from .hot_loop import call_provider
 from .lifecycle import lifecycle_table
-from .native_history import load_native, store_native
+from .native_history import load_native, prefix_digest, store_native
 from .resolution import Resolution, own_config
 from .tool_loop import pending_calls, run_tools
 from .tool_turn import ToolKit, tool_failure
@@ -220,6 +220,10 @@ class RequestRun:
                 self.outcome = tool_failure(failures)
                 return session
 
+        # The stored record's digests are memoized on the message vector; computing them on the
+        # caller's vector (not only on the grown one) lets a request sent again from the same
+        # session find them, so it costs O(new messages), not O(history).
+        prefix_digest(session.messages, len(session.messages))
         for iteration in range(1, max_iter + 1):
             if self.flight.cancelled:
                 raise RunCancelled
