@@ -23,7 +23,7 @@ from .effects import Call, OpenIter, Pump
 from .errors import ConfigError, EmptyResponseError, LLMError, PluginError, ProviderRequestCancelled
 from .events import PartialEvent
 from .flight import Flight, RunCancelled
-from .frozen import FrozenDict, FrozenList
+from .frozen import _SCALARS, FrozenDict, FrozenList
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from .stubs import streams_for_real
 from .values import PartialMessage
@@ -47,9 +47,30 @@ def hot_chain(provider: LivePlugin, extensions: list[LivePlugin]) -> HotChain:
 def _listed(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
     if value.__class__ is FrozenList:
         return value
-    if value.__class__ is list and not value:
-        return _NONE
+    if value.__class__ is list:
+        if not value:
+            return _NONE
+        flat = _flat(value)
+        if flat is not None:
+            return flat
     return frozen_list(plugin, hook, value, what)
+
+
+def _flat(value: list[Any]) -> FrozenList | None:
+    """A list of flat dicts (text partials: role and content), frozen without the general walk; else None."""
+    out = []
+    for item in value:
+        if item.__class__ is not dict:
+            return None
+        for v in item.values():
+            if v.__class__ not in _SCALARS:
+                return None
+        fd = dict.__new__(FrozenDict)
+        dict.update(fd, item)
+        fd._hash = None
+        fd._json = False
+        out.append(fd)
+    return FrozenList._trusted(out)
 
 
 def taken(plugin: LivePlugin, out: Any, native: Any, state: Any, raw_partials: bool,
@@ -100,10 +121,13 @@ def feed_chunk(chain: HotChain, chunk: Any, native: Any, state: Any) -> tuple[An
     except Exception as exc:
         raise PluginError(plugin.name, "process_chunk", exc) from exc
     # The usual chunk, checked inline: history and state handed back as given, no new final.
-    if (not last and out.__class__ is tuple and len(out) == 4 and out[2] is native and out[3] is state
+    if (out.__class__ is tuple and len(out) == 4 and out[2] is native and out[3] is state
             and out[1].__class__ is list and not out[1] and out[0].__class__ is list):
-        return out[0], _NONE, native, state
-    partials, finals, native, state = taken(plugin, out, native, state, last == 0)
+        if not last:
+            return out[0], _NONE, native, state
+        partials, finals = _listed(plugin, "process_chunk", out[0], "partial_messages"), _NONE
+    else:
+        partials, finals, native, state = taken(plugin, out, native, state, last == 0)
     for i in range(1, last + 1):
         plugin, fn = chain[i]
         try:
