@@ -180,7 +180,8 @@ class _Stream:
         if not partials:
             return partials
         if len(partials) == 1:
-            return (PartialEvent(self.request_id, partial_message(self.owner, partials[0]), self.iteration),)
+            (p,) = partials  # unpacked, not indexed: a FrozenList's __getitem__ is Python code
+            return (PartialEvent(self.request_id, partial_message(self.owner, p), self.iteration),)
         rid, it, owner = self.request_id, self.iteration, self.owner
         return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
 
