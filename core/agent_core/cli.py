@@ -4,6 +4,7 @@
     agent-core run --provider openai --model M --base-url http://127.0.0.1:8080/v1 "Hi"
     agent-core run --provider openai --max-tokens 64 --seed 1 -c top_p=0.9 "Hi"
     agent-core run --provider openai --tool mytools:get_weather "Weather in Oslo?"
+    agent-core run --provider openai --model M --record bug.sse "Hi"   # save the body, replay it in a test
     agent-core plugins --provider anthropic -c thinking_budget=2048   # what runs, and why
 
 Plugins come from entry points (:meth:`AgentCore.discover`), the same path a
@@ -69,7 +70,12 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
 
 def _core(args: argparse.Namespace) -> AgentCore:
     tools = [function_tool(load_function(spec)) for spec in getattr(args, "tool", None) or ()]
-    return AgentCore.discover(tools=tools)
+    providers = []
+    if getattr(args, "record", None):  # the provider, writing each raw response body to the file
+        from .testing.replay import recording_provider
+
+        providers.append(recording_provider(args.provider, args.record))
+    return AgentCore.discover(providers=providers, tools=tools)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -182,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-stream", action="store_true", help="ask for the whole reply at once")
     run.add_argument("--max-iterations", type=int)
     run.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    run.add_argument(
+        "--record", metavar="FILE",
+        help="write the raw response body to FILE (openai/anthropic), for agent_core.testing.replay_provider",
+    )
     run.set_defaults(func=_run)
     plugins = sub.add_parser("plugins", parents=[common], help="list installed plugins and whether they run")
     plugins.set_defaults(func=_plugins)

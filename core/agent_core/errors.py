@@ -26,6 +26,8 @@ The hierarchy::
         ├── InvalidArgumentError (TypeError, ValueError)  a public call got an unusable argument; .argument
         │   └── RequestInFlightError    a request id that is already in flight was given again
         ├── MissingFieldError (KeyError, ValueError)  serialized data lacks a required key; .key
+        ├── PluginContractError (AssertionError)  check_plugin (agent_core.testing) found a broken hook;
+        │                           .plugin, .hook, .rule
         ├── ProviderRequestCancelled (RuntimeError)  a request was cancelled by id; .request_id
         └── StoreError                  the session store could not do what was asked; .session_id
             ├── ConflictError           a put based on a stale revision; .expected, .current (nothing written)
@@ -64,6 +66,7 @@ __all__ = [
     "LLMTimeoutError",
     "MalformedResponseError",
     "MissingFieldError",
+    "PluginContractError",
     "PluginError",
     "ProviderRequestCancelled",
     "ProviderUnavailableError",
@@ -333,6 +336,26 @@ class UnknownConfigKeyWarning(UserWarning):
 
     def __reduce__(self) -> Any:
         return _rebuild, (type(self), self.args, {"key": self.key, "suggestion": self.suggestion}), self.__dict__
+
+
+class PluginContractError(AgentCoreError, AssertionError):
+    """A plugin breaks the hook contract (found by ``agent_core.testing.check_plugin``).
+
+    An ``AssertionError`` so a test that calls ``check_plugin`` fails like any
+    assertion. ``plugin`` and ``hook`` say where, ``rule`` which promise was
+    broken, ``value`` the offending value (a short repr).
+    """
+
+    def __init__(self, plugin: str, hook: str, rule: str, value: Any = None) -> None:
+        self.plugin = plugin
+        self.hook = hook
+        self.rule = rule
+        self.value = value
+        shown = "" if value is None else f"\n  offending value: {value}"
+        super().__init__(f"plugin {plugin!r}, hook {hook!r}: {rule}{shown}")
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), (self.plugin, self.hook, self.rule, self.value), {}), self.__dict__
 
 
 class StoreError(AgentCoreError):
