@@ -1,4 +1,4 @@
-"""The I/O seam: one pipeline generator, driven by a sync or an async driver.
+"""The I/O seam: one request run, written as a generator, driven by a sync or an async driver.
 
 The request run (:mod:`agent_core.run`) is a generator. It yields
 either an event for the caller or an :class:`Effect`, a request to do
@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Itera
 from typing import Any
 
 __all__ = [
-    "END", "Call", "CancellationToken", "CloseIter", "Effect", "EffectCancelled", "EffectTimeout", "Guard",
+    "END", "Call", "CancellationToken", "Effect", "EffectCancelled", "EffectTimeout", "Guard",
     "NextItem", "OpenIter", "Pump", "complete_sync", "drive_async", "drive_sync",
 ]
 
@@ -251,21 +251,6 @@ async def _anext_or_end(it: Any) -> Any:
         return await it.__anext__()
     except StopAsyncIteration:
         return END
-
-
-class CloseIter(Effect):
-    """Close a handle early (cancellation); closing twice is harmless."""
-
-    __slots__ = ("handle",)
-
-    def __init__(self, handle: _Handle) -> None:
-        self.handle = handle
-
-    def run_sync(self, driver: _Driver) -> None:
-        _close_sync(self.handle)
-
-    async def run_async(self, driver: _Driver) -> None:
-        await _close_async(self.handle)
 
 
 def _close_sync(h: _Handle) -> None:
