@@ -231,12 +231,12 @@ class AgentCore(EngineCalls):
             if rid in self._flights:
                 raise RequestInFlightError(rid)
             self._flights[rid] = flight
-        pipeline = RequestRun(
+        run = RequestRun(
             lambda: self.resolve(cfg, session=session), session, cfg, stream=bool(stream), request_id=rid,
             flight=flight, core=self, approval=self.approval, final_sessions=final_sessions,
             on_finish=lambda: self._finish(flight),
         )
-        return pipeline, flight
+        return run, flight
 
     def _finish(self, flight: Flight) -> None:
         with self._lock:
@@ -256,8 +256,8 @@ class AgentCore(EngineCalls):
     def _stream(
         self, session: Session, config: Mapping[str, Any] | None, request_id: str | None, *, final_sessions: bool
     ) -> Iterator[Event]:
-        pipeline, flight = self._start(session, config, True, request_id, final_sessions)
-        gen = drive_sync(pipeline.run())  # the run frees its id when it ends (see _start)
+        run, flight = self._start(session, config, True, request_id, final_sessions)
+        gen = drive_sync(run.run())  # the run frees its id when it ends (see _start)
         weakref.finalize(gen, self._finish, flight)  # a stream never iterated still frees its id
         return gen
 
@@ -274,20 +274,20 @@ class AgentCore(EngineCalls):
             PluginError, LLMError subclasses, ConfigError, ActionInputError,
             ProviderRequestCancelled: the request failed; the input session is untouched.
         """
-        pipeline, flight = self._start(session, config, False, request_id)
+        run, flight = self._start(session, config, False, request_id)
         done: DoneEvent | None = None
         try:
-            for ev in drive_sync(pipeline.run()):
+            for ev in drive_sync(run.run()):
                 if isinstance(ev, DoneEvent):
                     done = ev
         finally:
             self._finish(flight)
-        return self._result(pipeline, done)
+        return self._result(run, done)
 
     @staticmethod
-    def _result(pipeline: RequestRun, done: DoneEvent | None) -> RequestResult:
-        if pipeline.error is not None:
-            raise pipeline.error
+    def _result(run: RequestRun, done: DoneEvent | None) -> RequestResult:
+        if run.error is not None:
+            raise run.error
         assert done is not None
         return RequestResult(done.session, done.final_messages, done.outcome, done.request_id, done.usage)
 
@@ -295,16 +295,8 @@ class AgentCore(EngineCalls):
         self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
     ) -> AsyncIterator[Event]:
         """Async twin of :meth:`stream_request` (same events, same order)."""
-        pipeline, flight = self._start(session, config, True, request_id)
-
-        async def events() -> AsyncIterator[Event]:
-            try:
-                async for ev in drive_async(pipeline.run()):
-                    yield ev
-            finally:
-                self._finish(flight)
-
-        agen = events()
+        run, flight = self._start(session, config, True, request_id)
+        agen = drive_async(run.run())  # the run frees its id when it ends (see _start)
         weakref.finalize(agen, self._finish, flight)
         return agen
 
@@ -312,15 +304,15 @@ class AgentCore(EngineCalls):
         self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
     ) -> RequestResult:
         """Async twin of :meth:`request`."""
-        pipeline, flight = self._start(session, config, False, request_id)
+        run, flight = self._start(session, config, False, request_id)
         done: DoneEvent | None = None
         try:
-            async for ev in drive_async(pipeline.run()):
+            async for ev in drive_async(run.run()):
                 if isinstance(ev, DoneEvent):
                     done = ev
         finally:
             self._finish(flight)
-        return self._result(pipeline, done)
+        return self._result(run, done)
 
     def send_request(self, session: Session, config: Mapping[str, Any] | None = None) -> tuple[Session, list[dict[str, Any]]]:
         """The original platform's name: ``(new_session, final message dicts)``."""
