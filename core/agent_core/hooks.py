@@ -21,7 +21,7 @@ from typing import Any
 
 from .contract import HOOKS, PROVIDER_TWINS, parse_signature
 from .errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
-from .frozen import _SCALARS, FrozenDict, FrozenList, freeze
+from .frozen import _SCALARS, FrozenDict, FrozenList, freeze, freeze_json
 from .protocols import FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
 
 __all__ = ["KINDS", "LivePlugin", "PluginSpec", "call_hook", "spec_for"]
@@ -369,9 +369,17 @@ def freeze_over(value: Any, base: Sequence[Any]) -> Any:
     """
     k = len(base)
     if value.__class__ is list and k and len(value) >= k and value[:k] == base:
-        rest = [v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]]
-        return FrozenList._joined(base, rest) if rest else (
-            base if base.__class__ is FrozenList else FrozenList._trusted(base))
+        if len(value) == k:
+            return base if base.__class__ is FrozenList else FrozenList._trusted(base)
+        rest = FrozenList._trusted([v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]])
+        if getattr(base, "_json", False):
+            # A JSON-checked history stays checked when its new items are: storing it then
+            # walks nothing. An item JSON cannot carry is left for the store to name.
+            try:
+                rest = freeze_json(rest)
+            except InvalidValueError:
+                pass
+        return FrozenList._joined(base, rest)
     return freeze(value)
 
 

@@ -107,7 +107,7 @@ def freeze_json_over(value: Any, base: Any, what: str = "value") -> Any:
     Raises:
         InvalidValueError: as :func:`freeze_json`.
     """
-    if value is base:
+    if value is base or (value.__class__ is FrozenList and value._json):
         return value
     if value.__class__ is FrozenList and base.__class__ is FrozenList and base._json:
         k = len(base)
