@@ -28,7 +28,7 @@ from .engine import AgentCore
 from .errors import ConfigError, LLMError, PluginError, ProviderRequestCancelled, UnknownConfigKeyWarning
 from .events import encode_event
 from .function_tool import function_tool, load_function
-from .types import Message
+from .values import Message
 
 __all__ = ["main"]
 
