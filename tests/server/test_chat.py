@@ -14,7 +14,8 @@ def test_non_streaming_echo_answers_the_openai_client(client: Any) -> None:
     assert reply.choices[0].message.role == "assistant"
     assert reply.choices[0].message.content == "Echo: hello there"
     assert reply.choices[0].finish_reason == "stop"
-    assert reply.usage is not None and reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+    usage = reply.usage
+    assert usage is not None and usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
 
 
 def test_streaming_echo_arrives_in_chunks_and_ends(client: Any) -> None:

@@ -26,7 +26,8 @@ def _error(r: httpx.Response, status: int, kind: str, *words: str) -> None:
 
 
 def test_bad_json_is_400(base_url: str) -> None:
-    r = httpx.post(f"{base_url}/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
+    r = httpx.post(f"{base_url}/v1/chat/completions", content=b"{not json",
+                   headers={"content-type": "application/json"})
     _error(r, 400, "invalid_json", "not JSON")
     r = httpx.post(f"{base_url}/v1/chat/completions", json=[1, 2])
     _error(r, 400, "invalid_json", "JSON object", "list")

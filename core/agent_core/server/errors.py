@@ -34,7 +34,7 @@ from ..errors import (
     StoreError,
 )
 
-__all__ = ["ApiError", "error_body", "error_response", "status_for", "status_for_name"]
+__all__ = ["ApiError", "error_body", "error_response", "sse_error", "status_for", "status_for_class", "status_for_name"]
 
 
 class ApiError(Exception):
@@ -46,9 +46,6 @@ class ApiError(Exception):
         self.type = type
         self.message = message
         self.headers = headers or {}
-
-
-_CLIENT_TYPES = (ConfigError, InvalidArgumentError, InvalidValueError, ActionInputError)
 
 
 def status_for_name(type_name: str) -> int:
