@@ -79,6 +79,20 @@ def test_every_error_in_the_module_is_listed() -> None:
     assert defined == set(errors.__all__)
 
 
+def test_every_typed_error_sits_under_agent_core_error() -> None:
+    # one class to catch, and each error keeps the builtin base it always had
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        if issubclass(cls, Warning):
+            assert not issubclass(cls, errors.AgentCoreError)
+            continue
+        assert issubclass(cls, errors.AgentCoreError), name
+    assert agent_core.AgentCoreError is errors.AgentCoreError
+    with pytest.raises(errors.AgentCoreError):
+        raise errors.ConfigError("bad", key="k")
+    assert issubclass(errors.ConfigError, ValueError) and issubclass(errors.MissingFieldError, KeyError)
+
+
 def test_non_llm_errors_stay_out_of_the_llm_family() -> None:
     for cls in (PluginError, ConfigError, ActionInputError, MissingFieldError, ProviderRequestCancelled):
         assert not issubclass(cls, LLMError)

@@ -12,6 +12,7 @@ PUBLIC_NAMES = [
     "ActionInputError",
     "ActionResult",
     "AgentCore",
+    "AgentCoreError",
     "ApprovalRequest",
     "AsyncOnlyHookError",
     "AuthenticationError",

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from agent_core.contract import ASYNC_HOOKS, HOOKS
+
 from agent_core import (
     BaseFeature,
     BasePlugin,
@@ -130,90 +132,27 @@ def test_seed_plugins_work_on_frozen_inputs() -> None:
 
 # -- hook signatures, from the contract ----------------------------------------------
 #
-# One entry per hook: its parameters after ``self``. ``name=`` has a default;
-# names after ``*`` are keyword-only.
+# The contract is one table in the kernel (agent_core.contract): one entry per
+# hook, its parameters after ``self``. ``name=`` has a default; names after
+# ``*`` are keyword-only. These tests hold the protocols to it.
 
-_TOOL_CALL_KW = "*, payload_kind=, payload_format=, payload_metadata=, tool_call="
-_TOOL_RUN = f"tool_name, payload, state, {_TOOL_CALL_KW}, cancellation=, context=, prepared="
+PROVIDER_HOOKS = {name: spec.signature for name, spec in HOOKS["provider"].items()}
+EXTENSION_HOOKS = {name: spec.signature for name, spec in HOOKS["extension"].items()}
+FEATURE_HOOKS = {name: spec.signature for name, spec in HOOKS["feature"].items()}
+TOOL_HOOKS = {name: spec.signature for name, spec in HOOKS["tool"].items()}
 
-SHARED_HOOKS = {
-    "get_config_schema": "",
-    "get_ui_elements": "config, context=",
-}
 
-PROVIDER_HOOKS = {
-    **SHARED_HOOKS,
-    "init": "config",
-    "get_models": "config",
-    "get_tags": "config, models",
-    "to_native_messages": "messages, state, *, context=",
-    "from_native_messages": "native_messages, state, *, context=",
-    "initialize_request": "native_messages, state, *, request_id=, context=",
-    "stream_api": "native_messages, state, *, request_id=",
-    "call_api": "native_messages, state, *, request_id=",
-    "process_chunk": "native_chunk, native_messages, state",
-    "finalize": "native_messages, state, *, context=",
-    "cancel_request": "request_id",
-    "accepted_tool_schema_formats": "config, state=",
-    "emitted_tool_call_formats": "config, state=",
-    "get_tool_interop_contribution": "config, state=",
-    "to_display_format": "message, state",
-}
-
-_CHAIN_HOOKS = {
-    **SHARED_HOOKS,
-    "required_tags": "",
-    "forbidden_tags": "",
-    "is_enabled": "config, tags, models, context",
-    "get_models": "config, models",
-    "get_tags": "config, models",
-    "init": "config, state",
-    "to_native_messages": "messages, native_messages, state=, *, context=",
-    "from_native_messages": "native_messages, messages, state=, *, context=",
-    "initialize_request": "native_messages, state, *, context=",
-    "finalize": "final_messages, native_messages, state, *, context=",
-    "get_actions": "state",
-    "execute_action": "action_id, session, native_messages, params, context, state",
-}
-
-EXTENSION_HOOKS = {
-    **_CHAIN_HOOKS,
-    "process_chunk": "native_chunk, partial_messages, final_messages, native_messages, state",
-    "accepted_tool_schema_formats": "config, state=",
-    "emitted_tool_call_formats": "config, state=",
-    "get_tool_interop_contribution": "config, state=",
-}
-
-FEATURE_HOOKS = {
-    **_CHAIN_HOOKS,
-    "prepare_tools": "config, tools, context=",
-    "get_completions": "config, text",
-    "apply_completion": "config, text, completion",
-    "get_template": "config",
-}
-
-TOOL_HOOKS = {
-    **SHARED_HOOKS,
-    "required_tags": "",
-    "forbidden_tags": "",
-    "is_enabled": "config, tags, models, context",
-    "get_tags": "config, models",
-    "init": "config",
-    "prepare": "config, state, *, context=",
-    "prepare_async": "config, state, *, context=",
-    "get_tool_schemas": "state, *, prepared=",
-    "get_tool_interop_contribution": "state",
-    "can_handle_tool_call": f"tool_name, payload, state, {_TOOL_CALL_KW}, tool_schema=, prepared=",
-    "format_tool_call_preview": f"tool_name, payload, state, {_TOOL_CALL_KW}, prepared=",
-    "execute_tool": _TOOL_RUN,
-    "execute_tool_async": _TOOL_RUN,
-    "stream_tool": _TOOL_RUN,
-    "stream_tool_async": _TOOL_RUN,
-    "format_tool_result": "result, state",
-    "to_display_format": "text, result, state",
-}
-
-ASYNC_HOOKS = {"prepare_async": "coroutine", "execute_tool_async": "coroutine", "stream_tool_async": "async generator"}
+def test_the_contract_table_is_the_seed_s_hook_list() -> None:
+    # a few entries spelled out, so a wrong edit of the table itself shows here
+    assert PROVIDER_HOOKS["process_chunk"] == "native_chunk, native_messages, state"
+    assert EXTENSION_HOOKS["process_chunk"] == "native_chunk, partial_messages, final_messages, native_messages, state"
+    assert PROVIDER_HOOKS["initialize_request"] == "native_messages, state, *, request_id=, context="
+    assert FEATURE_HOOKS["prepare_tools"] == "config, tools, context="
+    assert "process_chunk" not in FEATURE_HOOKS  # features never see the hot path
+    assert TOOL_HOOKS["get_tool_schemas"] == "state, *, prepared="
+    assert {s.stage for hooks in HOOKS.values() for s in hooks.values()} <= {
+        "resolution", "setup", "convert", "call", "hot", "finalize", "tools", "lifecycle", "app"}
+    assert HOOKS["provider"]["process_chunk"].stage == "hot" and HOOKS["extension"]["process_chunk"].stage == "hot"
 
 
 def _spec(func: Any) -> str:

@@ -8,6 +8,7 @@ from .approval import ApprovalRequest
 from .engine import ActionResult, AgentCore, RequestResult
 from .errors import (
     ActionInputError,
+    AgentCoreError,
     AsyncOnlyHookError,
     AuthenticationError,
     ConfigError,
@@ -65,7 +66,7 @@ from .protocols import (
 from .native_history import NATIVE_KEY
 from .resolution import PluginRef, Resolution
 from .tool_interop import InspectedToolCall, ToolInteropContribution
-from .types import ROLES, Message, PartialMessage, Role, Session, ToolDescriptor
+from .values import ROLES, Message, PartialMessage, Role, Session, ToolDescriptor
 
 __version__ = "0.1.0"
 
@@ -73,6 +74,7 @@ __all__ = [
     "ActionInputError",
     "ActionResult",
     "AgentCore",
+    "AgentCoreError",
     "ApprovalRequest",
     "AsyncOnlyHookError",
     "AuthenticationError",

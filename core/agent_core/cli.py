@@ -28,7 +28,7 @@ from .engine import AgentCore
 from .errors import ConfigError, LLMError, PluginError, ProviderRequestCancelled, UnknownConfigKeyWarning
 from .events import encode_event
 from .function_tool import function_tool, load_function
-from .types import Message
+from .values import Message
 
 __all__ = ["main"]
 
@@ -195,7 +195,39 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
     plugins = sub.add_parser("plugins", parents=[common], help="list installed plugins and whether they run")
     plugins.set_defaults(func=_plugins)
+    serve = sub.add_parser("serve", help="serve the pipeline over HTTP (OpenAI-compatible + sessions API)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--token", help="bearer token every route wants (default: $AGENT_CORE_TOKEN)")
+    serve.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
+    serve.add_argument(
+        "--grace", type=float, default=30.0, metavar="SECONDS",
+        help="on SIGTERM, how long running requests may finish before they are cancelled (default 30)",
+    )
+    serve.add_argument(
+        "-c", "--config", action="append", metavar="KEY=VALUE", help="config every request starts from"
+    )
+    serve.set_defaults(func=_serve)
     return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """``agent-core serve``: needs the ``server`` extra (Starlette + uvicorn)."""
+    import os
+
+    try:
+        from .server import run_server
+    except ImportError as exc:
+        raise ConfigError(f"agent-core serve needs the server extra: pip install 'agent-core[server]' ({exc})")
+    config = {}
+    for item in args.config or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"-c expects KEY=VALUE, got {item!r}")
+        config[key] = _value(raw)
+    token = args.token or os.environ.get("AGENT_CORE_TOKEN") or None
+    run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

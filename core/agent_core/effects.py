@@ -1,6 +1,6 @@
-"""The I/O seam: one pipeline generator, driven by a sync or an async driver.
+"""The I/O seam: one request run, written as a generator, driven by a sync or an async driver.
 
-The request pipeline (:mod:`agent_core.pipeline`) is a generator. It yields
+The request run (:mod:`agent_core.run`) is a generator. It yields
 either an event for the caller or an :class:`Effect`, a request to do
 something that may block (call the model API, pull the next chunk, run a
 tool). The driver performs the effect and sends the result back in, or throws
@@ -26,100 +26,27 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any
 
 __all__ = [
-    "END", "Call", "CancellationToken", "CloseIter", "Effect", "EffectCancelled", "EffectTimeout", "Guard",
-    "NextItem", "OpenIter", "complete_sync", "drive_async", "drive_sync",
+    "END", "Call", "CancellationToken", "Effect", "EffectCancelled", "EffectTimeout", "Guard",
+    "NextItem", "OpenIter", "Pump", "complete_sync", "drive_async", "drive_sync",
 ]
 
+from .guards import (
+    AsyncIterInSync,
+    CancellationToken,
+    EffectCancelled,
+    EffectTimeout,
+    Guard,
+    guarded_async,
+    guarded_sync,
+    refuse_inside_loop,
+    run_private,
+)
+
 END = object()  # sent back by NextItem when the iterator is exhausted
-
-
-class CancellationToken:
-    """Tells running code that its request was cancelled (tools get it as ``cancellation``).
-
-    Poll :attr:`cancelled`, block with :meth:`wait`, raise with
-    :meth:`raise_if_cancelled`, or register a callback with :meth:`on_cancel`
-    (it runs on the thread that cancels, so keep it short). Thread-safe.
-    """
-
-    __slots__ = ("_event", "_lock", "_callbacks")
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], Any]] = []
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until cancelled or ``timeout`` seconds pass; True when cancelled."""
-        return self._event.wait(timeout)
-
-    def raise_if_cancelled(self) -> None:
-        """Raise :class:`~agent_core.errors.ProviderRequestCancelled` once cancelled."""
-        if self._event.is_set():
-            from .errors import ProviderRequestCancelled
-
-            raise ProviderRequestCancelled()
-
-    def on_cancel(self, callback: Callable[[], Any]) -> Callable[[], None]:
-        """Call ``callback`` on cancellation (at once if already cancelled); returns a remover."""
-        with self._lock:
-            if not self._event.is_set():
-                self._callbacks.append(callback)
-                return lambda: self._remove(callback)
-        callback()
-        return lambda: None
-
-    def _remove(self, callback: Callable[[], Any]) -> None:
-        with self._lock:
-            if callback in self._callbacks:
-                self._callbacks.remove(callback)
-
-    def cancel(self) -> None:
-        with self._lock:
-            if self._event.is_set():
-                return
-            self._event.set()
-            callbacks, self._callbacks = self._callbacks, []
-        for cb in callbacks:
-            try:
-                cb()
-            except Exception:  # noqa: BLE001 - one broken callback must not stop the others
-                pass
-
-
-class Guard:
-    """How long a guarded effect may take, and the token that can cancel it."""
-
-    __slots__ = ("token", "deadline", "limit")
-
-    def __init__(self, token: CancellationToken | None, timeout: float | None = None) -> None:
-        self.token = token
-        self.limit = timeout
-        self.deadline = None if timeout is None else time.monotonic() + timeout
-
-    def remaining(self) -> float | None:
-        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-
-
-class EffectCancelled(Exception):
-    """A guarded effect stopped waiting because its token was cancelled."""
-
-
-class EffectTimeout(Exception):
-    """A guarded effect did not finish within its time limit."""
-
-    def __init__(self, label: str, limit: float) -> None:
-        super().__init__(f"{label} did not finish within {limit:g} s")
-        self.limit = limit
 
 
 class Effect:
@@ -156,12 +83,12 @@ class Call(Effect):
                 raise _async_only(self.label)
             # An async-only tool or callback in a sync request: run it on a
             # private event loop (this thread must have none running).
-            _refuse_inside_loop(self.label)
+            refuse_inside_loop(self.label)
             async_fn, token = self.async_fn, guard.token if guard else None
-            run = lambda: _run_private(async_fn, token, self.label)  # noqa: E731
-            return _guarded_sync(run, guard, self.label) if guard and guard.limit is not None else run()
+            run = lambda: run_private(async_fn, token, self.label)  # noqa: E731
+            return guarded_sync(run, guard, self.label) if guard and guard.limit is not None else run()
         if guard is not None and guard.limit is not None:
-            result = _guarded_sync(self.sync_fn, guard, self.label)
+            result = guarded_sync(self.sync_fn, guard, self.label)
         else:
             result = self.sync_fn()
         if inspect.isawaitable(result):
@@ -173,7 +100,7 @@ class Call(Effect):
 
     async def run_async(self, driver: _Driver) -> Any:
         if self.guard is not None:
-            result = await _guarded_async(self.sync_fn, self.async_fn, self.guard, self.label)
+            result = await guarded_async(self.sync_fn, self.async_fn, self.guard, self.label)
         elif self.async_fn is not None:
             return await self.async_fn()
         else:
@@ -182,183 +109,6 @@ class Call(Effect):
         if inspect.isawaitable(result):
             result = await result
         return result
-
-
-def _refuse_inside_loop(label: str) -> None:
-    """A sync call cannot start a private loop inside a running one: say so clearly."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    from .errors import AsyncOnlyHookError
-
-    raise AsyncOnlyHookError(
-        f"{label or 'this plugin hook'} is async-only, and this sync call runs inside a running event loop, "
-        "where it cannot be awaited; use arequest / astream_request (or give the plugin a sync twin)"
-    )
-
-
-def _run_private(
-    async_fn: Callable[[], Awaitable[Any]], token: CancellationToken | None, label: str
-) -> Any:
-    """Run an async hook to completion on a private event loop; a cancel cancels its task."""
-
-    async def main() -> Any:
-        task = asyncio.ensure_future(async_fn())
-        if token is None:
-            return await task
-        loop = asyncio.get_running_loop()
-
-        def cancel() -> None:
-            try:
-                loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:  # the loop has ended
-                pass
-
-        remove = token.on_cancel(cancel)
-        try:
-            return await task
-        finally:
-            remove()
-
-    try:
-        return asyncio.run(main())
-    except asyncio.CancelledError:
-        if token is not None and token.cancelled:
-            raise EffectCancelled(label) from None
-        raise
-
-
-def _guarded_sync(fn: Callable[[], Any], guard: Guard, label: str) -> Any:
-    """Run ``fn`` on a daemon thread; stop waiting at the deadline or on cancellation."""
-    if guard.token is not None and guard.token.cancelled:
-        raise EffectCancelled(label)  # never start what nobody will wait for
-    box: dict[str, Any] = {}
-    wake = threading.Event()
-
-    def work() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-            box["error"] = exc
-        finally:
-            wake.set()
-
-    token = guard.token
-    remove = token.on_cancel(wake.set) if token is not None else None
-    try:
-        threading.Thread(target=work, name=f"agent-core {label}", daemon=True).start()
-        wake.wait(guard.remaining())
-    finally:
-        if remove is not None:
-            remove()
-    if "value" in box:
-        return box["value"]
-    if "error" in box:
-        raise box["error"]
-    if token is not None and token.cancelled:
-        raise EffectCancelled(label)
-    raise EffectTimeout(label, guard.limit or 0.0)
-
-
-async def _guarded_async(
-    sync_fn: Callable[[], Any] | None,
-    async_fn: Callable[[], Awaitable[Any]] | None,
-    guard: Guard,
-    label: str,
-) -> Any:
-    """Await the hook until it ends, the deadline passes or the token is cancelled."""
-    if guard.token is not None and guard.token.cancelled:
-        raise EffectCancelled(label)
-    loop = asyncio.get_running_loop()
-    work: asyncio.Future[Any]
-    if async_fn is not None:
-        work = asyncio.ensure_future(async_fn())
-    else:
-        # A daemon thread, not the default executor: a hook that never returns
-        # must not hold up the loop's shutdown.
-        assert sync_fn is not None
-        work = loop.create_future()
-
-        def settle(ok: bool, value: Any) -> None:
-            if not work.done():
-                work.set_result(value) if ok else work.set_exception(value)
-
-        def run() -> None:
-            try:
-                value, ok = sync_fn(), True
-            except BaseException as exc:  # noqa: BLE001
-                value, ok = exc, False
-            try:
-                loop.call_soon_threadsafe(settle, ok, value)
-            except RuntimeError:  # the loop has ended; nobody waits any more
-                pass
-
-        threading.Thread(target=run, name=f"agent-core {label}", daemon=True).start()
-    token = guard.token
-    stop = asyncio.Event()
-    remove = None
-    if token is not None:
-
-        def on_cancel() -> None:
-            try:
-                loop.call_soon_threadsafe(stop.set)
-            except RuntimeError:
-                pass
-
-        remove = token.on_cancel(on_cancel)
-    stopper = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({work, stopper}, timeout=guard.remaining(), return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        work.cancel()
-        raise
-    finally:
-        stopper.cancel()
-        if remove is not None:
-            remove()
-    if work.done():
-        return work.result()
-    work.cancel()  # reaches an async hook as CancelledError; a thread is left behind
-    work.add_done_callback(_consume)
-    if token is not None and token.cancelled:
-        raise EffectCancelled(label)
-    raise EffectTimeout(label, guard.limit or 0.0)
-
-
-def _consume(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()  # retrieved, so asyncio does not log it as never retrieved
-
-
-class _AsyncIterInSync:
-    """Iterate an async iterator from sync code, on an event loop of its own."""
-
-    def __init__(self, ait: Any) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._ait = ait.__aiter__()
-
-    def __iter__(self) -> _AsyncIterInSync:
-        return self
-
-    def __next__(self) -> Any:
-        if self._loop.is_closed():
-            raise StopIteration
-        try:
-            return self._loop.run_until_complete(self._ait.__anext__())
-        except StopAsyncIteration:
-            self.close()
-            raise StopIteration from None
-
-    def close(self) -> None:
-        if self._loop.is_closed():
-            return
-        try:
-            aclose = getattr(self._ait, "aclose", None)
-            if aclose is not None:
-                self._loop.run_until_complete(aclose())
-        finally:
-            self._loop.close()
 
 
 class _Handle:
@@ -391,12 +141,12 @@ class OpenIter(Effect):
         if self.sync_fn is not None:
             it = self.sync_fn()
             if hasattr(it, "__anext__"):
-                _refuse_inside_loop(self.label)
-                it = _AsyncIterInSync(it)
+                refuse_inside_loop(self.label)
+                it = AsyncIterInSync(it)
         elif self.async_fn is not None:
             # An async-only iterator in a sync request: step it on a private loop.
-            _refuse_inside_loop(self.label)
-            it = _AsyncIterInSync(self.async_fn())
+            refuse_inside_loop(self.label)
+            it = AsyncIterInSync(self.async_fn())
         else:
             raise _async_only(self.label)
         handle = _Handle(iter(it), False)
@@ -431,15 +181,15 @@ class NextItem(Effect):
         guard = self.guard
         if guard is not None and guard.limit is not None:
             it = self.handle.it
-            return _guarded_sync(lambda: next(it, END), guard, self.label)
+            return guarded_sync(lambda: next(it, END), guard, self.label)
         return next(self.handle.it, END)
 
     async def run_async(self, driver: _Driver) -> Any:
         h = self.handle
         if self.guard is not None:
             if h.is_async:
-                return await _guarded_async(None, lambda: _anext_or_end(h.it), self.guard, self.label)
-            return await _guarded_async(lambda: next(h.it, END), None, self.guard, self.label)
+                return await guarded_async(None, lambda: _anext_or_end(h.it), self.guard, self.label)
+            return await guarded_async(lambda: next(h.it, END), None, self.guard, self.label)
         if h.is_async:
             try:
                 return await h.it.__anext__()
@@ -448,26 +198,59 @@ class NextItem(Effect):
         return await asyncio.to_thread(next, h.it, END)
 
 
+class Pump(Effect):
+    """Feed every item of an open handle to ``step`` and emit the events it returns.
+
+    The hot path's one effect per stream: instead of the pipeline asking for
+    each chunk (one effect, and a resumption of every generator frame between
+    the driver and the pipeline, per chunk), the driver runs the loop itself.
+    ``step(item)`` returns the events for that item (an empty tuple for none);
+    the driver yields them to the caller at once. When ``step`` or the
+    iterator raises, the handle is closed and the error is thrown back into
+    the pipeline at the ``yield Pump(...)``. Its value is None.
+    """
+
+    __slots__ = ("handle", "step")
+
+    def __init__(self, handle: _Handle, step: Callable[[Any], Any]) -> None:
+        self.handle = handle
+        self.step = step
+
+
+async def _pump_async(p: Pump) -> AsyncIterator[Any]:
+    h, step = p.handle, p.step
+    try:
+        if h.is_async:
+            anext = h.it.__anext__
+            while True:
+                try:
+                    item = await anext()
+                except StopAsyncIteration:
+                    return
+                events = step(item)
+                if events:
+                    for ev in events:
+                        yield ev
+        else:
+            it = h.it
+            while True:
+                item = await asyncio.to_thread(next, it, END)
+                if item is END:
+                    return
+                events = step(item)
+                if events:
+                    for ev in events:
+                        yield ev
+    except BaseException:
+        await _close_async(h)
+        raise
+
+
 async def _anext_or_end(it: Any) -> Any:
     try:
         return await it.__anext__()
     except StopAsyncIteration:
         return END
-
-
-class CloseIter(Effect):
-    """Close a handle early (cancellation); closing twice is harmless."""
-
-    __slots__ = ("handle",)
-
-    def __init__(self, handle: _Handle) -> None:
-        self.handle = handle
-
-    def run_sync(self, driver: _Driver) -> None:
-        _close_sync(self.handle)
-
-    async def run_async(self, driver: _Driver) -> None:
-        await _close_async(self.handle)
 
 
 def _close_sync(h: _Handle) -> None:
@@ -525,7 +308,21 @@ def drive_sync(gen: Generator[Any, Any, Any]) -> Generator[Any, None, Any]:
             except StopIteration as stop:
                 return stop.value
             send, error = None, None
-            if isinstance(item, Effect):
+            if item.__class__ is Pump:
+                # the hot loop, inline: one generator frame fewer per chunk than a helper
+                h, step = item.handle, item.step
+                try:
+                    for chunk in h.it:
+                        events = step(chunk)
+                        if events:
+                            yield from events
+                except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
+                    _close_sync(h)
+                    error = exc
+                except BaseException:
+                    _close_sync(h)
+                    raise
+            elif isinstance(item, Effect):
                 try:
                     send = item.run_sync(driver)
                 except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
@@ -560,7 +357,13 @@ async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
             except StopIteration:
                 return
             send, error = None, None
-            if isinstance(item, Effect):
+            if item.__class__ is Pump:
+                try:
+                    async for ev in _pump_async(item):
+                        yield ev
+                except Exception as exc:  # noqa: BLE001
+                    error = exc
+            elif isinstance(item, Effect):
                 try:
                     send = await item.run_async(driver)
                 except Exception as exc:  # noqa: BLE001

@@ -12,32 +12,26 @@ from __future__ import annotations
 import threading
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping
 from importlib.metadata import entry_points
 from typing import Any
 
 import msgspec
 
-from .config import REDACTED, is_secret_name, parse_schema, schema_fields
-from .effects import complete_sync, drive_async, drive_sync
-from .errors import ActionInputError, ConfigError, InvalidArgumentError, PluginError, RequestInFlightError
+from .actions import ActionResult
+from .calls import EngineCalls
+from .calls import check_config as _check_config
+from .calls import check_session as _check_session
+from .effects import drive_async, drive_sync
+from .errors import ConfigError, InvalidArgumentError, RequestInFlightError
 from .events import DoneEvent, Event, Outcome, Usage
-from .frozen import FrozenDict, FrozenList, freeze, thaw
-from .hooks import KINDS, LivePlugin, PluginSpec, call_hook, frozen_list, frozen_map, spec_for
-from .native_history import NATIVE_KEY, load_native, store_native
-from .pipeline import Flight, Pipeline, merge_context, plugin_actions, tool_timeout_of
-from .resolution import Resolution, own_config, resolve, session_plugins
-from .tools import (
-    accepted_formats,
-    adapt_all,
-    build_catalog,
-    inspect_call,
-    interop_registry,
-    prepare_tools,
-    route,
-    run_tool_call,
-)
-from .types import Message, Session, ToolDescriptor
+from .flight import Flight
+from .frozen import thaw
+from .hooks import KINDS, PluginSpec, spec_for
+from .native_history import NATIVE_KEY
+from .resolution import Resolution, resolve, session_plugins
+from .run import RequestRun
+from .values import Message, Session
 
 __all__ = ["ActionResult", "AgentCore", "RequestResult"]
 
@@ -47,17 +41,6 @@ ENTRY_POINT_GROUPS = {
     "feature": "agent_core.features",
     "tool": "agent_core.tools",
 }
-
-_ACTION_RESULT_KEYS = ("native_messages", "session_metadata", "final_messages")
-
-#: lifecycle points a request runs itself (see :mod:`agent_core.pipeline`)
-_REQUEST_TRIGGERS = frozenset({"response_finalize", "tool_pre", "tool_post"})
-
-_INPUT_TYPES: dict[str, Any] = {
-    "string": str, "number": (int, float), "integer": int, "boolean": bool,
-    "array": (list, tuple), "object": Mapping,
-}
-
 
 class RequestResult(msgspec.Struct, frozen=True):
     """What ``request`` returns.
@@ -74,15 +57,7 @@ class RequestResult(msgspec.Struct, frozen=True):
     usage: Usage
 
 
-class ActionResult(msgspec.Struct, frozen=True):
-    """What ``execute_action`` returns: the new session, the native history, other keys."""
-
-    session: Session
-    native_messages: list[Any]
-    payload: dict[str, Any]
-
-
-class AgentCore:
+class AgentCore(EngineCalls):
     """A stateless pipeline over registered plugin classes.
 
     Args:
@@ -239,7 +214,7 @@ class AgentCore:
     def _start(
         self, session: Session, config: Mapping[str, Any] | None, stream_default: bool, request_id: str | None,
         final_sessions: bool = False,
-    ) -> tuple[Pipeline, Flight]:
+    ) -> tuple[RequestRun, Flight]:
         _check_session(session, "a request")
         _check_config(config)
         if request_id is not None and (not isinstance(request_id, str) or not request_id):
@@ -256,10 +231,12 @@ class AgentCore:
             if rid in self._flights:
                 raise RequestInFlightError(rid)
             self._flights[rid] = flight
-        pipeline = Pipeline(
-            self, session, cfg, stream=bool(stream), request_id=rid, flight=flight, final_sessions=final_sessions
+        run = RequestRun(
+            lambda: self.resolve(cfg, session=session), session, cfg, stream=bool(stream), request_id=rid,
+            flight=flight, core=self, approval=self.approval, final_sessions=final_sessions,
+            on_finish=lambda: self._finish(flight),
         )
-        return pipeline, flight
+        return run, flight
 
     def _finish(self, flight: Flight) -> None:
         with self._lock:
@@ -279,15 +256,8 @@ class AgentCore:
     def _stream(
         self, session: Session, config: Mapping[str, Any] | None, request_id: str | None, *, final_sessions: bool
     ) -> Iterator[Event]:
-        pipeline, flight = self._start(session, config, True, request_id, final_sessions)
-
-        def events() -> Iterator[Event]:
-            try:
-                yield from drive_sync(pipeline.run())
-            finally:
-                self._finish(flight)
-
-        gen = events()
+        run, flight = self._start(session, config, True, request_id, final_sessions)
+        gen = drive_sync(run.run())  # the run frees its id when it ends (see _start)
         weakref.finalize(gen, self._finish, flight)  # a stream never iterated still frees its id
         return gen
 
@@ -304,20 +274,20 @@ class AgentCore:
             PluginError, LLMError subclasses, ConfigError, ActionInputError,
             ProviderRequestCancelled: the request failed; the input session is untouched.
         """
-        pipeline, flight = self._start(session, config, False, request_id)
+        run, flight = self._start(session, config, False, request_id)
         done: DoneEvent | None = None
         try:
-            for ev in drive_sync(pipeline.run()):
+            for ev in drive_sync(run.run()):
                 if isinstance(ev, DoneEvent):
                     done = ev
         finally:
             self._finish(flight)
-        return self._result(pipeline, done)
+        return self._result(run, done)
 
     @staticmethod
-    def _result(pipeline: Pipeline, done: DoneEvent | None) -> RequestResult:
-        if pipeline.error is not None:
-            raise pipeline.error
+    def _result(run: RequestRun, done: DoneEvent | None) -> RequestResult:
+        if run.error is not None:
+            raise run.error
         assert done is not None
         return RequestResult(done.session, done.final_messages, done.outcome, done.request_id, done.usage)
 
@@ -325,16 +295,8 @@ class AgentCore:
         self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
     ) -> AsyncIterator[Event]:
         """Async twin of :meth:`stream_request` (same events, same order)."""
-        pipeline, flight = self._start(session, config, True, request_id)
-
-        async def events() -> AsyncIterator[Event]:
-            try:
-                async for ev in drive_async(pipeline.run()):
-                    yield ev
-            finally:
-                self._finish(flight)
-
-        agen = events()
+        run, flight = self._start(session, config, True, request_id)
+        agen = drive_async(run.run())  # the run frees its id when it ends (see _start)
         weakref.finalize(agen, self._finish, flight)
         return agen
 
@@ -342,15 +304,15 @@ class AgentCore:
         self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
     ) -> RequestResult:
         """Async twin of :meth:`request`."""
-        pipeline, flight = self._start(session, config, False, request_id)
+        run, flight = self._start(session, config, False, request_id)
         done: DoneEvent | None = None
         try:
-            async for ev in drive_async(pipeline.run()):
+            async for ev in drive_async(run.run()):
                 if isinstance(ev, DoneEvent):
                     done = ev
         finally:
             self._finish(flight)
-        return self._result(pipeline, done)
+        return self._result(run, done)
 
     def send_request(self, session: Session, config: Mapping[str, Any] | None = None) -> tuple[Session, list[dict[str, Any]]]:
         """The original platform's name: ``(new_session, final message dicts)``."""
@@ -396,407 +358,3 @@ class AgentCore:
         flight.cancel()
         return True
 
-    # -- tools ----------------------------------------------------------------
-
-    def _catalog(self, res: Resolution, *, prepare: bool) -> tuple[list[Any], FrozenList]:
-        live = res.live
-        feats = [live[n] for n in res.features]
-        ctx = freeze({"core": self, "config": res.config, "provider": str(res.provider),
-                      "tags": list(res.tags), "models": list(res.models)})
-        tools = complete_sync(build_catalog([live[n] for n in res.tools], res.config, ctx, prepare=prepare))
-        available = FrozenList._trusted([d for t in tools for d in t.schemas.values()])
-        effective = prepare_tools(feats, res.config, available, ctx.merged({"available_tools": available, "tools": available}))
-        return tools, effective
-
-    def get_tool_descriptors(self, config: Mapping[str, Any] | None = None) -> list[ToolDescriptor]:
-        """The tools a request with ``config`` would offer, after features' ``prepare_tools``.
-
-        Each :class:`ToolDescriptor` names its plugin and keeps the schema in
-        the tool's own format.
-
-        Raises:
-            ConfigError: two offered tools share a name, or a schema is unreadable.
-        """
-        return list(self._catalog(self.resolve(config), prepare=True)[1])
-
-    def get_tool_schemas(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """The tool schemas a request with ``config`` sends (the original platform's shape).
-
-        Plain dicts, adapted to a format the provider accepts, exactly as they
-        reach the provider in ``config["tools"]``. :meth:`get_tool_descriptors`
-        gives the same tools with their plugins.
-        """
-        res = self.resolve(config)
-        tools, effective = self._catalog(res, prepare=True)
-        provider = res.live[res.provider]
-        exts = [res.live[n] for n in res.extensions]
-        registry = interop_registry(provider, exts, tools, res.config)
-        return thaw(adapt_all(registry, list(effective), accepted_formats(provider, exts, res.config)))
-
-    def execute_tool_calls(
-        self, session: Any, tool_calls: Any = None, config: Mapping[str, Any] | None = None
-    ) -> Any:
-        """Run tool calls outside a request, for applications with their own loop.
-
-        ``execute_tool_calls(session, calls, config)`` returns one ``tool``
-        :class:`Message` per call (append them with ``session.with_messages``).
-        The original platform's two-argument form ``execute_tool_calls(calls,
-        config)`` returns message dicts (``role``, ``content``, ``metadata``)
-        for ``add_message(session, m["role"], m["content"], m.get("metadata"))``.
-        Failures become error results, as in a request. Lifecycle actions do
-        not run here.
-
-        Raises:
-            InvalidArgumentError: the arguments fit neither form, or ``tool_calls``
-                is not a list of tool-call mappings.
-            ConfigError: ``config`` is not a mapping or cannot work.
-        """
-        if not isinstance(session, Session):
-            if config is not None:
-                raise InvalidArgumentError(
-                    "execute_tool_calls takes (session, tool_calls, config) or (tool_calls, config)",
-                    argument="session",
-                )
-            messages = self._execute_tool_calls(Session("execute_tool_calls"), session, tool_calls)
-            return [m.to_dict() for m in messages]
-        return self._execute_tool_calls(session, tool_calls or (), config)
-
-    def _execute_tool_calls(
-        self, session: Session, tool_calls: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None
-    ) -> list[Message]:
-        if isinstance(tool_calls, (str, bytes, Mapping)) or not isinstance(tool_calls, Sequence) or not all(
-            isinstance(c, Mapping) for c in tool_calls
-        ):
-            raise InvalidArgumentError(
-                f"tool_calls must be a list of tool-call dicts, got {type(tool_calls).__name__}", argument="tool_calls"
-            )
-        _check_config(config)
-        res = self.resolve(config, session=session)
-        timeout = tool_timeout_of(res.config)
-        tools, effective = self._catalog(res, prepare=True)
-        live = res.live
-        provider = live[res.provider]
-        exts = [live[n] for n in res.extensions]
-        registry = interop_registry(provider, exts, tools, res.config)
-        emitted: list[str] = []
-        for p in (provider, *exts):
-            emitted.extend(call_hook(p, "emitted_tool_call_formats", res.config, None) or ())
-        names = {(d.plugin_name, d.tool_name) for d in effective}
-        ctx = freeze({"core": self, "config": res.config, "trigger_source": "core", "session": session.to_dict()})
-        accepted = accepted_formats(provider, exts, res.config)
-        out: list[Message] = []
-        for i, call in enumerate(tool_calls):
-            routed = route(inspect_call(registry, freeze(call), i, emitted), tools, names)
-            out.append(complete_sync(run_tool_call(routed, routed.call.payload, ctx, "", accepted, timeout=timeout)))
-        return out
-
-    # -- UI, completions, config ------------------------------------------------
-
-    def get_ui_schema(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Every enabled plugin's UI elements, normalized into one flat list.
-
-        Missing ``ui_type`` becomes ``"config"``; ``plugin`` is added when
-        absent; config elements are de-duplicated on ``key`` (first wins);
-        action elements from extensions and features get ``action_owner``.
-        """
-        res = self.resolve(config)
-        tools, effective = self._catalog(res, prepare=False)
-        available = [d for t in tools for d in t.schemas.values()]
-        ctx = freeze({"tags": list(res.tags), "models": list(res.models),
-                      "available_tools": available, "tools": list(effective)})
-        out: list[dict[str, Any]] = []
-        seen_keys: set[Any] = set()
-        for ref in res.enabled:
-            plugin = res.live[ref]
-            if not plugin.defines("get_ui_elements"):
-                continue
-            elements = call_hook(plugin, "get_ui_elements", res.config, ctx) or []
-            for el in elements:
-                if not isinstance(el, Mapping):
-                    raise PluginError(plugin.name, "get_ui_elements", TypeError("bad element"),
-                                      detail=f"UI elements must be mappings, got {el!r}")
-                item = thaw(el)
-                item["ui_type"] = item.get("ui_type") or "config"
-                item.setdefault("plugin", plugin.name)
-                if item["ui_type"] in ("session_action", "message_action") and ref.kind in ("extension", "feature"):
-                    item.setdefault("action_owner", plugin.name)
-                if item["ui_type"] == "config" and "key" in item:
-                    if item["key"] in seen_keys:
-                        continue
-                    seen_keys.add(item["key"])
-                    if res.config.get(item["key"]) == REDACTED or is_secret_name(str(item["key"])):
-                        item.update({k: REDACTED for k in ("value", "default") if item.get(k) is not None})
-                out.append(item)
-        return out
-
-    def get_config_schema(self) -> list[dict[str, Any]]:
-        """Every registered plugin's config keys, one flat entry per key, with ``plugin``."""
-        out = []
-        for kind in KINDS:
-            for spec in self._specs[kind]:
-                plugin = LivePlugin(spec, spec.factory())
-                raw = call_hook(plugin, "get_config_schema")
-                # the same checks a request makes
-                secret = {f.key for f in parse_schema(spec.name, raw) if f.secret}
-                for key, desc in (schema_fields(raw) if raw else {}).items():
-                    entry = {**thaw(desc), "key": key, "plugin": spec.name}
-                    if key in secret:  # a default or example of a secret is shown to nobody
-                        entry.update({k: REDACTED for k in ("default", "examples", "example") if k in entry})
-                        entry["secret"] = True
-                    out.append(entry)
-        return out
-
-    def get_completions(self, config: Mapping[str, Any] | None, text: str) -> list[dict[str, Any]]:
-        """Completions from every enabled feature for ``text``; each names its ``plugin``."""
-        res = self.resolve(config)
-        out = []
-        for name in res.features:
-            plugin = res.live[name]
-            if plugin.defines("get_completions"):
-                for c in call_hook(plugin, "get_completions", res.config, text) or ():
-                    item = thaw(c)
-                    item.setdefault("plugin", plugin.name)
-                    out.append(item)
-        return out
-
-    def apply_completion(self, config: Mapping[str, Any] | None, text: str, completion: Mapping[str, Any]) -> str:
-        """Ask the feature that offered ``completion`` for replacement text ("" for none)."""
-        res = self.resolve(config)
-        owner = completion.get("plugin") if isinstance(completion, Mapping) else None
-        for name in res.features:
-            plugin = res.live[name]
-            if owner is not None and plugin.name != owner:
-                continue
-            if plugin.defines("apply_completion"):
-                got = call_hook(plugin, "apply_completion", res.config, text, freeze(completion))
-                if got:
-                    return str(got)
-        return ""
-
-    # -- actions --------------------------------------------------------------
-
-    def _init_state(self, res: Resolution) -> tuple[Any, FrozenDict]:
-        live = res.live
-        provider = live[res.provider]
-        state = frozen_map(provider, "init", call_hook(provider, "init", own_config(provider, res.config)), "state")
-        for name in (*res.extensions, *res.features):
-            p = live[name]
-            state = frozen_map(p, "init", call_hook(p, "init", own_config(p, res.config), state), "state")
-        return provider, state
-
-    def get_actions(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Action definitions of the enabled extensions and features, each with ``plugin``."""
-        res = self.resolve(config)
-        _, state = self._init_state(res)
-        out = []
-        for name in (*res.extensions, *res.features):
-            plugin = res.live[name]
-            for a in plugin_actions(plugin, state):
-                item = thaw(a)
-                item.setdefault("plugin", plugin.name)
-                out.append(item)
-        return out
-
-    def execute_action(
-        self,
-        session: Session,
-        action_id: str,
-        params: Mapping[str, Any] | None = None,
-        config: Mapping[str, Any] | None = None,
-        *,
-        context: Mapping[str, Any] | None = None,
-    ) -> ActionResult:
-        """Run a session-scoped action of an enabled extension or feature.
-
-        ``action_id`` may be qualified as ``"plugin:action"`` when two plugins
-        declare the same id. Params are checked against the action's
-        ``inputs`` before the plugin runs.
-
-        Returns:
-            ActionResult: the new session (metadata merged, native history
-            replaced), the native history, and the result's other keys.
-
-        Raises:
-            ActionInputError: unknown action (``action_id`` not a string included), or a
-                missing/ill-typed/unknown input, or ``params`` not a mapping.
-            InvalidArgumentError: ``session`` is not a Session or ``context`` not a mapping.
-            ConfigError: ``config`` is not a mapping or cannot work.
-            PluginError: the plugin failed.
-        """
-        _check_session(session, "execute_action")
-        if not isinstance(action_id, str) or not action_id:
-            raise ActionInputError(
-                f"action_id must be a non-empty string naming an action, got {action_id!r}", action=repr(action_id)
-            )
-        if params is not None and not isinstance(params, Mapping):
-            raise ActionInputError(
-                f"params for action {action_id!r} must be a mapping, got {type(params).__name__}", action=action_id
-            )
-        if context is not None and not isinstance(context, Mapping):
-            raise InvalidArgumentError(
-                f"context must be a mapping, got {type(context).__name__}", argument="context"
-            )
-        _check_config(config)
-        res = self.resolve(config, session=session)
-        provider, state = self._init_state(res)
-        owner_name, _, bare = action_id.rpartition(":") if ":" in action_id else ("", "", action_id)
-        matches = []
-        for name in (*res.extensions, *res.features):
-            plugin = res.live[name]
-            if owner_name and plugin.name != owner_name:
-                continue
-            for a in plugin_actions(plugin, state):
-                if a.get("id") == bare:
-                    matches.append((plugin, a))
-        if not matches:
-            raise ActionInputError(f"no enabled plugin offers an action {action_id!r}", action=action_id)
-        if len(matches) > 1:
-            owners = ", ".join(f"{p.name}:{bare}" for p, _ in matches)
-            raise ActionInputError(f"action {bare!r} is ambiguous; qualify it as one of {owners}", action=action_id)
-        plugin, action = matches[0]
-        checked = _check_inputs(action_id, action.get("inputs") or {}, params or {})
-
-        pname = str(res.provider)
-        native = self._session_native(res, provider, state, session)
-        owned = {"core": self, "config": res.config, "trigger_source": "application", "session": session.to_dict()}
-        ctx = merge_context(owned, context)
-        result = call_hook(plugin, "execute_action", bare, session, native, freeze(checked), ctx, state)
-        result = frozen_map(plugin, "execute_action", result if result is not None else {}, "action result")
-        new_session = session
-        if isinstance(result.get("session_metadata"), Mapping):
-            new_session = new_session.with_metadata(result["session_metadata"])
-        if "native_messages" in result:
-            native = frozen_list(plugin, "execute_action", result["native_messages"], "native_messages")
-        new_session = store_native(new_session, pname, native)
-        payload = {k: thaw(v) for k, v in result.items() if k not in _ACTION_RESULT_KEYS}
-        return ActionResult(new_session, list(native), payload)
-
-    def execute_session_action(
-        self,
-        session: Session,
-        action_id: str,
-        params: Mapping[str, Any] | None = None,
-        config: Mapping[str, Any] | None = None,
-        *,
-        context: Mapping[str, Any] | None = None,
-    ) -> ActionResult:
-        """The original platform's name for :meth:`execute_action` (same arguments, same result)."""
-        return self.execute_action(session, action_id, params, config, context=context)
-
-    def execute_lifecycle_actions(
-        self,
-        session: Session,
-        trigger: str,
-        config: Mapping[str, Any] | None = None,
-        *,
-        context: Mapping[str, Any] | None = None,
-    ) -> Session:
-        """Run every enabled extension's and feature's action bound to ``trigger``; return the new session.
-
-        For the lifecycle points an application decides (``session_created``,
-        ``session_saved``, ...): actions run in chain order, each seeing the
-        session and native history the previous one left; ``session_metadata``
-        is merged and ``native_messages`` replaces the stored native history.
-        The points a request drives itself (``response_finalize``,
-        ``tool_pre``, ``tool_post``) run only inside requests.
-
-        Raises:
-            ActionInputError: ``trigger`` is not a string or is one the engine runs during requests.
-            InvalidArgumentError: ``session`` is not a Session or ``context`` not a mapping.
-            ConfigError: ``config`` is not a mapping or cannot work.
-            PluginError: an action failed (or ``get_actions`` returned a bad shape); the input
-                session is untouched.
-        """
-        _check_session(session, "execute_lifecycle_actions")
-        if not isinstance(trigger, str) or not trigger:
-            raise ActionInputError(f"trigger must be a lifecycle name, got {trigger!r}", action=repr(trigger))
-        if context is not None and not isinstance(context, Mapping):
-            raise InvalidArgumentError(f"context must be a mapping, got {type(context).__name__}", argument="context")
-        _check_config(config)
-        if trigger in _REQUEST_TRIGGERS:
-            raise ActionInputError(
-                f"lifecycle {trigger!r} runs inside requests; execute_lifecycle_actions runs the others",
-                action=trigger,
-            )
-        res = self.resolve(config, session=session)
-        provider, state = self._init_state(res)
-        pname = str(res.provider)
-        native: FrozenList | None = None
-        for name in (*res.extensions, *res.features):
-            plugin = res.live[name]
-            for action in plugin_actions(plugin, state):
-                trig = action.get("trigger") or action.get("lifecycle")
-                if trigger not in ([trig] if isinstance(trig, str) else trig or ()):
-                    continue
-                if native is None:
-                    native = self._session_native(res, provider, state, session)
-                params = _check_inputs(str(action.get("id")), action.get("inputs") or {}, {})
-                owned = {"core": self, "config": res.config, "trigger_source": "application",
-                         "lifecycle": trigger, "session": session.to_dict()}
-                result = call_hook(plugin, "execute_action", action.get("id"), session, native, freeze(params),
-                                   merge_context(owned, context), state)
-                result = frozen_map(plugin, "execute_action", result if result is not None else {}, "action result")
-                if isinstance(result.get("session_metadata"), Mapping):
-                    session = session.with_metadata(result["session_metadata"])
-                if "native_messages" in result:
-                    native = frozen_list(plugin, "execute_action", result["native_messages"], "native_messages")
-        if native is not None:
-            session = store_native(session, pname, native)
-        return session
-
-    def _session_native(self, res: Resolution, provider: Any, state: Any, session: Session) -> FrozenList:
-        """The session's native history for the resolved provider, converting what it does not cover yet."""
-        native, covered = load_native(session, str(res.provider))
-        uncovered = list(session.messages)[covered:]
-        if uncovered or not native:
-            ctx = freeze({"core": self, "config": res.config})
-            core = FrozenList._trusted([m.as_mapping() for m in uncovered])
-            delta = frozen_list(provider, "to_native_messages",
-                                call_hook(provider, "to_native_messages", core, state, context=ctx), "native")
-            for name in (*res.extensions, *res.features):
-                p = res.live[name]
-                delta = frozen_list(p, "to_native_messages",
-                                    call_hook(p, "to_native_messages", core, delta, state, context=ctx), "native")
-            native = FrozenList._trusted([*native, *delta])
-        return native
-
-
-def _check_session(session: Any, call: str) -> None:
-    if not isinstance(session, Session):
-        raise InvalidArgumentError(f"{call} expects a Session, got {type(session).__name__}", argument="session")
-
-
-def _check_config(config: Any) -> None:
-    if config is not None and not isinstance(config, Mapping):
-        raise ConfigError(f"config must be a mapping, got {type(config).__name__}")
-
-
-def _check_inputs(action: str, inputs: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    if not isinstance(params, Mapping):
-        raise ActionInputError(f"params for action {action!r} must be a mapping", action=action)
-    out: dict[str, Any] = {}
-    for key in params:
-        if key not in inputs:
-            known = ", ".join(sorted(inputs)) or "none"
-            raise ActionInputError(
-                f"action {action!r} has no input {key!r} (declared inputs: {known})", action=action, input=key
-            )
-    for key, desc in inputs.items():
-        desc = desc if isinstance(desc, Mapping) else {}
-        if key not in params:
-            if desc.get("required"):
-                raise ActionInputError(f"action {action!r} needs the input {key!r}", action=action, input=key)
-            if "default" in desc:
-                out[key] = desc["default"]
-            continue
-        value = params[key]
-        t = desc.get("type")
-        py = _INPUT_TYPES.get(t) if isinstance(t, str) else None
-        bad_bool = t in ("number", "integer") and isinstance(value, bool)
-        if py is not None and (bad_bool or not isinstance(value, py)):
-            raise ActionInputError(
-                f"action {action!r}: input {key!r} must be {t}, got {type(value).__name__} ({value!r})",
-                action=action, input=key,
-            )
-        out[key] = value
-    return out

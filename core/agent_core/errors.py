@@ -1,36 +1,39 @@
 """Typed errors, so callers can react to *what* went wrong rather than parse text.
 
+Every error here is an :class:`AgentCoreError`, so ``except AgentCoreError``
+catches whatever agent-core raises on purpose; each also keeps the builtin
+base older callers test for (a ``ConfigError`` is still a ``ValueError``).
 The hierarchy::
 
     Exception
-    ├── LLMError                    the provider (model API) failed; .provider, .status_code
-    │   ├── RateLimitError          slow down; .retry_after seconds when the API said
-    │   ├── AuthenticationError     the key is missing, wrong or not allowed (401/403)
-    │   ├── ContextLengthError      the conversation no longer fits the model's window
-    │   ├── ContentFilterError      the provider refused the content
-    │   ├── InvalidRequestError     the API rejected the request as malformed (other 4xx)
-    │   ├── ProviderUnavailableError  5xx, overload, or the server could not be reached
-    │   ├── LLMTimeoutError         the provider did not answer in time (a read, or the whole deadline_s)
-    │   ├── MalformedResponseError  the answer broke its API's format: not SSE/JSON/UTF-8, a line over the cap,
-    │   │                           or valid JSON in a shape the API never uses
-    │   └── EmptyResponseError      a stream ended without a single chunk or answer
-    ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
-    ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
-    │   └── AsyncOnlyHookError      an async-only hook met a sync call inside a running event loop
-    ├── InvalidValueError (ValueError)  a value JSON cannot carry, or nested too deeply; .path
-    ├── ActionInputError (ValueError)  an action was called with bad params; .action, .input
-    ├── InvalidArgumentError (TypeError, ValueError)  a public call got an unusable argument; .argument
-    │   └── RequestInFlightError    a request id that is already in flight was given again
-    ├── MissingFieldError (KeyError, ValueError)  serialized data lacks a required key; .key
-    ├── AssertionError
-    │   └── PluginContractError     check_plugin (agent_core.testing) found a broken hook; .plugin, .hook, .rule
-    ├── RuntimeError
-    │   └── ProviderRequestCancelled  a request was cancelled by id; .request_id
-    └── StoreError                  the session store could not do what was asked; .session_id
-        ├── ConflictError           a put based on a stale revision; .expected, .current (nothing written)
-        ├── SessionNotFoundError (LookupError)  no session has this id
-        ├── CorruptRecordError      a stored row does not decode to a valid value; .revision, .what
-        └── SchemaVersionError      the database's schema is newer than this agent-core; .found, .supported
+    └── AgentCoreError                  the root: anything agent-core raises on purpose
+        ├── LLMError                    the provider (model API) failed; .provider, .status_code
+        │   ├── RateLimitError          slow down; .retry_after seconds when the API said
+        │   ├── AuthenticationError     the key is missing, wrong or not allowed (401/403)
+        │   ├── ContextLengthError      the conversation no longer fits the model's window
+        │   ├── ContentFilterError      the provider refused the content
+        │   ├── InvalidRequestError     the API rejected the request as malformed (other 4xx)
+        │   ├── ProviderUnavailableError  5xx, overload, or the server could not be reached
+        │   ├── LLMTimeoutError         the provider did not answer in time (a read, or the whole deadline_s)
+        │   ├── MalformedResponseError  the answer broke its API's format: not SSE/JSON/UTF-8, a line over
+        │   │                           the cap, or valid JSON in a shape the API never uses
+        │   └── EmptyResponseError      a stream ended without a single chunk or answer
+        ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
+        ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
+        │   └── AsyncOnlyHookError      an async-only hook met a sync call inside a running event loop
+        ├── InvalidValueError (ValueError)  a value JSON cannot carry, or nested too deeply; .path
+        ├── ActionInputError (ValueError)  an action was called with bad params; .action, .input
+        ├── InvalidArgumentError (TypeError, ValueError)  a public call got an unusable argument; .argument
+        │   └── RequestInFlightError    a request id that is already in flight was given again
+        ├── MissingFieldError (KeyError, ValueError)  serialized data lacks a required key; .key
+        ├── PluginContractError (AssertionError)  check_plugin (agent_core.testing) found a broken hook;
+        │                           .plugin, .hook, .rule
+        ├── ProviderRequestCancelled (RuntimeError)  a request was cancelled by id; .request_id
+        └── StoreError                  the session store could not do what was asked; .session_id
+            ├── ConflictError           a put based on a stale revision; .expected, .current (nothing written)
+            ├── SessionNotFoundError (LookupError)  no session has this id
+            ├── CorruptRecordError      a stored row does not decode to a valid value; .revision, .what
+            └── SchemaVersionError      the database's schema is newer than this agent-core; .found, .supported
 
     UserWarning
     └── UnknownConfigKeyWarning     a config key nothing declares (a typo?); .key, .suggestion
@@ -47,6 +50,7 @@ from typing import Any
 
 __all__ = [
     "ActionInputError",
+    "AgentCoreError",
     "AsyncOnlyHookError",
     "AuthenticationError",
     "ConfigError",
@@ -84,7 +88,11 @@ def _rebuild(cls: type[BaseException], args: tuple[Any, ...], kwargs: dict[str, 
     return cls(*args, **kwargs)
 
 
-class LLMError(Exception):
+class AgentCoreError(Exception):
+    """The root of agent-core's typed errors: catch this to catch any of them."""
+
+
+class LLMError(AgentCoreError):
     """The model provider failed to produce a response.
 
     Attributes:
@@ -183,7 +191,7 @@ class EmptyResponseError(LLMError):
     retryable = True
 
 
-class PluginError(Exception):
+class PluginError(AgentCoreError):
     """A plugin hook raised. Names the plugin and hook; ``original`` is the cause."""
 
     def __init__(self, plugin: str, hook: str, original: BaseException, *, detail: str | None = None) -> None:
@@ -198,7 +206,7 @@ class PluginError(Exception):
         return _rebuild, (type(self), (self.plugin, self.hook, self.original), {"detail": self.detail}), self.__dict__
 
 
-class ConfigError(ValueError):
+class ConfigError(AgentCoreError, ValueError):
     """The configuration or the registered plugin set cannot work as given.
 
     Attributes:
@@ -220,7 +228,7 @@ class AsyncOnlyHookError(ConfigError):
         return _rebuild, (type(self), self.args, {"key": self.key, "plugins": self.plugins}), self.__dict__
 
 
-class InvalidArgumentError(TypeError, ValueError):
+class InvalidArgumentError(AgentCoreError, TypeError, ValueError):
     """A public call got an argument it cannot use (wrong type or value); ``argument`` names it.
 
     A ``TypeError`` for code that checks for one, and a ``ValueError`` because
@@ -249,7 +257,7 @@ class RequestInFlightError(InvalidArgumentError):
         return type(self), (self.request_id,), self.__dict__
 
 
-class InvalidValueError(ValueError):
+class InvalidValueError(AgentCoreError, ValueError):
     """A value cannot be frozen into a message, session or tool result.
 
     Either it is nested deeper than :data:`agent_core.frozen.MAX_DEPTH` (a
@@ -267,7 +275,7 @@ class InvalidValueError(ValueError):
         return _rebuild, (type(self), self.args, {"path": self.path}), self.__dict__
 
 
-class ActionInputError(ValueError):
+class ActionInputError(AgentCoreError, ValueError):
     """An action's params do not match the inputs it declares."""
 
     def __init__(self, message: str, *, action: str, input: str | None = None) -> None:
@@ -279,7 +287,7 @@ class ActionInputError(ValueError):
         return _rebuild, (type(self), self.args, {"action": self.action, "input": self.input}), self.__dict__
 
 
-class MissingFieldError(KeyError, ValueError):
+class MissingFieldError(AgentCoreError, KeyError, ValueError):
     """Serialized data (``from_dict``/``from_json``) lacks a required key.
 
     A ``KeyError`` for code written against the original platform, and a
@@ -298,7 +306,7 @@ class MissingFieldError(KeyError, ValueError):
         return type(self), (self.key, self.type_name), self.__dict__
 
 
-class ProviderRequestCancelled(RuntimeError):
+class ProviderRequestCancelled(AgentCoreError, RuntimeError):
     """The request was cancelled through ``AgentCore.cancel_request(request_id)``."""
 
     def __init__(self, request_id: str | None = None) -> None:
@@ -330,7 +338,7 @@ class UnknownConfigKeyWarning(UserWarning):
         return _rebuild, (type(self), self.args, {"key": self.key, "suggestion": self.suggestion}), self.__dict__
 
 
-class PluginContractError(AssertionError):
+class PluginContractError(AgentCoreError, AssertionError):
     """A plugin breaks the hook contract (found by ``agent_core.testing.check_plugin``).
 
     An ``AssertionError`` so a test that calls ``check_plugin`` fails like any
@@ -350,7 +358,7 @@ class PluginContractError(AssertionError):
         return _rebuild, (type(self), (self.plugin, self.hook, self.rule, self.value), {}), self.__dict__
 
 
-class StoreError(Exception):
+class StoreError(AgentCoreError):
     """The session store (:mod:`agent_core.store`) could not do what was asked; ``session_id`` names the session."""
 
     def __init__(self, message: str, *, session_id: str | None = None) -> None:

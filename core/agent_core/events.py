@@ -24,7 +24,7 @@ from typing import Any, Literal, Union
 import msgspec
 
 from .frozen import FrozenVector
-from .types import Message, PartialMessage, Session
+from .values import Message, PartialMessage, Session
 
 __all__ = [
     "DoneEvent",
@@ -225,6 +225,13 @@ def _enc_hook(obj: Any) -> Any:
         return sorted(obj, key=repr)
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")
 
+
+# ``event.type`` is read for every event a caller handles: a plain class attribute per
+# event class answers it without the property's lookup of the struct config.
+for _cls in (StartEvent, PartialEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent,
+             UserMessageEvent, ErrorEvent, DoneEvent):
+    _cls.type = _cls.__struct_config__.tag  # type: ignore[misc,assignment]
+del _cls
 
 _encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
 

@@ -17,7 +17,7 @@ returns the history it was given costs one ``isinstance`` check, not a walk
 over the history. That is what keeps the per-chunk cost of the hot path
 independent of the conversation length.
 
-``FrozenVector`` is the one persistent structure: a pyrsistent vector behind
+``FrozenVector`` (in :mod:`agent_core.vector`) is the one persistent structure: a pyrsistent vector behind
 a read-only ``Sequence`` face, used for ``Session.messages`` so that adding a
 message shares structure with the old session (O(log n)) instead of copying
 the whole history.
@@ -39,8 +39,8 @@ silently losing ``m``), not to sandbox hostile code.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, NoReturn, TypeVar, overload
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NoReturn, overload
 
 import math
 
@@ -48,15 +48,15 @@ import msgspec
 import pyrsistent
 
 from .errors import InvalidValueError
+from .vector import FrozenVector
 
 __all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "FrozenVector", "freeze", "freeze_json", "thaw"]
 
 #: how deeply a value may nest (a JSON object or array counts one level)
 MAX_DEPTH = 256
 
-T = TypeVar("T")
 
-_SCALARS = (str, int, float, bool, type(None), bytes)
+_SCALARS = frozenset({str, int, float, bool, type(None), bytes})  # a set: one hash per check, not six compares
 
 
 def _refuse_dict(name: str) -> Any:
@@ -184,6 +184,17 @@ class FrozenList(list):  # type: ignore[type-arg]
         new._json = False
         return new
 
+    @classmethod
+    def _joined(cls, head: Iterable[Any], tail: Iterable[Any]) -> FrozenList:
+        """``head`` then ``tail``, both already frozen, in one copy (histories grow this way)."""
+        new = list.__new__(cls)
+        list.extend(new, head)
+        list.extend(new, tail)
+        new._hash = None
+        # two lists freeze_json has checked make a checked list: nothing new to walk
+        new._json = getattr(head, "_json", False) and getattr(tail, "_json", False)
+        return new
+
     __setitem__ = _refuse_list("__setitem__")
     __delitem__ = _refuse_list("__delitem__")
     __iadd__ = _refuse_list("__iadd__")
@@ -231,121 +242,6 @@ class FrozenList(list):  # type: ignore[type-arg]
         return FrozenList._trusted([*self, freeze(item)])
 
 
-def _refuse_vector(name: str) -> Any:
-    def method(self: FrozenVector, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            f"{name}() cannot change a session's messages: sessions are values. "
-            "Use session.with_message(msg) / session.with_messages(msgs), or "
-            "core.add_message(session, msg), which return a new Session."
-        )
-
-    method.__name__ = name
-    return method
-
-
-_NO_MEMO: pyrsistent.PVector = pyrsistent.pvector()
-
-
-class FrozenVector(Sequence[T]):
-    """A read-only sequence backed by a pyrsistent vector.
-
-    Adding items with :meth:`appended` / :meth:`extended` shares structure
-    with the original and costs O(log n). Compares equal to lists and tuples
-    with the same items.
-
-    A vector may also carry a *prefix memo*: one value per leading item that
-    some caller computed from those items (see :meth:`prefix_memo`).
-    """
-
-    __slots__ = ("_items", "_hash", "_memo")
-
-    def __init__(self, items: Iterable[T] = ()) -> None:
-        self._items = items if isinstance(items, pyrsistent.PVector) else pyrsistent.pvector(items)
-        self._hash: int | None = None
-        self._memo: pyrsistent.PVector = _NO_MEMO
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-    @overload
-    def __getitem__(self, index: slice) -> FrozenVector[T]: ...
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            out = FrozenVector(self._items[index])
-            if index.start in (None, 0) and index.step in (None, 1) and self._memo:
-                # a prefix holds the very same leading items, so the memo still describes them
-                out._memo = self._memo[: len(out)] if len(self._memo) > len(out) else self._memo
-            return out
-        return self._items[index]
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self) -> Iterator[T]:
-        return iter(self._items)
-
-    def __reversed__(self) -> Iterator[T]:
-        return reversed(self._items)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, FrozenVector):
-            return self._items == other._items
-        if isinstance(other, (list, tuple)):
-            return len(other) == len(self._items) and all(a == b for a, b in zip(self._items, other))
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash(tuple(self._items))
-        return self._hash
-
-    def __repr__(self) -> str:
-        return f"FrozenVector({list(self._items)!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenVector, (list(self._items),))
-
-    __setitem__ = _refuse_vector("__setitem__")
-    __delitem__ = _refuse_vector("__delitem__")
-    __iadd__ = _refuse_vector("__iadd__")
-    append = _refuse_vector("append")
-    extend = _refuse_vector("extend")
-    insert = _refuse_vector("insert")
-    pop = _refuse_vector("pop")
-    remove = _refuse_vector("remove")
-    clear = _refuse_vector("clear")
-    set = _refuse_vector("set")
-
-    def appended(self, item: T) -> FrozenVector[T]:
-        """Return a new vector with ``item`` at the end (O(log n))."""
-        out = FrozenVector(self._items.append(item))
-        out._memo = self._memo
-        return out
-
-    def extended(self, items: Iterable[T]) -> FrozenVector[T]:
-        """Return a new vector with ``items`` at the end."""
-        out = FrozenVector(self._items.extend(items))
-        out._memo = self._memo
-        return out
-
-    def prefix_memo(self) -> pyrsistent.PVector:
-        """Values computed for this vector's leading items (item ``i`` -> value ``i``); may be empty.
-
-        A memo describes only a prefix of the items, and every item is
-        immutable, so a vector made by appending to this one (or a prefix
-        slice of it) inherits the memo as is: its leading items are the very
-        same objects. The native history keeps chained digests here, so that
-        checking a stored prefix costs only the messages added since
-        (:mod:`agent_core.native_history`). The memo is never serialized.
-        """
-        return self._memo
-
-    def remember_prefix(self, memo: pyrsistent.PVector) -> None:
-        """Keep ``memo`` (at most one value per item) as this vector's prefix memo."""
-        if len(memo) > len(self._items):
-            raise ValueError(f"a prefix memo of {len(memo)} values for a vector of {len(self._items)} items")
-        self._memo = memo
-
-
 def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     """Return a deeply immutable version of a JSON-like ``value``.
 
@@ -368,18 +264,28 @@ def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     if _budget <= 0:
         raise InvalidValueError(f"the value is nested deeper than {MAX_DEPTH} levels (or contains itself)")
     _budget -= 1
-    if cls is dict or (isinstance(value, Mapping) and not isinstance(value, FrozenDict)):
+    # the plain types first: isinstance against the ABCs costs more than the copy of a small dict
+    if cls is dict or (cls is not list and cls is not tuple and isinstance(value, Mapping)
+                       and not isinstance(value, FrozenDict)):
         items = {}
         for k, v in value.items():
             items[k] = v if v.__class__ in _SCALARS else freeze(v, _budget)
-        return FrozenDict._trusted(items)
+        new = dict.__new__(FrozenDict)
+        dict.update(new, items)
+        new._hash = None
+        new._json = False
+        return new
     if cls is list or cls is tuple or (
         isinstance(value, (list, tuple, pyrsistent.PVector)) and not isinstance(value, FrozenList)
     ):
         out = []
         for v in value:
             out.append(v if v.__class__ in _SCALARS else freeze(v, _budget))
-        return FrozenList._trusted(out)
+        lst = list.__new__(FrozenList)
+        list.extend(lst, out)
+        lst._hash = None
+        lst._json = False
+        return lst
     if isinstance(value, (FrozenDict, FrozenList, FrozenVector, frozenset)):
         return value
     if isinstance(value, (set, pyrsistent.PSet)):
@@ -514,6 +420,8 @@ def thaw(value: Any) -> Any:
         return [thaw(v) for v in value]
     if isinstance(value, frozenset):
         return [thaw(v) for v in value]
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        return [thaw(v) for v in value]  # a lazy view (agent_core.views.MessagesView)
     if hasattr(value, "to_dict") and callable(value.to_dict):
         return value.to_dict()
     return value

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from .contract import HOOKS, PROVIDER_TWINS, parse_signature
 from .errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
-from .frozen import FrozenDict, FrozenList, freeze
+from .frozen import _SCALARS, FrozenDict, FrozenList, freeze, freeze_json
 from .protocols import FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
 
 __all__ = ["KINDS", "LivePlugin", "PluginSpec", "call_hook", "spec_for"]
@@ -34,7 +35,7 @@ KINDS: dict[str, type] = {
 }
 
 #: async twins a provider may offer beside the protocol's sync hooks
-_EXTRA_HOOKS: dict[str, tuple[str, ...]] = {"provider": ("astream_api", "acall_api")}
+_EXTRA_HOOKS: dict[str, tuple[str, ...]] = {"provider": tuple(PROVIDER_TWINS)}
 
 
 @dataclass(frozen=True)
@@ -43,26 +44,17 @@ class _Shape:
     keywords: tuple[str, ...]
 
 
-def _protocol_shape(func: Callable[..., Any]) -> _Shape:
-    params = list(inspect.signature(func).parameters.values())[1:]  # drop self
-    pos = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
-    kw = tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY)
-    return _Shape(pos, kw)
+def _contract_shape(signature: str) -> _Shape:
+    params = parse_signature(signature)
+    return _Shape(tuple(p.name for p in params if not p.keyword_only), tuple(p.name for p in params if p.keyword_only))
 
 
+#: kind -> hook -> how the engine calls it, read from the contract table (agent_core.contract)
 _SHAPES: dict[str, dict[str, _Shape]] = {
-    kind: {
-        name: _protocol_shape(getattr(proto, name))
-        for name, value in vars(proto).items()
-        if callable(value) and not name.startswith("_")
-    }
-    for kind, proto in KINDS.items()
+    kind: {name: _contract_shape(spec.signature) for name, spec in hooks.items()} for kind, hooks in HOOKS.items()
 }
-for _kind, _proto in KINDS.items():
-    for _name in ("get_config_schema", "get_ui_elements"):
-        _SHAPES[_kind].setdefault(_name, _protocol_shape(getattr(_proto, _name)))
-_SHAPES["provider"]["astream_api"] = _SHAPES["provider"]["stream_api"]
-_SHAPES["provider"]["acall_api"] = _SHAPES["provider"]["call_api"]
+for _twin, _sync in PROVIDER_TWINS.items():
+    _SHAPES["provider"][_twin] = _SHAPES["provider"][_sync]
 
 
 @dataclass(frozen=True)
@@ -346,8 +338,13 @@ def expect_tuple(plugin: LivePlugin, hook: str, value: Any, size: int, what: str
     )
 
 
-def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
-    """Freeze a hook's list result, checking that it is a list of mappings."""
+def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str, base: Any = None) -> Any:
+    """Freeze a hook's list result, checking that it is a list.
+
+    ``base`` is the frozen list the hook was handed, when the result is
+    likely built on it (a native history): its shared head is then not
+    walked again (see :func:`freeze_over`).
+    """
     if value.__class__ is FrozenList:
         return value
     if not isinstance(value, (list, tuple)):
@@ -356,9 +353,34 @@ def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
             detail=f"returned {type(value).__name__} for {what}, expected a list",
         )
     try:
-        return freeze(value)
+        return freeze(value) if base is None else freeze_over(value, base)
     except InvalidValueError as exc:
         raise _unusable(plugin, hook, what, exc) from exc
+
+
+def freeze_over(value: Any, base: Sequence[Any]) -> Any:
+    """Freeze a list a plugin built on top of ``base`` (a frozen list it was handed).
+
+    ``[*native_messages, msg]`` is how plugins extend a history. Walking the
+    whole result would cost O(history) in Python per hook; instead the head
+    is compared with ``base`` in C (identical items compare in one pointer
+    check) and, when equal, ``base``'s own frozen items are kept: only the
+    items after it are frozen. Anything else is frozen as :func:`freeze` does.
+    """
+    k = len(base)
+    if value.__class__ is list and k and len(value) >= k and value[:k] == base:
+        if len(value) == k:
+            return base if base.__class__ is FrozenList else FrozenList._trusted(base)
+        rest = FrozenList._trusted([v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]])
+        if getattr(base, "_json", False):
+            # A JSON-checked history stays checked when its new items are: storing it then
+            # walks nothing. An item JSON cannot carry is left for the store to name.
+            try:
+                rest = freeze_json(rest)
+            except InvalidValueError:
+                pass
+        return FrozenList._joined(base, rest)
+    return freeze(value)
 
 
 def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:

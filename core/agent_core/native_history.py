@@ -38,8 +38,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .frozen import FrozenDict, FrozenList, FrozenVector, freeze
-from .types import Message, Session
+from .frozen import FrozenDict, FrozenList, FrozenVector, freeze, freeze_json
+from .values import Message, Session
 
 __all__ = ["NATIVE_KEY", "load_native", "persistable", "prefix_digest", "store_native"]
 
@@ -96,20 +96,46 @@ def load_native(session: Session, provider: str) -> tuple[FrozenList, int]:
     return freeze(native), count
 
 
+def freeze_json_over(value: Any, base: Any, what: str = "value") -> Any:
+    """:func:`freeze_json` for a frozen list that extends ``base``, a list it has already checked.
+
+    A stored history grows by a few messages per turn; checking it whole
+    again would cost O(history). When ``value`` begins with ``base``'s items
+    (compared in C), only the items after them are checked, and ``base``'s
+    checked items are kept. Anything else is checked in full.
+
+    Raises:
+        InvalidValueError: as :func:`freeze_json`.
+    """
+    if value is base or (value.__class__ is FrozenList and value._json):
+        return value
+    if value.__class__ is FrozenList and base.__class__ is FrozenList and base._json:
+        k = len(base)
+        if len(value) >= k and list.__getitem__(value, slice(0, k)) == base:
+            new = freeze_json(FrozenList._trusted(list.__getitem__(value, slice(k, None))), what)
+            out = FrozenList._joined(base, new)
+            out._json = True
+            return out
+    return freeze_json(value, what)
+
+
 def store_native(session: Session, provider: str, native: Any, core_count: int | None = None) -> Session:
     """Return ``session`` with ``native`` recorded as ``provider``'s history.
 
-    ``core_count`` defaults to all of the session's messages.
+    ``core_count`` defaults to all of the session's messages. The record is
+    JSON-checked (sessions always are) only where it grew since the record
+    the session already holds, so storing costs O(new messages).
     """
     count = len(session.messages) if core_count is None else core_count
+    box = session.metadata.get(NATIVE_KEY)
+    previous = box.get(provider) if isinstance(box, Mapping) else None
+    before = previous.get("messages") if isinstance(previous, Mapping) else None
+    messages = freeze_json_over(freeze(native), before, f"native history of {provider!r}")
     record = FrozenDict._trusted(
-        {
-            "messages": freeze(native),
-            "core_count": count,
-            "prefix_digest": prefix_digest(session.messages, count),
-        }
+        {"messages": messages, "core_count": count, "prefix_digest": prefix_digest(session.messages, count)}
     )
-    return session.with_metadata({NATIVE_KEY: FrozenDict._trusted({provider: record})})
+    record._json = True  # its parts: a checked list, an int, a hex digest
+    return session.with_metadata({NATIVE_KEY: freeze_json(FrozenDict._trusted({provider: record}))})
 
 
 def persistable(stored: FrozenList, native: FrozenList, turn_start: int, request_time: FrozenList) -> FrozenList:
@@ -125,7 +151,7 @@ def persistable(stored: FrozenList, native: FrozenList, turn_start: int, request
     """
     if request_time is stored or len(native) < turn_start:
         return native
-    for a, b in zip(request_time, native):
-        if a is not b and a != b:
-            return native
-    return FrozenList._trusted([*stored, *native[turn_start:]])
+    # compared in C: identical items (the usual case) cost one pointer check each
+    if list.__getitem__(native, slice(0, len(request_time))) != request_time:
+        return native
+    return FrozenList._joined(stored, list.__getitem__(native, slice(turn_start, None)))

@@ -27,13 +27,17 @@ what makes a kind usable, not on the full hook list: a provider needs a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
+import inspect
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Optional, Protocol, runtime_checkable
 
+from .contract import ASYNC_HOOKS, HOOKS, Param, parse_signature
+from .plugin_base import BasePlugin, Dict, Msgs
 from .tool_interop import ToolInteropContribution
+from .tool_protocol import ToolPlugin
 
 if TYPE_CHECKING:
-    from .types import Session, ToolDescriptor
+    from .values import Session, ToolDescriptor
 
 __all__ = [
     "BaseFeature",
@@ -46,73 +50,6 @@ __all__ = [
     "ProviderPlugin",
     "ToolPlugin",
 ]
-
-Dict = dict[str, Any]
-Msgs = list[dict[str, Any]]
-
-
-class _DuckProtocolMeta(type(Protocol)):  # type: ignore[misc]
-    """Protocol metaclass whose isinstance/issubclass look only at ``__duck__``.
-
-    ``__duck__`` is a tuple of requirements; each is an attribute name or a
-    tuple of names of which one must exist. Non-protocol subclasses (the
-    ``Base*`` classes) keep ordinary nominal checks.
-    """
-
-    def _duck_ok(cls, obj: Any) -> bool:
-        for need in cls.__duck__:
-            names = need if isinstance(need, tuple) else (need,)
-            if not any(hasattr(obj, n) for n in names):
-                return False
-        return True
-
-    def __instancecheck__(cls, obj: Any) -> bool:
-        if cls.__dict__.get("_is_protocol"):
-            return cls._duck_ok(obj)
-        return super().__instancecheck__(obj)
-
-    def __subclasscheck__(cls, sub: Any) -> bool:
-        if cls.__dict__.get("_is_protocol"):
-            return isinstance(sub, type) and cls._duck_ok(sub)
-        return super().__subclasscheck__(sub)
-
-
-@runtime_checkable
-class BasePlugin(Protocol, metaclass=_DuckProtocolMeta):
-    """Identity, configuration and UI hooks shared by every plugin kind.
-
-    ``name`` is the plugin id used in ``enabled_plugins`` and friends (the
-    class name when absent); ``priority`` orders a chain (lower first,
-    default 100); ``default_enabled = False`` makes a plugin opt-in.
-    """
-
-    __duck__ = ("name",)
-
-    name: str
-    version: str
-
-    def get_config_schema(self) -> Dict:
-        """Describe this plugin's config keys.
-
-        Either the flat form ``{"key": {"type": "string", "default": ...}}``
-        or a JSON Schema object with ``properties``. The engine fills in
-        defaults and type-checks the request config against it. Mark a
-        credential ``"secret": true`` (or ``"format": "password"``): only
-        this plugin then gets its value; every other reader sees
-        ``"<redacted>"``. Keys no installed plugin declares are reported.
-        """
-        return {}
-
-    def get_ui_elements(self, config: Dict, context: Optional[Dict] = None) -> Msgs:
-        """UI element dicts for applications (settings, footers, status bars).
-
-        ``context`` carries ``tags``, ``models``, ``available_tools`` and
-        ``tools``. The legacy shapes ``()``, ``(config)``,
-        ``(config, tags, models)`` and ``(config, tags, models, context)``
-        are also accepted.
-        """
-        return []
-
 
 @runtime_checkable
 class ProviderPlugin(BasePlugin, Protocol):
@@ -376,159 +313,6 @@ class FeaturePlugin(BasePlugin, Protocol):
         return ""
 
 
-@runtime_checkable
-class ToolPlugin(BasePlugin, Protocol):
-    """Offers functions to the model; keeps its own state, separate from the provider's."""
-
-    __duck__ = ("name", ("get_tool_schemas", "execute_tool", "execute_tool_async", "stream_tool"))
-
-    def required_tags(self) -> list[str]:
-        return []
-
-    def forbidden_tags(self) -> list[str]:
-        return []
-
-    def is_enabled(self, config: Dict, tags: list[str], models: Msgs, context: Dict) -> Optional[bool]:
-        return None
-
-    def get_tags(self, config: Dict, models: Msgs) -> list[str]:
-        return []
-
-    def init(self, config: Dict) -> Dict:
-        """Create this tool's state; runs before the provider's ``init``."""
-        return {"config": config}
-
-    def prepare(self, config: Dict, state: Dict, *, context: Optional[Dict] = None) -> Dict:
-        """Slow one-off preparation (discovery, subprocess start); JSON-like result."""
-        return {}
-
-    async def prepare_async(self, config: Dict, state: Dict, *, context: Optional[Dict] = None) -> Dict:
-        return self.prepare(config, state, context=context)
-
-    def get_tool_schemas(self, state: Dict, *, prepared: Optional[Dict] = None) -> Msgs:
-        """Schemas in OpenAI function, Anthropic tool or bare JSON Schema format."""
-        return []
-
-    def get_tool_interop_contribution(self, state: Dict) -> ToolInteropContribution:
-        return ToolInteropContribution()
-
-    def can_handle_tool_call(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        tool_schema: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
-    ) -> Optional[bool]:
-        """Claim (True) or refuse (False) a call; None routes by function name."""
-        return None
-
-    def format_tool_call_preview(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
-    ) -> str:
-        """One line for a UI, shown before the call runs."""
-        return ""
-
-    def execute_tool(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        cancellation: Any | None = None,
-        context: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
-    ) -> Dict:
-        """Run the call; return ``{"success": bool, "result": ..., "error": ...}``."""
-        return {"success": False, "error": f"Unknown tool: {tool_name}"}
-
-    async def execute_tool_async(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        cancellation: Any | None = None,
-        context: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
-    ) -> Dict:
-        return self.execute_tool(
-            tool_name, payload, state, payload_kind=payload_kind, payload_format=payload_format,
-            payload_metadata=payload_metadata, tool_call=tool_call, cancellation=cancellation,
-            context=context, prepared=prepared,
-        )
-
-    def stream_tool(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        cancellation: Any | None = None,
-        context: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
-    ) -> Iterator[Dict]:
-        """Yield ``{"part": ...}`` progress dicts, then the result dict (with ``success``)."""
-        return iter(())
-
-    async def stream_tool_async(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        cancellation: Any | None = None,
-        context: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
-    ) -> AsyncIterator[Dict]:
-        for chunk in self.stream_tool(
-            tool_name, payload, state, payload_kind=payload_kind, payload_format=payload_format,
-            payload_metadata=payload_metadata, tool_call=tool_call, cancellation=cancellation,
-            context=context, prepared=prepared,
-        ):
-            yield chunk
-
-    def format_tool_result(self, result: Dict, state: Dict) -> Any:
-        """Text for the model, or a ``provider_native_tool_result`` envelope."""
-        if result.get("success"):
-            return f"Result: {result.get('result')}"
-        return f"Error: {result.get('error')}"
-
-    def to_display_format(self, text: str, result: Dict, state: Dict) -> Dict:
-        """Display payload for UIs; may add a compact ``single_line``."""
-        return {"type": "text", "content": text}
-
-
 class _Identity:
     name = "plugin"
     version = "0.0.0"
@@ -550,3 +334,30 @@ class BaseFeature(_Identity, FeaturePlugin):
 
 class BaseTool(_Identity, ToolPlugin):
     """Subclass to write a tool plugin; override only the hooks you need."""
+
+
+def _check_against_contract() -> None:
+    """Each protocol declares the contract's hooks with the contract's parameters (:mod:`agent_core.contract`).
+
+    Run once, at import: a protocol that drifts from the table fails at once,
+    not when some plugin first meets the difference.
+    """
+    for kind, proto in (("provider", ProviderPlugin), ("extension", ProviderExtensionPlugin),
+                        ("feature", FeaturePlugin), ("tool", ToolPlugin)):
+        for name, spec in HOOKS[kind].items():
+            fn = getattr(proto, name, None)
+            if not callable(fn):
+                raise TypeError(f"{proto.__name__} does not declare the contract's hook {name!r}")
+            params = list(inspect.signature(fn).parameters.values())[1:]
+            got = tuple(Param(p.name, p.default is not p.empty, p.kind is p.KEYWORD_ONLY) for p in params)
+            if got != parse_signature(spec.signature):
+                raise TypeError(f"{proto.__name__}.{name} takes ({', '.join(map(str, params))}), "
+                                f"the contract says ({spec.signature})")
+            want = ASYNC_HOOKS.get(name)
+            is_async = ("coroutine" if inspect.iscoroutinefunction(fn)
+                        else "async generator" if inspect.isasyncgenfunction(fn) else None)
+            if is_async != want:
+                raise TypeError(f"{proto.__name__}.{name} must be {want or 'a plain function'}")
+
+
+_check_against_contract()

@@ -1,10 +1,12 @@
-"""One turn's tool calls: what running them needs, and what ``tool_pre`` decided.
+"""Tool policy: what running a turn's calls needs, and what ``tool_pre`` / ``tool_post`` decide.
 
-The request pipeline (:mod:`agent_core.pipeline`) runs a turn's calls; this
-module holds the plain pieces it uses for that:
+The tool loop (:mod:`agent_core.tool_loop`) runs a turn's calls; this
+module holds the policy it applies to each:
 
 * :class:`ToolKit`, everything settled once per request (routing table,
-  interop registry, lifecycle actions);
+  interop registry, lifecycle actions, the request's id, token and timeout);
+* :func:`tool_pre` (with :func:`approve`) and :func:`tool_post`, the
+  lifecycle actions around one call;
 * :class:`PreOutcome` and :func:`read_hook_extras`, the ``tool_pre``
   vocabulary of seed 000/001's HookResult beyond continue/deny/modify/ask:
   ``context_injection`` (with ``context_injection_role`` and ``ephemeral``),
@@ -17,20 +19,27 @@ module holds the plain pieces it uses for that:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 import msgspec
 
+from .approval import TIMED_OUT, ApprovalRequest, acall_with_timeout, call_with_timeout, decision_allows
+from .effects import Call
 from .errors import PluginError
 from .events import Outcome, ToolProgressEvent, ToolResultEvent
+from .flight import Flight
+from .frozen import thaw
 from .hooks import LivePlugin
+from .lifecycle import run_action
 from .tool_interop import ToolInteropRegistry
-from .tools import LiveTool
-from .types import Message, Session
+from .tools import LiveTool, Routed, is_async_callable
+from .values import Message, Session
+from .views import session_view
 
 __all__ = [
-    "DEFAULT_APPROVAL_TIMEOUT", "PreOutcome", "ToolKit", "place", "read_hook_extras", "suppressed", "tool_failure",
+    "DEFAULT_APPROVAL_TIMEOUT", "PreOutcome", "ToolKit", "approve", "place", "read_hook_extras", "suppressed",
+    "tool_failure", "tool_post", "tool_pre",
 ]
 
 #: seconds an ``ask_user`` approval may take before its ``approval_default`` applies (seed 001's default)
@@ -51,6 +60,12 @@ class ToolKit:
     accepted: tuple[str, ...]
     lifecycle: Mapping[str, Any]
     config: Any
+    request_id: str = ""
+    flight: Flight | None = None
+    stream: bool = False
+    core: Any = None  # what contexts carry as ``core``
+    approval: Callable[..., Any] | None = None
+    timeout: float | None = None  # tool_timeout_s
 
 
 @dataclasses.dataclass
@@ -122,3 +137,89 @@ def suppressed(run: Generator[Any, Any, Message]) -> Generator[Any, Any, Message
 
 def tool_failure(failures: list[str]) -> Outcome:
     return Outcome("stopped", "tool_failure", "stop_on_tool_error: " + "; ".join(failures))
+
+
+def tool_pre(kit: ToolKit, r: Routed, session: Session, native: Any, state: Any) -> Generator[Any, Any, PreOutcome]:
+    """Ask every ``tool_pre`` action about one call (the HookResult vocabulary of seed 000).
+
+    ``action``: ``continue`` | ``modify`` (``data.payload``) | ``deny`` |
+    ``inject_context`` | ``ask_user``; beside it ``context_injection``
+    (+ ``context_injection_role``, ``ephemeral``), ``user_message`` (+
+    ``user_message_level``), ``suppress_output`` and the approval keys.
+    """
+    out = PreOutcome(r.call.payload)
+    for plugin, action in kit.lifecycle.get("tool_pre", ()):
+        call_info = {"id": r.call.call_id, "name": r.call.tool_name, "payload": out.payload,
+                     "payload_kind": r.call.payload_kind, "payload_format": r.call.payload_format,
+                     "plugin": r.tool.plugin.name if r.tool else None}
+        ctx = {"lifecycle": "tool_pre", "trigger_source": "core", "config": kit.config, "core": kit.core,
+               "session": session_view(session), "tool_call": call_info, "request_id": kit.request_id,
+               "native_messages": native, "stream": kit.stream}
+        res = run_action(plugin, action, session, native, ctx, state)
+        verdict = res.get("action") or res.get("decision") or "continue"
+        reason = res.get("reason") or ""
+        read_hook_extras(plugin, res, verdict, out)
+        if verdict == "modify":
+            data = res.get("data")
+            out.payload = data.get("payload", out.payload) if isinstance(data, Mapping) else res.get(
+                "payload", out.payload)
+        elif verdict == "deny":
+            out.denial = f"tool call denied by {plugin.name}" + (f": {reason}" if reason else "")
+            return out
+        elif verdict in ("ask_user", "ask"):
+            allowed, why = yield from approve(kit, plugin, r, out.payload, res)
+            if not allowed:
+                out.denial = f"tool call not approved ({plugin.name}{why})" + (f": {reason}" if reason else "")
+                return out
+        elif verdict not in ("continue", "allow", "inject_context"):
+            raise PluginError(plugin.name, "execute_action", ValueError(verdict),
+                              detail=f"tool_pre action returned unknown action {verdict!r}")
+    return out
+
+
+def approve(
+    kit: ToolKit, plugin: LivePlugin, r: Routed, payload: Any, res: Mapping[str, Any]
+) -> Generator[Any, Any, tuple[bool, str]]:
+    """An ``ask_user`` verdict: ask the application's approval callback, or apply ``approval_default``."""
+    default = res.get("approval_default") or res.get("default") or "deny"
+    if default not in ("allow", "deny"):
+        raise PluginError(plugin.name, "execute_action", ValueError(default),
+                          detail=f"approval_default must be 'allow' or 'deny', got {default!r}")
+    timeout = res.get("approval_timeout", DEFAULT_APPROVAL_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise PluginError(plugin.name, "execute_action", ValueError(timeout),
+                          detail=f"approval_timeout must be a positive number of seconds, got {timeout!r}")
+    callback = kit.approval
+    if callback is None:
+        return default == "allow", ""
+    request = ApprovalRequest(
+        request_id=kit.request_id, call_id=r.call.call_id, tool_name=r.call.tool_name,
+        plugin=plugin.name, payload=thaw(payload),
+        prompt=str(res.get("approval_prompt") or f"Allow {r.call.tool_name}?"),
+        options=list(res.get("approval_options") or ["allow", "deny"]), default=default, timeout=float(timeout),
+    )
+    is_async = is_async_callable(callback)
+    try:
+        answer = yield Call(
+            None if is_async else (lambda: call_with_timeout(callback, request, float(timeout))),
+            (lambda: acall_with_timeout(callback, request, float(timeout))) if is_async else None,
+            label="approval callback",
+        )
+    except Exception as exc:  # noqa: BLE001 - a broken callback must not run the tool
+        raise PluginError("approval", "approval_callback", exc) from exc
+    if answer is TIMED_OUT:
+        return default == "allow", f", no answer within {timeout:g} s"
+    return decision_allows(answer, default), ""
+
+
+def tool_post(kit: ToolKit, r: Routed, msg: Message, session: Session, native: Any, state: Any) -> Session:
+    """Run every ``tool_post`` action after one call; ``session_metadata`` they return is merged."""
+    for plugin, action in kit.lifecycle.get("tool_post", ()):
+        ctx = {"lifecycle": "tool_post", "trigger_source": "core", "config": kit.config, "core": kit.core,
+               "session": session_view(session), "request_id": kit.request_id,
+               "tool_call": {"id": r.call.call_id, "name": r.call.tool_name, "payload": r.call.payload},
+               "tool_result": msg.tool_result, "tool_message": msg.as_mapping()}
+        res = run_action(plugin, action, session, native, ctx, state)
+        if isinstance(res.get("session_metadata"), Mapping):
+            session = session.with_metadata(res["session_metadata"])
+    return session

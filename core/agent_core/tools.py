@@ -1,11 +1,9 @@
-"""Tools for one request: catalog, schema adaptation, routing and execution.
+"""Tools for one request: the catalog, schema adaptation, reading and routing calls.
 
 The catalog is built before the provider initializes (the effective schemas
-go into ``config["tools"]``). Executing a call is a small generator that
-yields effects (so sync and async share it) and events (previews, progress,
-results). Whatever goes wrong inside a tool, an unknown tool name, arguments
-that do not parse, a denied call, becomes an error *result* the model sees;
-it never stops the request.
+go into ``config["tools"]``). A model's call is read (:func:`inspect_call`),
+checked for a cut-off answer (:func:`truncation`) and routed to a tool
+(:func:`route`); running it is :mod:`agent_core.tool_exec`'s part.
 """
 
 from __future__ import annotations
@@ -17,12 +15,9 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
-from .effects import END, CancellationToken, Call, EffectCancelled, EffectTimeout, Guard, NextItem, OpenIter
-from .errors import AsyncOnlyHookError, ConfigError, InvalidValueError, PluginError
-from .events import ToolCallEvent, ToolProgressEvent, ToolResultEvent
-from .frozen import FrozenDict, FrozenList, freeze, freeze_json, thaw
+from .effects import Call
+from .errors import ConfigError, InvalidValueError, PluginError
+from .frozen import FrozenList, freeze
 from .hooks import LivePlugin, call_hook
 from .tool_interop import (
     OPENAI_CHAT,
@@ -32,9 +27,9 @@ from .tool_interop import (
     detect_schema_format,
     schema_tool_name,
 )
-from .types import Message, ToolDescriptor
+from .values import Message, ToolDescriptor
 
-__all__ = ["LiveTool", "ToolCatalog", "build_catalog", "inspect_call", "run_tool_call", "truncation"]
+__all__ = ["ENVELOPE", "LiveTool", "Routed", "build_catalog", "inspect_call", "payload_kwargs", "route", "truncation"]
 
 ENVELOPE = "provider_native_tool_result"
 
@@ -45,15 +40,6 @@ class LiveTool:
     state: Any
     prepared: Any = None
     schemas: dict[str, ToolDescriptor] = field(default_factory=dict)  # tool_name -> descriptor
-
-
-@dataclass
-class ToolCatalog:
-    tools: list[LiveTool]
-    available: FrozenList  # every descriptor, before prepare_tools
-    effective: FrozenList  # after prepare_tools
-    adapted: FrozenList  # schemas in a provider-accepted format (config["tools"])
-    accepted: tuple[str, ...]
 
 
 def describe(plugin: LivePlugin, schemas: Any) -> list[ToolDescriptor]:
@@ -84,6 +70,16 @@ def accepted_formats(provider: LivePlugin, extensions: list[LivePlugin], config:
             if f not in formats:
                 formats.append(f)
     return tuple(formats) or (OPENAI_CHAT,)
+
+
+def emitted_formats(provider: LivePlugin, extensions: list[LivePlugin], config: Any) -> list[str]:
+    """Tool call formats the provider and its extensions put in ``metadata["tool_calls"]`` (no repeats)."""
+    formats: list[str] = []
+    for p in (provider, *extensions):
+        for f in call_hook(p, "emitted_tool_call_formats", config, None) or ():
+            if f not in formats:
+                formats.append(f)
+    return formats
 
 
 def adapt_all(
@@ -194,7 +190,7 @@ class Routed:
     descriptor: ToolDescriptor | None
 
 
-def _payload_kwargs(call: InspectedToolCall) -> dict[str, Any]:
+def payload_kwargs(call: InspectedToolCall) -> dict[str, Any]:
     return {
         "payload_kind": call.payload_kind,
         "payload_format": call.payload_format,
@@ -218,7 +214,7 @@ def route(call: InspectedToolCall, tools: list[LiveTool], effective_names: set[t
         d = t.schemas.get(call.tool_name or "")
         verdict = call_hook(
             t.plugin, "can_handle_tool_call", call.tool_name, call.payload, t.state,
-            **_payload_kwargs(call), tool_schema=d.schema if d else None, prepared=t.prepared,
+            **payload_kwargs(call), tool_schema=d.schema if d else None, prepared=t.prepared,
         )
         if verdict is True:
             if call.error is not None and call.payload_metadata.get("freeform") and not call.tool_call.get("incomplete"):
@@ -324,194 +320,6 @@ def truncation(
         f"{why}: the arguments of tool call(s) {names} were cut off, so no tool ran and the model "
         "was not called again"
     )
-
-
-def preview_event(request_id: str, routed: Routed, iteration: int) -> ToolCallEvent:
-    call, tool = routed.call, routed.tool
-    preview = ""
-    if tool is not None and call.error is None and tool.plugin.defines("format_tool_call_preview"):
-        try:
-            preview = str(
-                call_hook(
-                    tool.plugin, "format_tool_call_preview", call.tool_name, call.payload, tool.state,
-                    **_payload_kwargs(call), prepared=tool.prepared,
-                )
-                or ""
-            )
-        except PluginError:
-            preview = ""
-    return ToolCallEvent(
-        request_id, call.call_id, call.tool_name, tool.plugin.name if tool else None,
-        _jsonable(call.payload), preview, iteration,
-    )
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        msgspec.json.encode(value)
-        return value
-    except (TypeError, ValueError, OverflowError):
-        return repr(value)
-
-
-def _error(message: str) -> FrozenDict:
-    return FrozenDict({"success": False, "error": message})
-
-
-def execute(
-    routed: Routed, payload: Any, context: Mapping[str, Any], request_id: str, *,
-    token: CancellationToken | None = None, timeout: float | None = None,
-) -> Generator[Any, Any, FrozenDict]:
-    """Run one routed call; yields effects and progress events, returns the result dict.
-
-    The tool gets ``token`` as ``cancellation``. With ``timeout`` (seconds,
-    the request's ``tool_timeout_s``) a tool still running after it becomes an
-    error result; a cancelled token stops the wait at once
-    (:class:`~agent_core.effects.EffectCancelled` propagates).
-
-    Raises:
-        PluginError: the tool returned a value that cannot be kept (see
-            :func:`~agent_core.frozen.freeze_json`).
-    """
-    call, tool = routed.call, routed.tool
-    if call.error is not None:
-        return _error(call.error)
-    if tool is None:
-        return _error(f"Unknown tool: {call.tool_name}")
-    plugin = tool.plugin
-    kwargs = {**_payload_kwargs(call), "cancellation": token, "context": context, "prepared": tool.prepared}
-    name = call.tool_name
-    guard = Guard(token, timeout) if token is not None or timeout is not None else None
-    streams = plugin.defines("stream_tool") or plugin.defines("stream_tool_async")
-    hook = "stream_tool" if streams else "execute_tool"
-    try:
-        if streams:
-            sync = plugin.hook("stream_tool") if plugin.defines("stream_tool") else None
-            asyn = plugin.hook("stream_tool_async") if plugin.defines("stream_tool_async") else None
-            label = f"tool {plugin.name!r} stream_tool"
-            handle = yield OpenIter(
-                (lambda: sync(name, payload, tool.state, **kwargs)) if sync else None,
-                (lambda: asyn(name, payload, tool.state, **kwargs)) if asyn else None,
-                label=label,
-            )
-            parts = []
-            result: Any = None
-            while True:
-                item = yield NextItem(handle, guard, label)
-                if item is END:
-                    break
-                if isinstance(item, Mapping) and "success" in item:
-                    result = item
-                    break
-                part = _kept(plugin, hook, name, item.get("part", item) if isinstance(item, Mapping) else item)
-                parts.append(part)
-                yield ToolProgressEvent(request_id, call.call_id, name, part)
-            if result is None:
-                result = {"success": True, "result": parts}
-        else:
-            sync = plugin.hook("execute_tool") if plugin.defines("execute_tool") else None
-            asyn = plugin.hook("execute_tool_async") if plugin.defines("execute_tool_async") else None
-            if sync is None and asyn is None:
-                return _error(f"Unknown tool: {name}")
-            result = yield Call(
-                (lambda: sync(name, payload, tool.state, **kwargs)) if sync else None,
-                (lambda: asyn(name, payload, tool.state, **kwargs)) if asyn else None,
-                label=f"tool {plugin.name!r} execute_tool",
-                guard=guard,
-            )
-    except (EffectCancelled, AsyncOnlyHookError, _Unkeepable):
-        raise
-    except EffectTimeout as exc:
-        return _error(
-            f"the tool {name!r} did not finish within {exc.limit:g} s (tool_timeout_s) and was abandoned"
-        )
-    except Exception as exc:  # noqa: BLE001 - a failing tool is an answer for the model
-        return _error(f"{type(exc).__name__}: {exc}")
-    if not isinstance(result, Mapping):
-        result = {"success": True, "result": result}
-    return _kept(plugin, hook, name, result)  # type: ignore[no-any-return]
-
-
-class _Unkeepable(PluginError):
-    """A tool returned a value the session cannot keep (told apart from errors the tool raises)."""
-
-
-def _kept(plugin: LivePlugin, hook: str, name: str | None, value: Any) -> Any:
-    """A tool's output as it will be kept in the session: JSON-exact, or a PluginError."""
-    try:
-        return freeze_json(value, f"result of tool {name!r}")
-    except InvalidValueError as exc:
-        raise _Unkeepable(plugin.name, hook, exc, detail=f"returned a value that cannot be kept: {exc}") from exc
-
-
-def _envelope_text(envelope: Mapping[str, Any]) -> str:
-    parts = []
-    for part in envelope.get("content") or ():
-        if isinstance(part, Mapping):
-            if isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            else:
-                parts.append(f"[{part.get('type', 'part')}]")
-        else:
-            parts.append(str(part))
-    return "\n".join(parts)
-
-
-def tool_message(
-    routed: Routed, result: FrozenDict, accepted: tuple[str, ...]
-) -> tuple[Message, Any]:
-    """Format a result as the ``tool`` message the model will read, plus a display payload."""
-    call, tool = routed.call, routed.tool
-    formatted: Any
-    display = None
-    if tool is not None and tool.plugin.defines("format_tool_result"):
-        try:
-            formatted = call_hook(tool.plugin, "format_tool_result", result, tool.state)
-        except PluginError as exc:
-            formatted = f"Error: format_tool_result failed: {exc.original}"
-    else:
-        formatted = (
-            f"Result: {thaw(result.get('result'))}" if result.get("success") else f"Error: {result.get('error')}"
-        )
-    if isinstance(formatted, Mapping) and formatted.get("type") == ENVELOPE:
-        content: Any = formatted if formatted.get("format") in accepted else _envelope_text(formatted)
-    elif isinstance(formatted, str):
-        content = formatted
-    else:
-        try:
-            content = json.dumps(thaw(formatted))
-        except (TypeError, ValueError):
-            content = str(formatted)
-    if tool is not None and tool.plugin.defines("to_display_format"):
-        try:
-            display = _jsonable(thaw(call_hook(
-                tool.plugin, "to_display_format", content if isinstance(content, str) else _envelope_text(content),
-                result, tool.state,
-            )))
-        except PluginError:
-            display = None
-    metadata = {"tool_call_id": call.call_id, "tool_name": call.tool_name}
-    tool_result = result if _jsonable(result) is result else FrozenDict({"success": bool(result.get("success"))})
-    return Message("tool", content, metadata, None, tool_result), display
-
-
-def run_tool_call(
-    routed: Routed, payload: Any, context: Mapping[str, Any], request_id: str, accepted: tuple[str, ...], *,
-    token: CancellationToken | None = None, timeout: float | None = None,
-) -> Generator[Any, Any, Message]:
-    """Execute, format and announce one call; returns the ``tool`` message."""
-    result = yield from execute(routed, payload, context, request_id, token=token, timeout=timeout)
-    try:
-        message, display = tool_message(routed, result, accepted)
-    except InvalidValueError as exc:
-        owner = routed.tool.plugin.name if routed.tool else "engine"
-        raise PluginError(
-            owner, "format_tool_result", exc, detail=f"formatted a result that cannot be kept: {exc}"
-        ) from exc
-    yield ToolResultEvent(
-        request_id, routed.call.call_id, routed.call.tool_name, bool(result.get("success")), message, display
-    )
-    return message
 
 
 def is_async_callable(fn: Any) -> bool:

@@ -421,16 +421,28 @@ def _abort(response: httpx.Response, loop: asyncio.AbstractEventLoop | None) -> 
 
 
 class InFlightTable:
-    """The calls running on one provider instance, by request id (thread-safe)."""
+    """The calls running on one provider instance, by request id (thread-safe).
+
+    A cancel can arrive between the engine handing the request to this
+    provider and the call opening its record (the engine attaches the
+    provider first, then calls it). Such an early cancel is remembered, and
+    the call that later opens under that id starts out cancelled instead of
+    running to the end. Provider instances live for one request, so the
+    remembered ids cannot pile up.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._items: dict[str, InFlight] = {}
+        self._cancelled_early: set[str] = set()
 
     def open(self, request_id: str | None) -> InFlight:
         record = InFlight(request_id or f"anonymous-{uuid.uuid4().hex}")
         with self._lock:
             self._items[record.request_id] = record
+            early = record.request_id in self._cancelled_early
+        if early:
+            record.cancel()
         return record
 
     def close(self, record: InFlight) -> None:
@@ -443,6 +455,8 @@ class InFlightTable:
         """Cancel the call for ``request_id``; False when none is running."""
         with self._lock:
             record = self._items.get(request_id)
+            if record is None:
+                self._cancelled_early.add(request_id)
         if record is None:
             return False
         record.cancel()

@@ -307,6 +307,7 @@ def test_discovered_through_entry_points():
     assert on({"provider": "anthropic", "model": "claude-sonnet-4-5"}) == {"anthropic_tools"}  # no budget, no thinking
     thinking = {"provider": "anthropic", "model": "claude-sonnet-4-5", "thinking_budget": 2048}
     assert on(thinking) == {"anthropic_tools", "anthropic_thinking"}
-    assert on({"provider": "anthropic", "model": "claude-3-5-haiku-latest"}) == {"anthropic_tools"}
-    assert on({"provider": "openai"}) == {"openai_tools", "openai_reasoning"}
-    assert on({"provider": "openai", "disabled_plugins": ["openai_tools", "openai_reasoning"]}) == set()
+    # think_tags (bundled) runs wherever the provider does not separate reasoning itself
+    assert on({"provider": "anthropic", "model": "claude-3-5-haiku-latest"}) == {"anthropic_tools", "think_tags"}
+    assert on({"provider": "openai"}) == {"openai_tools", "openai_reasoning", "think_tags"}
+    assert on({"provider": "openai", "disabled_plugins": ["openai_tools", "openai_reasoning"]}) == {"think_tags"}

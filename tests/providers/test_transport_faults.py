@@ -507,3 +507,23 @@ def test_preamble_then_server_holds_body_before_the_end_marker_is_still_bounded_
 def test_done_marker_then_more_events_are_ignored(server):
     server.enqueue(sse_reply(*_opening(OPENAI), oa_chunk({"content": "a"}), OA_DONE, oa_chunk({"content": "late"})))
     assert turn(OPENAI, server).finals[0]["content"] == "a"
+
+
+@pytest.mark.parametrize(
+    ("kit", "use_async", "stream"),
+    CANCEL_CASES,
+    ids=["openai-sync-stream", "anthropic-async-stream", "anthropic-sync-call", "openai-async-call"],
+)
+def test_a_cancel_that_arrives_before_the_call_opens_still_stops_it(server, kit, use_async, stream):
+    # The engine attaches the provider to the request, then calls it: a cancel in between finds
+    # no open call. It must not be lost, or a non-streamed call would run to its end.
+    server.enqueue(Reply(stall=30.0, parts=[b"{}"], chunked=False))
+    provider = kit.provider()
+    assert provider.cancel_request("req-early") is False  # nothing running yet
+    config = kit.config(server)
+    with pytest.raises(ProviderRequestCancelled):
+        if use_async:
+            run_async(arun_turn, provider, [], USER, config, stream=stream, request_id="req-early")
+        else:
+            run_turn(provider, [], USER, config, stream=stream, request_id="req-early")
+    assert server.requests == []  # never sent

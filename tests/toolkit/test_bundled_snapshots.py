@@ -16,7 +16,13 @@ from importlib.metadata import entry_points
 import pytest
 
 from agent_core import NATIVE_KEY, AgentCore, Message
-from agent_core.testing import SAMPLES, PluginHarness, replay_provider
+from agent_core.testing import SAMPLES, PluginHarness, replay_provider, reply, scripted_provider, tool_call
+from agent_core_features.file_mentions import FileMentionsFeature
+from agent_core_features.system_prompt import SystemPromptFeature
+from agent_core_features.timestamps import TimestampsFeature
+from agent_core_features.title import TitleFeature
+from agent_core_features.tool_policy import ToolPolicyFeature
+from agent_core_features.usage import UsageFeature
 from agent_core_plugins.anthropic_thinking import AnthropicThinkingExtension
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.openai_reasoning import OpenAIReasoningExtension
@@ -34,6 +40,14 @@ EXTENSIONS = {  # extension -> the provider it runs with
     "anthropic_tools": (AnthropicToolsExtension, AnthropicProvider),
     "anthropic_thinking": (AnthropicThinkingExtension, AnthropicProvider),
 }
+FEATURES = {  # feature -> the config that switches it on (scripted requests below)
+    "system_prompt": (SystemPromptFeature, {"system_prompt": "Be brief."}),
+    "usage": (UsageFeature, {"prices": {"*": {"input": 1.0, "output": 2.0}}}),
+    "timestamps": (TimestampsFeature, {"enabled_plugins": ["timestamps"]}),
+    "tool_policy": (ToolPolicyFeature, {"tool_policy": {"*": "deny"}}),
+    "title": (TitleFeature, {"enabled_plugins": ["title"]}),
+    "file_mentions": (FileMentionsFeature, {"enabled_plugins": ["file_mentions"], "files_root": "/nonexistent"}),
+}
 CONFIG = {"model": "snap-model"}
 CONVERSATION = SAMPLES["messages"][:4]  # system, user, assistant tool call, tool result
 RECORDED = sorted(p.name for p in RECORDINGS.iterdir() if p.name != "README.md")
@@ -43,7 +57,22 @@ def test_every_bundled_plugin_has_snapshots_here():
     """A new bundled provider, extension or feature must join the tables above."""
     bundled = {ep.name for group in ("agent_core.providers", "agent_core.provider_extensions", "agent_core.features")
                for ep in entry_points(group=group)}
-    assert bundled == set(PROVIDERS) | set(EXTENSIONS)
+    assert bundled == set(PROVIDERS) | set(EXTENSIONS) | set(FEATURES)
+
+
+@pytest.mark.parametrize("name", sorted(FEATURES))
+def test_feature_in_a_scripted_request(name, agent_snapshot):
+    feature, config = FEATURES[name]
+    provider = scripted_provider(
+        reply(tool_calls=[tool_call("lookup", {"q": "x"})], usage={"input_tokens": 10, "output_tokens": 2}),
+        reply("Done.", usage={"input_tokens": 20, "output_tokens": 3}),
+    )
+    core = AgentCore(providers=[provider], features=[feature])
+    session = core.add_message(core.create_session("snap"), Message(role="user", content="Look up @x please"))
+    done = list(core.stream_request(session, config))[-1]
+    metadata = {k: v for k, v in done.session.metadata.items() if k != NATIVE_KEY}
+    assert {"final_messages": done.final_messages, "session_metadata": metadata, "outcome": done.outcome} == (
+        agent_snapshot)
 
 
 @pytest.mark.parametrize("name", sorted(PROVIDERS))

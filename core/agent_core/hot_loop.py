@@ -1,0 +1,276 @@
+"""One provider call and its hot loop (steps 4c-4d of :mod:`agent_core.run`).
+
+The hot path is every chunk of a stream: the provider's ``process_chunk``
+then each extension's, in chain order. It is written as one small free
+function, :func:`feed_chunk`, over a chain prepared once per call, and the
+driver runs the loop (one :class:`~agent_core.effects.Pump` effect per
+stream), so a chunk costs a few calls, not a resumption of every generator
+between the driver and the request run.
+
+What a plugin hands back is frozen only when it is new: a history or state
+returned as given (the usual case) costs an identity check; an empty list
+costs a length check. Partials are built into :class:`PartialMessage` once,
+from what the last plugin returned; they are frozen before that only when
+another extension is still to see them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+from .effects import Call, OpenIter, Pump
+from .errors import ConfigError, EmptyResponseError, LLMError, PluginError, ProviderRequestCancelled
+from .events import PartialEvent
+from .flight import Flight, RunCancelled
+from .frozen import _SCALARS, FrozenDict, FrozenList
+from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
+from .stubs import streams_for_real
+from .values import PartialMessage
+
+__all__ = ["HotChain", "call_provider", "feed_chunk", "hot_chain", "partial_message"]
+
+#: a chain prepared for the hot loop: (plugin, its bound ``process_chunk``), provider first
+HotChain = tuple[tuple[LivePlugin, Callable[..., Any]], ...]
+
+_NONE = FrozenList()  # the empty list a plugin's ``[]`` becomes
+_PASS = (LLMError, ProviderRequestCancelled)  # typed failures a hot hook may raise as they are
+_SHAPE = "(partial_messages, final_messages, native_messages, state)"
+
+
+def hot_chain(provider: LivePlugin, extensions: list[LivePlugin]) -> HotChain:
+    """The provider's ``process_chunk`` and those of the extensions that define one, in order."""
+    return ((provider, provider.hook("process_chunk")),
+            *((e, e.hook("process_chunk")) for e in extensions if e.defines("process_chunk")))
+
+
+def _listed(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
+    if value.__class__ is FrozenList:
+        return value
+    if value.__class__ is list:
+        if not value:
+            return _NONE
+        flat = _flat(value)
+        if flat is not None:
+            return flat
+    return frozen_list(plugin, hook, value, what)
+
+
+def _flat(value: list[Any]) -> FrozenList | None:
+    """A list of flat dicts (text partials: role and content), frozen without the general walk; else None."""
+    out = []
+    for item in value:
+        if item.__class__ is not dict:
+            return None
+        for v in item.values():
+            if v.__class__ not in _SCALARS:
+                return None
+        fd = dict.__new__(FrozenDict)
+        dict.update(fd, item)
+        fd._hash = None
+        fd._json = False
+        out.append(fd)
+    return FrozenList._trusted(out)
+
+
+def taken(plugin: LivePlugin, out: Any, native: Any, state: Any, raw_partials: bool,
+          hook: str = "process_chunk") -> tuple[Any, Any, Any, Any]:
+    """Check a hot hook's 4-tuple; freeze only the parts the plugin made new.
+
+    With ``raw_partials`` the partials are only checked to be a list: nobody
+    else sees them before :func:`partial_message` builds them.
+    """
+    if out.__class__ is not tuple or len(out) != 4:
+        out = expect_tuple(plugin, hook, out, 4, _SHAPE)
+    partials, finals, new_native, new_state = out
+    if new_native is not native and new_native.__class__ is not FrozenList:
+        new_native = frozen_list(plugin, hook, new_native, "native_messages", native)
+    if new_state is not state and new_state.__class__ is not FrozenDict:
+        new_state = frozen_map(plugin, hook, new_state, "state")
+    if finals.__class__ is not FrozenList:
+        finals = _listed(plugin, hook, finals, "final_messages")
+    if raw_partials:
+        if partials.__class__ is not list and partials.__class__ is not FrozenList:
+            if not isinstance(partials, (list, tuple)):
+                frozen_list(plugin, hook, partials, "partial_messages")  # raises, naming the plugin
+    elif partials.__class__ is not FrozenList:
+        partials = _listed(plugin, hook, partials, "partial_messages")
+    return partials, finals, new_native, new_state
+
+
+def feed_chunk(chain: HotChain, chunk: Any, native: Any, state: Any) -> tuple[Any, Any, Any, Any]:
+    """Run one native chunk through the hot chain: ``(partials, new_finals, native, state)``.
+
+    ``chain[0]`` is the provider (``process_chunk(chunk, native, state)``), the
+    rest are extensions (``process_chunk(chunk, partials, finals, native,
+    state)``), each seeing what the one before returned. Returned finals and
+    native history are frozen, and so are the partials an extension was
+    handed; the partials coming out are as the last plugin returned them (see
+    :func:`partial_message`).
+
+    Raises:
+        PluginError: a hook raised or returned a bad shape (names plugin and hook).
+        LLMError, ProviderRequestCancelled: raised by a hook, passed on as they are.
+    """
+    last = len(chain) - 1
+    plugin, fn = chain[0]
+    try:
+        out = fn(chunk, native, state)
+    except _PASS:
+        raise
+    except Exception as exc:
+        raise PluginError(plugin.name, "process_chunk", exc) from exc
+    # The usual chunk, checked inline: history and state handed back as given, no new final.
+    if (out.__class__ is tuple and len(out) == 4 and out[2] is native and out[3] is state
+            and out[1].__class__ is list and not out[1] and out[0].__class__ is list):
+        if not last:
+            return out[0], _NONE, native, state
+        partials, finals = _listed(plugin, "process_chunk", out[0], "partial_messages"), _NONE
+    else:
+        partials, finals, native, state = taken(plugin, out, native, state, last == 0)
+    for i in range(1, last + 1):
+        plugin, fn = chain[i]
+        try:
+            out = fn(chunk, partials, finals, native, state)
+        except _PASS:
+            raise
+        except Exception as exc:
+            raise PluginError(plugin.name, "process_chunk", exc) from exc
+        if out.__class__ is tuple and len(out) == 4 and out[0] is partials and out[1] is finals \
+                and out[2] is native and out[3] is state:
+            continue  # a pass-through extension: nothing new to check
+        partials, finals, native, state = taken(plugin, out, native, state, i == last)
+    return partials, finals, native, state
+
+
+def partial_message(plugin: LivePlugin, p: Any, hook: str = "process_chunk") -> PartialMessage:
+    """Build the :class:`PartialMessage` for one returned partial (checked once, here)."""
+    if p.__class__ is PartialMessage:
+        return p  # type: ignore[no-any-return]
+    try:
+        get = p.get
+        return PartialMessage(get("role") or "assistant", get("content", ""), get("metadata"))
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise PluginError(plugin.name, hook, exc, detail=f"returned an invalid partial {p!r}") from exc
+
+
+class _Stream:
+    """The state of one open stream: what :func:`feed_chunk` carries from chunk to chunk."""
+
+    __slots__ = ("chain", "native", "state", "seen", "chunks", "request_id", "iteration", "is_cancelled", "owner")
+
+    def __init__(self, chain: HotChain, native: Any, state: Any, request_id: str, iteration: int, flight: Flight):
+        self.chain = chain
+        self.native = native
+        self.state = state
+        self.seen: list[Any] = []
+        self.chunks = 0
+        self.request_id = request_id
+        self.iteration = iteration
+        self.is_cancelled = flight.token._event.is_set
+        self.owner = chain[0][0]  # partials are the provider's (extensions pass them on)
+
+    def step(self, chunk: Any) -> Any:
+        if self.is_cancelled():
+            raise RunCancelled
+        self.chunks += 1
+        partials, finals, self.native, self.state = feed_chunk(self.chain, chunk, self.native, self.state)
+        if finals:
+            self.seen.extend(finals)
+        if not partials:
+            return partials
+        if len(partials) == 1:
+            (p,) = partials  # unpacked, not indexed: a FrozenList's __getitem__ is Python code
+            return (PartialEvent(self.request_id, partial_message(self.owner, p), self.iteration),)
+        rid, it, owner = self.request_id, self.iteration, self.owner
+        return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
+
+
+def provider_failure(flight: Flight, provider: LivePlugin, hook: str, exc: BaseException) -> BaseException:
+    """What a failed provider call becomes: a cancellation, a typed error as it is, or a PluginError."""
+    if flight.cancelled:
+        return RunCancelled()
+    if isinstance(exc, (LLMError, ProviderRequestCancelled, PluginError, ConfigError, RunCancelled)):
+        return exc
+    return PluginError(provider.name, hook, exc)
+
+
+def call_provider(
+    provider: LivePlugin, exts: list[LivePlugin], native: Any, state: Any, *,
+    stream: bool, request_id: str, flight: Flight, iteration: int, ctx: Any,
+) -> Generator[Any, Any, tuple[FrozenList, FrozenList, FrozenDict]]:
+    """One provider call up to the extensions' closing ``process_chunk(None, ...)``.
+
+    Streams when asked and the provider really streams (see
+    :func:`~agent_core.stubs.streams_for_real`), else ``call_api``; then the
+    provider's ``finalize``; then each extension sees the finals it has not
+    seen yet, once. Returns ``(finals, native, state)``.
+    """
+    spec = provider.spec
+    can_stream = (spec.defines("stream_api") and streams_for_real(spec.cls)) or spec.defines("astream_api")
+    can_call = spec.defines("call_api") or spec.defines("acall_api")
+    rid = request_id
+    seen: list[Any] = []
+    unseen: list[Any] = []
+    chunks = 0
+    streamed = (stream and can_stream) or not can_call
+    if streamed:
+        sapi = provider.hook("stream_api") if spec.defines("stream_api") else None
+        aapi = provider.hook("astream_api") if spec.defines("astream_api") else None
+        try:
+            handle = yield OpenIter(
+                (lambda: sapi(native, state, request_id=rid)) if sapi else None,
+                (lambda: aapi(native, state, request_id=rid)) if aapi else None,
+                label=f"provider {provider.name!r} stream",
+            )
+        except Exception as exc:
+            raise provider_failure(flight, provider, "stream_api", exc) from exc
+        run = _Stream(hot_chain(provider, exts), native, state, rid, iteration, flight)
+        try:
+            yield Pump(handle, run.step)
+        except Exception as exc:
+            raise provider_failure(flight, provider, "stream_api", exc) from exc
+        native, state, seen, chunks = run.native, run.state, run.seen, run.chunks
+    # One call, one request: a stream that yields nothing is never followed
+    # by call_api (that would be a second, billable request). Providers
+    # whose stream_api is only a stub (see streams_for_real) were sent to
+    # call_api above instead.
+    else:
+        capi = provider.hook("call_api") if spec.defines("call_api") else None
+        acapi = provider.hook("acall_api") if spec.defines("acall_api") else None
+        try:
+            out = yield Call(
+                (lambda: capi(native, state, request_id=rid)) if capi else None,
+                (lambda: acapi(native, state, request_id=rid)) if acapi else None,
+                label=f"provider {provider.name!r} call_api",
+            )
+        except Exception as exc:
+            raise provider_failure(flight, provider, "call_api", exc) from exc
+        if flight.cancelled:
+            raise RunCancelled
+        partials, finals, native, state = taken(provider, out, native, state, False, hook="call_api")
+        for p in partials:
+            yield PartialEvent(rid, partial_message(provider, p, "call_api"), iteration)
+        unseen.extend(finals)
+
+    out = expect_tuple(provider, "finalize", call_hook(provider, "finalize", native, state, context=ctx), 3,
+                       "(final_messages, native_messages, state)")
+    unseen.extend(frozen_list(provider, "finalize", out[0], "final_messages"))
+    native = frozen_list(provider, "finalize", out[1], "native_messages", native)
+    state = frozen_map(provider, "finalize", out[2], "state")
+    if streamed and not chunks and not seen and not unseen:
+        raise EmptyResponseError(
+            "the stream ended without sending a single chunk, and finalize produced no answer; "
+            "the call was not repeated",
+            provider=provider.name,
+        )
+    pending = FrozenList._trusted(unseen)
+    for ext in exts:
+        if not ext.defines("process_chunk"):
+            continue
+        partials, pending, native, state = taken(
+            ext, call_hook(ext, "process_chunk", None, _NONE, pending, native, state), native, state, False
+        )
+        for p in partials:
+            yield PartialEvent(rid, partial_message(ext, p), iteration)
+    return FrozenList._trusted([*seen, *pending]), native, state

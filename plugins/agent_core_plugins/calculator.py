@@ -1,0 +1,204 @@
+"""``calculator``: the ``calculate`` tool, arithmetic on a parser that never runs code.
+
+Models are poor at exact arithmetic, and handing their text to ``eval`` would let
+any prompt run Python. This tool parses the expression with :mod:`ast` and walks
+only the nodes listed here: numbers, ``+ - * / // % **``, unary signs,
+parentheses, the constants ``pi`` / ``e`` / ``tau`` and a few functions from
+:mod:`math`. Everything else (names, attributes, calls to anything not listed,
+strings, comprehensions) is refused with a sentence saying what was found.
+
+Sizes are bounded *before* computing, so ``9**9**9**9`` is refused at once
+instead of running the machine out of memory: an exponent above
+:data:`MAX_EXPONENT`, or an integer result longer than :data:`MAX_RESULT_BITS`
+bits, is an error, and so is an expression longer than :data:`MAX_EXPRESSION_CHARS`.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["MAX_EXPONENT", "MAX_EXPRESSION_CHARS", "MAX_RESULT_BITS", "CalculatorTool", "CalculationError", "evaluate"]
+
+MAX_EXPRESSION_CHARS = 1000
+MAX_EXPONENT = 10_000
+MAX_RESULT_BITS = 4096  # about 1233 decimal digits
+
+Number = int | float
+
+
+class CalculationError(ValueError):
+    """An expression the calculator refuses; the message says what and why (the model reads it)."""
+
+
+def _bounded_int(value: Number, what: str) -> Number:
+    if isinstance(value, int) and value.bit_length() > MAX_RESULT_BITS:
+        raise CalculationError(f"{what} is too large (more than {MAX_RESULT_BITS} bits)")
+    return value
+
+
+def _pow(base: Number, exp: Number) -> Number:
+    if abs(exp) > MAX_EXPONENT:
+        raise CalculationError(f"exponent {exp!r} is out of bounds (at most {MAX_EXPONENT} in absolute value)")
+    if isinstance(base, int) and isinstance(exp, int) and exp > 0 and abs(base) > 1:
+        if (abs(base).bit_length() - 1) * exp > MAX_RESULT_BITS:
+            raise CalculationError(f"{base}**{exp} is too large (more than {MAX_RESULT_BITS} bits)")
+    if base == 0 and exp < 0:
+        raise CalculationError("division by zero (0 raised to a negative power)")
+    result = base**exp
+    if isinstance(result, complex):
+        raise CalculationError(f"{base}**{exp} is not a real number")
+    return result
+
+
+def _mul(a: Number, b: Number) -> Number:
+    if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_RESULT_BITS + 1:
+        raise CalculationError(f"the product is too large (more than {MAX_RESULT_BITS} bits)")
+    return a * b
+
+
+def _div(fn: Callable[[Number, Number], Number]) -> Callable[[Number, Number], Number]:
+    def run(a: Number, b: Number) -> Number:
+        if b == 0:
+            raise CalculationError("division by zero")
+        return fn(a, b)
+
+    return run
+
+
+_BINARY: dict[type, Callable[[Number, Number], Number]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: _mul,
+    ast.Div: _div(operator.truediv),
+    ast.FloorDiv: _div(operator.floordiv),
+    ast.Mod: _div(operator.mod),
+    ast.Pow: _pow,
+}
+_UNARY: dict[type, Callable[[Number], Number]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "tau": math.tau}
+
+
+def _factorial(n: Number) -> int:
+    if not isinstance(n, int) or n < 0:
+        raise CalculationError("factorial needs a whole number >= 0")
+    if n > 450:  # 450! is about 3600 bits
+        raise CalculationError("factorial argument is out of bounds (at most 450)")
+    return math.factorial(n)
+
+
+FUNCTIONS: dict[str, Callable[..., Number]] = {
+    "abs": abs, "round": round, "min": min, "max": max,
+    "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log10": math.log10, "log2": math.log2,
+    "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan,
+    "floor": math.floor, "ceil": math.ceil, "factorial": _factorial,
+}
+
+
+def _eval(node: ast.AST) -> Number:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body)
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise CalculationError(f"only numbers are allowed, found {node.value!r}")
+        return _bounded_int(node.value, "a number")
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _eval(node.left), _eval(node.right)
+        return _bounded_int(_BINARY[type(node.op)](left, right), "the result")
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_eval(node.operand))
+    if isinstance(node, ast.Name):
+        if node.id in _CONSTANTS:
+            return _CONSTANTS[node.id]
+        raise CalculationError(f"unknown name {node.id!r} (constants: {', '.join(sorted(_CONSTANTS))})")
+    if isinstance(node, ast.Call):
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name not in FUNCTIONS:
+            shown = name if name else ast.unparse(node.func)
+            raise CalculationError(f"function {shown!r} is not allowed (allowed: {', '.join(sorted(FUNCTIONS))})")
+        if node.keywords:
+            raise CalculationError(f"{name}() takes no keyword arguments")
+        args = [_eval(a) for a in node.args]
+        try:
+            return _bounded_int(FUNCTIONS[name](*args), "the result")
+        except CalculationError:
+            raise
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise CalculationError(f"{name}({', '.join(map(repr, args))}): {exc}") from None
+    what = type(node.op).__name__ if isinstance(node, (ast.BinOp, ast.UnaryOp)) else type(node).__name__
+    raise CalculationError(f"{what} is not allowed in a calculation (numbers, + - * / // % **, parentheses, "
+                           "and the listed functions only)")
+
+
+def evaluate(expression: str) -> Number:
+    """The value of ``expression``; :class:`CalculationError` saying what is wrong otherwise."""
+    if not isinstance(expression, str) or not expression.strip():
+        raise CalculationError("expression must be a non-empty string")
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise CalculationError(f"expression is too long ({len(expression)} characters, at most {MAX_EXPRESSION_CHARS})")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise CalculationError(f"cannot parse {expression!r}: {exc.msg}") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise CalculationError("expression is nested too deeply") from None
+    try:
+        result = _eval(tree)
+    except RecursionError:
+        raise CalculationError("expression is nested too deeply") from None
+    except OverflowError:
+        raise CalculationError("the result is too large for a floating-point number") from None
+    if isinstance(result, float) and not math.isfinite(result):
+        raise CalculationError("the result is not a finite number")
+    return result
+
+
+_SCHEMA = {
+    "type": "function",
+    "function": {
+        "name": "calculate",
+        "description": (
+            "Evaluate an arithmetic expression exactly: integers, decimals, + - * / // % ** and parentheses, "
+            "constants pi, e, tau, and the functions " + ", ".join(sorted(FUNCTIONS)) + "."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string", "description": "e.g. (2 + 3) * 4 ** 2 / sqrt(16)"}},
+            "required": ["expression"],
+        },
+    },
+}
+
+
+class CalculatorTool:
+    """Offers ``calculate``; a refused expression is an error result the model reads, never an exception."""
+
+    name = "calculator"
+    version = "1.0.0"
+    priority = 100
+    default_enabled = False  # opt-in: enabled_plugins=["calculator"]
+
+    def get_config_schema(self) -> dict[str, Any]:
+        return {}
+
+    def get_tool_schemas(self, state: Any) -> list[dict[str, Any]]:
+        return [_SCHEMA]
+
+    def format_tool_call_preview(self, tool_name: Any, payload: Any, state: Any) -> str:
+        expr = payload.get("expression") if isinstance(payload, dict) else None
+        return f"calculate {expr}" if isinstance(expr, str) else ""
+
+    def execute_tool(self, tool_name: Any, payload: Any, state: Any) -> dict[str, Any]:
+        if not isinstance(payload, dict) or "expression" not in payload:
+            return {"success": False, "error": "calculate needs an 'expression' string argument"}
+        try:
+            value = evaluate(payload["expression"])
+        except CalculationError as exc:
+            return {"success": False, "error": f"calculate refused {str(payload['expression'])[:80]!r}: {exc}"}
+        return {"success": True, "result": str(value)}
+
+    def to_display_format(self, text: str, result: Any, state: Any) -> dict[str, Any]:
+        return {"type": "text", "content": text, "single_line": text.splitlines()[0][:120] if text else ""}

@@ -1,0 +1,138 @@
+"""``system_prompt``, ``timestamps`` and ``usage``: in isolation (harness) and through whole requests."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+import pytest
+
+from agent_core import AgentCore, Message
+from agent_core.testing import PluginHarness, check_plugin, reply, scripted_provider, tool_call
+from agent_core_features.system_prompt import SystemPromptFeature, render_prompt
+from agent_core_features.timestamps import TimestampsFeature
+from agent_core_features.usage import UsageFeature, cost_of
+from agent_core_plugins.calculator import CalculatorTool
+from agent_core_providers.echo import EchoProvider
+
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+@pytest.mark.parametrize("feature", [SystemPromptFeature, TimestampsFeature, UsageFeature])
+def test_features_keep_the_hook_contract(feature):
+    check_plugin(feature)
+
+
+# -- system_prompt ----------------------------------------------------------------------
+
+def test_render_fills_date_time_and_model_and_keeps_other_braces():
+    now = datetime(2026, 1, 2, 3, 4, tzinfo=timezone.utc)
+    assert render_prompt("{date} {time} {model} {other}", "m1", now) == "2026-01-02 03:04 UTC m1 {other}"
+    assert render_prompt("a { b", "m1", now) == "a { b"
+
+
+def test_the_prompt_reaches_the_provider_call_but_is_not_stored():
+    seen = []
+
+    class Spy:
+        name = "spy"
+        priority = 200
+
+        def initialize_request(self, native_messages, state):
+            seen.append([dict(m) for m in native_messages])
+            return native_messages, state
+
+    core = AgentCore(providers=[EchoProvider], features=[SystemPromptFeature, Spy])
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+    result = core.request(session, {"system_prompt": "You are {model}."})
+    assert seen[-1][0] == {"role": "system", "content": "You are echo-1."}
+    assert [m.role for m in result.session.messages] == ["user", "assistant"]
+    # a session with its own system message gets no second one
+    own = core.add_message(core.create_session(), Message(role="system", content="Mine."))
+    own = core.add_message(own, Message(role="user", content="hi"))
+    core.request(own, {"system_prompt": "You are {model}."})
+    assert [m["content"] for m in seen[-1] if m["role"] == "system"] == ["Mine."]
+
+
+def test_the_prompt_goes_into_openai_and_anthropic_payloads():
+    openai = PluginHarness(SystemPromptFeature, {"system_prompt": "Be brief."})
+    state = {**openai.state, "request": {"payload": {"messages": [{"role": "user", "content": "hi"}]}}}
+    native, out = openai.call("initialize_request", [{"role": "user", "content": "hi"}], state, context={"tags": []})
+    assert out["request"]["payload"]["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert native[0] == {"role": "system", "content": "Be brief."}
+    _, out = openai.call("initialize_request", [{"role": "user", "content": "hi"}],
+                         {**state, "request": {"payload": {"messages": []}}}, context={"tags": ["provider:anthropic"]})
+    assert out["request"]["payload"]["system"] == "Be brief."
+
+
+def test_system_prompt_is_off_without_a_prompt():
+    core = AgentCore(providers=[EchoProvider], features=[SystemPromptFeature])
+    assert core.resolve({}).reasons["system_prompt"].startswith("off")
+    assert core.resolve({"system_prompt": "x"}).reasons["system_prompt"].startswith("on")
+
+
+# -- timestamps ---------------------------------------------------------------------------
+
+def test_every_final_gets_a_utc_timestamp_and_an_existing_one_stays():
+    harness = PluginHarness(TimestampsFeature)
+    out = harness.from_native([], [{"role": "assistant", "content": "a"},
+                                   {"role": "assistant", "content": "b", "metadata": {"timestamp": "old"}}])
+    assert ISO.match(out[0]["metadata"]["timestamp"]) and out[1]["metadata"]["timestamp"] == "old"
+
+
+def test_timestamps_in_a_request_and_its_footer():
+    core = AgentCore(providers=[EchoProvider], features=[TimestampsFeature])
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+    assert "timestamp" not in core.request(session, {}).session.messages[-1].metadata  # opt-in
+    result = core.request(session, {"enabled_plugins": ["timestamps"]})
+    assert ISO.match(result.session.messages[-1].metadata["timestamp"])
+    (footer,) = core.get_ui_schema({"enabled_plugins": ["timestamps"]})
+    assert footer == {"ui_type": "message_footer", "data": "metadata.timestamp", "template": "{{data}}",
+                      "label": "Time", "plugin": "timestamps"}
+
+
+# -- usage --------------------------------------------------------------------------------
+
+PRICES = {"scripted-1": {"input": 2.0, "output": 10.0, "cached": 0.5}, "*": {"input": 1.0, "output": 1.0}}
+
+
+def test_cost_charges_cached_input_at_its_own_price():
+    usage = {"input_tokens": 1000, "cache_read_tokens": 400, "output_tokens": 100}
+    assert cost_of(usage, PRICES, "scripted-1") == pytest.approx((600 * 2 + 400 * 0.5 + 100 * 10) / 1e6)
+    assert cost_of(usage, PRICES, "other") == pytest.approx(1100 / 1e6)
+    assert cost_of(usage, {}, "other") is None
+
+
+def test_usage_adds_up_over_a_tool_loop_and_across_requests(agent_snapshot):
+    Provider = scripted_provider(
+        reply(tool_calls=[tool_call("calculate", {"expression": "1+1"})],
+              usage={"input_tokens": 100, "output_tokens": 10, "cache_read_tokens": 40}),
+        reply("2", usage={"input_tokens": 120, "output_tokens": 5}),
+        reply("again", usage={"input_tokens": 200, "output_tokens": 1}),
+    )
+    core = AgentCore(providers=[Provider], features=[UsageFeature], tools=[CalculatorTool])
+    session = core.add_message(core.create_session(), Message(role="user", content="1+1?"))
+    config = {"prices": {"*": PRICES["scripted-1"]}, "enabled_plugins": ["calculator"]}  # no model key here
+    first = core.request(session, config)
+    total = first.session.metadata["usage"]
+    assert total["input_tokens"] == 220 and total["output_tokens"] == 15 and total["messages"] == 2
+    assert total["cost"] == pytest.approx((60 * 2 + 40 * 0.5 + 10 * 10 + 120 * 2 + 5 * 10) / 1e6)
+    answer = first.session.messages[-1]
+    assert answer.metadata["usage"]["cost"] == pytest.approx((120 * 2 + 5 * 10) / 1e6)
+    again = core.request(core.add_message(first.session, Message(role="user", content="more")), config)
+    assert again.session.metadata["usage"]["input_tokens"] == 420
+    assert again.session.metadata["usage"]["messages"] == 3
+    assert list(first.session.messages) == agent_snapshot  # the native history is the engine's business
+
+
+def test_usage_ui_has_a_status_bar_and_a_footer():
+    core = AgentCore(providers=[EchoProvider], features=[UsageFeature])
+    assert core.get_ui_schema({}) == []  # off without prices
+    kinds = [(e["ui_type"], e["data"]) for e in core.get_ui_schema({"enabled_plugins": ["usage"]})]
+    assert kinds == [("status_bar", "session.metadata.usage"), ("message_footer", "metadata.usage")]
+
+
+def test_a_reply_without_usage_leaves_the_session_alone():
+    core = AgentCore(providers=[EchoProvider], features=[UsageFeature])
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+    assert "usage" not in core.request(session, {"enabled_plugins": ["usage"]}).session.metadata

@@ -1,0 +1,36 @@
+"""Fixtures: a live server over a fresh SQLite store, and the official openai client pointed at it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="agent-core serve needs the server extra")
+
+from agent_core.server import create_app  # noqa: E402
+from agent_core.store import open_store  # noqa: E402
+
+from ._live import running  # noqa: E402
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Any]:
+    s = open_store(f"sqlite:///{tmp_path / 'sessions.db'}")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def base_url(store: Any) -> Iterator[str]:
+    with running(create_app(store=store)) as url:
+        yield url
+
+
+@pytest.fixture
+def client(base_url: str) -> Any:
+    import openai
+
+    return openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)

@@ -1,0 +1,33 @@
+"""``agent-core serve`` as a user starts it: a real process, answered by the official openai client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import openai
+
+from ._live import start_serve as _start
+from ._live import stop_serve as _stop
+
+
+def test_serve_answers_the_openai_client_and_keeps_sessions_in_agent_core_home(tmp_path: Path) -> None:
+    proc, url = _start(tmp_path, "-c", "echo_prefix=Heard:")
+    try:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        reply = client.chat.completions.create(model="echo", messages=[{"role": "user", "content": "hi"}])
+        assert reply.choices[0].message.content == "Heard: hi"  # the -c keys reach every request
+        r = httpx.post(f"{url}/v1/sessions/cli-1/turns", json={"message": "hi", "config": {"provider": "echo"}})
+        assert '"saved"' in r.text
+    finally:
+        _stop(proc)
+    assert (tmp_path / "sessions.db").exists()
+
+
+def test_serve_takes_its_token_from_the_environment(tmp_path: Path) -> None:
+    proc, url = _start(tmp_path, env={"AGENT_CORE_TOKEN": "from-env"})
+    try:
+        assert httpx.get(f"{url}/v1/models").status_code == 401
+        assert httpx.get(f"{url}/v1/models", headers={"authorization": "Bearer from-env"}).status_code == 200
+    finally:
+        _stop(proc)

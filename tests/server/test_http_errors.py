@@ -1,0 +1,96 @@
+"""Every refusal is a JSON ``{"error": {"type", "message"}}`` naming the problem; the token guards every route."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from agent_core.server import create_app
+
+from ._live import running
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+def _error(r: httpx.Response, status: int, kind: str, *words: str) -> None:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    error = r.json()["error"]
+    assert error["type"] == kind
+    for word in words:
+        assert word in error["message"]
+    assert "Traceback" not in r.text
+
+
+def test_bad_json_is_400(base_url: str) -> None:
+    r = httpx.post(f"{base_url}/v1/chat/completions", content=b"{not json",
+                   headers={"content-type": "application/json"})
+    _error(r, 400, "invalid_json", "not JSON")
+    r = httpx.post(f"{base_url}/v1/chat/completions", json=[1, 2])
+    _error(r, 400, "invalid_json", "JSON object", "list")
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ({"messages": HI}, ("model is required",)),
+    ({"model": 3, "messages": HI}, ("model is required",)),
+    ({"model": "echo"}, ("messages",)),
+    ({"model": "echo", "messages": [{"role": "robot", "content": "x"}]}, ("messages[0].role", "robot")),
+    ({"model": "echo", "messages": [{"role": "tool", "content": "3"}]}, ("messages[0]", "tool_call_id")),
+    ({"model": "echo", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
+     ("messages[0].content[0]", "image_url")),
+    ({"model": "echo", "messages": [{"role": "assistant", "content": "", "tool_calls": [{"function": {}}]}]},
+     ("messages[0].tool_calls[0]",)),
+    ({"model": "echo", "messages": HI, "tools": [{"type": "retrieval"}]}, ("tools",)),
+])
+def test_bad_params_are_400_naming_the_field(base_url: str, body: Any, words: tuple[str, ...]) -> None:
+    _error(httpx.post(f"{base_url}/v1/chat/completions", json=body), 400, "invalid_request_error", *words)
+
+
+def test_unknown_provider_is_404_naming_it_and_the_installed_ones(base_url: str) -> None:
+    r = httpx.post(f"{base_url}/v1/chat/completions", json={"model": "nosuch/m", "messages": HI})
+    _error(r, 404, "model_not_found", "'nosuch'", "echo")
+
+
+def test_a_bad_config_value_is_400_naming_the_key(base_url: str) -> None:
+    r = httpx.post(f"{base_url}/v1/chat/completions",
+                   json={"model": "openai/m", "messages": HI, "temperature": "hot"})
+    _error(r, 400, "ConfigError", "temperature")
+
+
+def test_unknown_route_and_wrong_method_are_json(base_url: str) -> None:
+    _error(httpx.get(f"{base_url}/v1/nothing"), 404, "not_found", "/v1/nothing")
+    _error(httpx.get(f"{base_url}/v1/chat/completions"), 405, "method_not_allowed", "GET")
+
+
+def test_cancel_of_an_unknown_request_is_404(base_url: str) -> None:
+    _error(httpx.delete(f"{base_url}/v1/requests/abc"), 404, "request_not_found", "'abc'")
+
+
+@pytest.fixture
+def guarded(store: Any) -> Any:
+    with running(create_app(store=store, token="s3cret-token")) as url:
+        yield url
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("GET", "/healthz"), ("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("GET", "/v1/sessions"),
+    ("DELETE", "/v1/requests/x"), ("GET", "/v1/nowhere"),
+])
+@pytest.mark.parametrize("auth", [None, "Bearer wrong", "s3cret-token", "Bearer s3cret-token-and-more"])
+def test_every_route_wants_the_token(guarded: str, method: str, path: str, auth: str | None) -> None:
+    headers = {"authorization": auth} if auth else {}
+    r = httpx.request(method, f"{guarded}{path}", headers=headers, json={})
+    _error(r, 401, "authentication_error", "bearer token")
+    assert "s3cret" not in r.text
+    assert r.headers["www-authenticate"] == "Bearer"
+
+
+def test_the_right_token_passes(guarded: str) -> None:
+    assert httpx.get(f"{guarded}/healthz", headers={"authorization": "Bearer s3cret-token"}).status_code == 200
+    client = openai.OpenAI(base_url=f"{guarded}/v1", api_key="s3cret-token", max_retries=0)
+    assert client.chat.completions.create(model="echo", messages=HI).choices[0].message.content == "Echo: hi"
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=f"{guarded}/v1", api_key="nope", max_retries=0).models.list()

@@ -1,0 +1,43 @@
+"""benchmarks/bench_engine.py works: its quick mode prints the three tables.
+
+No figure is checked (no timed tests). What is checked: every table has its rows, and each
+variant's work is verified inside the benchmark (accumulated text, tool messages), so a run
+that loses chunks or skips tools cannot print a row.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_engine.py"
+
+
+def test_quick_mode_prints_the_overhead_history_and_calls_tables() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert "Engine overhead" in out and "History" in out and "Tool calls in one turn" in out
+    rows = [line.split() for line in out.splitlines() if line.strip() and line.split()[0].replace(",", "").isdigit()]
+    assert [r[0] for r in rows] == ["0", "1", "3", "10", "10", "1,000", "10", "20"]
+
+
+def test_the_benchmark_refuses_a_stream_that_lost_chunks() -> None:
+    spec = importlib.util.spec_from_file_location("bench_engine", SCRIPT)
+    bench = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(bench)
+
+    class Lossy(bench.StreamProvider):
+        chunks = 10
+
+        def process_chunk(self, chunk, native_messages, state):
+            return [], [], native_messages, state  # drops every partial
+
+    core = bench.AgentCore(providers=[Lossy])
+    with pytest.raises(AssertionError, match="lost chunks"):
+        bench.engine_us(core, bench.Session("s", [bench.Message("user", "hi")]), 10)
