@@ -27,6 +27,8 @@ from agent_core_plugins.anthropic_thinking import AnthropicThinkingExtension
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.openai_reasoning import OpenAIReasoningExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
+from agent_core_plugins.redact import RedactExtension
+from agent_core_plugins.think_tags import ThinkTagsExtension
 from agent_core_providers.anthropic import AnthropicProvider
 from agent_core_providers.echo import EchoProvider
 from agent_core_providers.openai import OpenAIProvider
@@ -39,6 +41,8 @@ EXTENSIONS = {  # extension -> the provider it runs with
     "openai_reasoning": (OpenAIReasoningExtension, OpenAIProvider),
     "anthropic_tools": (AnthropicToolsExtension, AnthropicProvider),
     "anthropic_thinking": (AnthropicThinkingExtension, AnthropicProvider),
+    "think_tags": (ThinkTagsExtension, OpenAIProvider),
+    "redact": (RedactExtension, OpenAIProvider),
 }
 FEATURES = {  # feature -> the config that switches it on (scripted requests below)
     "system_prompt": (SystemPromptFeature, {"system_prompt": "Be brief."}),
