@@ -303,32 +303,7 @@ class JSONEventReader:
         """Decode the events completed by ``chunk``; events after the end are ignored."""
         if self.done:
             return []
-        # The hot path: the loop of _values, inlined (one call less per read), without its end-of-body case.
-        out: list[Any] = []
-        for name, data in self._sse.feed(chunk):
-            if data == self._done_data:
-                self.done = True
-                break
-            try:
-                value = self._decode(data)
-            except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-                raise self._malformed(data, exc) from None
-            verdict = self._classify(name, value)
-            if verdict is None or verdict == "last":
-                out.append(value)
-                if not self.output_seen and not (self._is_preamble is not None and self._is_preamble(value)):
-                    self.output_seen = True
-                if verdict == "last":
-                    self.done = True
-                    break
-            elif verdict == "skip":
-                continue
-            elif verdict == "done":
-                self.done = True
-                break
-            else:
-                raise verdict  # type: ignore[misc]
-        return out
+        return self._values(self._sse.feed(chunk), False)
 
     def finish(self) -> list[Any]:
         """End of body: the values of a last event that had no closing blank line.
@@ -342,7 +317,7 @@ class JSONEventReader:
         return self._values(self._sse.flush(), True)
 
     def _values(self, events: list[tuple[str, bytes]], at_end: bool) -> list[Any]:
-        """:meth:`feed`'s loop, plus the end-of-body rule: JSON cut short is truncation, not malformed."""
+        """Decode events (for :meth:`feed` and :meth:`finish`); at the end of the body, JSON cut short is truncation."""
         out: list[Any] = []
         for name, data in events:
             if data == self._done_data:
