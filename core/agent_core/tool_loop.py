@@ -3,7 +3,9 @@
 Per call, in order: read and route it, announce it (``tool_call`` events
 for the whole turn first), ask ``tool_pre`` (:mod:`agent_core.tool_turn`),
 run it (:func:`~agent_core.tools.run_tool_call`), place its ``tool``
-message right after the call, then ``tool_post``. Nothing here walks the
+message right after the call, then ``tool_post``, and only then announce
+the result (``tool_result`` carries the message as stored, with what
+``tool_pre``/``tool_post`` put in its metadata). Nothing here walks the
 conversation: contexts get an O(1) session view and results are placed by
 index, so a turn costs O(calls), whatever the length of the history.
 """
@@ -14,11 +16,13 @@ import dataclasses
 from collections.abc import Generator, Mapping
 from typing import Any
 
+import msgspec
+
 from .events import UserMessageEvent
 from .flight import RunCancelled
 from .frozen import FrozenDict
 from .tool_interop import ToolInteropRegistry
-from .tool_turn import PreOutcome, ToolKit, place, suppressed, tool_post, tool_pre
+from .tool_turn import PreOutcome, ToolKit, held, place, tool_post, tool_pre
 from .tool_exec import preview_event, run_tool_call
 from .tools import Routed, inspect_call, route
 from .values import Message, Session
@@ -64,15 +68,18 @@ def run_tools(
         if pre.denial is not None:
             r = Routed(dataclasses.replace(r.call, error=pre.denial), r.tool, r.descriptor)
         run = run_tool_call(r, pre.payload, tctx, kit.request_id, kit.accepted, token=flight.token, timeout=kit.timeout)
-        msg = yield from (suppressed(run) if pre.suppress else run)
+        msg, shown = yield from held(run, pre.suppress)
         if flight.cancelled:
             raise RunCancelled
-        session, pos = place(session, msg, pos)
+        if pre.metadata:
+            msg = msg.with_metadata(pre.metadata)
+        session, pos, msg = tool_post(kit, r, msg, session, pos, native, state)
+        if shown is not None:
+            yield msgspec.structs.replace(shown, message=msg)
         count += 1
         added.append(msg)
         if r.call.error is None and isinstance(msg.tool_result, Mapping) and not msg.tool_result.get("success"):
             failures.append(f"{r.call.tool_name!r} (call {r.call.call_id}): {msg.tool_result.get('error')}")
-        session = tool_post(kit, r, msg, session, native, state)
         injections.extend(pre.injections)
     # injected context goes after the turn's tool results, never between a call and its result
     for _, message, is_ephemeral in injections:

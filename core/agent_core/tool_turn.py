@@ -11,9 +11,14 @@ module holds the policy it applies to each:
   vocabulary of seed 000/001's HookResult beyond continue/deny/modify/ask:
   ``context_injection`` (with ``context_injection_role`` and ``ephemeral``),
   ``user_message`` (with ``user_message_level``) and ``suppress_output``;
+* :func:`message_metadata`, our one extension of that vocabulary: a
+  ``tool_pre`` or ``tool_post`` action may return ``tool_message_metadata``,
+  merged into the call's ``tool`` message (a policy's decision belongs with
+  the result it decided, not in a side table);
 * :func:`place`, which puts a result right after its call even when later
   messages exist (pending calls answered by a later request);
-* :func:`suppressed`, which runs a tool with its output hidden from the user.
+* :func:`held`, which runs a tool and keeps its ``tool_result`` event back
+  until ``tool_post`` has had its say, optionally with its output hidden.
 """
 
 from __future__ import annotations
@@ -38,8 +43,8 @@ from .values import Message, Session
 from .views import session_view
 
 __all__ = [
-    "DEFAULT_APPROVAL_TIMEOUT", "PreOutcome", "ToolKit", "approve", "place", "read_hook_extras", "suppressed",
-    "tool_failure", "tool_post", "tool_pre",
+    "DEFAULT_APPROVAL_TIMEOUT", "PreOutcome", "ToolKit", "approve", "held", "message_metadata", "place",
+    "read_hook_extras", "tool_failure", "tool_post", "tool_pre",
 ]
 
 #: seconds an ``ask_user`` approval may take before its ``approval_default`` applies (seed 001's default)
@@ -47,6 +52,8 @@ DEFAULT_APPROVAL_TIMEOUT = 300.0
 
 _INJECTION_ROLES = ("system", "user", "assistant")
 _NOTICE_LEVELS = ("info", "warning", "error")
+#: tool message metadata the engine writes itself; an action cannot replace it
+_ENGINE_KEYS = ("tool_call_id", "tool_name")
 
 
 @dataclasses.dataclass
@@ -77,6 +84,24 @@ class PreOutcome:
     suppress: bool = False
     injections: list[tuple[str, Message, bool]] = dataclasses.field(default_factory=list)
     notices: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)  # for the tool message
+
+
+def message_metadata(plugin: LivePlugin, res: Mapping[str, Any], lifecycle: str) -> Mapping[str, Any] | None:
+    """An action's ``tool_message_metadata``, checked: a mapping that leaves the engine's keys alone."""
+    extra = res.get("tool_message_metadata")
+    if extra is None:
+        return None
+    if not isinstance(extra, Mapping):
+        raise PluginError(plugin.name, "execute_action", TypeError(type(extra).__name__),
+                          detail=f"{lifecycle} action returned tool_message_metadata that is not a mapping: "
+                                 f"{type(extra).__name__}")
+    clash = sorted(k for k in _ENGINE_KEYS if k in extra)
+    if clash:
+        raise PluginError(plugin.name, "execute_action", ValueError(clash[0]),
+                          detail=f"{lifecycle} action's tool_message_metadata may not set {', '.join(clash)} "
+                                 "(the engine's own keys)")
+    return extra
 
 
 def read_hook_extras(plugin: LivePlugin, res: Mapping[str, Any], verdict: Any, out: PreOutcome) -> None:
@@ -115,20 +140,29 @@ def place(session: Session, message: Message, pos: int) -> tuple[Session, int]:
     return msgspec.structs.replace(session, messages=rebuilt), pos + 1
 
 
-def suppressed(run: Generator[Any, Any, Message]) -> Generator[Any, Any, Message]:
-    """Drive a tool run, hiding its output from the user: no progress parts, no display."""
+def held(
+    run: Generator[Any, Any, Message], hide: bool = False
+) -> Generator[Any, Any, tuple[Message, ToolResultEvent | None]]:
+    """Drive a tool run, keeping its ``tool_result`` event back (returned with the message).
+
+    The caller announces the result once ``tool_post`` has run, so the event
+    carries the message as it is stored. With ``hide`` the output is kept
+    from the user: no progress parts, no display.
+    """
     send: Any = None
     error: BaseException | None = None
+    shown: ToolResultEvent | None = None
     while True:
         try:
             item = run.throw(error) if error is not None else run.send(send)
         except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+            return stop.value, shown
         send, error = None, None
-        if isinstance(item, ToolProgressEvent):
-            continue
         if isinstance(item, ToolResultEvent):
-            item = msgspec.structs.replace(item, display=None, suppressed=True)
+            shown = msgspec.structs.replace(item, display=None, suppressed=True) if hide else item
+            continue
+        if hide and isinstance(item, ToolProgressEvent):
+            continue
         try:
             send = yield item
         except Exception as exc:  # noqa: BLE001 - handed back to the tool run, as the driver would
@@ -159,6 +193,9 @@ def tool_pre(kit: ToolKit, r: Routed, session: Session, native: Any, state: Any)
         verdict = res.get("action") or res.get("decision") or "continue"
         reason = res.get("reason") or ""
         read_hook_extras(plugin, res, verdict, out)
+        extra = message_metadata(plugin, res, "tool_pre")
+        if extra:
+            out.metadata.update(extra)
         if verdict == "modify":
             data = res.get("data")
             out.payload = data.get("payload", out.payload) if isinstance(data, Mapping) else res.get(
@@ -212,14 +249,28 @@ def approve(
     return decision_allows(answer, default), ""
 
 
-def tool_post(kit: ToolKit, r: Routed, msg: Message, session: Session, native: Any, state: Any) -> Session:
-    """Run every ``tool_post`` action after one call; ``session_metadata`` they return is merged."""
+def tool_post(
+    kit: ToolKit, r: Routed, msg: Message, session: Session, pos: int, native: Any, state: Any
+) -> tuple[Session, int, Message]:
+    """Place the call's ``tool`` message at ``pos``, then run every ``tool_post`` action.
+
+    ``session_metadata`` they return is merged into the session and
+    ``tool_message_metadata`` into the placed message (each action sees what
+    the previous ones left). Returns the session, the next index and the
+    message as stored.
+    """
+    placed, nxt = place(session, msg, pos)
     for plugin, action in kit.lifecycle.get("tool_post", ()):
         ctx = {"lifecycle": "tool_post", "trigger_source": "core", "config": kit.config, "core": kit.core,
-               "session": session_view(session), "request_id": kit.request_id,
+               "session": session_view(placed), "request_id": kit.request_id,
                "tool_call": {"id": r.call.call_id, "name": r.call.tool_name, "payload": r.call.payload},
                "tool_result": msg.tool_result, "tool_message": msg.as_mapping()}
-        res = run_action(plugin, action, session, native, ctx, state)
+        res = run_action(plugin, action, placed, native, ctx, state)
         if isinstance(res.get("session_metadata"), Mapping):
             session = session.with_metadata(res["session_metadata"])
-    return session
+            placed = placed.with_metadata(res["session_metadata"])
+        extra = message_metadata(plugin, res, "tool_post")
+        if extra:
+            msg = msg.with_metadata(extra)
+            placed, nxt = place(session, msg, pos)
+    return placed, nxt, msg

@@ -9,12 +9,13 @@ after which ``approval_default`` decides, and that is ``deny`` unless
 configured otherwise. Without a callback ``approval_default`` decides at once,
 so a server with nobody to ask never runs a tool nobody approved.
 
-Every decision is recorded, with its reason, by a ``tool_post`` action: the
-engine lets ``tool_post`` return only session metadata, so the record lives in
-``session.metadata["tool_policy"]``, keyed by tool call id
-(``{"tool", "rule", "decision": "allowed" | "denied", "reason"}``), beside the
-tool message that carries the same call id. A denied call's tool message also
-says why in its text, which is what the model reads.
+Every decision is recorded, with its reason, on the tool message it decided:
+a ``tool_post`` action (which sees the result, so it knows how an ``ask``
+ended) returns ``tool_message_metadata`` and the engine merges it, so the
+call's ``tool`` message carries ``metadata["tool_policy"]`` =
+``{"rule", "decision": "allowed" | "denied", "reason"}`` in the session and in
+its ``tool_result`` event. A denied call's tool message also says why in its
+text, which is what the model reads.
 """
 
 from __future__ import annotations
@@ -115,8 +116,6 @@ class ToolPolicyFeature:
                 reason = error
             else:
                 reason = "approved by the approval callback" if rule == "ask" else "allowed"
-            entry = {"tool": call.get("name"), "rule": rule, "decision": "denied" if refused else "allowed",
-                     "reason": reason}
-            previous = ((context.get("session") or {}).get("metadata") or {}).get("tool_policy") or {}
-            return {"session_metadata": {"tool_policy": {**previous, str(call["id"]): entry}}}
+            entry = {"rule": rule, "decision": "denied" if refused else "allowed", "reason": reason}
+            return {"tool_message_metadata": {"tool_policy": entry}}
         return {"native_messages": list(native_messages)}

@@ -76,7 +76,9 @@ def test_the_bundled_plugins_work_together_in_one_run(server, capsys, tmp_path):
     assert "'..' is not allowed" in results["c3"]
     assert "exponent 387420489 is out of bounds" in results["c4"]
     assert results["c5"].startswith("Error: tool call denied by tool_policy")
-    assert session["metadata"]["tool_policy"]["c5"]["decision"] == "denied"
+    policy = {m["metadata"]["tool_call_id"]: m["metadata"]["tool_policy"] for m in session["messages"]
+              if m["role"] == "tool"}
+    assert policy["c5"]["decision"] == "denied" and policy["c1"]["decision"] == "allowed"
 
     # usage: per message and for the session, with the cost from prices
     answers = [m for m in session["messages"] if m["role"] == "assistant"]

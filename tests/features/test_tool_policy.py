@@ -32,6 +32,12 @@ def _run(config, approval=None, tmp_path=None):
     return events[-1], results
 
 
+def _decisions(session):
+    """Each call's recorded decision, read from its tool message (where the policy writes it)."""
+    assert "tool_policy" not in session.metadata  # no side table
+    return {m.metadata["tool_call_id"]: m.metadata["tool_policy"] for m in session.messages if m.role == "tool"}
+
+
 def test_tool_policy_keeps_the_hook_contract():
     check_plugin(ToolPolicyFeature)
 
@@ -47,11 +53,14 @@ def test_deny_and_allow(tmp_path):
     assert results["calc"].success and results["calc"].message.content == "Result: 42"
     assert not results["ls"].success
     assert "denied by tool_policy" in results["ls"].message.content
-    assert done.session.metadata["tool_policy"] == {
-        "calc": {"tool": "calculate", "rule": "allow", "decision": "allowed", "reason": "allowed by tool_policy"},
-        "ls": {"tool": "list_dir", "rule": "deny", "decision": "denied",
+    assert _decisions(done.session) == {
+        "calc": {"rule": "allow", "decision": "allowed", "reason": "allowed by tool_policy"},
+        "ls": {"rule": "deny", "decision": "denied",
                "reason": "tool call denied by tool_policy: tool_policy says deny for 'list_dir'"},
     }
+    # the tool_result event is announced after tool_post, so it carries the record too
+    assert results["ls"].message.metadata["tool_policy"]["decision"] == "denied"
+    assert results["ls"].message == next(m for m in done.session.messages if m.metadata.get("tool_call_id") == "ls")
 
 
 def test_ask_goes_to_the_approval_callback(tmp_path):
@@ -65,7 +74,7 @@ def test_ask_goes_to_the_approval_callback(tmp_path):
                          approval)
     assert asked == [("calculate", "tool_policy", 30.0, "deny"), ("list_dir", "tool_policy", 30.0, "deny")]
     assert results["calc"].success and not results["ls"].success
-    decisions = done.session.metadata["tool_policy"]
+    decisions = _decisions(done.session)
     assert decisions["calc"]["decision"] == "allowed"
     assert decisions["calc"]["reason"] == "approved by the approval callback"
     assert decisions["ls"]["decision"] == "denied" and "not approved" in decisions["ls"]["reason"]
@@ -85,7 +94,7 @@ def test_ask_without_an_answer_in_time_takes_the_default(tmp_path):
         release.set()
     assert not results["calc"].success and "no answer within 0.2 s" in results["calc"].message.content
     assert results["ls"].success  # no rule for it: allowed
-    assert done.session.metadata["tool_policy"]["calc"]["decision"] == "denied"
+    assert _decisions(done.session)["calc"]["decision"] == "denied"
     # approval_default: allow lets it run after the timeout
     release.clear()
     try:
@@ -134,7 +143,7 @@ def test_ask_with_an_async_callback_through_arequest(tmp_path):
     session = core.add_message(core.create_session(), Message(role="user", content="go"))
     config = {"tool_policy": {"*": "ask"}, "files_root": str(tmp_path), "enabled_plugins": ["calculator", "files"]}
     result = asyncio.run(core.arequest(session, config))
-    decisions = result.session.metadata["tool_policy"]
+    decisions = _decisions(result.session)
     assert decisions["calc"]["decision"] == "denied" and decisions["ls"]["decision"] == "allowed"
     tool_messages = {m.metadata["tool_call_id"]: m for m in result.session.messages if m.role == "tool"}
     assert tool_messages["ls"].content == "Result: (empty directory)"
