@@ -6,11 +6,21 @@ Providers put ``metadata["usage"]`` (``input_tokens``, ``output_tokens``,
 total in ``session.metadata["usage"]``, so a UI can show both without adding
 anything up itself.
 
+It follows the ordinary enablement rules: on by default, because it only
+records what the provider reported and never changes what is sent; off with
+``disabled_plugins=["usage"]``. Token totals need no config; ``cost`` needs
+``prices``.
+
 ``prices`` maps a model id (or ``"*"`` for any other) to dollars per million
 tokens: ``{"gpt-4o-mini": {"input": 0.15, "output": 0.6, "cached": 0.075}}``.
-Cached input tokens (``cache_read_tokens``) are charged at ``cached`` (at
-``input`` when absent) and the rest of ``input_tokens`` at ``input``. Without a
-price for the model there is no ``cost`` (rather than a made-up zero).
+The price is looked up under the model the answer names (APIs often report a
+dated snapshot such as ``gpt-4o-mini-2024-07-18``), then the configured
+``model``, then ``"*"``. Cached input tokens (``cache_read_tokens``) are
+charged at ``cached`` (at ``input`` when absent) and the rest of
+``input_tokens`` at ``input``. Without a price for the model there is no
+``cost`` (rather than a made-up zero). A malformed ``prices`` (not a mapping,
+a key other than ``input``/``output``/``cached``, a negative or non-numeric
+price) is a ``ConfigError`` naming ``prices`` before anything is sent.
 
 The total is kept by a ``response_finalize`` action (``usage_total``), which
 sees each provider call's finals and the session before them, so a tool loop
@@ -22,22 +32,46 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["UsageFeature", "cost_of"]
+from agent_core.errors import ConfigError
 
+__all__ = ["PRICE_KEYS", "UsageFeature", "check_prices", "cost_of"]
+
+#: what a price entry may say, in dollars per million tokens
+PRICE_KEYS = ("input", "output", "cached")
 _COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 
 
-def _price_for(prices: Any, model: Any) -> Mapping[str, Any] | None:
+def check_prices(prices: Any) -> None:
+    """:class:`ConfigError` naming ``prices`` when a price cannot be read as written."""
+    if prices is None:
+        return
+    if not isinstance(prices, Mapping):
+        raise ConfigError(f"prices must map model ids (or '*') to prices, got {type(prices).__name__}", key="prices")
+    for model, price in prices.items():
+        if not isinstance(price, Mapping):
+            raise ConfigError(f"prices[{model!r}] must be a mapping like {{'input': 0.15, 'output': 0.6}}, "
+                              f"got {price!r}", key="prices")
+        for key, value in price.items():
+            if key not in PRICE_KEYS:
+                raise ConfigError(f"prices[{model!r}] has {key!r}; expected {', '.join(PRICE_KEYS)} "
+                                  "(dollars per million tokens)", key="prices")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigError(f"prices[{model!r}][{key!r}] must be a number >= 0, got {value!r}", key="prices")
+
+
+def _price_for(prices: Any, *models: Any) -> Mapping[str, Any] | None:
     if not isinstance(prices, Mapping):
         return None
-    found = prices.get(str(model)) if model is not None else None
-    found = found if found is not None else prices.get("*")
+    for model in models:
+        if model is not None and isinstance(prices.get(str(model)), Mapping):
+            return prices[str(model)]  # type: ignore[no-any-return]
+    found = prices.get("*")
     return found if isinstance(found, Mapping) else None
 
 
-def cost_of(usage: Mapping[str, Any], prices: Any, model: Any) -> float | None:
-    """Dollars for ``usage`` at ``prices[model]`` (or ``prices["*"]``); None without a price."""
-    price = _price_for(prices, model)
+def cost_of(usage: Mapping[str, Any], prices: Any, *models: Any) -> float | None:
+    """Dollars for ``usage`` at the price of the first of ``models`` listed (else ``"*"``); None without one."""
+    price = _price_for(prices, *models)
     if price is None:
         return None
     inp = float(price.get("input") or 0)
@@ -49,9 +83,9 @@ def cost_of(usage: Mapping[str, Any], prices: Any, model: Any) -> float | None:
     return round(dollars, 8)
 
 
-def _model(config: Any, message: Mapping[str, Any]) -> Any:
-    meta = message.get("metadata") or {}
-    return meta.get("model") or config.get("model")
+def _models(config: Any, message: Mapping[str, Any]) -> tuple[Any, Any]:
+    """Where to look a price up: the model the answer names, then the configured one."""
+    return (message.get("metadata") or {}).get("model"), config.get("model")
 
 
 class UsageFeature:
@@ -59,9 +93,9 @@ class UsageFeature:
     version = "1.0.0"
     priority = 110  # after features that rewrite finals
 
-    def is_enabled(self, config: Any, tags: Any, models: Any, context: Any) -> bool:
-        """On with ``prices``, or when ``enabled_plugins`` names it (token totals without costs)."""
-        return bool(config.get("prices")) or "usage" in (config.get("enabled_plugins") or ())
+    def init(self, config: Any, state: Any) -> Any:
+        check_prices(config.get("prices"))
+        return state
 
     def get_config_schema(self) -> dict[str, Any]:
         return {"prices": {"type": "object", "default": {},
@@ -96,7 +130,7 @@ class UsageFeature:
                 finals.append(m)
                 continue
             usage = dict(usage)
-            cost = cost_of(usage, prices, _model(config, m))
+            cost = cost_of(usage, prices, *_models(config, m))
             if cost is not None:
                 usage["cost"] = cost
             finals.append({**m, "metadata": {**meta, "usage": usage}})

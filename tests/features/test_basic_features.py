@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from agent_core import AgentCore, Message
+from agent_core.errors import ConfigError
 from agent_core.testing import PluginHarness, check_plugin, reply, scripted_provider, tool_call
 from agent_core_features.system_prompt import SystemPromptFeature, render_prompt
 from agent_core_features.timestamps import TimestampsFeature
@@ -127,12 +128,63 @@ def test_usage_adds_up_over_a_tool_loop_and_across_requests(agent_snapshot):
 
 def test_usage_ui_has_a_status_bar_and_a_footer():
     core = AgentCore(providers=[EchoProvider], features=[UsageFeature])
-    assert core.get_ui_schema({}) == []  # off without prices
-    kinds = [(e["ui_type"], e["data"]) for e in core.get_ui_schema({"enabled_plugins": ["usage"]})]
+    kinds = [(e["ui_type"], e["data"]) for e in core.get_ui_schema({})]
     assert kinds == [("status_bar", "session.metadata.usage"), ("message_footer", "metadata.usage")]
+    assert core.get_ui_schema({"disabled_plugins": ["usage"]}) == []
+
+
+def test_usage_follows_the_ordinary_enablement_rules():
+    """On by default (it only records), off with disabled_plugins; prices are needed for cost only."""
+    Provider = scripted_provider(reply("a", usage={"input_tokens": 10, "output_tokens": 2}))
+    core = AgentCore(providers=[Provider], features=[UsageFeature])
+    assert core.resolve({}).reasons["usage"].startswith("on")
+    assert core.resolve({"disabled_plugins": ["usage"]}).reasons["usage"].startswith("off")
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+    tokens_only = core.request(session, {})
+    assert tokens_only.session.metadata["usage"] == {"input_tokens": 10, "output_tokens": 2, "messages": 1}
+    assert "cost" not in tokens_only.session.messages[-1].metadata["usage"]  # no price, no made-up zero
+    off = core.request(session, {"disabled_plugins": ["usage"], "prices": {"*": {"input": 1, "output": 1}}})
+    assert "usage" not in off.session.metadata
+
+
+def test_a_price_is_found_under_the_reported_snapshot_name_or_the_configured_model():
+    Provider = scripted_provider(
+        reply("a", usage={"input_tokens": 1_000_000, "output_tokens": 0}, metadata={"model": "gpt-x-2024-07-18"}),
+    )
+    core = AgentCore(providers=[Provider], features=[UsageFeature])
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+    prices = {"gpt-x": {"input": 0.15, "output": 0.6}, "*": {"input": 99, "output": 99}}
+    by_config = core.request(session, {"model": "gpt-x", "prices": prices})
+    assert by_config.session.metadata["usage"]["cost"] == pytest.approx(0.15)  # not "*"'s 99
+    exact = core.request(session, {"model": "gpt-x", "prices": {**prices, "gpt-x-2024-07-18": {"input": 0.1}}})
+    assert exact.session.metadata["usage"]["cost"] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize(
+    ("prices", "words"),
+    [([1, 2], "must be object"),
+     ({"m": 0.15}, "prices['m'] must be a mapping"),
+     ({"m": {"input_tokens": 0.15}}, "has 'input_tokens'; expected input, output, cached"),
+     ({"m": {"input": -1}}, "must be a number >= 0"),
+     ({"m": {"output": "cheap"}}, "must be a number >= 0")],
+)
+def test_a_malformed_prices_is_a_config_error_before_anything_is_sent(prices, words):
+    calls = []
+
+    class Provider(EchoProvider):
+        def call_api(self, *args, **kwargs):
+            calls.append(1)
+            return super().call_api(*args, **kwargs)
+
+    core = AgentCore(providers=[Provider], features=[UsageFeature])
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+    with pytest.raises(ConfigError) as err:
+        core.request(session, {"prices": prices})
+    assert err.value.key == "prices" and words in str(err.value)
+    assert calls == []
 
 
 def test_a_reply_without_usage_leaves_the_session_alone():
     core = AgentCore(providers=[EchoProvider], features=[UsageFeature])
     session = core.add_message(core.create_session(), Message(role="user", content="hi"))
-    assert "usage" not in core.request(session, {"enabled_plugins": ["usage"]}).session.metadata
+    assert "usage" not in core.request(session, {}).session.metadata

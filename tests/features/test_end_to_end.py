@@ -100,4 +100,5 @@ def test_plugins_lists_every_bundled_feature_and_tool_with_why(capsys):
     for name in ("files", "calculator"):
         assert lines[name].startswith("tool"), lines[name]
     assert " on" in lines["system_prompt"] and " on" in lines["calculator"]
-    assert " off" in lines["tool_policy"] and " off" in lines["files"] and " off" in lines["usage"]
+    assert " off" in lines["tool_policy"] and " off" in lines["files"]
+    assert "on: enabled by default" in lines["usage"]  # it only records; disabled_plugins turns it off
