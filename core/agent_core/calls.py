@@ -191,8 +191,8 @@ class EngineCalls:
         ``session_saved``, ...): actions run in chain order, each seeing the
         session and native history the previous one left; ``session_metadata``
         is merged and ``native_messages`` replaces the stored native history.
-        The points a request drives itself (``response_finalize``,
-        ``tool_pre``, ``tool_post``) run only inside requests.
+        The points a request drives itself (``llm_request``,
+        ``response_finalize``, ``tool_pre``, ``tool_post``) run only inside requests.
 
         Raises:
             ActionInputError: ``trigger`` is not a string or is one the engine runs during requests.

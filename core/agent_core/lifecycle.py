@@ -1,8 +1,8 @@
 """Actions and lifecycle points: what plugins declare with ``get_actions``, and how one runs.
 
 An action with a ``trigger`` (or the legacy ``lifecycle`` key) runs by
-itself at that point: the request run drives ``response_finalize``,
-``tool_pre`` and ``tool_post``; an application drives the others through
+itself at that point: the request run drives ``llm_request``,
+``response_finalize``, ``tool_pre`` and ``tool_post``; an application drives the others through
 ``execute_lifecycle_actions``. Contexts are built here too: the engine's own
 keys win over a caller's (:func:`merge_context`), and the session travels as
 an O(1) view (:func:`~agent_core.views.session_view`), never a thawed copy.
@@ -33,7 +33,7 @@ RESERVED_CONTEXT_KEYS = frozenset(
 )
 
 #: lifecycle points a request runs itself
-REQUEST_TRIGGERS = frozenset({"response_finalize", "tool_pre", "tool_post"})
+REQUEST_TRIGGERS = frozenset({"llm_request", "response_finalize", "tool_pre", "tool_post"})
 
 #: lifecycle point -> the (plugin, action) pairs bound to it, in chain order
 Lifecycle = dict[str, list[tuple[LivePlugin, FrozenDict]]]

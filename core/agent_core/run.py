@@ -9,7 +9,9 @@ Order of work for one request (binding; the plugin hooks' docs refer to it):
 4. per provider call (at most ``max_iterations``):
    a. to native: provider ``to_native_messages`` -> extensions -> features,
       for the core messages the stored native history does not cover yet;
-   b. ``initialize_request``: provider -> extensions -> features;
+   b. ``llm_request`` lifecycle actions: context for this call only, converted
+      by the same chain and never stored (:mod:`agent_core.request_injection`);
+      then ``initialize_request``: provider -> extensions -> features;
    c. the call: ``stream_api`` with, per chunk, provider ``process_chunk`` then
       each extension's (hot path; features never run here), or ``call_api``;
    d. finalize: provider ``finalize``; each extension's ``process_chunk``
@@ -49,6 +51,7 @@ from .hooks import LivePlugin
 from .hot_loop import call_provider
 from .lifecycle import lifecycle_table
 from .native_history import load_native, prefix_digest, store_native
+from .request_injection import inject, request_injections
 from .resolution import Resolution, own_config
 from .tool_loop import pending_calls, run_tools
 from .tool_turn import ToolKit, tool_failure
@@ -238,6 +241,9 @@ class RequestRun:
                 extra = to_native(provider, chain, self.ephemeral, state, ctx)
                 native = FrozenList._joined(native, extra)
                 self.ephemeral = []
+            front, back = request_injections(kit.lifecycle, session, stored, state, ctx, core=self.core,
+                                             request_id=self.request_id, stream=self.stream)
+            native = inject(provider, chain, native, front, back, state, ctx)
             native, state = initialize_request(provider, chain, native, state, self.request_id, ctx)
             turn = Turn(stored, native, iteration, ctx)
 

@@ -2,16 +2,17 @@
 
 Applications want a default instruction without writing it into every stored
 session. This feature adds config ``system_prompt`` in front of each provider
-call whose history holds no system message; ``{date}``, ``{time}`` (UTC) and
-``{model}`` are filled in at call time, other braces are left as written.
+call of a request (the first one and each one after tool results) while the
+session holds no system message; ``{date}``, ``{time}`` (UTC) and ``{model}``
+are filled in at call time, other braces are left as written.
 
-It works in ``initialize_request``, so the prompt is part of that one call only
-and never stored in the session (the engine keeps the native history as it was
-before ``initialize_request``): a session that later gets its own system
-message simply stops receiving this one. Providers build their request payload
-in their own ``initialize_request``, which runs first, so the prompt is also
-put into ``state["request"]["payload"]``: as the top-level ``system`` field for
-Anthropic, as the first message for OpenAI-shaped payloads.
+It is an ``llm_request`` action (see :mod:`agent_core.request_injection`):
+it only answers with the text as a ``system`` ``context_injection``, and the
+engine converts that with the provider's own ``to_native_messages`` for the one
+call, so each provider sends it in its native shape (a system message for
+OpenAI, the top-level ``system`` field for Anthropic) and neither the session
+nor the stored native history keeps a copy. A session that later gets its own
+system message simply stops receiving this one.
 """
 
 from __future__ import annotations
@@ -55,24 +56,23 @@ class SystemPromptFeature:
         return [{"type": "textarea", "key": "system_prompt", "label": "System prompt",
                  "description": "Used when the conversation has no system message. {date}, {time}, {model}."}]
 
-    def initialize_request(self, native_messages: Any, state: Any, *, context: Any = None) -> tuple[Any, Any]:
-        config = state.get("config") or {}
+    def get_actions(self, state: Any) -> list[dict[str, Any]]:
+        return [{"id": "system_prompt_inject", "label": "Add the system prompt", "trigger": "llm_request"}]
+
+    def execute_action(self, action_id: str, session: Any, native_messages: Any, params: Any, context: Any,
+                       state: Any) -> dict[str, Any]:
+        context = context or {}
+        config = context.get("config") or state.get("config") or {}
         template = config.get("system_prompt")
-        if not template or any(m.get("role") == "system" for m in native_messages):
-            return native_messages, state
-        text = render_prompt(template, config.get("model"))
-        native = [{"role": "system", "content": text}, *native_messages]
-        request = state.get("request")
-        payload = request.get("payload") if isinstance(request, dict) else None
-        if not isinstance(payload, dict):
-            return native, state
-        tags = (context or {}).get("tags") or ()
-        if "provider:anthropic" in tags:
-            if payload.get("system"):
-                return native, state
-            payload = {**payload, "system": text}
-        elif isinstance(payload.get("messages"), list):
-            payload = {**payload, "messages": [{"role": "system", "content": text}, *payload["messages"]]}
-        else:
-            return native, state
-        return native, {**state, "request": {**request, "payload": payload}}
+        if action_id != "system_prompt_inject" or not template or _has_system(session, context):
+            return {}
+        return {"context_injection": render_prompt(template, config.get("model")), "context_injection_role": "system"}
+
+
+def _has_system(session: Any, context: Any) -> bool:
+    """Whether the conversation brings its own system message (attribute reads on a Session: cheap)."""
+    messages = getattr(session, "messages", None)
+    if messages is None:
+        messages = (context.get("session") or {}).get("messages") or ()
+        return any(m.get("role") == "system" for m in messages)
+    return any(m.role == "system" for m in messages)

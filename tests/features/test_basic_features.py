@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from agent_core import AgentCore, Message
+from agent_core import AgentCore, Message, Session
 from agent_core.errors import ConfigError
 from agent_core.testing import PluginHarness, check_plugin, reply, scripted_provider, tool_call
 from agent_core_features.system_prompt import SystemPromptFeature, render_prompt
@@ -55,15 +55,15 @@ def test_the_prompt_reaches_the_provider_call_but_is_not_stored():
     assert [m["content"] for m in seen[-1] if m["role"] == "system"] == ["Mine."]
 
 
-def test_the_prompt_goes_into_openai_and_anthropic_payloads():
-    openai = PluginHarness(SystemPromptFeature, {"system_prompt": "Be brief."})
-    state = {**openai.state, "request": {"payload": {"messages": [{"role": "user", "content": "hi"}]}}}
-    native, out = openai.call("initialize_request", [{"role": "user", "content": "hi"}], state, context={"tags": []})
-    assert out["request"]["payload"]["messages"][0] == {"role": "system", "content": "Be brief."}
-    assert native[0] == {"role": "system", "content": "Be brief."}
-    _, out = openai.call("initialize_request", [{"role": "user", "content": "hi"}],
-                         {**state, "request": {"payload": {"messages": []}}}, context={"tags": ["provider:anthropic"]})
-    assert out["request"]["payload"]["system"] == "Be brief."
+def test_the_prompt_is_an_llm_request_injection_only_while_the_session_has_no_system_message():
+    harness = PluginHarness(SystemPromptFeature, {"system_prompt": "Be brief, {model}.", "model": "m"})
+    (action,) = harness.plugin.get_actions(harness.state)
+    assert action["trigger"] == "llm_request"
+    user_only = Session("s", [Message(role="user", content="hi")])
+    out = harness.plugin.execute_action(action["id"], user_only, [], {}, {"config": harness.config}, harness.state)
+    assert out == {"context_injection": "Be brief, m.", "context_injection_role": "system"}
+    own = user_only.with_message(Message(role="system", content="Mine."))
+    assert harness.plugin.execute_action(action["id"], own, [], {}, {"config": harness.config}, harness.state) == {}
 
 
 def test_system_prompt_is_off_without_a_prompt():
