@@ -3,8 +3,9 @@
 :class:`AgentCore` inherits these from :class:`EngineCalls`; each checks its
 arguments, resolves the plugins for the config (``self.resolve``) and hands
 the work to the module that does it (:mod:`agent_core.tool_api`,
-:mod:`agent_core.plugin_info`, :mod:`agent_core.actions`), passing the
-engine only as the ``core`` that contexts carry.
+:mod:`agent_core.plugin_info`, :mod:`agent_core.actions`); contexts carry
+the engine's narrow face (:class:`~agent_core.plugin_core.PluginCore`) as
+``core``, never the engine itself.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .actions import ActionResult, execute_action, execute_lifecycle, list_actio
 from .errors import ActionInputError, ConfigError, InvalidArgumentError
 from .hooks import KINDS, PluginSpec
 from .lifecycle import REQUEST_TRIGGERS
+from .plugin_core import PluginCore
 from .plugin_info import apply_completion, completions, config_schema, ui_schema
 from .resolution import Resolution
 from .tool_api import catalog, run_calls, tool_schemas
@@ -43,7 +45,7 @@ class EngineCalls:
         Raises:
             ConfigError: two offered tools share a name, or a schema is unreadable.
         """
-        return list(catalog(self.resolve(config), self, prepare=True)[1])
+        return list(catalog(self.resolve(config), PluginCore(self), prepare=True)[1])
 
     def get_tool_schemas(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """The tool schemas a request with ``config`` sends (the original platform's shape).
@@ -52,7 +54,7 @@ class EngineCalls:
         reach the provider in ``config["tools"]``. :meth:`get_tool_descriptors`
         gives the same tools with their plugins.
         """
-        return tool_schemas(self.resolve(config), self)
+        return tool_schemas(self.resolve(config), PluginCore(self))
 
     def execute_tool_calls(
         self, session: Any, tool_calls: Any = None, config: Mapping[str, Any] | None = None
@@ -92,7 +94,7 @@ class EngineCalls:
                 f"tool_calls must be a list of tool-call dicts, got {type(tool_calls).__name__}", argument="tool_calls"
             )
         check_config(config)
-        return run_calls(self.resolve(config, session=session), session, tool_calls, self)
+        return run_calls(self.resolve(config, session=session), session, tool_calls, PluginCore(self))
 
     # -- UI, completions, config ------------------------------------------------
 
@@ -103,7 +105,7 @@ class EngineCalls:
         absent; config elements are de-duplicated on ``key`` (first wins);
         action elements from extensions and features get ``action_owner``.
         """
-        return ui_schema(self.resolve(config), self)
+        return ui_schema(self.resolve(config), PluginCore(self))
 
     def get_config_schema(self) -> list[dict[str, Any]]:
         """Every registered plugin's config keys, one flat entry per key, with ``plugin``."""
@@ -163,7 +165,7 @@ class EngineCalls:
                 f"context must be a mapping, got {type(context).__name__}", argument="context"
             )
         check_config(config)
-        return execute_action(self.resolve(config, session=session), session, action_id, params, context, self)
+        return execute_action(self.resolve(config, session=session), session, action_id, params, context, PluginCore(self))
 
     def execute_session_action(
         self,
@@ -212,7 +214,7 @@ class EngineCalls:
                 f"lifecycle {trigger!r} runs inside requests; execute_lifecycle_actions runs the others",
                 action=trigger,
             )
-        return execute_lifecycle(self.resolve(config, session=session), session, trigger, context, self)
+        return execute_lifecycle(self.resolve(config, session=session), session, trigger, context, PluginCore(self))
 
 
 def check_session(session: Any, call: str) -> None:

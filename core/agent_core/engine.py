@@ -29,6 +29,7 @@ from .flight import Flight
 from .frozen import thaw
 from .hooks import KINDS, PluginSpec, spec_for
 from .native_history import NATIVE_KEY
+from .plugin_core import PluginCore, side_config
 from .resolution import Resolution, resolve, session_plugins
 from .run import RequestRun
 from .values import Message, Session
@@ -224,7 +225,7 @@ class AgentCore(EngineCalls):
         cfg = dict(config or {})
         stream = cfg.get("stream", stream_default)
         rid = request_id or uuid.uuid4().hex
-        flight = Flight(rid)
+        flight = Flight(rid, cfg)
         with self._lock:
             # Ids are how cancel_request finds a request: two at once would
             # make cancelling one of them a coin toss.
@@ -233,7 +234,7 @@ class AgentCore(EngineCalls):
             self._flights[rid] = flight
         run = RequestRun(
             lambda: self.resolve(cfg, session=session), session, cfg, stream=bool(stream), request_id=rid,
-            flight=flight, core=self, approval=self.approval, final_sessions=final_sessions,
+            flight=flight, core=PluginCore(self, rid), approval=self.approval, final_sessions=final_sessions,
             on_finish=lambda: self._finish(flight),
         )
         return run, flight
@@ -343,6 +344,42 @@ class AgentCore(EngineCalls):
         _check_session(session, "slice_session")
         meta = {k: v for k, v in session.metadata.items() if k != NATIVE_KEY}
         return Session(session_id or uuid.uuid4().hex, list(session.messages)[start:end], meta)
+
+    def side_request(
+        self, request_id: str, session: Session, overrides: Mapping[str, Any] | None = None
+    ) -> RequestResult:
+        """Run ``session`` with the config of the in-flight request ``request_id``, plus ``overrides``.
+
+        For plugins (``context["core"].side_request``) that ask the model
+        something on the side with the request's own provider, endpoint and
+        credentials, which they never see. ``overrides`` may change anything
+        but ``provider``, ``base_url`` and secrets.
+
+        Raises:
+            InvalidArgumentError: no request ``request_id`` is in flight.
+            ConfigError: ``overrides`` is not a mapping or sets a key it may not.
+        """
+        return self.request(session, self._side(request_id, session, overrides), request_id=self._side_id(request_id))
+
+    async def aside_request(
+        self, request_id: str, session: Session, overrides: Mapping[str, Any] | None = None
+    ) -> RequestResult:
+        """Async twin of :meth:`side_request`."""
+        config = self._side(request_id, session, overrides)
+        return await self.arequest(session, config, request_id=self._side_id(request_id))
+
+    def _side(self, request_id: str, session: Session, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+        _check_session(session, "side_request")
+        with self._lock:
+            flight = self._flights.get(request_id) if isinstance(request_id, str) else None
+        if flight is None:
+            raise InvalidArgumentError(f"no request {request_id!r} is in flight", argument="request_id")
+        secret = {e["key"] for e in self.get_config_schema() if e.get("secret")}
+        return side_config(flight.config, overrides, secret)
+
+    @staticmethod
+    def _side_id(request_id: str) -> str:
+        return f"{request_id}/side-{uuid.uuid4().hex[:8]}"
 
     def cancel_request(self, request_id: str) -> bool:
         """Cancel an in-flight request; True when it was found.

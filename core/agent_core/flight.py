@@ -21,10 +21,12 @@ class RunCancelled(Exception):
 class Flight:
     """An in-flight request, as ``cancel_request`` sees it."""
 
-    __slots__ = ("request_id", "provider", "token", "_lock")
+    __slots__ = ("request_id", "provider", "token", "config", "_lock")
 
-    def __init__(self, request_id: str) -> None:
+    def __init__(self, request_id: str, config: Mapping[str, Any] | None = None) -> None:
         self.request_id = request_id
+        # the caller's config, secrets included: what a side request borrows; plugins never get it
+        self.config: Mapping[str, Any] = config or {}
         self.provider: LivePlugin | None = None
         self.token = CancellationToken()  # what running tools get as ``cancellation``
         self._lock = threading.Lock()

@@ -3,12 +3,12 @@
 A ``response_finalize`` action (``set_title``) runs after each provider call;
 while ``session.metadata`` has no ``title`` it sets one: the first line of the
 first user message (cut to 60 characters), or, with config ``title_model``, a
-title that model writes. The model is asked through ``context["core"]`` with
-the same provider, ``title`` itself disabled (no recursion), tools left out and
-one provider call; if that request fails the first user line is used, so a
-title never costs the user their answer. Secret config values reach this
-feature redacted, so they are left out of that request: providers then read
-their key from the environment, as they do by default.
+title that model writes. The model is asked with ``context["core"].side_request``:
+the in-flight request's own config (provider, endpoint and API key, which this
+feature never sees) with ``model`` set to ``title_model``, opt-in plugins (tools
+among them) and ``title`` itself left out, and one provider call. If that
+request fails the first user line is used, so a title never costs the user
+their answer.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from agent_core.types import Message, Session
 __all__ = ["TitleFeature", "first_user_line"]
 
 MAX_TITLE = 60
-REDACTED = "<redacted>"
 
 
 def first_user_line(messages: Any) -> str:
@@ -85,12 +84,11 @@ class TitleFeature:
             content=f"Write a title of at most six words for a conversation that starts with:\n\n{first}\n\n"
                     "Answer with the title only.",
         )])
-        disabled = [*(config.get("disabled_plugins") or ()), "title"]
-        request_config = {k: v for k, v in config.items() if v != REDACTED and k != "tools"}
-        request_config.update({"model": config["title_model"], "disabled_plugins": disabled, "max_iterations": 1,
-                               "stream": False})
+        overrides = {"model": config["title_model"], "enabled_plugins": [],
+                     "disabled_plugins": [*(config.get("disabled_plugins") or ()), "title"],
+                     "max_iterations": 1, "stream": False}
         try:
-            result = core.request(asked, request_config)
+            result = core.side_request(asked, overrides)
         except Exception:  # noqa: BLE001 - the user's answer must not fail for want of a title
             return ""
         answers = [m for m in result.final_messages if m.role == "assistant" and isinstance(m.content, str)]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import agent_core.engine as engine_module
+from agent_core.plugin_core import PluginCore
 from agent_core import (
     NATIVE_KEY,
     ActionInputError,
@@ -114,7 +115,9 @@ def test_execute_action_merges_session_metadata_and_surfaces_other_keys_as_paylo
     assert call["params"] == {"text": "ab", "times": 2}
     assert call["native"] == [{"role": "user", "content": "hello there"}]
     ctx = call["context"]
-    assert ctx["core"] is core
+    # the engine's narrow face for plugins, not the engine; outside a request it is bound to none
+    assert isinstance(ctx["core"], PluginCore) and ctx["core"].request_id is None
+    assert ctx["core"].create_session("tmp").session_id == "tmp"
     assert ctx["trigger_source"] == "application"
     assert ctx["session"]["session_id"] == "s"
     assert "config" in ctx
@@ -269,12 +272,12 @@ def test_response_finalize_can_replace_final_messages_and_merge_metadata() -> No
 def test_response_finalize_context_carries_the_documented_keys() -> None:
     seen: list[Any] = []
     core = AgentCore(providers=[scripted_provider("hi")], features=[shouting(seen)])
-    core.request(session(), {"stream": True})
+    core.request(session(), {"stream": True}, request_id="r1")
     (ctx,) = seen
     assert FINALIZE_KEYS <= set(ctx)
     assert ctx["lifecycle"] == "response_finalize"
     assert ctx["trigger_source"] == "core"
-    assert ctx["core"] is core
+    assert isinstance(ctx["core"], PluginCore) and ctx["core"].request_id == "r1"  # bound to this request
     assert ctx["stream"] is True
     assert ctx["session"]["messages"] == [{"role": "user", "content": "hello there"}]
     assert [m["content"] for m in ctx["final_messages"]] == ["hi"]

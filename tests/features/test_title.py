@@ -100,3 +100,45 @@ def test_a_model_written_title_in_an_async_request():
     session = core.add_message(core.create_session(), Message(role="user", content="hello there"))
     result = asyncio.run(core.arequest(session, {"title_model": "small", "enabled_plugins": ["title"]}))
     assert result.session.metadata["title"] == "A title"
+
+
+def test_title_model_runs_with_the_requests_own_key_over_the_wire():
+    """The title request reaches the same endpoint with the same API key, which the feature never sees."""
+    from agent_core_providers.clients import close_clients
+    from agent_core_providers.openai import OpenAIProvider
+    from providers._server import ScriptedServer, json_reply
+    from providers._wire import oa_text
+
+    seen = []
+
+    class Watch:  # what a feature's context shows of the key
+        name = "watch"
+
+        def get_actions(self, state):
+            return [{"id": "w", "trigger": "response_finalize"}]
+
+        def execute_action(self, action_id, session, native_messages, params, context, state):
+            seen.append(context["config"]["api_key"])
+            return {}
+
+    server = ScriptedServer()
+    try:
+        server.enqueue(oa_text("Paris."), json_reply({
+            "id": "c2", "object": "chat.completion", "created": 1, "model": "small",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Capital of France"},
+                         "finish_reason": "stop"}]}))
+        core = AgentCore(providers=[OpenAIProvider], features=[TitleFeature, Watch])
+        session = core.add_message(core.create_session(), Message(role="user", content="Capital of France?"))
+        config = {"base_url": f"{server.url}/v1", "api_key": "sk-title-test-42", "model": "big", "max_retries": 0,
+                  "stream": True, "title_model": "small", "enabled_plugins": ["title"]}
+        result = core.request(session, config)
+    finally:
+        server.close()
+        close_clients()
+    assert result.session.metadata["title"] == "Capital of France"
+    main, title = server.requests
+    assert main.headers["authorization"] == title.headers["authorization"] == "Bearer sk-title-test-42"
+    assert (main.body["model"], title.body["model"]) == ("big", "small")
+    assert "tools" not in title.body and title.body.get("stream") is not True
+    assert set(seen) == {"<redacted>"}
+    assert "sk-title-test-42" not in result.session.to_json().decode()
