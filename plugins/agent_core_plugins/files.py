@@ -8,6 +8,13 @@ symlinks followed, so a link pointing outside the root is refused as well.
 Walking a directory (``list_dir``, ``search_text``) skips entries whose links
 lead outside. Refusals are error results the model reads, never exceptions.
 
+A ``search_text`` pattern is a regular expression, and Python's engine can
+take exponential time on a repeat nested inside a repeat (``(a+)+$`` against
+thirty ``a`` and a ``!``), holding the interpreter so no time limit can stop
+it; :func:`backtracking_risk` refuses such patterns up front, and each line
+is searched in its first :data:`SEARCH_LINE_CHARS` characters, which bounds
+the polynomial cases (``.*a.*b`` on a minified megabyte line).
+
 Config: ``files_root`` (default: the working directory at call time),
 ``files_max_read_bytes`` (what ``read_file`` returns at most),
 ``files_max_results`` (``search_text`` matches at most).
@@ -20,7 +27,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FilesTool", "PathRefused", "confine", "root_of"]
+__all__ = ["SEARCH_LINE_CHARS", "FilesTool", "PathRefused", "backtracking_risk", "confine", "root_of"]
+
+#: how much of each line ``search_text`` searches (a regex's cost can grow with a power of the length)
+SEARCH_LINE_CHARS = 4000
 
 
 class PathRefused(ValueError):
@@ -226,6 +236,9 @@ class FilesTool:
             regex = re.compile(pattern)
         except re.error as exc:
             return {"success": False, "error": f"search_text: bad regular expression {pattern!r}: {exc}"}
+        risk = backtracking_risk(pattern)
+        if risk:
+            return {"success": False, "error": f"search_text: pattern {pattern!r} is refused: {risk}"}
         wanted = p.get("max_results")
         limit = min(cap, wanted) if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0 else cap
         start = confine(root, p.get("path") or ".")
@@ -235,7 +248,7 @@ class FilesTool:
             try:
                 with f.open("r", encoding="utf-8", errors="strict") as fh:
                     for number, line in enumerate(fh, 1):
-                        if regex.search(line):
+                        if regex.search(line, 0, SEARCH_LINE_CHARS):
                             hits.append(f"{_rel(root, f)}:{number}: {line.rstrip()[:200]}")
                             if len(hits) >= limit:
                                 return {"success": True, "result": "\n".join(hits) + f"\n[stopped at {limit} matches]"}
@@ -248,6 +261,52 @@ class FilesTool:
         count = len(text.splitlines())
         single = first[:100] + (f" (+{count - 1} lines)" if count > 1 else "")
         return {"type": "text", "content": text, "single_line": single}
+
+
+def backtracking_risk(pattern: str) -> str | None:
+    """Why ``pattern`` may take exponential time (a variable repeat inside a repeat), or None.
+
+    A static check on the parsed pattern: it refuses ``(a+)+``, ``(\\w*,)*``,
+    ``(.*x){5}``, and lets ``(ab)+``, ``(\\d{2}-)+`` and possessive or
+    optional inner parts through. Overlapping alternatives (``(a|a)+``) are
+    not detected.
+    """
+    try:
+        from re import _parser as parser  # private, but the only parser of re's own syntax
+        tree = parser.parse(pattern)
+    except Exception:  # noqa: BLE001 - no parser here: the line cap still bounds the cost
+        return None
+    return _nested(tree, False, parser.MAXREPEAT)
+
+
+def _nested(items: Any, repeated: bool, unbounded: Any) -> str | None:
+    for op, av in items:
+        name = str(op)
+        subs: list[Any] = []
+        inner = repeated
+        if name in ("MAX_REPEAT", "MIN_REPEAT"):
+            low, high, sub = av
+            varies = high is unbounded or (high > 1 and high != low)
+            if repeated and varies:
+                return ("a repeat inside a repeat (like '(a+)+') can take exponential time; "
+                        "rewrite it without the nesting")
+            inner = repeated or high is unbounded or high > 1
+            subs = [sub]
+        elif name == "SUBPATTERN":
+            subs = [av[-1]]
+        elif name == "BRANCH":
+            subs = list(av[1])
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            subs = [av[1]]
+        elif name == "ATOMIC_GROUP":
+            subs = [av]
+        elif name == "GROUPREF_EXISTS":
+            subs = [s for s in av[1:] if s is not None]
+        for sub in subs:
+            why = _nested(sub, inner, unbounded)
+            if why:
+                return why
+    return None
 
 
 def _walk(root: Path, start: Path) -> list[Path]:

@@ -6,7 +6,7 @@ import pytest
 
 from agent_core import AgentCore, Message
 from agent_core.testing import PluginHarness, check_plugin, reply, scripted_provider, tool_call
-from agent_core_plugins.files import FilesTool, PathRefused, confine
+from agent_core_plugins.files import SEARCH_LINE_CHARS, FilesTool, PathRefused, backtracking_risk, confine
 
 
 @pytest.fixture
@@ -113,3 +113,22 @@ def test_a_request_reads_a_file_and_is_refused_a_hostile_path(tree):
     assert "symlink leads outside" in results["c3"].message.content
     assert all("TOP SECRET" not in str(e.message.content) for e in results.values())
     assert events[-1].outcome.status == "finished"
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", r"(\w*,)*x", "(.*a){8}b"])
+def test_search_text_refuses_patterns_that_backtrack_exponentially(tree, pattern):
+    (tree / "redos.txt").write_text("a" * 40 + "!\n")  # (a+)+$ on this takes hours in Python's re
+    out = run(tree, "search_text", {"pattern": pattern})
+    assert not out["success"] and "repeat inside a repeat" in out["error"] and repr(pattern) in out["error"]
+
+
+@pytest.mark.parametrize("pattern", ["(ab)+", r"(\d{2}-)+", r"def \w+\(", "(?:a++)+"])
+def test_search_text_lets_patterns_without_nested_repeats_through(tree, pattern):
+    assert backtracking_risk(pattern) is None
+    assert run(tree, "search_text", {"pattern": pattern})["success"]
+
+
+def test_search_text_searches_each_line_up_to_the_cap(tree):
+    (tree / "long.txt").write_text("x" * SEARCH_LINE_CHARS + "needle\nneedle here\n")
+    out = run(tree, "search_text", {"pattern": "needle", "path": "long.txt"})
+    assert out["result"] == "long.txt:2: needle here"
