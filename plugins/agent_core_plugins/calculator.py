@@ -90,8 +90,16 @@ def _factorial(n: Number) -> int:
     return math.factorial(n)
 
 
+def _round(x: Number, ndigits: Number | None = None) -> Number:
+    if ndigits is None:
+        return round(x)
+    if not isinstance(ndigits, int) or abs(ndigits) > 1000:  # round(2, -10**9) would build 10**(10**9)
+        raise CalculationError("round's digits must be a whole number between -1000 and 1000")
+    return round(x, ndigits)
+
+
 FUNCTIONS: dict[str, Callable[..., Number]] = {
-    "abs": abs, "round": round, "min": min, "max": max,
+    "abs": abs, "round": _round, "min": min, "max": max,
     "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log10": math.log10, "log2": math.log2,
     "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan,
     "floor": math.floor, "ceil": math.ceil, "factorial": _factorial,

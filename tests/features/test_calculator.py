@@ -106,3 +106,11 @@ def test_any_text_gives_a_number_or_a_calculation_error(text):
         assert str(exc)
     else:
         assert isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def test_round_digits_are_bounded():
+    """round(2, -10**9) would build 10**(10**9) and never return; it is refused instead."""
+    assert evaluate("round(2.567, 2)") == 2.57 and evaluate("round(1234, -2)") == 1200 and evaluate("round(7.5)") == 8
+    for bad in ("round(2, -10**9)", "round(2, 1001)", "round(2, 0.5)"):
+        with pytest.raises(CalculationError, match="round's digits must be a whole number"):
+            evaluate(bad)
