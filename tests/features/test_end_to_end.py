@@ -102,3 +102,49 @@ def test_plugins_lists_every_bundled_feature_and_tool_with_why(capsys):
     assert " on" in lines["system_prompt"] and " on" in lines["calculator"]
     assert " off" in lines["tool_policy"] and " off" in lines["files"]
     assert "on: enabled by default" in lines["usage"]  # it only records; disabled_plugins turns it off
+
+
+OFFLINE_SCRIPT = (
+    '[{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}},'
+    ' {"name": "calculate", "arguments": {"expression": "1200 - 845"}},'
+    ' {"name": "read_file", "arguments": {"path": "../../etc/passwd"}},'
+    ' {"name": "calculate", "arguments": {"expression": "9**9**9**9"}},'
+    ' {"name": "list_dir", "arguments": {}}],'
+    ' "usage": {"input_tokens": 120, "output_tokens": 30}},'
+    ' {"content": "You have 355 left.", "usage": {"input_tokens": 300, "output_tokens": 8}}]'
+)
+
+
+def test_the_offline_run_with_the_scripted_provider(capsys, tmp_path, monkeypatch):
+    """The README's offline command, word for word: no model, no network, every plugin at work."""
+    (tmp_path / "notes.txt").write_text("budget: 1200\nspent: 845\n")
+    monkeypatch.chdir(tmp_path)
+    code = main([
+        "run", "--provider", "scripted", "--json",
+        "-c", 'enabled_plugins=["files", "calculator", "timestamps"]', "-c", "files_root=.",
+        "-c", "system_prompt=You are a careful assistant running {model}.",
+        "-c", 'prices={"scripted-1": {"input": 1.0, "output": 2.0}}',
+        "-c", 'tool_policy={"list_dir": "deny", "*": "allow"}',
+        "-c", f"script={OFFLINE_SCRIPT}",
+        "How much budget is left in notes.txt?",
+    ])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    events = [json.loads(line) for line in out.out.splitlines()]
+    assert events[0]["features"] == ["system_prompt", "tool_policy", "timestamps", "usage"]
+    session = events[-1]["session"]
+    tools = {m["metadata"]["tool_call_id"]: m for m in session["messages"] if m["role"] == "tool"}
+    assert tools["call_0_0"]["content"] == "Result: budget: 1200\nspent: 845\n"
+    assert tools["call_0_1"]["content"] == "Result: 355"
+    assert "'..' is not allowed" in tools["call_0_2"]["content"]
+    assert "out of bounds" in tools["call_0_3"]["content"]
+    assert tools["call_0_4"]["metadata"]["tool_policy"]["decision"] == "denied"
+    assert session["messages"][-1]["content"] == "You have 355 left."
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", session["messages"][-1]["metadata"]["timestamp"])
+    assert session["metadata"]["usage"] == {"input_tokens": 420, "output_tokens": 38, "messages": 2,
+                                            "cost": pytest.approx((420 * 1.0 + 38 * 2.0) / 1e6)}
+
+
+def test_a_bad_script_is_a_clear_error(capsys):
+    assert main(["run", "--provider", "scripted", "-c", 'script=[{"tool_calls": "x"}]', "hi"]) != 0
+    assert "script[0] must be a text or" in capsys.readouterr().err

@@ -33,9 +33,12 @@ from agent_core_providers.anthropic import AnthropicProvider
 from agent_core_providers.echo import EchoProvider
 from agent_core_providers.openai import OpenAIProvider
 
+from agent_core.testing.scripted import ScriptProvider
+
 from .conftest import RECORDINGS
 
-PROVIDERS = {"echo": EchoProvider, "openai": OpenAIProvider, "anthropic": AnthropicProvider}
+PROVIDERS = {"echo": EchoProvider, "openai": OpenAIProvider, "anthropic": AnthropicProvider,
+             "scripted": ScriptProvider}
 EXTENSIONS = {  # extension -> the provider it runs with
     "openai_tools": (OpenAIToolsExtension, OpenAIProvider),
     "openai_reasoning": (OpenAIReasoningExtension, OpenAIProvider),

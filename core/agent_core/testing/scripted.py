@@ -15,6 +15,12 @@ number of assistant messages already in the native history. Text streams one
 word per chunk; tool calls arrive in one chunk at the end. Its native format
 is the OpenAI Chat Completions message shape, and it converts tool calls and
 tool results itself, so it needs no extension.
+
+The same provider is installed under the name ``scripted`` with its turns in
+config ``script`` (:data:`ScriptProvider`), so ``agent-core run --provider
+scripted -c 'script=[...]'`` shows a whole tool loop with no model and no
+network: each turn is a text, or ``{"content", "tool_calls": [{"name",
+"arguments", "id"}], "usage"}``.
 """
 
 from __future__ import annotations
@@ -24,7 +30,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ScriptedTurn", "reply", "scripted_provider", "tool_call"]
+from agent_core.errors import ConfigError
+from agent_core.frozen import thaw
+
+__all__ = ["ScriptProvider", "ScriptedTurn", "parse_script", "reply", "scripted_provider", "tool_call"]
 
 
 @dataclass(frozen=True)
@@ -56,14 +65,50 @@ def _turn_index(native_messages: Sequence[Mapping[str, Any]]) -> int:
     return sum(1 for m in native_messages if m.get("role") == "assistant")
 
 
-def scripted_provider(*turns: ScriptedTurn | str, name: str = "scripted", tags: Sequence[str] = ()) -> type:
+def parse_script(raw: Any) -> tuple[ScriptedTurn, ...]:
+    """Config ``script`` as turns: each a text, or a mapping with content, tool_calls and usage.
+
+    Raises:
+        ConfigError: naming ``script`` and the turn that cannot be read.
+    """
+    if raw is None:
+        return ()
+    if not isinstance(raw, (list, tuple)):
+        raise ConfigError(f"script must be a list of turns, got {type(raw).__name__}", key="script")
+    turns = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            turns.append(reply(item))
+            continue
+        calls = item.get("tool_calls") if isinstance(item, Mapping) else None
+        if not isinstance(item, Mapping) or not isinstance(item.get("content", ""), str) or not isinstance(
+            calls or [], (list, tuple)
+        ) or not all(isinstance(c, Mapping) and isinstance(c.get("name"), str) for c in calls or []):
+            raise ConfigError(
+                f"script[{i}] must be a text or {{'content': text, 'tool_calls': [{{'name': ..., 'arguments': "
+                f"{{...}}}}], 'usage': {{...}}}}, got {thaw(item)!r}", key="script",
+            )
+        usage = item.get("usage")
+        turns.append(reply(
+            item.get("content", ""), usage=usage if isinstance(usage, Mapping) else None,
+            tool_calls=[tool_call(c["name"], c.get("arguments"), id=c.get("id") or f"call_{i}_{j}")
+                        for j, c in enumerate(calls or [])],
+        ))
+    return tuple(turns)
+
+
+def scripted_provider(
+    *turns: ScriptedTurn | str, name: str = "scripted", tags: Sequence[str] = (), from_config: bool = False
+) -> type:
     """Build a provider class that plays ``turns`` in order (strings are plain replies).
 
-    Past the end of the script it answers ``"(script exhausted)"``.
+    Past the end of the script it answers ``"(script exhausted)"``. With
+    ``from_config`` the turns come from each request's config ``script``.
     """
-    script = tuple(reply(t) if isinstance(t, str) else t for t in turns)
+    fixed = tuple(reply(t) if isinstance(t, str) else t for t in turns)
 
-    def turn_for(native_messages: Sequence[Mapping[str, Any]]) -> ScriptedTurn:
+    def turn_for(native_messages: Sequence[Mapping[str, Any]], state: Any) -> ScriptedTurn:
+        script = parse_script(state["config"].get("script")) if from_config else fixed
         i = _turn_index(native_messages)
         return script[i] if i < len(script) else reply("(script exhausted)")
 
@@ -87,6 +132,8 @@ def scripted_provider(*turns: ScriptedTurn | str, name: str = "scripted", tags: 
             return ["streaming", "tools", *tags]
 
         def init(self, config: Any) -> dict[str, Any]:
+            if from_config:
+                parse_script(config.get("script"))  # a bad script fails before anything runs
             return {"config": config, "answered": False}
 
         def to_native_messages(self, messages: Any, state: Any, *, context: Any = None) -> list[dict[str, Any]]:
@@ -118,7 +165,7 @@ def scripted_provider(*turns: ScriptedTurn | str, name: str = "scripted", tags: 
             return native_messages, {**state, "answered": False}
 
         def stream_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Iterator[Any]:
-            turn = turn_for(native_messages)
+            turn = turn_for(native_messages, state)
             words = turn.content.split(" ") if turn.content else []
             for i, w in enumerate(words):
                 yield {"delta": w if i == 0 else " " + w}
@@ -134,13 +181,32 @@ def scripted_provider(*turns: ScriptedTurn | str, name: str = "scripted", tags: 
             # already returned, so there is nothing left.
             if state["answered"]:
                 return [], native_messages, state
-            final = native_final(turn_for(native_messages))
+            final = native_final(turn_for(native_messages, state))
             return [final], [*native_messages, final], {**state, "answered": True}
 
         def call_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> tuple[Any, Any, Any, Any]:
-            final = native_final(turn_for(native_messages))
+            final = native_final(turn_for(native_messages, state))
             return [], [final], [*native_messages, final], {**state, "answered": True}
 
     ScriptedProvider.name = name  # type: ignore[attr-defined]
     ScriptedProvider.__name__ = ScriptedProvider.__qualname__ = f"ScriptedProvider_{name}"
     return ScriptedProvider
+
+
+def _script_provider() -> type:
+    base = scripted_provider(name="scripted", tags=["provider:scripted"], from_config=True)
+
+    class ScriptProvider(base):  # type: ignore[misc, valid-type]
+        """``scripted``: the scripted provider, installed by entry point, its turns in config ``script``."""
+
+        def get_config_schema(self) -> dict[str, Any]:
+            return {"script": {"type": "array", "default": [],
+                               "description": "Model turns to play: texts, or {content, tool_calls, usage}."},
+                    "model": {"type": "string", "default": "scripted-1", "description": "Reported model id."}}
+
+    ScriptProvider.name = "scripted"  # type: ignore[attr-defined]
+    return ScriptProvider
+
+
+#: the ``scripted`` provider of the ``agent_core.providers`` entry points
+ScriptProvider = _script_provider()
