@@ -359,39 +359,37 @@ class AgentCore(EngineCalls):
             InvalidArgumentError: no request ``request_id`` is in flight.
             ConfigError: ``overrides`` is not a mapping or sets a key it may not.
         """
-        return self.request(session, self._side(request_id, session, overrides), request_id=self._side_id(request_id))
+        config, rid = self._side(request_id, session, overrides)
+        return self.request(session, config, request_id=rid)
 
     async def aside_request(
         self, request_id: str, session: Session, overrides: Mapping[str, Any] | None = None
     ) -> RequestResult:
         """Async twin of :meth:`side_request`."""
-        config = self._side(request_id, session, overrides)
-        return await self.arequest(session, config, request_id=self._side_id(request_id))
+        config, rid = self._side(request_id, session, overrides)
+        return await self.arequest(session, config, request_id=rid)
 
-    def _side(self, request_id: str, session: Session, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _side(self, request_id: str, session: Session, overrides: Any) -> tuple[dict[str, Any], str]:
         _check_session(session, "side_request")
         with self._lock:
             flight = self._flights.get(request_id) if isinstance(request_id, str) else None
         if flight is None:
             raise InvalidArgumentError(f"no request {request_id!r} is in flight", argument="request_id")
         secret = {e["key"] for e in self.get_config_schema() if e.get("secret")}
-        return side_config(flight.config, overrides, secret)
-
-    @staticmethod
-    def _side_id(request_id: str) -> str:
-        return f"{request_id}/side-{uuid.uuid4().hex[:8]}"
+        return side_config(flight.config, overrides, secret), f"{request_id}/side-{uuid.uuid4().hex[:8]}"
 
     def cancel_request(self, request_id: str) -> bool:
         """Cancel an in-flight request; True when it was found.
 
         The provider's ``cancel_request`` is called (closing its HTTP stream);
         a stream stops at the next chunk with outcome ``stopped``/``cancelled``
-        and ``request`` raises ``ProviderRequestCancelled``.
+        and ``request`` raises ``ProviderRequestCancelled``. Its side requests
+        (:meth:`side_request`) are cancelled with it.
         """
         with self._lock:
-            flight = self._flights.get(request_id)
-        if flight is None:
-            return False
-        flight.cancel()
-        return True
+            found = [f for rid, f in self._flights.items()
+                     if rid == request_id or rid.startswith(f"{request_id}/side-")]
+        for flight in found:
+            flight.cancel()
+        return any(f.request_id == request_id for f in found)
 

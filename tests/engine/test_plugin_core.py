@@ -106,3 +106,45 @@ def test_the_face_exposes_sessions_and_side_requests_only() -> None:
                       "slice_session"}
     s = face.add_message(face.create_session("t"), "user", "a")
     assert face.slice_session(s, 0, 1, session_id="u").messages[0].content == "a"
+
+
+def test_cancelling_a_request_cancels_its_side_requests() -> None:
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    cancelled: list[str] = []
+
+    class Slow:
+        name = "slow"
+
+        def init(self, config):
+            return {"config": dict(config)}
+
+        def call_api(self, native_messages, state, *, request_id=None):
+            if "/side-" in (request_id or ""):
+                started.set()
+                release.wait(10)
+            return [], [{"role": "assistant", "content": "x"}], native_messages, state
+
+        def cancel_request(self, request_id):
+            cancelled.append(request_id)
+            release.set()
+
+    out: list[Any] = []
+    core = AgentCore(providers=[Slow], features=[_asker({"disabled_plugins": ["asker"]}, out)])
+    ended: list[Any] = []
+
+    def run() -> None:
+        try:
+            core.request(Session("s", [Message("user", "hi")]), {}, request_id="parent")
+        except AgentCoreError as exc:
+            ended.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert started.wait(10)
+    assert core.cancel_request("parent") is True
+    worker.join(10)
+    assert not worker.is_alive()  # the side request did not hold the parent up
+    assert [c for c in cancelled if c.startswith("parent/side-")]  # the side request was reached too
+    assert core.cancel_request("parent") is False  # nothing left in flight

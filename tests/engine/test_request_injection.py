@@ -70,7 +70,9 @@ def test_an_action_without_an_injection_changes_nothing() -> None:
     assert result.outcome.ok
 
 
-@pytest.mark.parametrize("answer", [{"context_injection": 5}, {"context_injection": "x", "context_injection_role": "boss"}])
+@pytest.mark.parametrize(
+    "answer", [{"context_injection": 5}, {"context_injection": "x", "context_injection_role": "boss"}]
+)
 def test_a_bad_injection_is_a_plugin_error_naming_the_feature(answer: Any) -> None:
     with pytest.raises(PluginError) as err:
         _run(answer)
