@@ -49,6 +49,7 @@ PUBLIC_NAMES = [
     "Outcome",
     "PartialEvent",
     "PartialMessage",
+    "PluginCore",
     "PluginError",
     "PluginRef",
     "ProviderExtensionPlugin",

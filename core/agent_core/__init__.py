@@ -6,6 +6,7 @@ Test helpers live in :mod:`agent_core.testing`.
 
 from .approval import ApprovalRequest
 from .engine import ActionResult, AgentCore, RequestResult
+from .plugin_core import PluginCore
 from .errors import (
     ActionInputError,
     AgentCoreError,
@@ -111,6 +112,7 @@ __all__ = [
     "Outcome",
     "PartialEvent",
     "PartialMessage",
+    "PluginCore",
     "PluginError",
     "PluginRef",
     "ProviderExtensionPlugin",
