@@ -165,6 +165,9 @@ def held(
             continue
         try:
             send = yield item
+        except GeneratorExit:  # closed early (the stream was dropped): close the tool run too
+            run.close()
+            raise
         except Exception as exc:  # noqa: BLE001 - handed back to the tool run, as the driver would
             error = exc
 

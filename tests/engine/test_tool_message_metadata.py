@@ -83,3 +83,30 @@ def test_a_bad_tool_message_metadata_is_a_plugin_error(value: Any, words: str) -
     with pytest.raises(PluginError) as err:
         core.request(session, {"enabled_plugins": ["calculator"]})
     assert err.value.plugin == "bad" and words in str(err.value)
+
+
+def test_dropping_the_stream_mid_tool_closes_the_tool_run() -> None:
+    """The result is held back until tool_post; closing the stream early still closes the tool."""
+    closed: list[bool] = []
+
+    class Ticker:
+        name = "ticker"
+
+        def get_tool_schemas(self, state):
+            return [{"type": "function", "function": {"name": "tick", "parameters": {"type": "object"}}}]
+
+        def stream_tool(self, tool_name, payload, state):
+            try:
+                for i in range(100):
+                    yield {"part": i}
+            finally:
+                closed.append(True)
+
+    provider = scripted_provider(reply(tool_calls=[tool_call("tick", {}, id="t")]), reply("done"))
+    core = AgentCore(providers=[provider], tools=[Ticker])
+    stream = core.stream_request(Session("s", [Message("user", "go")]), {})
+    for event in stream:
+        if event.type == "tool_progress":
+            break
+    stream.close()
+    assert closed == [True]
