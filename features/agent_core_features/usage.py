@@ -13,11 +13,11 @@ records what the provider reported and never changes what is sent; off with
 
 ``prices`` maps a model id (or ``"*"`` for any other) to dollars per million
 tokens: ``{"gpt-4o-mini": {"input": 0.15, "output": 0.6, "cached": 0.075}}``.
-The price is looked up under the model the answer names (APIs often report a
-dated snapshot such as ``gpt-4o-mini-2024-07-18``), then the configured
-``model``, then ``"*"``. Cached input tokens (``cache_read_tokens``) are
-charged at ``cached`` (at ``input`` when absent) and the rest of
-``input_tokens`` at ``input``. Without a price for the model there is no
+The price is looked up under the model the answer's ``metadata["model"]``
+names, when its provider reports one (often a dated snapshot such as
+``gpt-4o-mini-2024-07-18``), then the configured ``model``, then ``"*"``.
+Cached input tokens (``cache_read_tokens``) are charged at ``cached`` (at
+``input`` when absent) and the rest of ``input_tokens`` at ``input``. Without a price for the model there is no
 ``cost`` (rather than a made-up zero). A malformed ``prices`` (not a mapping,
 a key other than ``input``/``output``/``cached``, a negative or non-numeric
 price) is a ``ConfigError`` naming ``prices`` before anything is sent.
