@@ -148,3 +148,46 @@ def test_cancelling_a_request_cancels_its_side_requests() -> None:
     assert not worker.is_alive()  # the side request did not hold the parent up
     assert [c for c in cancelled if c.startswith("parent/side-")]  # the side request was reached too
     assert core.cancel_request("parent") is False  # nothing left in flight
+
+
+def test_an_async_tool_asks_the_model_on_the_side_with_aside_request() -> None:
+    import asyncio
+
+    from agent_core.testing import tool_call
+
+    class Helper:
+        name = "helper"
+
+        def get_tool_schemas(self, state):
+            return [{"type": "function", "function": {"name": "second_opinion", "parameters": {"type": "object"}}}]
+
+        async def execute_tool_async(self, tool_name, payload, state, *, context=None):
+            core = context["core"]
+            result = await core.aside_request(core.create_session("side"), {"model": "small"})
+            return {"success": True, "result": result.final_messages[-1].content}
+
+    class Provider(KeyedProvider):
+        name = "keyed"
+
+        def call_api(self, native_messages, state):
+            cfg = state["config"]
+            KeyedProvider.calls.append({"model": cfg["model"], "key": cfg["api_key"], "url": cfg["base_url"]})
+            if cfg["model"] == "small":
+                return [], [{"role": "assistant", "content": "from small"}], native_messages, state
+            if any(m.get("role") == "tool" for m in native_messages):
+                return [], [{"role": "assistant", "content": "done"}], native_messages, state
+            ask = {"role": "assistant", "content": "", "tool_calls": [tool_call("second_opinion", {}, id="h")]}
+            return [], [ask], native_messages, state
+
+        def from_native_messages(self, native_messages, state):
+            return [{"role": m["role"], "content": m["content"],
+                     "metadata": {"tool_calls": m["tool_calls"]} if m.get("tool_calls") else {}}
+                    for m in native_messages]
+
+    KeyedProvider.calls = []
+    core = AgentCore(providers=[Provider], tools=[Helper])
+    result = asyncio.run(core.arequest(Session("s", [Message("user", "hi")]), {"api_key": "sk-async-9"}))
+    tool = next(m for m in result.session.messages if m.role == "tool")
+    assert tool.content == "Result: from small"
+    assert [c["model"] for c in KeyedProvider.calls] == ["main", "small", "main"]
+    assert {c["key"] for c in KeyedProvider.calls} == {"sk-async-9"}
