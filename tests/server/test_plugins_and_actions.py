@@ -23,11 +23,12 @@ def test_plugins_with_a_bad_config_is_400(base_url: str) -> None:
 def test_ui_schema_and_actions_follow_the_config(base_url: str) -> None:
     plain = {"provider": "echo"}
     titled = {"provider": "echo", "enabled_plugins": '["title"]'}
-    # usage is on by default (it only records), so its lifecycle action is listed in both
-    assert [(a["plugin"], a["id"]) for a in httpx.get(f"{base_url}/v1/actions", params=plain).json()["data"]] == [
-        ("usage", "usage_total")]
+    # usage and tool_output_budget are on by default, so their lifecycle actions are listed in both
+    always = [("tool_output_budget", "tool_output_budget_record"), ("usage", "usage_total")]
+    assert [(a["plugin"], a["id"]) for a in httpx.get(f"{base_url}/v1/actions", params=plain).json()["data"]] == (
+        always)
     actions = httpx.get(f"{base_url}/v1/actions", params=titled).json()["data"]
-    assert [(a["plugin"], a["id"]) for a in actions] == [("usage", "usage_total"), ("title", "set_title")]
+    assert [(a["plugin"], a["id"]) for a in actions] == [*always, ("title", "set_title")]
     ui = httpx.get(f"{base_url}/v1/ui-schema", params=titled).json()["data"]
     assert any(e.get("data") == "session.metadata.title" for e in ui)
     assert not any(e.get("data") == "session.metadata.title"

@@ -29,6 +29,7 @@ from agent_core_plugins.openai_reasoning import OpenAIReasoningExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_plugins.redact import RedactExtension
 from agent_core_plugins.think_tags import ThinkTagsExtension
+from agent_core_plugins.tool_output_budget import ToolOutputBudgetExtension
 from agent_core_providers.anthropic import AnthropicProvider
 from agent_core_providers.echo import EchoProvider
 from agent_core_providers.openai import OpenAIProvider
@@ -46,6 +47,7 @@ EXTENSIONS = {  # extension -> the provider it runs with
     "anthropic_thinking": (AnthropicThinkingExtension, AnthropicProvider),
     "think_tags": (ThinkTagsExtension, OpenAIProvider),
     "redact": (RedactExtension, OpenAIProvider),
+    "tool_output_budget": (ToolOutputBudgetExtension, AnthropicProvider),
 }
 FEATURES = {  # feature -> the config that switches it on (scripted requests below)
     "system_prompt": (SystemPromptFeature, {"system_prompt": "Be brief."}),

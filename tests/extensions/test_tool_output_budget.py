@@ -1,0 +1,161 @@
+"""tool_output_budget: the model gets head and tail of a long tool result; the session keeps it whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_core import AgentCore, Message
+from agent_core.errors import ConfigError
+from agent_core.function_tool import function_tool
+from agent_core.testing import PluginHarness, check_plugin
+from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
+from agent_core_plugins.openai_tools import OpenAIToolsExtension
+from agent_core_plugins.tool_output_budget import ToolOutputBudgetExtension, cut_text
+from agent_core_providers.anthropic import AnthropicProvider
+from agent_core_providers.clients import close_clients
+from agent_core_providers.openai import OpenAIProvider
+from providers._server import ScriptedServer, sse_reply
+from providers._wire import OA_DONE, an_block, an_end, an_start, an_text, oa_chunk, oa_text
+
+LOG = "".join(f"line {i:04d}: {'x' * 40}\n" for i in range(1000))  # 1,000 lines, 52,000 bytes
+
+
+def test_keeps_the_hook_contract():
+    check_plugin(ToolOutputBudgetExtension)
+
+
+def test_short_results_are_left_alone():
+    assert cut_text("small\noutput\n", 16384, 400) is None
+    native = [{"role": "tool", "tool_call_id": "c", "content": "small"}]
+    assert PluginHarness(ToolOutputBudgetExtension).to_native([{"role": "tool", "content": "small"}], native) == native
+
+
+def test_the_line_budget_keeps_the_first_and_last_lines():
+    out = cut_text(LOG, 1_000_000, 10)
+    lines = out.splitlines()
+    assert lines[:5] == [f"line {i:04d}: {'x' * 40}" for i in range(5)]
+    assert lines[-5:] == [f"line {i:04d}: {'x' * 40}" for i in range(995, 1000)]
+    assert "[... tool output truncated: 990 lines, 51480 bytes left out ...]" in out
+
+
+def test_the_byte_budget_counts_the_marker_and_never_splits_a_character():
+    text = "é" * 10_000 + "\n" + "日本" * 5_000  # two- and three-byte characters
+    out = cut_text(text, 1000, 400)
+    assert len(out.encode("utf-8")) <= 1000
+    head, _, tail = out.partition("\n[... tool output truncated:")
+    assert head and set(head) == {"é"}
+    assert tail.endswith("日本") or tail.endswith("本")
+
+
+@given(st.text(min_size=0, max_size=3000), st.integers(256, 2000), st.integers(2, 50))
+def test_any_text_fits_both_limits_once_cut(text, max_bytes, max_lines):
+    out = cut_text(text, max_bytes, max_lines)
+    if out is None:
+        assert len(text.encode("utf-8")) <= max_bytes and len(text.splitlines()) <= max_lines
+    else:
+        assert len(out.encode("utf-8")) <= max_bytes
+        assert len(out.splitlines()) <= max_lines + 2  # the marker line (and the line it may split)
+        head = out.split("[... tool output truncated:")[0].removesuffix("\n")
+        assert text.startswith(head)
+
+
+def test_anthropic_tool_result_blocks_are_cut_too():
+    native = [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": LOG},
+        {"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "text", "text": LOG}]},
+        {"type": "text", "text": LOG},  # the user's own words are never cut
+    ]}]
+    harness = PluginHarness(ToolOutputBudgetExtension, config={"tool_output_max_bytes": 2000})
+    (out,) = harness.to_native([{"role": "tool", "content": LOG}], native)
+    first, second, text = out["content"]
+    assert len(first["content"].encode()) <= 2000 and "tool output truncated" in first["content"]
+    assert len(second["content"][0]["text"].encode()) <= 2000
+    assert text["text"] == LOG
+
+
+def test_cut_record(agent_snapshot):
+    """What the model is sent for a 60-line result under a 10-line budget (OpenAI shape)."""
+    core = [{"role": "tool", "content": "".join(f"row {i}\n" for i in range(60)), "metadata": {"tool_call_id": "c"}}]
+    native = PluginHarness(OpenAIProvider).to_native(core)
+    harness = PluginHarness(ToolOutputBudgetExtension, config={"tool_output_max_lines": 10}, provider=OpenAIProvider)
+    assert harness.to_native(core, native) == agent_snapshot
+
+
+def dump_log() -> str:
+    """Print the service log."""
+    return LOG
+
+
+@pytest.fixture
+def server():
+    srv = ScriptedServer()
+    try:
+        yield srv
+    finally:
+        srv.close()
+        close_clients()
+
+
+def _run(server, provider: str):
+    core = AgentCore(providers=[OpenAIProvider, AnthropicProvider],
+                     extensions=[OpenAIToolsExtension, AnthropicToolsExtension, ToolOutputBudgetExtension],
+                     tools=[function_tool(dump_log)])
+    session = core.add_message(core.create_session("s"), Message("user", "what went wrong?"))
+    base = server.url + ("/v1" if provider == "openai" else "")
+    config = {"provider": provider, "base_url": base, "model": "m", "api_key": "sk-test", "max_retries": 0,
+              "tool_output_max_bytes": 4096, "tool_output_max_lines": 40, "stream": True}
+    result = core.request(session, config)
+    assert result.outcome.ok, result.outcome
+    return result, json.loads(server.requests[1].raw)
+
+
+def _check_session(result) -> None:
+    tool = next(m for m in result.session.messages if m.role == "tool")
+    assert tool.content == "Result: " + LOG  # the application keeps every byte (the engine adds "Result: ")
+    assert tool.metadata["tool_output_budget"] == {
+        "truncated": True, "original_bytes": 52008, "original_lines": 1000, "max_bytes": 4096, "max_lines": 40}
+
+
+def test_openai_the_model_gets_a_cut_result_and_the_session_the_whole(server):
+    server.enqueue(
+        sse_reply(oa_chunk({"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "c1", "type": "function", "function": {"name": "dump_log", "arguments": "{}"}}]}),
+            oa_chunk({}, "tool_calls"), OA_DONE),
+        oa_text("The disk is full."),
+    )
+    result, second = _run(server, "openai")
+    sent = second["messages"][-1]
+    assert sent["role"] == "tool" and sent["tool_call_id"] == "c1"
+    assert len(sent["content"].encode()) <= 4096 and len(sent["content"].splitlines()) <= 41
+    assert sent["content"].startswith("Result: line 0000: ") and sent["content"].endswith("line 0999: " + "x" * 40 + "\n")
+    assert "tool output truncated" in sent["content"]
+    _check_session(result)
+
+
+def test_anthropic_the_model_gets_a_cut_result_and_the_session_the_whole(server):
+    server.enqueue(
+        sse_reply(an_start(), *an_block(0, {"type": "tool_use", "id": "toolu_1", "name": "dump_log", "input": {}},
+                                        [{"type": "input_json_delta", "partial_json": "{}"}]),
+                  *an_end("tool_use", 5)),
+        an_text("The disk is full."),
+    )
+    result, second = _run(server, "anthropic")
+    (block,) = second["messages"][-1]["content"]
+    assert block["type"] == "tool_result" and block["tool_use_id"] == "toolu_1"
+    assert len(block["content"].encode()) <= 4096 and "tool output truncated" in block["content"]
+    _check_session(result)
+
+
+def test_a_budget_below_its_floor_is_a_config_error_naming_the_key():
+    core = AgentCore(providers=[OpenAIProvider], extensions=[ToolOutputBudgetExtension])
+    session = core.add_message(core.create_session(), Message("user", "hi"))
+    config = {"provider": "openai", "api_key": "k", "base_url": "http://127.0.0.1:9/v1", "max_retries": 0}
+    for key, bad in (("tool_output_max_bytes", 10), ("tool_output_max_lines", "many")):
+        with pytest.raises(ConfigError, match=key) as info:
+            core.request(session, {**config, key: bad})
+        assert info.value.key == key
+    assert [m.content for m in session.messages] == ["hi"]
