@@ -165,7 +165,8 @@ class EngineCalls:
                 f"context must be a mapping, got {type(context).__name__}", argument="context"
             )
         check_config(config)
-        return execute_action(self.resolve(config, session=session), session, action_id, params, context, PluginCore(self))
+        return execute_action(self.resolve(config, session=session), session, action_id, params, context,
+                              PluginCore(self, config=config or {}))
 
     def execute_session_action(
         self,
@@ -214,7 +215,8 @@ class EngineCalls:
                 f"lifecycle {trigger!r} runs inside requests; execute_lifecycle_actions runs the others",
                 action=trigger,
             )
-        return execute_lifecycle(self.resolve(config, session=session), session, trigger, context, PluginCore(self))
+        return execute_lifecycle(self.resolve(config, session=session), session, trigger, context,
+                                 PluginCore(self, config=config or {}))
 
 
 def check_session(session: Any, call: str) -> None:

@@ -60,16 +60,19 @@ class PluginCore:
 
     Sessions: :meth:`create_session`, :meth:`add_message`,
     :meth:`slice_session` (temporary sessions; nothing is stored). Model
-    calls: :meth:`side_request` / :meth:`aside_request`, inside a request
-    only. ``request_id`` is the request this context belongs to (None for
-    an action the application runs with ``execute_action``).
+    calls: :meth:`side_request` / :meth:`aside_request`. ``request_id`` is
+    the request this context belongs to; for an action the application runs
+    with ``execute_action`` it is None, and side requests borrow the config
+    the application passed to that call instead (``config``).
     """
 
-    __slots__ = ("_engine", "request_id")
+    __slots__ = ("_config", "_engine", "request_id")
 
-    def __init__(self, engine: Any, request_id: str | None = None) -> None:
+    def __init__(self, engine: Any, request_id: str | None = None, *,
+                 config: Mapping[str, Any] | None = None) -> None:
         self._engine = engine
         self.request_id = request_id
+        self._config = dict(config) if config is not None else None
 
     def __repr__(self) -> str:
         return f"PluginCore(request_id={self.request_id!r})"
@@ -96,16 +99,24 @@ class PluginCore:
             ConfigError: ``overrides`` sets ``provider``, ``base_url`` or a secret.
             and whatever :meth:`AgentCore.request` raises for the side request.
         """
+        if self.request_id is None and self._config is not None:
+            return self._engine.request(session, self._action_config(overrides))
         return self._engine.side_request(self._bound(), session, overrides)
 
     async def aside_request(self, session: Session, overrides: Mapping[str, Any] | None = None) -> Any:
         """Async twin of :meth:`side_request`."""
+        if self.request_id is None and self._config is not None:
+            return await self._engine.arequest(session, self._action_config(overrides))
         return await self._engine.aside_request(self._bound(), session, overrides)
+
+    def _action_config(self, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+        secret = {e["key"] for e in self._engine.get_config_schema() if e.get("secret")}
+        return side_config(self._config or {}, overrides, secret)
 
     def _bound(self) -> str:
         if self.request_id is None:
             raise InvalidArgumentError(
-                "side_request runs inside a request (it borrows that request's config); an action run by "
-                "execute_action has none", argument="request_id",
+                "side_request borrows the config of the request (or execute_action call) it runs in; this "
+                "context has neither", argument="request_id",
             )
         return self.request_id

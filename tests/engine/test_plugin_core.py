@@ -96,7 +96,7 @@ def test_side_request_needs_a_request_in_flight() -> None:
         core.side_request("nope", Session("s"), {})
     assert err.value.argument == "request_id"
     with pytest.raises(InvalidArgumentError):
-        PluginCore(core).side_request(Session("s"))  # an execute_action context: no request
+        PluginCore(core).side_request(Session("s"))  # neither a request nor an execute_action config
 
 
 def test_the_face_exposes_sessions_and_side_requests_only() -> None:

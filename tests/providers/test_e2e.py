@@ -304,7 +304,8 @@ def test_discovered_through_entry_points():
         core.plugins("extension")
     )
     on = lambda cfg: {str(e) for e in core.resolve(cfg).extensions}  # noqa: E731
-    budget = "tool_output_budget"  # bundled, on for every provider
+    budget = "tool_output_budget"  # bundled, on for every provider (as is compact_history, an action only)
+    on = lambda cfg: {str(e) for e in core.resolve(cfg).extensions} - {"compact_history"}  # noqa: E731
     # no thinking budget, so no thinking extension
     assert on({"provider": "anthropic", "model": "claude-sonnet-4-5"}) == {"anthropic_tools", budget}
     thinking = {"provider": "anthropic", "model": "claude-sonnet-4-5", "thinking_budget": 2048}
@@ -314,3 +315,4 @@ def test_discovered_through_entry_points():
     assert on({"provider": "openai"}) == {"openai_tools", "openai_reasoning", "think_tags", budget}
     assert on({"provider": "openai", "disabled_plugins": ["openai_tools", "openai_reasoning", budget]}) == {
         "think_tags"}
+    assert "compact_history" in {str(e) for e in core.resolve({"provider": "openai"}).extensions}

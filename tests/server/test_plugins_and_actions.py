@@ -23,8 +23,9 @@ def test_plugins_with_a_bad_config_is_400(base_url: str) -> None:
 def test_ui_schema_and_actions_follow_the_config(base_url: str) -> None:
     plain = {"provider": "echo"}
     titled = {"provider": "echo", "enabled_plugins": '["title"]'}
-    # usage and tool_output_budget are on by default, so their lifecycle actions are listed in both
-    always = [("tool_output_budget", "tool_output_budget_record"), ("usage", "usage_total")]
+    # usage, tool_output_budget and compact_history are on by default, so their lifecycle actions are listed in both
+    always = [("tool_output_budget", "tool_output_budget_record"), ("compact_history", "compact_native_history"),
+              ("usage", "usage_total")]
     assert [(a["plugin"], a["id"]) for a in httpx.get(f"{base_url}/v1/actions", params=plain).json()["data"]] == (
         always)
     actions = httpx.get(f"{base_url}/v1/actions", params=titled).json()["data"]

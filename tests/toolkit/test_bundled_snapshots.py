@@ -28,6 +28,7 @@ from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.openai_reasoning import OpenAIReasoningExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_plugins.redact import RedactExtension
+from agent_core_plugins.compact_history import CompactHistoryExtension
 from agent_core_plugins.think_tags import ThinkTagsExtension
 from agent_core_plugins.tool_output_budget import ToolOutputBudgetExtension
 from agent_core_providers.anthropic import AnthropicProvider
@@ -48,6 +49,7 @@ EXTENSIONS = {  # extension -> the provider it runs with
     "think_tags": (ThinkTagsExtension, OpenAIProvider),
     "redact": (RedactExtension, OpenAIProvider),
     "tool_output_budget": (ToolOutputBudgetExtension, AnthropicProvider),
+    "compact_history": (CompactHistoryExtension, OpenAIProvider),
 }
 FEATURES = {  # feature -> the config that switches it on (scripted requests below)
     "system_prompt": (SystemPromptFeature, {"system_prompt": "Be brief."}),
