@@ -30,9 +30,11 @@ Partials and finals go through the same machine, so the joined partials equal
 the final text for any cut of the stream.
 
 State: ``state["redact"]`` is ``None`` while nothing is held (the common
-chunk then costs one regex search and no state change); while something is
-held, the pair of carries of the ``content`` and the ``reasoning`` stream
-(tuples of strings and flags).
+chunk then costs one regex search and no state change); a string while only
+the start of a key prefix is held at the end of the answer (a chunk ending in
+``s`` or ``gh``: the next common case, kept to one search and a scalar); else
+the pair of carries of the ``content`` and the ``reasoning`` stream (tuples of
+strings and flags).
 """
 
 from __future__ import annotations
@@ -238,6 +240,13 @@ class RedactExtension:
         """Hot path: mask the answer and reasoning text of each partial, holding back what may be a key."""
         carries = state.get(_KEY)
         patterns = state["config"].get("redact_patterns")
+        if (carries is None and not patterns and native_chunk is not None and not final_messages
+                and len(partial_messages) == 1):
+            # The commonest chunk of all: one partial, its text free of any key prefix.
+            p = partial_messages[0]
+            c = p.get("content")
+            if c.__class__ is str and not p.get("metadata") and _MAYBE.search(c) is None:
+                return partial_messages, final_messages, native_messages, state
         if carries is None and not patterns and native_chunk is not None and not final_messages:
             # Fast path: nothing held and no key can start in this chunk: pass it on as it is.
             search = _MAYBE.search
@@ -251,8 +260,17 @@ class RedactExtension:
                     break
             else:
                 return partial_messages, final_messages, native_messages, state
+        if not patterns and native_chunk is not None and not final_messages and len(partial_messages) == 1:
+            quick = _quick(partial_messages[0], carries)
+            if quick is not None:
+                out, new = quick
+                if new is not None or carries is not None:
+                    state = {**state, _KEY: new}
+                return out, final_messages, native_messages, state
         if carries is None:
             carries = (_EMPTY, _EMPTY)
+        elif carries.__class__ is str:  # only the start of a prefix held (see _quick)
+            carries = ((carries, "", "", False, ""), _EMPTY)
         machine = Redactor(tuple(patterns or ()))
         content_carry, reasoning_carry = carries
         out: list[Dict] = []
@@ -276,9 +294,47 @@ class RedactExtension:
                 out.append({"role": "assistant", "content": tail})
             final_messages, native_messages = _mask_finals(machine, final_messages, native_messages)
         new: Any = None if _fresh(content_carry) and _fresh(reasoning_carry) else (content_carry, reasoning_carry)
+        if new is not None and _fresh(reasoning_carry) and not (content_carry[1] or content_carry[4]):
+            new = content_carry[0]  # the start of a prefix is all that is held: the cheap form
         if new != state.get(_KEY):
             state = {**state, _KEY: new}
         return out, final_messages, native_messages, state
+
+
+def _quick(p: Dict, carries: Any) -> tuple[list[Dict], Any] | None:
+    """The common chunk without the full machine: no key prefix in it, at most the start of one at its end.
+
+    Only for a single partial with answer text and no reasoning, while at most
+    the start of a prefix is held. Then the machine would release everything
+    before a trailing prefix start and hold that start (the scanner's rule),
+    which is what this does with one regex search; anything else (a whole
+    prefix, a key being read) returns None and goes to the machine.
+    """
+    content = p.get("content")
+    if content.__class__ is not str:
+        return None
+    meta = p.get("metadata")
+    if meta and meta.get("reasoning"):
+        return None
+    if carries is None:
+        held = ""
+    elif carries.__class__ is str:
+        held = carries
+    else:
+        return None
+    text = held + content if held else content
+    m = _MAYBE.search(text)
+    if m is None:
+        cut = len(text)
+    elif m.end() == len(text) and m.group() not in _RULES:
+        cut = m.start()
+    else:
+        return None
+    new = None if cut == len(text) else text[cut:]
+    if cut == len(text) and not held:
+        return [p], new
+    released = text[:cut]
+    return ([{**p, "content": released}] if released else []), new
 
 
 def _mask_finals(machine: Redactor, finals: list[Dict], native: list[Dict]) -> tuple[list[Dict], list[Dict]]:
