@@ -238,11 +238,13 @@ def stream_turn(
     config: Mapping[str, Any] | None = None,
     *,
     retries: int = 3,
+    request_id: str | None = None,
 ) -> Iterator[Event | TurnRetryEvent | TurnSavedEvent]:
     """:func:`run_turn` as a stream: the request's events, then ``saved`` (a :class:`TurnSavedEvent`).
 
     A conflict yields a :class:`TurnRetryEvent` and the next attempt's events
-    follow. A request that fails ends as a stream does (``error``, then
+    follow. ``request_id`` names the request (every attempt), so another
+    thread can ``core.cancel_request`` it. A request that fails ends as a stream does (``error``, then
     ``done`` with a stopped outcome) and nothing is saved: no ``saved`` event.
 
     Raises:
@@ -264,7 +266,7 @@ def stream_turn(
                 send = _load(store, step.session_id)
             elif isinstance(step, _Request):
                 done, failed = None, False
-                for event in core.stream_request(step.session, config):
+                for event in core.stream_request(step.session, config, request_id=request_id):
                     failed = failed or isinstance(event, ErrorEvent)
                     if isinstance(event, DoneEvent):
                         done = event
@@ -289,6 +291,7 @@ async def astream_turn(
     config: Mapping[str, Any] | None = None,
     *,
     retries: int = 3,
+    request_id: str | None = None,
 ) -> AsyncIterator[Event | TurnRetryEvent | TurnSavedEvent]:
     """Async twin of :func:`stream_turn`."""
     steps = _turn_steps(session_id, _check(session_id, message, retries), retries)
@@ -307,7 +310,7 @@ async def astream_turn(
                 send = await _aload(store, step.session_id)
             elif isinstance(step, _Request):
                 done, failed = None, False
-                async for event in core.astream_request(step.session, config):
+                async for event in core.astream_request(step.session, config, request_id=request_id):
                     failed = failed or isinstance(event, ErrorEvent)
                     if isinstance(event, DoneEvent):
                         done = event

@@ -1,16 +1,8 @@
-"""``agent-core``: run a prompt through the pipeline from a terminal.
-
-    agent-core run "Hello there"                       # offline, echo provider
-    agent-core run --provider openai --model M --base-url http://127.0.0.1:8080/v1 "Hi"
-    agent-core run --provider openai --max-tokens 64 --seed 1 -c top_p=0.9 "Hi"
-    agent-core run --provider openai --tool mytools:get_weather "Weather in Oslo?"
-    agent-core run --provider openai --model M --record bug.sse "Hi"   # save the body, replay it in a test
-    agent-core plugins --provider anthropic -c thinking_budget=2048   # what runs, and why
+"""``agent-core run``, ``plugins`` and ``serve``: one prompt, the plugin listing, the HTTP server.
 
 Plugins come from entry points (:meth:`AgentCore.discover`), the same path a
 third-party plugin takes. Text streams to stdout; tool activity, warnings
-and errors go to stderr so stdout stays the reply. ``-c KEY=VALUE`` values
-are JSON when they parse (``-c seed=1`` is the integer 1), and every key is
+and errors go to stderr so stdout stays the reply. Every config key is
 checked against the installed plugins' schemas: a wrong type is an error, a
 key nothing declares is a warning that names the closest known key.
 """
@@ -21,66 +13,32 @@ import argparse
 import json
 import sys
 import warnings
-from collections.abc import Sequence
 from typing import Any
 
-from .engine import AgentCore
-from .errors import ConfigError, LLMError, PluginError, ProviderRequestCancelled, UnknownConfigKeyWarning
-from .events import encode_event
-from .function_tool import function_tool, load_function
-from .values import Message
+from ..engine import AgentCore
+from ..errors import ConfigError, UnknownConfigKeyWarning
+from ..events import encode_event
+from ..function_tool import function_tool, load_function
+from ..values import Message
+from .settings import layered_config
 
-__all__ = ["main"]
-
-
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+__all__ = ["add_commands", "make_core", "show_on_stderr"]
 
 
-# (flag attribute, config key) for the options that are config keys.
-_FLAG_KEYS = (
-    ("model", "model"),
-    ("base_url", "base_url"),
-    ("api_key", "api_key"),
-    ("max_tokens", "max_tokens"),
-    ("temperature", "temperature"),
-    ("seed", "seed"),
-    ("max_iterations", "max_iterations"),
-)
-
-
-def _config(args: argparse.Namespace) -> dict[str, Any]:
-    config: dict[str, Any] = {"provider": args.provider}
-    for flag, key in _FLAG_KEYS:
-        value = getattr(args, flag, None)
-        if value is not None:
-            config[key] = value
-    for item in args.config or ():
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"-c expects KEY=VALUE, got {item!r}")
-        config[key] = _value(raw)
-    if getattr(args, "no_stream", False):
-        config["stream"] = False
-    return config
-
-
-def _core(args: argparse.Namespace) -> AgentCore:
+def make_core(args: argparse.Namespace, approval: Any = None, provider: str | None = None) -> AgentCore:
+    """The plugins installed by entry point, plus ``--tool`` functions (and ``--record``'s provider)."""
     tools = [function_tool(load_function(spec)) for spec in getattr(args, "tool", None) or ()]
     providers = []
     if getattr(args, "record", None):  # the provider, writing each raw response body to the file
-        from .testing.replay import recording_provider
+        from ..testing.replay import recording_provider
 
-        providers.append(recording_provider(args.provider, args.record))
-    return AgentCore.discover(providers=providers, tools=tools)
+        providers.append(recording_provider(provider or args.provider or "echo", args.record))
+    return AgentCore.discover(providers=providers, tools=tools, approval=approval)
 
 
 def _run(args: argparse.Namespace) -> int:
-    core = _core(args)
-    config = _config(args)
+    config = layered_config(args)
+    core = make_core(args, provider=config["provider"])
     session = core.create_session()
     if args.system:
         session = core.add_message(session, Message("system", args.system))
@@ -110,7 +68,7 @@ def _run(args: argparse.Namespace) -> int:
                     out.write("\n")
                 streamed = False
             else:
-                _show_on_stderr(event, err)
+                show_on_stderr(event, err)
             failed = failed or t == "error"
             if t == "done" and not event.outcome.ok:
                 if not failed and not args.json:
@@ -119,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_on_stderr(event: Any, err: Any) -> None:
+def show_on_stderr(event: Any, err: Any) -> None:
     """Tool activity and errors, one line each."""
     t = event.type
     if t == "tool_call":
@@ -147,10 +105,10 @@ def _settings(declared: list[tuple[str, Any]], config: Any) -> str:
 
 def _plugins(args: argparse.Namespace) -> int:
     """One line per installed plugin: kind, name, on/off with the reason, and the settings it reads."""
-    core = _core(args)
+    core = make_core(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownConfigKeyWarning)
-        res = core.resolve(_config(args))
+        res = core.resolve(layered_config(args))
     for note in res.warnings:
         print(f"warning: {note}", file=sys.stderr)
     declared: dict[str, list[tuple[str, Any]]] = {}
@@ -164,24 +122,8 @@ def _plugins(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agent-core", description="Run prompts through the agent-core pipeline.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--provider", default="echo", help="provider plugin name (default: echo, offline)")
-    common.add_argument("--model")
-    common.add_argument("--base-url", dest="base_url")
-    common.add_argument("--api-key", dest="api_key", help="prefer the provider's environment variable")
-    common.add_argument("--max-tokens", dest="max_tokens", type=int, help="upper bound on generated tokens")
-    common.add_argument("--temperature", type=float)
-    common.add_argument("--seed", type=int, help="sampling seed (providers that declare `seed`)")
-    common.add_argument(
-        "-c", "--config", action="append", metavar="KEY=VALUE",
-        help="any config key the plugins declare (JSON values: -c seed=1 -c stop='[\"END\"]')",
-    )
-    common.add_argument(
-        "--tool", action="append", metavar="MODULE:FUNCTION", help="offer a Python function to the model as a tool"
-    )
+def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """``run``, ``plugins`` and ``serve``."""
     run = sub.add_parser("run", parents=[common], help="send one prompt and stream the reply")
     run.add_argument("prompt")
     run.add_argument("--system", help="a system message to send first")
@@ -205,10 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="on SIGTERM, how long running requests may finish before they are cancelled (default 30)",
     )
     serve.add_argument(
-        "-c", "--config", action="append", metavar="KEY=VALUE", help="config every request starts from"
+        "-c", "--config", action="append", metavar="KEY=VALUE|FILE",
+        help="config every request starts from (KEY=VALUE, or a TOML file)",
     )
     serve.set_defaults(func=_serve)
-    return parser
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -216,35 +158,10 @@ def _serve(args: argparse.Namespace) -> int:
     import os
 
     try:
-        from .server import run_server
+        from ..server import run_server
     except ImportError as exc:
         raise ConfigError(f"agent-core serve needs the server extra: pip install 'agent-core[server]' ({exc})")
-    config = {}
-    for item in args.config or ():
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"-c expects KEY=VALUE, got {item!r}")
-        config[key] = _value(raw)
+    config = layered_config(args, default_provider=None)
     token = args.token or os.environ.get("AGENT_CORE_TOKEN") or None
     run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace)
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except (ConfigError, PluginError, LLMError, ProviderRequestCancelled) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:  # e.g. `agent-core run --json ... | head`
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

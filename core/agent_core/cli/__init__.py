@@ -1,0 +1,73 @@
+"""``agent-core``: the pipeline from a terminal.
+
+    agent-core run "Hello there"                       # offline, echo provider
+    agent-core run --provider openai --model M --base-url http://127.0.0.1:8080/v1 "Hi"
+    agent-core run --config agent.toml -c seed=1 "Hi"  # a TOML file, then KEY=VALUE on top
+    agent-core chat                                    # a conversation, kept in the session store
+    agent-core chat --session 3f2a9c                   # ... resumed later, after a restart
+    agent-core sessions list | show ID | export ID | delete ID
+    agent-core plugins --provider anthropic -c thinking_budget=2048   # what runs, and why
+    agent-core serve --port 8000                       # OpenAI-compatible + sessions API
+
+Where config comes from (a TOML file, the environment, flags) is
+:mod:`agent_core.cli.settings`. A user's mistake (a bad flag value, an
+unknown session, an unreachable API) ends in one ``error:`` line on stderr
+and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from ..errors import AgentCoreError
+from .chat import add_chat
+from .commands import add_commands
+from .sessions import add_sessions
+
+__all__ = ["build_parser", "main"]
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--provider", help="provider plugin name (default: echo, offline)")
+    common.add_argument("--model")
+    common.add_argument("--base-url", dest="base_url")
+    common.add_argument("--api-key", dest="api_key", help="prefer the provider's environment variable")
+    common.add_argument("--max-tokens", dest="max_tokens", type=int, help="upper bound on generated tokens")
+    common.add_argument("--temperature", type=float)
+    common.add_argument("--seed", type=int, help="sampling seed (providers that declare `seed`)")
+    common.add_argument(
+        "-c", "--config", action="append", metavar="KEY=VALUE|FILE",
+        help="a config key the plugins declare (JSON values: -c seed=1), or a TOML file of them",
+    )
+    common.add_argument(
+        "--tool", action="append", metavar="MODULE:FUNCTION", help="offer a Python function to the model as a tool"
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agent-core", description="Run prompts through the agent-core pipeline.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = _common()
+    add_commands(sub, common)
+    add_chat(sub, common)
+    add_sessions(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except AgentCoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. `agent-core run --json ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

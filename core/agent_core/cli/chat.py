@@ -1,0 +1,235 @@
+"""``agent-core chat``: a conversation in the terminal, kept in the session store.
+
+Each line you type is one turn of :func:`agent_core.store.stream_turn`: the
+session is loaded from the store, the reply streams to stdout, and the new
+session is saved at the next revision, so ``--session ID`` resumes the same
+conversation after a restart (or from another terminal). What a terminal
+needs beyond that:
+
+* Ctrl-C while a reply streams cancels that request (``cancel_request``:
+  the HTTP stream is closed; the session keeps your line, as the engine
+  returns a cancelled request, not the half reply) and the prompt comes back;
+  at the prompt it clears the line. Ctrl-D or ``/exit`` quits.
+* A tool call a feature wants approved (``tool_policy`` ``ask``) is asked at
+  the prompt: ``y`` allows it, anything else denies it.
+* Features' completions (``@path`` from ``file_mentions``) complete on Tab
+  when the terminal has readline.
+* After each reply, the features' ``status_bar`` elements (``usage``: the
+  session's tokens and cost) are printed as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import sys
+import threading
+import uuid
+from typing import Any
+
+from ..approval import ApprovalRequest
+from ..errors import AgentCoreError, SessionNotFoundError
+from ..values import Message, Session
+from .commands import make_core, show_on_stderr
+from .sessions import describe, open_cli_store
+from .settings import layered_config
+
+__all__ = ["add_chat", "render_status"]
+
+_FIELD = re.compile(r"\{\{\s*data((?:\.[A-Za-z0-9_]+)*)\s*\}\}")
+_HELP = "/exit quits (or Ctrl-D), /session prints the session id, Ctrl-C cancels a reply"
+
+
+def _walk(root: Any, path: str) -> Any:
+    value = root
+    for part in (p for p in path.split(".") if p):
+        if isinstance(value, Session):
+            value = {"metadata": value.metadata, "messages": value.messages,
+                     "session_id": value.session_id}.get(part)
+        elif hasattr(value, "get"):
+            value = value.get(part)
+        else:
+            return None
+        if value is None:
+            return None
+    return value
+
+
+def render_status(elements: list[dict[str, Any]], session: Session) -> str:
+    """The ``status_bar`` elements filled from ``session`` (``data`` is a dotted path), joined; "" if none has data."""
+    shown = []
+    for el in elements:
+        data = _walk({"session": session}, str(el.get("data") or ""))
+        if data is None:
+            continue
+        template = el.get("template")
+        if isinstance(template, str):
+            text = _FIELD.sub(lambda m: _format(_walk(data, m.group(1))), template)
+        else:
+            text = data if isinstance(data, str) else json.dumps(data, default=str)
+        label = el.get("label")
+        shown.append(f"{label}: {text}" if label else text)
+    return " | ".join(shown)
+
+
+def _format(value: Any) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, float):
+        return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
+    return str(value)
+
+
+class _Approver:
+    """Asks at the terminal whether a tool call may run (the engine's ``approval`` callback)."""
+
+    def __init__(self, err: Any) -> None:
+        self.err = err
+        self.lock = threading.Lock()
+
+    def __call__(self, request: ApprovalRequest) -> bool:
+        with self.lock:
+            args = json.dumps(request.payload, default=str)
+            self.err.write(f"\n{request.prompt or 'Run this tool?'} {request.tool_name}({args}) [y/N] ")
+            self.err.flush()
+            answer = sys.stdin.readline()
+        return answer.strip().lower() in ("y", "yes")
+
+
+def _readline(core: Any, config: dict[str, Any]) -> None:
+    """Tab completion from the features' ``get_completions``, when stdin is a terminal with readline."""
+    if not sys.stdin.isatty():
+        return
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - Windows without pyreadline
+        return
+    matches: list[str] = []
+
+    def complete(text: str, state: int) -> str | None:
+        if state == 0:
+            line = readline.get_line_buffer()[: readline.get_endidx()]
+            try:
+                found = core.get_completions(config, line)
+            except AgentCoreError:
+                found = []
+            matches[:] = [c["text"] for c in found if isinstance(c.get("text"), str) and c["text"].startswith(text)]
+        return matches[state] if state < len(matches) else None
+
+    readline.set_completer_delims(" \t\n")
+    readline.set_completer(complete)
+    readline.parse_and_bind("tab: complete")
+
+
+def _turn(core: Any, store: Any, session_id: str, line: str, config: dict[str, Any], out: Any, err: Any) -> Any:
+    """One turn, streamed; returns the saved session (None when nothing was saved)."""
+    from ..store import stream_turn
+
+    request_id = uuid.uuid4().hex
+    cancelled: list[bool] = []
+
+    def interrupt(signum: int, frame: Any) -> None:
+        cancelled.append(True)
+        core.cancel_request(request_id)
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    session = None
+    streamed = False
+    try:
+        for event in stream_turn(core, store, session_id, line, config, request_id=request_id):
+            t = event.type
+            if t == "partial" and isinstance(event.message.content, str):
+                out.write(event.message.content)
+                out.flush()
+                streamed = streamed or bool(event.message.content)
+            elif t == "final" and event.message.role == "assistant":
+                if not streamed and isinstance(event.message.content, str):
+                    out.write(event.message.content)
+                out.write("\n")
+                out.flush()
+                streamed = False
+            elif t == "retry":
+                err.write("(the session was changed elsewhere; asking again)\n")
+            elif t == "done":
+                session = event.session
+                if streamed:
+                    out.write("\n")
+                if not event.outcome.ok and event.outcome.reason != "cancelled":
+                    err.write(f"stopped: {event.outcome.reason}: {event.outcome.detail}\n")
+            elif t == "saved":
+                pass
+            else:
+                show_on_stderr(event, err)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if cancelled:
+        err.write("(cancelled)\n")
+    return session
+
+
+def _chat(args: argparse.Namespace) -> int:
+    out, err = sys.stdout, sys.stderr
+    config = layered_config(args)
+    core = make_core(args, approval=_Approver(err), provider=config["provider"])
+    core.resolve(config)  # a config that cannot work fails here, before the first prompt
+    status = [e for e in core.get_ui_schema(config) if e.get("ui_type") == "status_bar"]
+    store = open_cli_store(args.store)
+    try:
+        session_id = args.session or uuid.uuid4().hex[:12]
+        try:
+            stored = store.get(session_id).session
+            err.write(f"resuming session {session_id} ({len(stored.messages)} messages)\n")
+            for message in stored.messages[-10:]:
+                err.write("  " + describe(message, width=160) + "\n")
+        except SessionNotFoundError:
+            if args.system:
+                store.create(Session(session_id=session_id, messages=[Message("system", args.system)]))
+            err.write(f"new session {session_id}\n")
+        err.write(f"provider {config['provider']}{' / ' + str(config['model']) if config.get('model') else ''}; "
+                  f"{_HELP}\n")
+        err.flush()
+        _readline(core, config)
+        while True:
+            try:
+                line = input("> ")
+            except EOFError:
+                out.write("\n")
+                break
+            except KeyboardInterrupt:
+                out.write("\n")
+                continue
+            line = line.strip()
+            if not line:
+                continue
+            if line in ("/exit", "/quit"):
+                break
+            if line == "/session":
+                out.write(session_id + "\n")
+                continue
+            if line == "/help":
+                out.write(_HELP + "\n")
+                continue
+            try:
+                session = _turn(core, store, session_id, line, config, out, err)
+            except AgentCoreError as exc:  # the conversation goes on after a failed turn
+                err.write(f"error: {exc}\n")
+                continue
+            if session is not None and status:
+                line_ = render_status(status, session)
+                if line_:
+                    err.write(f"[{line_}]\n")
+            err.flush()
+    finally:
+        store.close()
+    return 0
+
+
+def add_chat(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    chat = sub.add_parser("chat", parents=[common], help="a conversation, kept in the session store")
+    chat.add_argument("--session", metavar="ID", help="resume (or start) the session with this id")
+    chat.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
+    chat.add_argument("--system", help="a system message for a new session")
+    chat.add_argument("--max-iterations", type=int)
+    chat.set_defaults(func=_chat)

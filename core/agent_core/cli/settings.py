@@ -1,0 +1,108 @@
+"""Where the CLI's request config comes from: a TOML file, the environment, then flags.
+
+Each layer overrides the one before it, key by key:
+
+1. a TOML file: ``--config FILE`` (an argument without ``=``), or the file
+   named by ``$AGENT_CORE_CONFIG`` when no file is given on the command line;
+   its top-level keys are config keys, tables are values (``[prices."m"]``);
+2. the environment: ``$AGENT_CORE_PROVIDER``, ``$AGENT_CORE_MODEL``,
+   ``$AGENT_CORE_BASE_URL`` (API keys come from each provider's own
+   variable, such as ``OPENAI_API_KEY``, never from a file you might commit);
+3. flags: ``--provider``, ``--model``, ... and ``-c KEY=VALUE`` (JSON values).
+
+Without any of them the provider is ``echo``, so every command works offline.
+A file that is missing or is not TOML is a :class:`ConfigError` naming the
+file (and the line, for a syntax error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tomllib
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["ENV_KEYS", "FILE_ENV", "layered_config", "parse_pairs", "read_toml"]
+
+#: environment variable -> config key
+ENV_KEYS = (("AGENT_CORE_PROVIDER", "provider"), ("AGENT_CORE_MODEL", "model"), ("AGENT_CORE_BASE_URL", "base_url"))
+#: the variable naming a TOML config file
+FILE_ENV = "AGENT_CORE_CONFIG"
+
+# (flag attribute, config key) for the options that are config keys
+_FLAG_KEYS = (
+    ("provider", "provider"),
+    ("model", "model"),
+    ("base_url", "base_url"),
+    ("api_key", "api_key"),
+    ("max_tokens", "max_tokens"),
+    ("temperature", "temperature"),
+    ("seed", "seed"),
+    ("max_iterations", "max_iterations"),
+)
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def read_toml(path: str) -> dict[str, Any]:
+    """The config keys in a TOML file.
+
+    Raises:
+        ConfigError: the file cannot be read or is not valid TOML (names the file).
+    """
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path!r} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path!r} is a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path!r} cannot be read ({exc.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path!r} is not valid TOML: {exc}") from None
+
+
+def parse_pairs(items: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """``--config`` arguments split into TOML file paths and ``KEY=VALUE`` pairs."""
+    files, pairs = [], {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            files.append(item)
+        elif not key:
+            raise ConfigError(f"-c expects KEY=VALUE or a TOML file, got {item!r}")
+        else:
+            pairs[key] = _value(raw)
+    return files, pairs
+
+
+def layered_config(args: argparse.Namespace, *, default_provider: str | None = "echo") -> dict[str, Any]:
+    """The request config: file, then environment, then flags (see the module docstring)."""
+    files, pairs = parse_pairs(list(getattr(args, "config", None) or ()))
+    if not files and os.environ.get(FILE_ENV):
+        files = [os.environ[FILE_ENV]]
+    config: dict[str, Any] = {}
+    for path in files:
+        config.update(read_toml(path))
+    for env, key in ENV_KEYS:
+        if os.environ.get(env):
+            config[key] = os.environ[env]
+    for flag, key in _FLAG_KEYS:
+        value = getattr(args, flag, None)
+        if value is not None:
+            config[key] = value
+    config.update(pairs)
+    if getattr(args, "no_stream", False):
+        config["stream"] = False
+    if default_provider is not None:
+        config.setdefault("provider", default_provider)
+    return config

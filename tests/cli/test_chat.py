@@ -1,0 +1,185 @@
+"""``agent-core chat`` driven through a real pseudo-terminal, as a person at a keyboard would."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from agent_core.store import open_store
+from providers._server import Delay, ScriptedServer, sse_reply
+from providers._wire import OA_DONE, oa_chunk, oa_text
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+
+
+class Terminal:
+    """``agent-core chat`` in a child process whose controlling terminal is a pty we type into."""
+
+    def __init__(self, args: list[str], home: str) -> None:
+        env = {**os.environ, "AGENT_CORE_HOME": home, "TERM": "dumb", "COLUMNS": "200"}
+        for key in ("AGENT_CORE_PROVIDER", "AGENT_CORE_MODEL", "AGENT_CORE_BASE_URL", "AGENT_CORE_CONFIG"):
+            env.pop(key, None)
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: a new session with the pty as its terminal (Ctrl-C is a real SIGINT)
+            os.execve(sys.executable, [sys.executable, "-m", "agent_core.cli", "chat", *args], env)
+        self.pid, self.fd, self.seen = pid, fd, b""
+
+    def expect(self, text: str, timeout: float = 15.0) -> str:
+        """Read until ``text`` appears; everything read so far is kept in ``seen``."""
+        want = text.encode()
+        deadline = time.monotonic() + timeout
+        while want not in self.seen:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"{text!r} never appeared; the terminal shows:\n{self.seen.decode(errors='replace')}")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                try:
+                    data = os.read(self.fd, 4096)
+                except OSError:  # the child exited and the pty closed
+                    data = b""
+                if not data:
+                    raise AssertionError(f"{text!r} never appeared before the program ended:\n{self.seen.decode()}")
+                self.seen += data
+        at = self.seen.index(want) + len(want)
+        shown, self.seen = self.seen[:at].decode(errors="replace"), self.seen[at:]
+        return shown
+
+    def type(self, keys: str) -> None:
+        os.write(self.fd, keys.encode())
+
+    def exit_code(self, timeout: float = 10.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:  # keep the pty drained so the child never blocks writing
+                if select.select([self.fd], [], [], 0.05)[0]:
+                    self.seen += os.read(self.fd, 4096)
+            except OSError:
+                pass
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+        os.kill(self.pid, 9)
+        raise AssertionError(f"chat did not exit; the terminal shows:\n{self.seen.decode(errors='replace')}")
+
+
+@pytest.fixture
+def home(tmp_path) -> str:
+    return str(tmp_path)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    srv = ScriptedServer()
+    try:
+        yield srv
+    finally:
+        srv.close()
+
+
+def test_a_conversation_survives_a_restart(home):
+    term = Terminal(["--session", "kept"], home)
+    term.expect("new session kept")
+    term.expect("> ")
+    term.type("my name is Ada\r")
+    term.expect("Echo: my name is Ada")
+    term.expect("> ")
+    term.type("\x04")  # Ctrl-D at an empty prompt
+    assert term.exit_code() == 0
+
+    again = Terminal(["--session", "kept"], home)
+    shown = again.expect("> ")
+    assert "resuming session kept (2 messages)" in shown and "user: my name is Ada" in shown
+    again.type("and now?\r")
+    again.expect("Echo: and now?")
+    again.type("/exit\r")
+    assert again.exit_code() == 0
+    stored = open_store(f"sqlite:///{home}/sessions.db").get("kept")
+    assert [m.content for m in stored.session.messages] == [
+        "my name is Ada", "Echo: my name is Ada", "and now?", "Echo: and now?"]
+    assert stored.revision == 2
+
+
+def test_ctrl_c_cancels_the_reply_not_the_program(home, server):
+    dribble = [part for _ in range(150) for part in (oa_chunk({"content": "."}), Delay(0.1))]
+    server.enqueue(
+        sse_reply(oa_chunk({"role": "assistant", "content": "Thinking"}), *dribble, oa_chunk({}, "stop"), OA_DONE),
+        oa_text("second answer"),
+    )
+    term = Terminal(["--provider", "openai", "--base-url", server.url + "/v1", "--api-key", "sk-test",
+                     "--model", "m", "-c", "max_retries=0", "--session", "c1"], home)
+    term.expect("> ")
+    term.type("think hard\r")
+    term.expect("Thinking")
+    started = time.monotonic()
+    term.type("\x03")  # Ctrl-C, through the terminal driver: a SIGINT to the program
+    term.expect("(cancelled)")
+    assert time.monotonic() - started < 5  # not the 15 s the reply would have taken
+    term.expect("> ")
+    term.type("again\r")
+    term.expect("second answer")
+    term.type("/exit\r")
+    assert term.exit_code() == 0
+    messages = open_store(f"sqlite:///{home}/sessions.db").get("c1").session.messages
+    # the cancelled request keeps the question (saved as the engine returns a cancelled session), not the
+    # half answer; the next turn goes on from there
+    assert [(m.role, m.content) for m in messages] == [
+        ("user", "think hard"), ("user", "again"), ("assistant", "second answer")]
+
+
+SCRIPT = ('[{"tool_calls": [{"name": "calculate", "arguments": {"expression": "6*7"}}]},'
+          ' {"content": "It is 42."}]')
+
+
+def test_a_tool_call_is_approved_at_the_prompt(home):
+    term = Terminal(["--provider", "scripted", "-c", f"script={SCRIPT}", "-c", 'enabled_plugins=["calculator"]',
+                     "-c", 'tool_policy={"calculate": "ask"}'], home)
+    term.expect("> ")
+    term.type("what is 6*7?\r")
+    term.expect("[y/N]")
+    term.type("y\r")
+    term.expect("It is 42.")
+    term.type("/exit\r")
+    assert term.exit_code() == 0
+    stored = open_store(f"sqlite:///{home}/sessions.db")
+    (info,) = stored.list()
+    tool = [m for m in stored.get(info.session_id).session.messages if m.role == "tool"]
+    assert tool[0].content == "Result: 42" and tool[0].metadata["tool_policy"]["decision"] == "allowed"
+
+
+def test_a_bad_config_is_one_line_and_exit_2(home):
+    term = Terminal(["--provider", "nosuch"], home)
+    assert term.exit_code() == 2
+    assert term.seen.decode().strip().startswith("error: ") and "Traceback" not in term.seen.decode()
+
+
+def test_tab_completes_a_file_mention(home, tmp_path):
+    (tmp_path / "notes.txt").write_text("budget: 1200\n")
+    term = Terminal(["-c", 'enabled_plugins=["file_mentions"]', "-c", f"files_root={tmp_path}",
+                     "--session", "tabs"], home)
+    term.expect("> ")
+    term.type("read @no\t")
+    term.expect("@notes.txt")  # readline echoes the completed word
+    term.type("\r")
+    term.expect("Echo: read @notes.txt")
+    term.type("/exit\r")
+    assert term.exit_code() == 0
+
+
+def test_the_status_bar_follows_each_reply(home):
+    script = '[{"content": "Hi.", "usage": {"input_tokens": 12, "output_tokens": 3}}]'
+    term = Terminal(["--provider", "scripted", "-c", f"script={script}",
+                     "-c", 'prices={"*": {"input": 1.0, "output": 2.0}}'], home)
+    term.expect("> ")
+    term.type("hello\r")
+    term.expect("Hi.")
+    shown = term.expect("> ")
+    assert "[Usage: 12 in / 3 out, $0.000018]" in shown
+    term.type("/exit\r")
+    assert term.exit_code() == 0
