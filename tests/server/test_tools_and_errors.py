@@ -138,3 +138,23 @@ def test_the_openai_client_raises_its_own_typed_errors(client: Any, upstream: An
         client.chat.completions.create(model="nosuch/model", messages=[{"role": "user", "content": "hi"}])
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="echo", messages=[])
+
+
+def test_request_fields_reach_the_upstream_or_are_refused_by_name(client: Any, upstream: Any) -> None:
+    upstream.enqueue(json_reply({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '{"ok": true}'}}]}))
+    fmt = {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object"}}}
+    client.chat.completions.create(
+        model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], response_format=fmt,
+        tool_choice="none", seed=7, stop=["END"], max_completion_tokens=5, user="u-1",
+        tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+    )
+    sent = upstream.requests[-1].body
+    assert sent["response_format"] == fmt and sent["tool_choice"] == "none" and sent["seed"] == 7
+    assert sent["stop"] == ["END"] and sent["user"] == "u-1"
+    assert 5 in (sent.get("max_tokens"), sent.get("max_completion_tokens"))
+    for kwargs, field in (({"n": 2}, "n"), ({"logprobs": True}, "logprobs"), ({"logprobs": True, "top_logprobs": 2},
+                                                                                  "logprobs")):
+        with pytest.raises(openai.BadRequestError) as err:
+            client.chat.completions.create(model="echo", messages=[{"role": "user", "content": "hi"}], **kwargs)
+        assert err.value.body["message"].startswith(f"{field}:"), err.value.body

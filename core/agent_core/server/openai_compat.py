@@ -28,6 +28,15 @@ _SAMPLING = {
     "presence_penalty": "presence_penalty",
     "frequency_penalty": "frequency_penalty",
 }
+# OpenAI body keys passed as config keys of the same name when a plugin declares them; when none
+# does, a value that changes the answer is refused (400 naming the key) instead of being dropped.
+_PASSED = ("tool_choice", "response_format", "parallel_tool_calls", "user")
+_HARMLESS: dict[str, Any] = {
+    "tool_choice": lambda v: v == "auto",
+    "response_format": lambda v: isinstance(v, Mapping) and v.get("type") == "text",
+    "parallel_tool_calls": lambda v: v is True,
+    "user": lambda v: True,
+}
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 
 
@@ -104,6 +113,19 @@ def chat_config(body: Mapping[str, Any], providers: Sequence[str], declared: set
     for key, target in _SAMPLING.items():
         if body.get(key) is not None and target in declared:
             config[target] = body[key]
+    n = body.get("n")
+    if n is not None and n != 1:
+        raise _bad(f"n: only one choice is supported (n=1), got {n!r}")
+    if body.get("logprobs") or body.get("top_logprobs"):
+        raise _bad("logprobs: token log-probabilities are not relayed by this server; leave logprobs unset")
+    for key in _PASSED:
+        value = body.get(key)
+        if value is None:
+            continue
+        if key in declared:
+            config[key] = value
+        elif not _HARMLESS[key](value):
+            raise _bad(f"{key}: no installed plugin supports it, so {value!r} cannot be honoured")
     tools = body.get("tools")
     if tools is not None:
         if not isinstance(tools, list) or not all(isinstance(t, Mapping) and t.get("type") == "function"
