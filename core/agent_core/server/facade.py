@@ -1,0 +1,185 @@
+"""``/v1/chat/completions`` and ``/v1/models``: the OpenAI-compatible facade over the engine.
+
+The client's conversation arrives whole in each request; ``X-Session-Id``
+also keeps the exchange in the store (see ``docs/server.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from ..errors import (
+    ConflictError,
+    InvalidArgumentError,
+    SessionNotFoundError,
+    StoreError,
+)
+from ..native_history import NATIVE_KEY
+from ..types import Session
+from .errors import sse_error
+from .http import (
+    SSE_HEADERS,
+    json_body,
+    request_id_of,
+    session_id_of,
+    sse_frame,
+    until_output,
+    watch_disconnect,
+)
+from .openai_compat import (
+    chat_config,
+    chat_session,
+    chunk,
+    completion_body,
+    finish_reason,
+    usage_body,
+    wire_calls,
+)
+
+
+class FacadeRoutes:
+    """The facade's routes; mixed into the server, whose attributes they use."""
+
+    async def chat(self, request: Request) -> Response:
+        body = await json_body(request)
+        config, model = chat_config(body, self.core.plugins("provider"), self._declared(), self.config)
+        sid = session_id_of(request)
+        session = chat_session(sid or uuid.uuid4().hex, body.get("messages"))
+        if sid is not None:  # the exchange is kept under that id: carry the stored metadata (a title...)
+            session = await self._with_stored_metadata(session)
+        rid = request_id_of(request)
+        headers = {"x-request-id": rid}
+        if not config["stream"]:
+            watcher = asyncio.ensure_future(watch_disconnect(request, lambda: self.core.cancel_request(rid)))
+            self._running.add(rid)
+            try:
+                result = await self.core.arequest(session, config, request_id=rid)
+            finally:
+                watcher.cancel()
+                self._running.discard(rid)
+            if sid is not None:
+                headers["x-session-revision"] = str(await self._save_exchange(result.session))
+            return JSONResponse(completion_body(rid, model, result.final_messages, result.usage), headers=headers)
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        watcher = asyncio.ensure_future(watch_disconnect(request, lambda: self.core.cancel_request(rid)))
+        self._running.add(rid)
+        try:
+            events = self.core.astream_request(session, config, request_id=rid)
+            first, failed = await until_output(events)
+        except BaseException:
+            watcher.cancel()
+            self._running.discard(rid)
+            raise
+        if failed is not None:
+            watcher.cancel()
+            self._running.discard(rid)
+            return failed
+        stream = self._chat_stream(rid, model, first, events, include_usage, watcher, sid is not None)
+        return StreamingResponse(stream, media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
+
+    async def _chat_stream(self, rid: str, model: str, first: list[Any], events: AsyncIterator[Any],
+                           include_usage: bool, watcher: asyncio.Future[None], save: bool) -> AsyncIterator[bytes]:
+        finished = False
+        created = int(time.time())
+        try:
+            yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": ""}))
+            streamed, reply, usage = False, None, None
+
+            async def all_events() -> AsyncIterator[Any]:
+                for event in first:
+                    yield event
+                async for event in events:
+                    yield event
+
+            async for event in all_events():
+                if event.type == "partial":
+                    text = event.message.content
+                    if isinstance(text, str) and text:
+                        streamed = True
+                        yield sse_frame(chunk(rid, model, created, {"content": text}))
+                elif event.type == "final" and event.message.role == "assistant":
+                    reply = event.message
+                    if not streamed and isinstance(reply.content, str) and reply.content:
+                        yield sse_frame(chunk(rid, model, created, {"content": reply.content}))
+                    calls = wire_calls(reply)
+                    if calls:
+                        delta = [{"index": i, **c} for i, c in enumerate(calls)]
+                        yield sse_frame(chunk(rid, model, created, {"tool_calls": delta}))
+                elif event.type == "error":
+                    yield sse_error(event.error.type, event.error.message)
+                    finished = True
+                    yield b"data: [DONE]\n\n"
+                    return
+                elif event.type == "done":
+                    usage = event.usage
+                    if event.outcome.reason == "cancelled":  # DELETE /v1/requests/{id}: not a normal end
+                        yield sse_error("request_cancelled", f"request {rid} was cancelled: {event.outcome.detail}")
+                        finished = True
+                        yield b"data: [DONE]\n\n"
+                        return
+                    if save:  # X-Session-Id: kept before the stream says it is over
+                        try:
+                            await self._save_exchange(event.session)
+                        except (StoreError, InvalidArgumentError) as exc:
+                            yield sse_error(type(exc).__name__, str(exc))
+                            finished = True
+                            yield b"data: [DONE]\n\n"
+                            return
+            yield sse_frame(chunk(rid, model, created, {}, finish_reason(reply)))
+            if include_usage and usage is not None:
+                yield sse_frame(chunk(rid, model, created, None, usage=usage_body(usage)))
+            finished = True
+            yield b"data: [DONE]\n\n"
+        finally:
+            watcher.cancel()
+            self._running.discard(rid)
+            if not finished:  # the client went away mid-stream: stop the upstream request too
+                self.core.cancel_request(rid)
+            await events.aclose()  # type: ignore[attr-defined]
+
+    async def _with_stored_metadata(self, session: Session) -> Session:
+        try:
+            stored = await self.store.aget(session.session_id)
+        except SessionNotFoundError:
+            return session
+        meta = {k: v for k, v in stored.session.metadata.items() if k != NATIVE_KEY}
+        return Session(session.session_id, list(session.messages), meta)
+
+    async def _save_exchange(self, session: Session) -> int:
+        """Store a facade exchange (X-Session-Id): the client's conversation plus the reply.
+
+        The client sent the whole conversation, so it is the truth: a save that loses a race is
+        simply made again on the newer revision (no model call is repeated).
+        """
+        last: ConflictError | None = None
+        for _ in range(self.retries + 1):
+            try:
+                expected = (await self.store.aget(session.session_id)).revision
+            except SessionNotFoundError:
+                expected = 0
+            try:
+                return int(await self.store.aput(session, expected_revision=expected))
+            except ConflictError as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def models(self, request: Request) -> Response:
+        data = []
+        for provider in self.core.plugins("provider"):
+            try:
+                listed = await asyncio.to_thread(self.core.get_models, {**self.config, "provider": provider})
+            except Exception:  # noqa: BLE001 - a provider without credentials lists nothing, the rest still list
+                continue
+            for m in listed:
+                mid = m.get("id") if isinstance(m, Mapping) else None
+                if isinstance(mid, str):
+                    data.append({"id": f"{provider}/{mid}", "object": "model", "created": 0, "owned_by": provider})
+        return JSONResponse({"object": "list", "data": data})

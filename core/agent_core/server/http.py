@@ -1,0 +1,210 @@
+"""The HTTP plumbing the routes share: reading requests, SSE frames, queued event streams, auth, errors.
+
+Kept apart from the routes so each route module reads as what it answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import math
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..errors import (
+    ActionInputError,
+    ConfigError,
+    ConflictError,
+    InvalidArgumentError,
+    InvalidValueError,
+    LLMError,
+    PluginError,
+    ProviderRequestCancelled,
+    StoreError,
+)
+from ..types import Message
+from .errors import ApiError, error_body, error_response, status_for_name
+
+__all__ = ["BearerAuth", "ConflictNote", "END_OF_STREAM", "LIBRARY_ERRORS", "Raised", "SSE_HEADERS", "drain", "etag", "if_match", "json_body", "message_of", "on_error", "plain", "pump", "request_id_of", "retry_after", "session_id_of", "sse_frame", "until_output", "watch_disconnect"]
+
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def sse_frame(data: Any) -> bytes:
+    return b"data: " + (data if isinstance(data, bytes) else json.dumps(data).encode()) + b"\n\n"
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(400, "invalid_json", f"the request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_json", f"the request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def if_match(request: Request) -> int | None:
+    raw = request.headers.get("if-match")
+    if raw is None:
+        return None
+    text = raw.strip().removeprefix("W/").strip('"')
+    if not text.isdigit() or int(text) < 1:
+        raise ApiError(400, "invalid_if_match", f"If-Match must be a revision number (e.g. \"3\"), got {raw!r}")
+    return int(text)
+
+
+def request_id_of(request: Request) -> str:
+    """The client's ``X-Request-Id`` (so it can cancel a request before any answer), else a fresh one."""
+    given = request.headers.get("x-request-id")
+    if given is None:
+        return uuid.uuid4().hex
+    if not 1 <= len(given) <= 200 or not given.isprintable():
+        raise ApiError(400, "invalid_request_id", "X-Request-Id must be 1 to 200 printable characters")
+    return given
+
+
+def session_id_of(request: Request) -> str | None:
+    given = request.headers.get("x-session-id")
+    if given is not None and (not 1 <= len(given) <= 200 or not given.isprintable()):
+        raise ApiError(400, "invalid_session_id", "X-Session-Id must be 1 to 200 printable characters")
+    return given
+
+
+def retry_after(seconds: float | None) -> dict[str, str]:
+    """``retry-after`` in whole seconds, rounded up, when the upstream API said how long."""
+    return {} if seconds is None else {"retry-after": str(max(0, math.ceil(seconds)))}
+
+
+def etag(revision: int) -> dict[str, str]:
+    return {"etag": f'"{revision}"'}
+
+
+async def watch_disconnect(request: Request, on_gone: Callable[[], Any]) -> None:
+    """Wait for the client to hang up, then call ``on_gone`` (cancels the upstream request)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            on_gone()
+            return
+
+
+async def until_output(events: AsyncIterator[Any], rid: list[str] | None = None) -> tuple[list[Any], Response | None]:
+    """Read events up to the first output; a failure before it becomes an error response with its status.
+
+    Until the first byte of the body is sent, the status can still say what went wrong
+    (429 with retry-after, 400 for a bad config...), so an early ``error`` event is not streamed.
+    """
+    first: list[Any] = []
+    async for event in events:
+        first.append(event)
+        kind = getattr(event, "type", None)
+        if kind == "start" and rid is not None:
+            rid.append(event.request_id)
+        if kind in ("partial", "final", "error", "done"):
+            break
+    if first and first[-1].type == "error":
+        info = first[-1].error
+        async for _ in events:
+            pass
+        return first, JSONResponse(error_body(info.type, info.message), status_for_name(info.type),
+                                   headers=retry_after(info.retry_after))
+    return first, None
+
+
+LIBRARY_ERRORS = (ActionInputError, ConfigError, InvalidArgumentError, InvalidValueError, LLMError, PluginError,
+                   ProviderRequestCancelled, StoreError)
+
+
+END_OF_STREAM = object()
+
+
+async def pump(events: AsyncIterator[Any], queue: asyncio.Queue[Any], running: set[str]) -> None:
+    """Run a turn's events into ``queue``; its failure travels as a ``Raised`` item, then ``END_OF_STREAM``.
+
+    The ids of its requests are in ``running`` while it runs (a retried turn makes several).
+    """
+    ids: list[str] = []
+    try:
+        async for event in events:
+            if getattr(event, "type", None) == "start":
+                ids.append(event.request_id)
+                running.add(event.request_id)
+            queue.put_nowait(event)
+    except Exception as exc:  # noqa: BLE001 - handed to the reader, who answers with its status
+        queue.put_nowait(Raised(exc))
+    finally:
+        running.difference_update(ids)
+        queue.put_nowait(END_OF_STREAM)
+
+
+async def drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
+    while (item := await queue.get()) is not END_OF_STREAM:
+        if isinstance(item, Raised):
+            raise item.exc
+        yield item
+
+
+class Raised:
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+
+class ConflictNote:
+    """The If-Match turn's save lost: told to the client as a ``conflict`` event."""
+
+    def __init__(self, exc: ConflictError) -> None:
+        self.exc = exc
+
+
+def plain(value: Any) -> Any:
+    from ..frozen import thaw
+
+    return thaw(value)
+
+
+def message_of(value: Any, where: str) -> Message:
+    if isinstance(value, str):
+        return Message("user", value)
+    if not isinstance(value, Mapping):
+        raise ApiError(400, "invalid_request_error", f"{where} must be a string or a message object")
+    try:
+        return Message.from_dict(value)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ApiError(400, "invalid_request_error", f"{where}: {exc}") from None
+
+
+class BearerAuth:
+    """Every route needs ``Authorization: Bearer <token>`` when a token is set (compared in constant time)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = JSONResponse(
+                    error_body("authentication_error", "missing or wrong bearer token (Authorization: Bearer ...)"),
+                    401, headers={"www-authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def on_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, HTTPException):
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        detail = f"{request.method} {request.url.path}: {exc.detail}"
+        return JSONResponse(error_body(kind, detail), exc.status_code, headers=dict(exc.headers or {}))
+    if isinstance(exc, (ApiError,)) or type(exc).__module__.startswith("agent_core"):
+        return error_response(exc)
+    return JSONResponse(error_body("internal_error", f"{type(exc).__name__} while serving {request.url.path}"), 500)
