@@ -50,6 +50,7 @@ from agent_core.tool_interop import ANTHROPIC, OPENAI_CHAT, ToolInteropRegistry,
 from agent_core_providers.accumulate import push, replace_final, text_of
 from agent_core_providers.anthropic import (
     block_at,
+    blocks_of,
     content_blocks,
     image_block,
     merge_turns,
@@ -319,7 +320,7 @@ class AnthropicToolsExtension:
 
     def _close_open_blocks(self, state: Dict) -> Dict:
         """``message_stop``: a tool block that never got its ``content_block_stop`` was cut short."""
-        blocks = state["anthropic"]["blocks"]
+        blocks = blocks_of(state)
         for index in sorted(blocks):
             block = blocks[index]
             if "_json" in block:

@@ -54,6 +54,7 @@ __all__ = [
     "CLIENT_BLOCK_TYPES",
     "anthropic_content",
     "block_at",
+    "blocks_of",
     "content_blocks",
     "image_block",
     "merge_turns",
@@ -78,6 +79,11 @@ CLIENT_BLOCK_TYPES = frozenset({"text", "thinking", "redacted_thinking", "tool_u
 
 
 # -- helpers shared with the anthropic_* extensions ----------------------------------
+
+
+def blocks_of(state: Mapping[str, Any]) -> Mapping[int, Mapping[str, Any]]:
+    """The shared block table of the answer being streamed: stream index -> block."""
+    return state["anthropic"]["blocks"]  # type: ignore[no-any-return]
 
 
 def block_at(state: Mapping[str, Any], index: int) -> Mapping[str, Any] | None:
