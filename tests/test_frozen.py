@@ -445,7 +445,8 @@ def test_fromkeys_builds_a_frozen_dict() -> None:
 # -- depth: a bounded walk, never a RecursionError --------------------------------------------
 
 from agent_core.errors import InvalidValueError  # noqa: E402
-from agent_core.frozen import MAX_DEPTH, freeze_json  # noqa: E402
+from agent_core.frozen import MAX_DEPTH  # noqa: E402
+from agent_core.json_values import freeze_json  # noqa: E402
 
 
 def _nested(depth: int) -> list:

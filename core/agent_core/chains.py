@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import PluginError
-from .frozen import FrozenList, freeze_json
+from .frozen import FrozenList
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
+from .json_values import freeze_json
 from .native_history import load_native
 from .values import Message, Session
 

@@ -48,6 +48,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .error_root import AgentCoreError
+from .error_root import rebuild as _rebuild
+from .llm_errors import (
+    AuthenticationError,
+    ContentFilterError,
+    ContextLengthError,
+    EmptyResponseError,
+    InvalidRequestError,
+    LLMError,
+    LLMTimeoutError,
+    MalformedResponseError,
+    ProviderUnavailableError,
+    RateLimitError,
+)
+from .store_errors import ConflictError, CorruptRecordError, SchemaVersionError, SessionNotFoundError, StoreError
+
 __all__ = [
     "ActionInputError",
     "AgentCoreError",
@@ -77,118 +93,6 @@ __all__ = [
     "StoreError",
     "UnknownConfigKeyWarning",
 ]
-
-
-def _rebuild(cls: type[BaseException], args: tuple[Any, ...], kwargs: dict[str, Any]) -> BaseException:
-    """Re-create an error from its constructor arguments (pickle / deepcopy).
-
-    ``BaseException`` pickles as ``cls(*self.args)``, which breaks any error
-    whose ``__init__`` takes other arguments than its message.
-    """
-    return cls(*args, **kwargs)
-
-
-class AgentCoreError(Exception):
-    """The root of agent-core's typed errors: catch this to catch any of them."""
-
-
-class LLMError(AgentCoreError):
-    """The model provider failed to produce a response.
-
-    Attributes:
-        message: the provider's own explanation, kept verbatim.
-        provider: name of the provider plugin, when known.
-        status_code: HTTP status, when the failure came from a response.
-        retryable: whether repeating the same request may succeed.
-    """
-
-    retryable: bool = False
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        provider: str | None = None,
-        status_code: int | None = None,
-        retryable: bool | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.provider = provider
-        self.status_code = status_code
-        if retryable is not None:
-            self.retryable = retryable
-
-    def __str__(self) -> str:
-        where = f"[{self.provider}] " if self.provider else ""
-        status = f" (HTTP {self.status_code})" if self.status_code else ""
-        return f"{where}{self.message}{status}"
-
-
-class RateLimitError(LLMError):
-    """The provider is throttling us; wait ``retry_after`` seconds when given."""
-
-    retryable = True
-
-    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: object) -> None:
-        super().__init__(message, **kwargs)  # type: ignore[arg-type]
-        self.retry_after = retry_after
-
-    def __str__(self) -> str:
-        base = super().__str__()
-        return f"{base}; retry after {self.retry_after:g}s" if self.retry_after is not None else base
-
-
-class AuthenticationError(LLMError):
-    """The API key is missing, invalid, or lacks permission: fix the credentials."""
-
-
-class ContextLengthError(LLMError):
-    """The request exceeds the model's context window: shorten or compact the history."""
-
-
-class ContentFilterError(LLMError):
-    """The provider refused the input or output under its content policy."""
-
-
-class InvalidRequestError(LLMError):
-    """The provider rejected the request as malformed (bad model name, bad parameter...)."""
-
-
-class ProviderUnavailableError(LLMError):
-    """The provider is down, overloaded or unreachable; retrying later may work."""
-
-    retryable = True
-
-
-class LLMTimeoutError(LLMError):
-    """The provider did not respond within the configured timeout."""
-
-    retryable = True
-
-
-class MalformedResponseError(LLMError):
-    """The server's answer is not what its API promises.
-
-    A body that is not SSE, not JSON or not UTF-8, an SSE line over the size
-    cap, or well-formed JSON in a shape the API never uses (token counts
-    given as strings, ``"index": null``, ``choices: ["x"]``, a delta that is
-    a string). The fault is the server's (or a proxy's), not a plugin's, so
-    it is reported as an ``LLMError`` naming the provider and quoting the
-    offending line (secrets scrubbed, length bounded); ``status_code`` is the
-    status the body came with (often 200). Not retried: the same server
-    usually sends the same bytes again.
-    """
-
-
-class EmptyResponseError(LLMError):
-    """A streamed call ended without one chunk and without an answer.
-
-    The engine never answers an empty stream with a second (billable) call;
-    it reports this instead. Repeating the request may work.
-    """
-
-    retryable = True
 
 
 class PluginError(AgentCoreError):
@@ -356,72 +260,3 @@ class PluginContractError(AgentCoreError, AssertionError):
 
     def __reduce__(self) -> Any:
         return _rebuild, (type(self), (self.plugin, self.hook, self.rule, self.value), {}), self.__dict__
-
-
-class StoreError(AgentCoreError):
-    """The session store (:mod:`agent_core.store`) could not do what was asked; ``session_id`` names the session."""
-
-    def __init__(self, message: str, *, session_id: str | None = None) -> None:
-        super().__init__(message)
-        self.session_id = session_id
-
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), self.args, {"session_id": self.session_id}), self.__dict__
-
-
-class ConflictError(StoreError):
-    """A write was based on a revision that is no longer the session's latest; nothing was written.
-
-    Another writer saved first. Reload (``current`` is its revision, ``None``
-    when the session was deleted), apply the change again and retry:
-    ``agent_core.store.run_turn`` does exactly that.
-    """
-
-    def __init__(self, session_id: str, *, expected: int, current: int | None) -> None:
-        now = "no longer exists" if current is None else f"is at revision {current}"
-        base = "to create it" if expected == 0 else f"at revision {expected}"
-        super().__init__(f"session {session_id!r} {now}; the write {base} was refused", session_id=session_id)
-        self.expected = expected
-        self.current = current
-
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), (self.session_id,), {"expected": self.expected, "current": self.current}), self.__dict__
-
-
-class SessionNotFoundError(StoreError, LookupError):
-    """The store holds no session with this id."""
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"no stored session has the id {session_id!r}", session_id=session_id)
-
-    def __reduce__(self) -> Any:
-        return type(self), (self.session_id,), self.__dict__
-
-
-class CorruptRecordError(StoreError):
-    """A stored row does not decode to a valid message or session; nothing half-read is returned.
-
-    ``revision`` is the revision that wrote the row (when known) and ``what``
-    names the row (``message 12``, ``head``, ``native history 'openai' 3``).
-    """
-
-    def __init__(self, message: str, *, session_id: str, revision: int | None, what: str) -> None:
-        super().__init__(message, session_id=session_id)
-        self.revision = revision
-        self.what = what
-
-    def __reduce__(self) -> Any:
-        kwargs = {"session_id": self.session_id, "revision": self.revision, "what": self.what}
-        return _rebuild, (type(self), self.args, kwargs), self.__dict__
-
-
-class SchemaVersionError(StoreError):
-    """The database was written by a newer agent-core (schema ``found`` > ``supported``); it is left untouched."""
-
-    def __init__(self, message: str, *, found: int, supported: int) -> None:
-        super().__init__(message)
-        self.found = found
-        self.supported = supported
-
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), self.args, {"found": self.found, "supported": self.supported}), self.__dict__

@@ -21,7 +21,8 @@ from typing import Any
 
 from .contract import HOOKS, PROVIDER_TWINS, parse_signature
 from .errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
-from .frozen import _SCALARS, FrozenDict, FrozenList, freeze, freeze_json
+from .frozen import _SCALARS, FrozenDict, FrozenList, freeze
+from .json_values import freeze_json
 from .protocols import FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
 
 __all__ = ["KINDS", "LivePlugin", "PluginSpec", "call_hook", "spec_for"]

@@ -38,7 +38,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .frozen import FrozenDict, FrozenList, FrozenVector, freeze, freeze_json
+from .frozen import FrozenDict, FrozenList, FrozenVector, freeze
+from .json_values import freeze_json
 from .values import Message, Session
 
 __all__ = ["NATIVE_KEY", "load_native", "persistable", "prefix_digest", "store_native"]

@@ -46,16 +46,11 @@ or refused with :class:`ConfigError` under ``strict_config: true``.
 
 from __future__ import annotations
 
-import hashlib
-import warnings
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from .config import (
-    FieldSpec,
     check_engine_keys,
     effective_config,
     owned_secrets,
@@ -63,11 +58,21 @@ from .config import (
     redact,
     refuse_placeholders,
     secret_keys,
-    unknown_key_notes,
 )
-from .errors import ConfigError, PluginError, UnknownConfigKeyWarning
+from .errors import ConfigError, PluginError
 from .frozen import FrozenDict, FrozenList, freeze
 from .hooks import LivePlugin, PluginSpec, call_hook
+from .plugin_selection import (
+    by_priority,
+    check_unknown,
+    instantiate,
+    model_list,
+    models_key,
+    pick_provider,
+    registry_fields,
+    session_plugins,
+    string_list,
+)
 
 __all__ = ["PluginRef", "Resolution", "own_config", "resolve", "session_plugins"]
 
@@ -136,107 +141,6 @@ def own_config(plugin: LivePlugin, config: FrozenDict) -> FrozenDict:
     return config.merged(plugin.secrets) if plugin.secrets else config
 
 
-def _registry_fields(registry: Mapping[str, Sequence[PluginSpec]], skip: Mapping[str, Any]) -> list[FieldSpec]:
-    """Config fields of registered plugins that are not candidates (made only to read their schema)."""
-    out: list[FieldSpec] = []
-    for specs in registry.values():
-        for spec in specs:
-            if spec.name in skip:
-                continue
-            try:
-                out.extend(parse_schema(spec.name, call_hook(LivePlugin(spec, spec.factory()), "get_config_schema")))
-            except Exception:  # noqa: BLE001 - a plugin that does not run cannot break this request
-                continue
-    return out
-
-
-def _check_unknown(user_config: Mapping[str, Any], known: set[str]) -> tuple[str, ...]:
-    notes = unknown_key_notes(user_config, known)
-    if notes and user_config.get("strict_config"):
-        raise ConfigError("; ".join(note for _, _, note in notes) + " (strict_config is on)", key=notes[0][0])
-    for key, suggestion, note in notes:
-        warnings.warn(UnknownConfigKeyWarning(note, key=key, suggestion=suggestion), stacklevel=4)
-    return tuple(note for _, _, note in notes)
-
-
-def _order(specs: Sequence[PluginSpec]) -> list[PluginSpec]:
-    return sorted(specs, key=lambda s: (s.priority, s.name))
-
-
-def _instantiate(spec: PluginSpec) -> LivePlugin:
-    try:
-        return LivePlugin(spec, spec.factory())
-    except Exception as exc:
-        raise PluginError(spec.name, "__init__", exc) from exc
-
-
-def _string_list(plugin: LivePlugin, hook: str, value: Any) -> frozenset[str]:
-    if value is None:
-        return frozenset()
-    if not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
-        raise PluginError(
-            plugin.name, hook, TypeError("bad return value"), detail=f"must return a list of strings, got {value!r}"
-        )
-    return frozenset(value)
-
-
-def _model_list(plugin: LivePlugin, value: Any) -> Any:
-    if value is None:
-        return FrozenList()
-    if not isinstance(value, (list, tuple)):
-        raise PluginError(
-            plugin.name, "get_models", TypeError("bad return value"),
-            detail=f"must return a list of model descriptors, got {type(value).__name__}",
-        )
-    return freeze(value)
-
-
-def pick_provider(specs: Sequence[PluginSpec], config: Mapping[str, Any]) -> PluginSpec:
-    names = [s.name for s in specs]
-    wanted = config.get("provider")
-    if wanted is None:
-        if len(specs) == 1:
-            return specs[0]
-        if not specs:
-            raise ConfigError("no provider is registered; pass providers=[...] to AgentCore", key="provider")
-        raise ConfigError(
-            f"several providers are registered ({', '.join(sorted(names))}); say which with config['provider']",
-            key="provider",
-        )
-    for s in specs:
-        if s.name == wanted:
-            return s
-    raise ConfigError(
-        f"unknown provider {wanted!r}; registered providers: {', '.join(sorted(names)) or 'none'}",
-        key="provider",
-        plugins=[str(wanted)],
-    )
-
-
-def session_plugins(metadata: Mapping[str, Any]) -> frozenset[str] | None:
-    """The explicit plugin list a session's metadata carries under ``"plugins"``, if any.
-
-    Raises:
-        ConfigError: ``plugins`` is not a list of plugin ids (strings).
-    """
-    value = metadata.get("plugins")
-    if value is None:
-        return None
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(
-            f"session metadata 'plugins' must be a list of plugin ids (strings), got {value!r}", key="plugins"
-        )
-    return frozenset(value)
-
-
-_key_encoder = msgspec.json.Encoder(enc_hook=repr, order="sorted")
-
-
-def _models_key(provider: str, candidates: Sequence[str], config: Mapping[str, Any]) -> str:
-    raw = _key_encoder.encode([provider, list(candidates), config])
-    return hashlib.blake2b(raw, digest_size=16).hexdigest()
-
-
 def resolve(
     registry: Mapping[str, Sequence[PluginSpec]],
     user_config: Mapping[str, Any],
@@ -278,13 +182,13 @@ def resolve(
                 reasons[spec.name] = "off: opt-in plugin (default_enabled = False) not named in enabled_plugins"
             else:
                 cands.append(spec)
-        candidates[kind] = _order(cands)
+        candidates[kind] = by_priority(cands)
 
-    provider = _instantiate(provider_spec)
+    provider = instantiate(provider_spec)
     live: dict[str, LivePlugin] = {provider_spec.name: provider}
     for kind in CHAIN_KINDS:
         for spec in candidates[kind]:
-            live[spec.name] = _instantiate(spec)
+            live[spec.name] = instantiate(spec)
     all_cands = [s for kind in CHAIN_KINDS for s in candidates[kind]]
 
     schemas = {
@@ -292,9 +196,9 @@ def resolve(
     }
     live_fields = [f for n in live for f in schemas[n]]
     known = {f.key for f in live_fields}
-    other_fields = _registry_fields(registry, live) if any(k not in known for k in user_config) else []
+    other_fields = registry_fields(registry, live) if any(k not in known for k in user_config) else []
     known |= {f.key for f in other_fields}
-    notes = _check_unknown(user_config, known)
+    notes = check_unknown(user_config, known)
     secrets = secret_keys([*live_fields, *other_fields], user_config)
     refuse_placeholders(user_config, secrets)
     full_loose = effective_config(user_config, live_fields, strict=False)
@@ -304,31 +208,33 @@ def resolve(
 
     model_plugins = candidates["extension"] + candidates["feature"]
     # keyed on the real values: two API keys may see different model lists (the key is a one-way digest)
-    key = _models_key(provider_spec.name, [s.name for s in model_plugins], full_loose) if model_cache is not None else ""
+    key = models_key(provider_spec.name, [s.name for s in model_plugins], full_loose) if model_cache is not None else ""
     cached = model_cache.get(key) if model_cache is not None else None
     if cached is not None:
         models = cached
     else:
-        models = _model_list(provider, call_hook(provider, "get_models", own_config(provider, loose)))
+        models = model_list(provider, call_hook(provider, "get_models", own_config(provider, loose)))
         for spec in model_plugins:
-            models = _model_list(
+            models = model_list(
                 live[spec.name], call_hook(live[spec.name], "get_models", own_config(live[spec.name], loose), models)
             )
         models = freeze(list(models))
         if model_cache is not None:
             model_cache[key] = models
 
-    provider_tags = _string_list(
+    provider_tags = string_list(
         provider, "get_tags", call_hook(provider, "get_tags", own_config(provider, loose), models)
     )
     own_tags = {
-        s.name: _string_list(
+        s.name: string_list(
             live[s.name], "get_tags", call_hook(live[s.name], "get_tags", own_config(live[s.name], loose), models)
         )
         for s in all_cands
     }
-    required = {s.name: _string_list(live[s.name], "required_tags", call_hook(live[s.name], "required_tags")) for s in all_cands}
-    forbidden = {s.name: _string_list(live[s.name], "forbidden_tags", call_hook(live[s.name], "forbidden_tags")) for s in all_cands}
+    required = {s.name: string_list(live[s.name], "required_tags", call_hook(live[s.name], "required_tags"))
+                for s in all_cands}
+    forbidden = {s.name: string_list(live[s.name], "forbidden_tags", call_hook(live[s.name], "forbidden_tags"))
+                 for s in all_cands}
 
     enabled = frozenset(s.name for s in all_cands)
     history: list[frozenset[str]] = [enabled]

@@ -18,8 +18,9 @@ import msgspec
 from .effects import END, Call, CancellationToken, EffectCancelled, EffectTimeout, Guard, NextItem, OpenIter
 from .errors import AsyncOnlyHookError, InvalidValueError, PluginError
 from .events import ToolCallEvent, ToolProgressEvent, ToolResultEvent
-from .frozen import FrozenDict, freeze_json, thaw
+from .frozen import FrozenDict, thaw
 from .hooks import LivePlugin, call_hook
+from .json_values import freeze_json
 from .tools import ENVELOPE, Routed, payload_kwargs
 from .values import Message
 
@@ -71,7 +72,7 @@ def execute(
 
     Raises:
         PluginError: the tool returned a value that cannot be kept (see
-            :func:`~agent_core.frozen.freeze_json`).
+            :func:`~agent_core.json_values.freeze_json`).
     """
     call, tool = routed.call, routed.tool
     if call.error is not None:

@@ -22,7 +22,8 @@ import msgspec
 from msgspec.structs import force_setattr
 
 from .errors import InvalidValueError, MissingFieldError
-from .frozen import FrozenDict, FrozenList, FrozenVector, freeze_json, thaw
+from .frozen import FrozenDict, FrozenList, FrozenVector, thaw
+from .json_values import freeze_json
 
 __all__ = ["ROLES", "Message", "PartialMessage", "Role", "Session", "ToolDescriptor"]
 

@@ -33,7 +33,8 @@ from typing import Any
 from agent_core import freeze, thaw
 from agent_core.errors import PluginContractError
 
-from .harness import PROTOCOLS, PluginHarness, _short, fit_call
+from .harness import PluginHarness
+from .inspection import PROTOCOLS, fit_call, short
 
 __all__ = ["SAMPLES", "check_plugin"]
 
@@ -92,7 +93,7 @@ class _Checker:
         self.s = samples
 
     def fail(self, hook: str, rule: str, value: Any = None) -> PluginContractError:
-        return PluginContractError(self.h.name, hook, rule, None if value is None else _short(value))
+        return PluginContractError(self.h.name, hook, rule, None if value is None else short(value))
 
     def invoke(self, hook: str, *args: Any, **kwargs: Any) -> Any:
         """Call ``hook`` with mutable copies (rule 1), then with frozen inputs (rule 6); the frozen call's result."""

@@ -23,68 +23,25 @@ of it would.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from agent_core import (
-    BaseFeature,
-    BaseProvider,
-    BaseProviderExtension,
-    BaseTool,
-    FeaturePlugin,
     FrozenDict,
-    FrozenList,
     Message,
     PartialMessage,
-    ProviderExtensionPlugin,
-    ProviderPlugin,
     Session,
-    ToolPlugin,
     freeze,
     thaw,
 )
 from agent_core.config import effective_config, parse_schema
 from agent_core.errors import PluginContractError
 
+from .inspection import PROTOCOLS, fit_call, plugin_kind, short
+from .records import FinalizeResult, HookCall, StreamRecord
+
 __all__ = ["FinalizeResult", "HookCall", "PluginHarness", "StreamRecord", "plugin_kind"]
-
-#: kind -> the protocol whose bodies are the defaults for hooks a plugin leaves out
-PROTOCOLS: dict[str, type] = {
-    "provider": ProviderPlugin,
-    "extension": ProviderExtensionPlugin,
-    "feature": FeaturePlugin,
-    "tool": ToolPlugin,
-}
-
-_TOOL_HOOKS = ("get_tool_schemas", "execute_tool", "execute_tool_async", "stream_tool", "stream_tool_async")
-_PROVIDER_HOOKS = ("stream_api", "call_api", "astream_api", "acall_api")
-_FEATURE_ONLY = ("prepare_tools", "get_completions", "apply_completion")
-
-
-def plugin_kind(plugin: Any) -> str:
-    """``provider``, ``extension``, ``feature`` or ``tool``, read from the hooks a plugin defines.
-
-    A provider calls an API (``stream_api``/``call_api``), a tool offers
-    schemas or runs calls, an extension sees chunks (``process_chunk``); any
-    other plugin is a feature. Pass ``kind=`` to the harness when this guess
-    is wrong (an extension with no ``process_chunk``).
-    """
-    cls = plugin if isinstance(plugin, type) else type(plugin)
-    for base, kind in ((BaseProvider, "provider"), (BaseProviderExtension, "extension"),
-                       (BaseFeature, "feature"), (BaseTool, "tool")):
-        if issubclass(cls, base):
-            return kind
-    if any(hasattr(cls, h) for h in _PROVIDER_HOOKS):
-        return "provider"
-    if any(hasattr(cls, h) for h in _TOOL_HOOKS):
-        return "tool"
-    if hasattr(cls, "process_chunk"):
-        return "extension"
-    return "feature"
-
 
 def _as_message(m: Any) -> Any:
     if isinstance(m, (Message, PartialMessage)):
@@ -100,66 +57,6 @@ def _messages(items: Any) -> list[Any]:
     if isinstance(items, (str, Mapping, Message, PartialMessage)):
         items = [items]
     return [_as_message(m) for m in items]
-
-
-def fit_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-    """Call ``fn`` with as many of ``args`` as it takes and the ``kwargs`` it names (the engine's rule)."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return fn(*args, **kwargs)
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        npos = len(args)
-    else:
-        npos = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
-    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][: len(args)]
-    kw = {k: v for k, v in kwargs.items() if (var_kw or k in names) and k not in positional[:npos]}
-    return fn(*args[:npos], **kw)
-
-
-@dataclass(frozen=True)
-class HookCall:
-    """One hook call of a :meth:`PluginHarness.stream`: what went in and what came out (plain values)."""
-
-    hook: str
-    chunk: Any
-    inputs: dict[str, Any]
-    outputs: dict[str, Any]
-
-    def snapshot_fields(self) -> dict[str, Any]:
-        # The state rarely changes per call and is shown once at the end of the record.
-        return {
-            "hook": self.hook,
-            "chunk": self.chunk,
-            "in": {k: v for k, v in self.inputs.items() if k != "state"},
-            "out": {k: v for k, v in self.outputs.items() if k != "state"},
-        }
-
-
-@dataclass(frozen=True)
-class StreamRecord:
-    """What a stream did: every call, the joined partial text, every final, the last native history and state."""
-
-    calls: tuple[HookCall, ...]
-    text: str
-    finals: list[Any]
-    native_messages: list[Any]
-    state: dict[str, Any] = field(default_factory=dict)
-
-    def snapshot_fields(self) -> dict[str, Any]:
-        return {"calls": list(self.calls), "text": self.text, "finals": self.finals,
-                "native_messages": self.native_messages, "state": self.state}
-
-
-@dataclass(frozen=True)
-class FinalizeResult:
-    """What ``finalize`` returned (plain values)."""
-
-    finals: list[Any]
-    native_messages: list[Any]
-    state: dict[str, Any]
 
 
 class PluginHarness:
@@ -262,22 +159,22 @@ class PluginHarness:
         shown = f"a {len(value)}-item {type(value).__name__}" if isinstance(value, (tuple, list)) else type(
             value).__name__
         raise PluginContractError(self.name, hook, f"must return a {size}-tuple {what}, returned {shown}",
-                                  _short(value))
+                                  short(value))
 
     def _list(self, hook: str, value: Any, what: str) -> Any:
         if not isinstance(value, (list, tuple)):
             raise PluginContractError(self.name, hook, f"{what} must be a list, got {type(value).__name__}",
-                                      _short(value))
+                                      short(value))
         for item in value:
             if not isinstance(item, Mapping):
                 raise PluginContractError(self.name, hook, f"every item of {what} must be a mapping (a message), "
-                                          f"got {type(item).__name__}", _short(item))
+                                          f"got {type(item).__name__}", short(item))
         return freeze(list(value))
 
     def _map(self, hook: str, value: Any, what: str) -> Any:
         if not isinstance(value, Mapping):
             raise PluginContractError(self.name, hook, f"{what} must be a mapping, got {type(value).__name__}",
-                                      _short(value))
+                                      short(value))
         return freeze(value) if value.__class__ is not FrozenDict else value
 
     # -- message transforms ----------------------------------------------------------------
@@ -447,8 +344,3 @@ class PluginHarness:
 
     def __repr__(self) -> str:
         return f"<PluginHarness {self.kind} {self.name!r}>"
-
-
-def _short(value: Any, limit: int = 300) -> str:
-    text = repr(thaw(value) if isinstance(value, (FrozenDict, FrozenList)) else value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
