@@ -7,10 +7,8 @@ import subprocess
 import sys
 
 import pytest
-
 from agent_core.cli import main
-from agent_core_providers.clients import close_clients
-from providers._server import ScriptedServer, sse_reply
+from providers._server import sse_reply
 from providers._wire import OA_DONE, oa_chunk, oa_text
 
 
@@ -61,14 +59,6 @@ def test_module_entry_point_runs_in_a_subprocess():
 
 # -- config flags, typos, tools and plugin states (issue 17, items 6 and 9) -------------
 
-@pytest.fixture
-def server():
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
-        close_clients()
 
 
 def test_run_sends_flag_and_dash_c_values_to_the_wire_with_their_types(server, capsys):

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, ConfigError, Message, encode_event
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
-from agent_core_providers.clients import close_clients
 from agent_core_providers.openai import OpenAIProvider
 from providers._server import ScriptedServer, json_reply, sse_reply
 from providers._wire import OA_DONE, oa_chunk, oa_text
@@ -114,15 +111,6 @@ def lookup_then_answer(server: ScriptedServer) -> None:
     )
 
 
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    srv = ScriptedServer()
-    SEEN.clear()
-    try:
-        yield srv
-    finally:
-        srv.close()
-        close_clients()
 
 
 def make_core() -> AgentCore:

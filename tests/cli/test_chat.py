@@ -7,12 +7,10 @@ import pty
 import select
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
-
 from agent_core.store import open_store
-from providers._server import Delay, ScriptedServer, sse_reply
+from providers._server import Delay, sse_reply
 from providers._wire import OA_DONE, oa_chunk, oa_text
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
@@ -74,13 +72,6 @@ def home(tmp_path) -> str:
     return str(tmp_path)
 
 
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
 
 
 def test_a_conversation_survives_a_restart(home):

@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from agent_core import AgentCore, Message
 from agent_core.errors import ActionInputError, ConfigError
 from agent_core.testing import PluginHarness, check_plugin
@@ -18,9 +15,10 @@ from agent_core_plugins.compact_history import (
     split_turns,
 )
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
-from agent_core_providers.clients import close_clients
 from agent_core_providers.openai import OpenAIProvider
-from providers._server import ScriptedServer, json_reply
+from hypothesis import given
+from hypothesis import strategies as st
+from providers._server import json_reply
 from providers._wire import oa_text
 
 
@@ -91,14 +89,6 @@ def test_a_history_within_the_limit_is_left_alone():
 # -- through the engine, against a loopback OpenAI-compatible server --------------------
 
 
-@pytest.fixture
-def server():
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
-        close_clients()
 
 
 def _conversation(server, core, config, turns: int):

@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from agent_core import AgentCore, Message
-from agent_core_providers.clients import close_clients
-
-from providers._server import ScriptedServer
 from providers._wire import oa_text
 
 KEY = "sk-proj-9fQ2xLmN4pR7tV1wY3zA"
@@ -18,14 +11,6 @@ PIECES = ["<th", "ink>The user pasted s", "k-proj-9fQ2x", "LmN4pR7tV1", "wY3zA; 
           "Done. Your key s", "k-", "proj-9fQ2xLmN4pR7", "tV1wY3zA is set", ". Bye"]
 
 
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
-        close_clients()
 
 
 def test_reasoning_in_metadata_and_the_key_masked_everywhere(server):

@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from agent_core import AgentCore, Message
 from agent_core.errors import ConfigError
 from agent_core.function_tool import function_tool
@@ -16,9 +13,10 @@ from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_plugins.tool_output_budget import ToolOutputBudgetExtension, cut_text
 from agent_core_providers.anthropic import AnthropicProvider
-from agent_core_providers.clients import close_clients
 from agent_core_providers.openai import OpenAIProvider
-from providers._server import ScriptedServer, sse_reply
+from hypothesis import given
+from hypothesis import strategies as st
+from providers._server import sse_reply
 from providers._wire import OA_DONE, an_block, an_end, an_start, an_text, oa_chunk, oa_text
 
 LOG = "".join(f"line {i:04d}: {'x' * 40}\n" for i in range(1000))  # 1,000 lines, 52,000 bytes
@@ -90,14 +88,6 @@ def dump_log() -> str:
     return LOG
 
 
-@pytest.fixture
-def server():
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
-        close_clients()
 
 
 def _run(server, provider: str):

@@ -7,21 +7,9 @@ import json
 import re
 
 import pytest
-
 from agent_core.cli import main
-from agent_core_providers.clients import close_clients
-from providers._server import ScriptedServer, sse_reply
+from providers._server import sse_reply
 from providers._wire import OA_DONE, OA_USAGE, oa_chunk, oa_text
-
-
-@pytest.fixture
-def server():
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
-        close_clients()
 
 
 def _call(index, call_id, name, arguments):

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from agent_core import AgentCore, Message
 from agent_core.native_history import NATIVE_KEY
 from agent_core_features.system_prompt import SystemPromptFeature
@@ -15,22 +13,13 @@ from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.calculator import CalculatorTool
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_providers.anthropic import AnthropicProvider
-from agent_core_providers.clients import close_clients
 from agent_core_providers.openai import OpenAIProvider
-from providers._server import ScriptedServer, sse_reply
+from providers._server import sse_reply
 from providers._wire import OA_DONE, an_block, an_end, an_start, an_text, oa_chunk, oa_text
 
 PROMPT = "Be exact. You are {model}."
 
 
-@pytest.fixture
-def server():
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
-        close_clients()
 
 
 def _core() -> AgentCore:

@@ -7,19 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 from agent_core_providers.clients import aclose_clients, close_clients
-
-from ._server import ScriptedServer
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
 
 
 @pytest.fixture(autouse=True)
