@@ -174,3 +174,22 @@ def test_the_status_bar_follows_each_reply(home):
     assert "[Usage: 12 in / 3 out, $0.000018]" in shown
     term.type("/exit\r")
     assert term.exit_code() == 0
+
+
+def test_an_unanswered_approval_takes_the_default_and_leaves_the_prompt_alone(home):
+    script = ('[{"tool_calls": [{"name": "calculate", "arguments": {"expression": "1+1"}}]},'
+              ' {"content": "Done."}, {"content": "Second."}]')
+    term = Terminal(["--provider", "scripted", "-c", f"script={script}", "-c", 'enabled_plugins=["calculator"]',
+                     "-c", 'tool_policy={"calculate": "ask"}', "-c", "approval_timeout_s=1"], home)
+    term.expect("> ")
+    term.type("add\r")
+    term.expect("[y/N]")
+    # the engine's timeout and the prompt's fire together: the note and the answer come in either order
+    shown = term.expect("(no answer in 1 s: deny)")
+    if "Done." not in shown:
+        term.expect("Done.")
+    time.sleep(0.2)
+    term.type("next\r")  # read by the prompt, not by a leftover approval reader
+    term.expect("Second.")
+    term.type("/exit\r")
+    assert term.exit_code() == 0

@@ -94,8 +94,23 @@ class _Approver:
             args = json.dumps(request.payload, default=str)
             self.err.write(f"\n{request.prompt or 'Run this tool?'} {request.tool_name}({args}) [y/N] ")
             self.err.flush()
+            if not _line_within(request.timeout):
+                # unanswered: the engine applies the default; and this thread must not stay behind
+                # reading stdin, or it would swallow the next line typed at the prompt
+                self.err.write(f"(no answer in {request.timeout:g} s: {request.default})\n")
+                return request.default == "allow"
             answer = sys.stdin.readline()
         return answer.strip().lower() in ("y", "yes")
+
+
+def _line_within(seconds: float) -> bool:
+    """Whether stdin has input within ``seconds`` (always True where select cannot watch stdin)."""
+    try:
+        import select
+
+        return bool(select.select([sys.stdin], [], [], max(seconds, 0.0))[0])
+    except (OSError, ValueError, TypeError):
+        return True
 
 
 def _readline(core: Any, config: dict[str, Any]) -> None:
