@@ -193,3 +193,23 @@ def test_an_unanswered_approval_takes_the_default_and_leaves_the_prompt_alone(ho
     term.expect("Second.")
     term.type("/exit\r")
     assert term.exit_code() == 0
+
+
+def test_compact_shortens_what_the_model_is_sent_and_keeps_the_conversation(home):
+    term = Terminal(["--session", "long"], home)
+    term.expect("> ")
+    for i in range(3):
+        term.type(f"question {i} " + "words " * 60 + "\r")
+        term.expect(f"Echo: question {i}")
+        term.expect("> ")
+    term.type("/compact 200\r")
+    shown = term.expect("> ")
+    assert "compacted (drop): 4 older messages no longer sent" in shown, shown
+    term.type("/compact 200\r")
+    assert "nothing to compact" in term.expect("> ")
+    term.type("/exit\r")
+    assert term.exit_code() == 0
+    stored = open_store(f"sqlite:///{home}/sessions.db").get("long")
+    assert len(stored.session.messages) == 6  # every message kept
+    native = stored.session.metadata["agent_core.native_history"]["echo"]["messages"]
+    assert [m["content"][:10] for m in native] == ["question 2", "Echo: ques"]

@@ -16,6 +16,8 @@ needs beyond that:
   when the terminal has readline.
 * After each reply, the features' ``status_bar`` elements (``usage``: the
   session's tokens and cost) are printed as one line on stderr.
+* ``/compact [TOKENS] [summarize]`` runs ``compact_history``'s action on the
+  stored session: what the model is sent shrinks, the conversation stays.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from .settings import layered_config
 __all__ = ["add_chat", "render_status"]
 
 _FIELD = re.compile(r"\{\{\s*data((?:\.[A-Za-z0-9_]+)*)\s*\}\}")
-_HELP = "/exit quits (or Ctrl-D), /session prints the session id, Ctrl-C cancels a reply"
+_HELP = ("/exit quits (or Ctrl-D), /session prints the session id, /compact [TOKENS] [summarize] shortens what "
+         "the model is sent, Ctrl-C cancels a reply")
 
 
 def _walk(root: Any, path: str) -> Any:
@@ -184,6 +187,29 @@ def _turn(core: Any, store: Any, session_id: str, line: str, config: dict[str, A
     return session
 
 
+def _compact(core: Any, store: Any, session_id: str, config: dict[str, Any], words: list[str]) -> str:
+    """``/compact [TOKENS] [summarize]``: the ``compact_native_history`` action on the stored session, saved."""
+    params: dict[str, Any] = {}
+    for word in words:
+        if word.isdigit():
+            params["max_context_tokens"] = int(word)
+        elif word == "summarize":
+            params["mode"] = "summarize"
+        else:
+            return f"usage: /compact [TOKENS] [summarize] (not {word!r})"
+    try:
+        stored = store.get(session_id)
+    except SessionNotFoundError:
+        return "nothing to compact yet"
+    result = core.execute_action(stored.session, "compact_native_history", params, config)
+    report = result.payload.get("compact_history") or {}
+    if not report.get("dropped_messages"):
+        return f"nothing to compact: about {report.get('estimated_tokens_before', '?')} tokens fit the limit"
+    store.put(result.session, expected_revision=stored.revision)
+    return (f"compacted ({report['mode']}): {report['dropped_messages']} older messages no longer sent, about "
+            f"{report['estimated_tokens_before']} tokens now {report['estimated_tokens_after']}")
+
+
 def _chat(args: argparse.Namespace) -> int:
     out, err = sys.stdout, sys.stderr
     config = layered_config(args)
@@ -225,6 +251,12 @@ def _chat(args: argparse.Namespace) -> int:
                 continue
             if line == "/help":
                 out.write(_HELP + "\n")
+                continue
+            if line.split()[0] == "/compact":
+                try:
+                    err.write(_compact(core, store, session_id, config, line.split()[1:]) + "\n")
+                except AgentCoreError as exc:
+                    err.write(f"error: {exc}\n")
                 continue
             try:
                 session = _turn(core, store, session_id, line, config, out, err)
