@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from agent_core.errors import ConfigError
 
 __all__ = ["ToolOutputBudgetExtension", "cut_text"]
@@ -201,8 +203,13 @@ class ToolOutputBudgetExtension:
         """``tool_post``: when the result is over the budget, record its size on the tool message."""
         message = (context or {}).get("tool_message") or {}
         content = message.get("content") if isinstance(message, Mapping) else None
-        if not isinstance(content, str):
+        if content is None:
             return {}
+        if not isinstance(content, str):  # a structured result goes to the model as compact JSON text
+            try:
+                content = msgspec.json.encode(content).decode()
+            except (TypeError, msgspec.EncodeError):
+                return {}
         max_bytes, max_lines = _limits((context or {}).get("config"))
         size = len(content.encode("utf-8"))
         lines = len(content.splitlines())

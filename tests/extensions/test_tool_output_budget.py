@@ -149,3 +149,28 @@ def test_a_budget_below_its_floor_is_a_config_error_naming_the_key():
             core.request(session, {**config, key: bad})
         assert info.value.key == key
     assert [m.content for m in session.messages] == ["hi"]
+
+
+def rows() -> dict:
+    """A structured result: the model gets it as JSON text."""
+    return {"rows": [{"id": i, "name": f"row {i}"} for i in range(2000)]}
+
+
+def test_a_structured_result_is_cut_as_the_json_text_the_model_gets(server):
+    server.enqueue(
+        sse_reply(oa_chunk({"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "c1", "type": "function", "function": {"name": "rows", "arguments": "{}"}}]}),
+            oa_chunk({}, "tool_calls"), OA_DONE),
+        oa_text("ok"),
+    )
+    core = AgentCore(providers=[OpenAIProvider], extensions=[OpenAIToolsExtension, ToolOutputBudgetExtension],
+                     tools=[function_tool(rows)])
+    session = core.add_message(core.create_session("s"), Message("user", "rows?"))
+    config = {"provider": "openai", "base_url": server.url + "/v1", "model": "m", "api_key": "sk-test",
+              "max_retries": 0, "stream": True, "tool_output_max_bytes": 2048}
+    result = core.request(session, config)
+    sent = json.loads(server.requests[1].raw)["messages"][-1]["content"]
+    assert len(sent.encode()) <= 2048 and "tool output truncated" in sent
+    tool = next(m for m in result.session.messages if m.role == "tool")
+    budget = tool.metadata["tool_output_budget"]
+    assert budget["truncated"] and budget["original_bytes"] > 2048
