@@ -31,3 +31,15 @@ def test_serve_takes_its_token_from_the_environment(tmp_path: Path) -> None:
         assert httpx.get(f"{url}/v1/models", headers={"authorization": "Bearer from-env"}).status_code == 200
     finally:
         _stop(proc)
+
+
+def test_serve_reads_a_toml_config_file(tmp_path: Path) -> None:
+    toml = tmp_path / "serve.toml"
+    toml.write_text('echo_prefix = "From the file:"\n')
+    proc, url = _start(tmp_path, "--config", str(toml))
+    try:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        reply = client.chat.completions.create(model="echo", messages=[{"role": "user", "content": "hi"}])
+        assert reply.choices[0].message.content == "From the file: hi"
+    finally:
+        _stop(proc)
