@@ -13,9 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-
 from agent_core.server import create_app
-from agent_core_providers.clients import close_clients
 from providers._server import Delay, Reply, ScriptedServer, sse_reply
 from providers._wire import OA_DONE, oa_chunk
 
@@ -30,13 +28,9 @@ def _slow() -> Any:
 
 
 @pytest.fixture
-def upstream() -> Iterator[ScriptedServer]:
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
-        close_clients()
+def upstream(server: ScriptedServer) -> ScriptedServer:
+    """The model API the facade talks to: the shared loopback ``server`` fixture."""
+    return server
 
 
 @pytest.fixture

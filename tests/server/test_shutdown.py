@@ -6,12 +6,10 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-
 from agent_core.store import open_store
 from providers._server import Delay, ScriptedServer, sse_reply
 from providers._wire import OA_DONE, oa_chunk
@@ -20,12 +18,9 @@ from ._live import start_serve, stop_serve
 
 
 @pytest.fixture
-def upstream() -> Iterator[ScriptedServer]:
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
+def upstream(server: ScriptedServer) -> ScriptedServer:
+    """The model API the facade talks to: the shared loopback ``server`` fixture."""
+    return server
 
 
 def test_sigterm_cancels_a_turn_after_the_grace_period_and_saves_it(tmp_path: Path, upstream: ScriptedServer) -> None:

@@ -9,9 +9,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-
 from agent_core.server import create_app
-from agent_core_providers.clients import close_clients
 from providers._server import ScriptedServer, json_reply
 from providers._wire import oa_text, oa_tool_calls
 
@@ -26,13 +24,9 @@ TOOLS = [
 
 
 @pytest.fixture
-def upstream() -> Iterator[ScriptedServer]:
-    srv = ScriptedServer()
-    try:
-        yield srv
-    finally:
-        srv.close()
-        close_clients()
+def upstream(server: ScriptedServer) -> ScriptedServer:
+    """The model API the facade talks to: the shared loopback ``server`` fixture."""
+    return server
 
 
 @pytest.fixture
