@@ -137,3 +137,19 @@ def test_partial_message_checks_what_a_plugin_returned_once() -> None:
         partial_message(plugin, {"role": "robot", "content": "x"})
     with pytest.raises(PluginError, match="invalid partial"):
         partial_message(plugin, {"content": float("nan")})
+
+
+def test_flat_partials_are_frozen_by_the_short_path_and_others_by_the_general_one() -> None:
+    from agent_core.hot_loop import _flat
+
+    flat = [{"role": "assistant", "content": "x"}, {"role": "assistant", "content": "", "index": 2}]
+    out = _flat(flat)
+    assert out == flat and out.__class__ is FrozenList and all(d.__class__ is FrozenDict for d in out)
+    assert out[0] is not flat[0]  # a copy: the provider's dict stays its own
+    with pytest.raises(TypeError):
+        out[0]["content"] = "changed"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        out.append({})
+    assert hash(out[0]) == hash(FrozenDict(flat[0]))  # usable as a key, like any frozen dict
+    assert _flat([{"role": "assistant", "metadata": {"reasoning": "r"}}]) is None  # nested: the general walk
+    assert _flat([FrozenDict(role="assistant")]) is None  # not a plain dict
