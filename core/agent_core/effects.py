@@ -204,8 +204,9 @@ class Pump(Effect):
     The hot path's one effect per stream: instead of the pipeline asking for
     each chunk (one effect, and a resumption of every generator frame between
     the driver and the pipeline, per chunk), the driver runs the loop itself.
-    ``step(item)`` returns the events for that item (an empty tuple for none);
-    the driver yields them to the caller at once. When ``step`` or the
+    ``step(item)`` returns the events for that item: a 1-tuple for the usual
+    single event (the sync driver yields it without making an iterator),
+    otherwise a list (empty for none); the driver yields them at once. When ``step`` or the
     iterator raises, the handle is closed and the error is thrown back into
     the pipeline at the ``yield Pump(...)``. Its value is None.
     """
@@ -314,8 +315,10 @@ def drive_sync(gen: Generator[Any, Any, Any]) -> Generator[Any, None, Any]:
                 try:
                     for chunk in h.it:
                         events = step(chunk)
-                        if events:
-                            yield from events
+                        if events.__class__ is not tuple:
+                            yield from events  # several, or none
+                        else:
+                            yield events[0]  # the usual chunk: one event, no iterator
                 except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
                     _close_sync(h)
                     error = exc

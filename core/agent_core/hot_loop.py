@@ -26,7 +26,7 @@ from .flight import Flight, RunCancelled
 from .frozen import _SCALARS, FrozenDict, FrozenList
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from .stubs import streams_for_real
-from .values import PartialMessage
+from .values import EMPTY_METADATA, PartialMessage
 
 __all__ = ["HotChain", "call_provider", "feed_chunk", "hot_chain", "partial_message"]
 
@@ -164,10 +164,27 @@ def partial_message(plugin: LivePlugin, p: Any, hook: str = "process_chunk") -> 
         raise PluginError(plugin.name, hook, exc, detail=f"returned an invalid partial {p!r}") from exc
 
 
+#: what ``_Stream.step`` returns for a chunk with nothing to show (a list: see ``effects.Pump``)
+_NO_EVENTS: list[Any] = []
+
+
+class _Flag:
+    """``event._flag`` for a ``threading.Event`` that keeps its flag elsewhere (not CPython's)."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self, event: Any) -> None:
+        self._event = event
+
+    @property
+    def _flag(self) -> bool:
+        return bool(self._event.is_set())
+
+
 class _Stream:
     """The state of one open stream: what :func:`feed_chunk` carries from chunk to chunk."""
 
-    __slots__ = ("chain", "native", "state", "seen", "chunks", "request_id", "iteration", "is_cancelled", "owner")
+    __slots__ = ("chain", "native", "state", "seen", "chunks", "request_id", "iteration", "cancelled", "owner")
 
     def __init__(self, chain: HotChain, native: Any, state: Any, request_id: str, iteration: int, flight: Flight):
         self.chain = chain
@@ -177,20 +194,30 @@ class _Stream:
         self.chunks = 0
         self.request_id = request_id
         self.iteration = iteration
-        self.is_cancelled = flight.token._event.is_set
+        event = flight.token._event  # a threading.Event; its flag is read per chunk
+        self.cancelled = event if hasattr(event, "_flag") else _Flag(event)
         self.owner = chain[0][0]  # partials are the provider's (extensions pass them on)
 
     def step(self, chunk: Any) -> Any:
-        if self.is_cancelled():
+        if self.cancelled._flag:  # Event.is_set() without the call: this runs for every chunk
             raise RunCancelled
         self.chunks += 1
         partials, finals, self.native, self.state = feed_chunk(self.chain, chunk, self.native, self.state)
         if finals:
             self.seen.extend(finals)
         if not partials:
-            return partials
+            return _NO_EVENTS
         if len(partials) == 1:
             (p,) = partials  # unpacked, not indexed: a FrozenList's __getitem__ is Python code
+            if p.__class__ is dict or p.__class__ is FrozenDict:  # partial_message, inline for the usual chunk
+                get = p.get
+                try:
+                    message = PartialMessage(get("role") or "assistant", get("content", ""),
+                                             get("metadata") or EMPTY_METADATA)
+                except (TypeError, ValueError) as exc:
+                    raise PluginError(self.owner.name, "process_chunk", exc,
+                                      detail=f"returned an invalid partial {p!r}") from exc
+                return (PartialEvent(self.request_id, message, self.iteration),)
             return (PartialEvent(self.request_id, partial_message(self.owner, p), self.iteration),)
         rid, it, owner = self.request_id, self.iteration, self.owner
         return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]

@@ -31,6 +31,8 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = get_args(Role)
 
 _EMPTY = freeze_json(FrozenDict())
+#: the empty metadata every value shares (a partial built with it skips the check of its metadata)
+EMPTY_METADATA = _EMPTY
 _json_encoder = msgspec.json.Encoder()
 _json_decoder = msgspec.json.Decoder()
 
@@ -228,7 +230,9 @@ class PartialMessage(_ReadsLikeDict, msgspec.Struct, frozen=True):
             _check_role(role, "PartialMessage")
         if content.__class__ is not str or not content.isascii():
             force_setattr(self, "content", freeze_json(content, "PartialMessage.content"))
-        if metadata is None or not metadata:
+        if metadata is _EMPTY:
+            pass
+        elif metadata is None or not metadata:
             force_setattr(self, "metadata", _EMPTY)
         elif metadata.__class__ is not FrozenDict or not metadata._json:
             force_setattr(self, "metadata", _frozen_mapping(metadata, "metadata", "PartialMessage"))
