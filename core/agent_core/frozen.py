@@ -239,6 +239,11 @@ class FrozenList(list):  # type: ignore[type-arg]
         return FrozenList._trusted([*self, freeze(item)])
 
 
+#: classes ``freeze`` returns as they are: checked in its loops so a mostly frozen value costs
+#: no call per item (a plugin's new state is the old one with a key or two changed)
+_KEPT = _SCALARS | {FrozenDict, FrozenList}
+
+
 def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     """Return a deeply immutable version of a JSON-like ``value``.
 
@@ -266,7 +271,7 @@ def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
                        and not isinstance(value, FrozenDict)):
         items = {}
         for k, v in value.items():
-            items[k] = v if v.__class__ in _SCALARS else freeze(v, _budget)
+            items[k] = v if v.__class__ in _KEPT else freeze(v, _budget)
         new = dict.__new__(FrozenDict)
         dict.update(new, items)
         new._hash = None
@@ -277,7 +282,7 @@ def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     ):
         out = []
         for v in value:
-            out.append(v if v.__class__ in _SCALARS else freeze(v, _budget))
+            out.append(v if v.__class__ in _KEPT else freeze(v, _budget))
         lst = list.__new__(FrozenList)
         list.extend(lst, out)
         lst._hash = None
