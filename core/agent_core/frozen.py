@@ -242,6 +242,8 @@ class FrozenList(list):  # type: ignore[type-arg]
 #: classes ``freeze`` returns as they are: checked in its loops so a mostly frozen value costs
 #: no call per item (a plugin's new state is the old one with a key or two changed)
 _KEPT = _SCALARS | {FrozenDict, FrozenList}
+_new_dict, _fill_dict, _set_item = dict.__new__, dict.update, dict.__setitem__
+_new_list, _extend, _set_index = list.__new__, list.extend, list.__setitem__
 
 
 def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
@@ -261,30 +263,49 @@ def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     # Loops rather than comprehensions: one Python frame per level, so the
     # depth bound, not the interpreter's recursion limit, is what stops a walk.
     cls = value.__class__
-    if cls in _SCALARS or cls is FrozenDict or cls is FrozenList:
+    if cls in _KEPT:
         return value
     if _budget <= 0:
         raise InvalidValueError(f"the value is nested deeper than {MAX_DEPTH} levels (or contains itself)")
     _budget -= 1
-    # the plain types first: isinstance against the ABCs costs more than the copy of a small dict
-    if cls is dict or (cls is not list and cls is not tuple and isinstance(value, Mapping)
-                       and not isinstance(value, FrozenDict)):
-        items = {}
+    # the plain types first: isinstance against the ABCs costs more than the copy of a small dict.
+    # Copied in C, then only the items that are not frozen yet are replaced: a plugin's new state
+    # is usually the old one with one key changed.
+    if cls is dict:
+        new = _new_dict(FrozenDict)
+        _fill_dict(new, value)
         for k, v in value.items():
-            items[k] = v if v.__class__ in _KEPT else freeze(v, _budget)
-        new = dict.__new__(FrozenDict)
-        dict.update(new, items)
+            if v.__class__ not in _KEPT:
+                _set_item(new, k, freeze(v, _budget))
         new._hash = None
         new._json = False
         return new
-    if cls is list or cls is tuple or (
-        isinstance(value, (list, tuple, pyrsistent.PVector)) and not isinstance(value, FrozenList)
-    ):
+    if cls is list or cls is tuple:
+        lst = _new_list(FrozenList)
+        _extend(lst, value)
+        i = 0
+        for v in value:
+            if v.__class__ not in _KEPT:
+                _set_index(lst, i, freeze(v, _budget))
+            i += 1
+        lst._hash = None
+        lst._json = False
+        return lst
+    if isinstance(value, Mapping) and not isinstance(value, FrozenDict):
+        items = {}
+        for k, v in value.items():
+            items[k] = v if v.__class__ in _KEPT else freeze(v, _budget)
+        new = _new_dict(FrozenDict)
+        _fill_dict(new, items)
+        new._hash = None
+        new._json = False
+        return new
+    if isinstance(value, (list, tuple, pyrsistent.PVector)) and not isinstance(value, FrozenList):
         out = []
         for v in value:
             out.append(v if v.__class__ in _KEPT else freeze(v, _budget))
-        lst = list.__new__(FrozenList)
-        list.extend(lst, out)
+        lst = _new_list(FrozenList)
+        _extend(lst, out)
         lst._hash = None
         lst._json = False
         return lst
