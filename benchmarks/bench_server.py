@@ -87,8 +87,11 @@ def stop(proc: subprocess.Popen[Any]) -> None:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process so far (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """User + system CPU of a process so far (Linux ``/proc``; NaN where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
