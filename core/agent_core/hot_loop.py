@@ -9,9 +9,12 @@ between the driver and the request run.
 
 What a plugin hands back is frozen only when it is new: a history or state
 returned as given (the usual case) costs an identity check; an empty list
-costs a length check. Partials are built into :class:`PartialMessage` once,
-from what the last plugin returned; they are frozen before that only when
-another extension is still to see them.
+costs a length check. Partials are never frozen: they live for one chunk,
+never enter a session, and are read once, when the last plugin in the chain
+has returned them and :class:`PartialMessage` copies what it needs. So an
+extension is handed the plain list of plain dicts the plugin before it made
+(the seed's ``List[Dict]``), and a pass-through extension costs one call and
+four identity checks.
 """
 
 from __future__ import annotations
@@ -83,12 +86,12 @@ def _flat(value: list[Any]) -> FrozenList | None:
     return out
 
 
-def taken(plugin: LivePlugin, out: Any, native: Any, state: Any, raw_partials: bool,
+def taken(plugin: LivePlugin, out: Any, native: Any, state: Any,
           hook: str = "process_chunk") -> tuple[Any, Any, Any, Any]:
     """Check a hot hook's 4-tuple; freeze only the parts the plugin made new.
 
-    With ``raw_partials`` the partials are only checked to be a list: nobody
-    else sees them before :func:`partial_message` builds them.
+    Partials are only checked to be a list (see the module's docstring);
+    :func:`partial_message` checks each one when it is built.
     """
     if out.__class__ is not tuple or len(out) != 4:
         out = expect_tuple(plugin, hook, out, 4, _SHAPE)
@@ -99,46 +102,40 @@ def taken(plugin: LivePlugin, out: Any, native: Any, state: Any, raw_partials: b
         new_state = frozen_map(plugin, hook, new_state, "state")
     if finals.__class__ is not FrozenList:
         finals = _listed(plugin, hook, finals, "final_messages")
-    if raw_partials:
-        if partials.__class__ is not list and partials.__class__ is not FrozenList:
-            if not isinstance(partials, (list, tuple)):
-                frozen_list(plugin, hook, partials, "partial_messages")  # raises, naming the plugin
-    elif partials.__class__ is not FrozenList:
-        partials = _listed(plugin, hook, partials, "partial_messages")
+    if partials.__class__ is not list and partials.__class__ is not FrozenList:
+        if not isinstance(partials, (list, tuple)):
+            frozen_list(plugin, hook, partials, "partial_messages")  # raises, naming the plugin
     return partials, finals, new_native, new_state
 
 
-def feed_chunk(chain: HotChain, chunk: Any, native: Any, state: Any) -> tuple[Any, Any, Any, Any]:
-    """Run one native chunk through the hot chain: ``(partials, new_finals, native, state)``.
+def feed_chunk(chain: HotChain, chunk: Any, native: Any, state: Any) -> tuple[Any, Any, Any, Any, LivePlugin]:
+    """Run one native chunk through the hot chain: ``(partials, new_finals, native, state, owner)``.
 
     ``chain[0]`` is the provider (``process_chunk(chunk, native, state)``), the
     rest are extensions (``process_chunk(chunk, partials, finals, native,
     state)``), each seeing what the one before returned. Returned finals and
-    native history are frozen, and so are the partials an extension was
-    handed; the partials coming out are as the last plugin returned them (see
-    :func:`partial_message`).
+    native history are frozen; partials come out as the last plugin to change
+    them returned them, and ``owner`` is that plugin, the one an invalid
+    partial is blamed on (see :func:`partial_message`).
 
     Raises:
         PluginError: a hook raised or returned a bad shape (names plugin and hook).
         LLMError, ProviderRequestCancelled: raised by a hook, passed on as they are.
     """
-    last = len(chain) - 1
-    plugin, fn = chain[0]
+    owner, fn = chain[0]
     try:
         out = fn(chunk, native, state)
     except _PASS:
         raise
     except Exception as exc:
-        raise PluginError(plugin.name, "process_chunk", exc) from exc
+        raise PluginError(owner.name, "process_chunk", exc) from exc
     # The usual chunk, checked inline: history and state handed back as given, no new final.
     if (out.__class__ is tuple and len(out) == 4 and out[2] is native and out[3] is state
             and out[1].__class__ is list and not out[1] and out[0].__class__ is list):
-        if not last:
-            return out[0], _NONE, native, state
-        partials, finals = _listed(plugin, "process_chunk", out[0], "partial_messages"), _NONE
+        partials, finals = out[0], _NONE
     else:
-        partials, finals, native, state = taken(plugin, out, native, state, last == 0)
-    for i in range(1, last + 1):
+        partials, finals, native, state = taken(owner, out, native, state)
+    for i in range(1, len(chain)):
         plugin, fn = chain[i]
         try:
             out = fn(chunk, partials, finals, native, state)
@@ -149,8 +146,10 @@ def feed_chunk(chain: HotChain, chunk: Any, native: Any, state: Any) -> tuple[An
         if out.__class__ is tuple and len(out) == 4 and out[0] is partials and out[1] is finals \
                 and out[2] is native and out[3] is state:
             continue  # a pass-through extension: nothing new to check
-        partials, finals, native, state = taken(plugin, out, native, state, i == last)
-    return partials, finals, native, state
+        if out.__class__ is tuple and len(out) == 4 and out[0] is not partials:
+            owner = plugin
+        partials, finals, native, state = taken(plugin, out, native, state)
+    return partials, finals, native, state, owner
 
 
 def partial_message(plugin: LivePlugin, p: Any, hook: str = "process_chunk") -> PartialMessage:
@@ -184,7 +183,7 @@ class _Flag:
 class _Stream:
     """The state of one open stream: what :func:`feed_chunk` carries from chunk to chunk."""
 
-    __slots__ = ("chain", "native", "state", "seen", "chunks", "request_id", "iteration", "cancelled", "owner")
+    __slots__ = ("chain", "native", "state", "seen", "chunks", "request_id", "iteration", "cancelled")
 
     def __init__(self, chain: HotChain, native: Any, state: Any, request_id: str, iteration: int, flight: Flight):
         self.chain = chain
@@ -196,13 +195,12 @@ class _Stream:
         self.iteration = iteration
         event = flight.token._event  # a threading.Event; its flag is read per chunk
         self.cancelled = event if hasattr(event, "_flag") else _Flag(event)
-        self.owner = chain[0][0]  # partials are the provider's (extensions pass them on)
 
     def step(self, chunk: Any) -> Any:
         if self.cancelled._flag:  # Event.is_set() without the call: this runs for every chunk
             raise RunCancelled
         self.chunks += 1
-        partials, finals, self.native, self.state = feed_chunk(self.chain, chunk, self.native, self.state)
+        partials, finals, self.native, self.state, owner = feed_chunk(self.chain, chunk, self.native, self.state)
         if finals:
             self.seen.extend(finals)
         if not partials:
@@ -215,11 +213,11 @@ class _Stream:
                     message = PartialMessage(get("role") or "assistant", get("content", ""),
                                              get("metadata") or EMPTY_METADATA)
                 except (TypeError, ValueError) as exc:
-                    raise PluginError(self.owner.name, "process_chunk", exc,
+                    raise PluginError(owner.name, "process_chunk", exc,
                                       detail=f"returned an invalid partial {p!r}") from exc
                 return (PartialEvent(self.request_id, message, self.iteration),)
-            return (PartialEvent(self.request_id, partial_message(self.owner, p), self.iteration),)
-        rid, it, owner = self.request_id, self.iteration, self.owner
+            return (PartialEvent(self.request_id, partial_message(owner, p), self.iteration),)
+        rid, it = self.request_id, self.iteration
         return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
 
 
@@ -285,7 +283,7 @@ def call_provider(
             raise provider_failure(flight, provider, "call_api", exc) from exc
         if flight.cancelled:
             raise RunCancelled
-        partials, finals, native, state = taken(provider, out, native, state, False, hook="call_api")
+        partials, finals, native, state = taken(provider, out, native, state, hook="call_api")
         for p in partials:
             yield PartialEvent(rid, partial_message(provider, p, "call_api"), iteration)
         unseen.extend(finals)
@@ -306,7 +304,7 @@ def call_provider(
         if not ext.defines("process_chunk"):
             continue
         partials, pending, native, state = taken(
-            ext, call_hook(ext, "process_chunk", None, _NONE, pending, native, state), native, state, False
+            ext, call_hook(ext, "process_chunk", None, _NONE, pending, native, state), native, state
         )
         for p in partials:
             yield PartialEvent(rid, partial_message(ext, p), iteration)

@@ -56,17 +56,19 @@ STATE = freeze({"config": {}})
 
 def test_provider_alone_hands_back_its_partials_and_the_same_history_and_state() -> None:
     chain = hot_chain(live("provider", Provider), [])
-    partials, finals, native, state = feed_chunk(chain, {"delta": "a"}, NATIVE, STATE)
-    assert [p["content"] for p in partials] == ["a"]
+    partials, finals, native, state, owner = feed_chunk(chain, {"delta": "a"}, NATIVE, STATE)
+    assert [p["content"] for p in partials] == ["a"] and owner.name == "p"
     assert finals == [] and isinstance(finals, FrozenList)
     assert native is NATIVE and state is STATE  # returned as given: nothing re-frozen
 
 
-def test_extensions_see_frozen_values_in_order_and_their_state_is_frozen() -> None:
+def test_extensions_see_values_in_order_and_what_they_return_is_frozen() -> None:
     chain = hot_chain(live("provider", Provider), [live("extension", PassThrough), live("extension", Upper)])
-    partials, finals, native, state = feed_chunk(chain, {"delta": "a", "end": True}, NATIVE, STATE)
+    partials, finals, native, state, owner = feed_chunk(chain, {"delta": "a", "end": True}, NATIVE, STATE)
     ((ext_partials, ext_finals, ext_native, ext_state),) = seen
-    assert isinstance(ext_partials, FrozenList) and isinstance(ext_partials[0], FrozenDict)
+    # partials live for one chunk and never enter a session: handed on as the provider made them
+    assert ext_partials.__class__ is list and ext_partials[0].__class__ is dict
+    assert owner.name == "upper"  # the last plugin that changed the partials
     assert isinstance(ext_finals, FrozenList) and ext_finals == [{"role": "assistant", "content": "done"}]
     assert ext_native is NATIVE and ext_state is STATE
     assert [p["content"] for p in partials] == ["A"]
@@ -80,6 +82,23 @@ def test_an_extension_without_process_chunk_is_not_in_the_chain() -> None:
 
     chain = hot_chain(live("provider", Provider), [live("extension", Quiet), live("extension", PassThrough)])
     assert [p.name for p, _ in chain] == ["p", "pass"]
+
+
+def test_an_invalid_partial_is_blamed_on_the_extension_that_made_it() -> None:
+    from agent_core.flight import Flight
+    from agent_core.hot_loop import _Stream
+
+    class Robot:
+        name = "robot"
+
+        def process_chunk(self, chunk, partials, finals, native_messages, state):
+            return [{"role": "robot", "content": "x"}], finals, native_messages, state
+
+    chain = hot_chain(live("provider", Provider), [live("extension", Robot), live("extension", PassThrough)])
+    stream = _Stream(chain, NATIVE, STATE, "r1", 0, Flight("r1"))
+    with pytest.raises(PluginError, match="invalid partial") as info:
+        stream.step({"delta": "a"})
+    assert (info.value.plugin, info.value.hook) == ("robot", "process_chunk")
 
 
 def test_a_bad_shape_names_the_plugin_and_the_hook() -> None:
