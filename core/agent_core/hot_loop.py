@@ -1,8 +1,8 @@
 """One provider call and its hot loop (steps 4c-4d of :mod:`agent_core.run`).
 
 The hot path is every chunk of a stream: the provider's ``process_chunk``
-then each extension's, in chain order. It is written as one small free
-function, :func:`feed_chunk`, over a chain prepared once per call, and the
+then each extension's, in chain order. It is written as one small
+method, :meth:`HotLoop.feed`, over a chain prepared once per call, and the
 driver runs the loop (one :class:`~agent_core.effects.Pump` effect per
 stream), so a chunk costs a few calls, not a resumption of every generator
 between the driver and the request run.
@@ -31,7 +31,7 @@ from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from .stubs import streams_for_real
 from .values import EMPTY_METADATA, PartialMessage
 
-__all__ = ["HotChain", "call_provider", "feed_chunk", "hot_chain", "partial_message"]
+__all__ = ["HotChain", "HotLoop", "call_provider", "hot_chain", "partial_message"]
 
 #: a chain prepared for the hot loop: (plugin, its bound ``process_chunk``), provider first
 HotChain = tuple[tuple[LivePlugin, Callable[..., Any]], ...]
@@ -108,50 +108,6 @@ def taken(plugin: LivePlugin, out: Any, native: Any, state: Any,
     return partials, finals, new_native, new_state
 
 
-def feed_chunk(chain: HotChain, chunk: Any, native: Any, state: Any) -> tuple[Any, Any, Any, Any, LivePlugin]:
-    """Run one native chunk through the hot chain: ``(partials, new_finals, native, state, owner)``.
-
-    ``chain[0]`` is the provider (``process_chunk(chunk, native, state)``), the
-    rest are extensions (``process_chunk(chunk, partials, finals, native,
-    state)``), each seeing what the one before returned. Returned finals and
-    native history are frozen; partials come out as the last plugin to change
-    them returned them, and ``owner`` is that plugin, the one an invalid
-    partial is blamed on (see :func:`partial_message`).
-
-    Raises:
-        PluginError: a hook raised or returned a bad shape (names plugin and hook).
-        LLMError, ProviderRequestCancelled: raised by a hook, passed on as they are.
-    """
-    owner, fn = chain[0]
-    try:
-        out = fn(chunk, native, state)
-    except _PASS:
-        raise
-    except Exception as exc:
-        raise PluginError(owner.name, "process_chunk", exc) from exc
-    # The usual chunk, checked inline: history and state handed back as given, no new final.
-    if (out.__class__ is tuple and len(out) == 4 and out[2] is native and out[3] is state
-            and out[1].__class__ is list and not out[1] and out[0].__class__ is list):
-        partials, finals = out[0], _NONE
-    else:
-        partials, finals, native, state = taken(owner, out, native, state)
-    for i in range(1, len(chain)):
-        plugin, fn = chain[i]
-        try:
-            out = fn(chunk, partials, finals, native, state)
-        except _PASS:
-            raise
-        except Exception as exc:
-            raise PluginError(plugin.name, "process_chunk", exc) from exc
-        if out.__class__ is tuple and len(out) == 4 and out[0] is partials and out[1] is finals \
-                and out[2] is native and out[3] is state:
-            continue  # a pass-through extension: nothing new to check
-        if out.__class__ is tuple and len(out) == 4 and out[0] is not partials:
-            owner = plugin
-        partials, finals, native, state = taken(plugin, out, native, state)
-    return partials, finals, native, state, owner
-
-
 def partial_message(plugin: LivePlugin, p: Any, hook: str = "process_chunk") -> PartialMessage:
     """Build the :class:`PartialMessage` for one returned partial (checked once, here)."""
     if p.__class__ is PartialMessage:
@@ -163,7 +119,7 @@ def partial_message(plugin: LivePlugin, p: Any, hook: str = "process_chunk") -> 
         raise PluginError(plugin.name, hook, exc, detail=f"returned an invalid partial {p!r}") from exc
 
 
-#: what ``_Stream.step`` returns for a chunk with nothing to show (a list: see ``effects.Pump``)
+#: what :meth:`HotLoop.feed` returns for a chunk with nothing to show (a list: see ``effects.Pump``)
 _NO_EVENTS: list[Any] = []
 
 
@@ -180,13 +136,18 @@ class _Flag:
         return bool(self._event.is_set())
 
 
-class _Stream:
-    """The state of one open stream: what :func:`feed_chunk` carries from chunk to chunk."""
+class HotLoop:
+    """One open stream: the chain prepared once, and what :meth:`feed` carries from chunk to chunk.
 
-    __slots__ = ("chain", "native", "state", "seen", "chunks", "request_id", "iteration", "cancelled")
+    ``native`` and ``state`` are the provider's history and state after the
+    last chunk; ``seen`` the finals produced so far; ``chunks`` how many were fed.
+    """
+
+    __slots__ = ("provider", "exts", "native", "state", "seen", "chunks", "request_id", "iteration", "cancelled")
 
     def __init__(self, chain: HotChain, native: Any, state: Any, request_id: str, iteration: int, flight: Flight):
-        self.chain = chain
+        self.provider = chain[0]
+        self.exts = chain[1:]
         self.native = native
         self.state = state
         self.seen: list[Any] = []
@@ -196,11 +157,53 @@ class _Stream:
         event = flight.token._event  # a threading.Event; its flag is read per chunk
         self.cancelled = event if hasattr(event, "_flag") else _Flag(event)
 
-    def step(self, chunk: Any) -> Any:
+    def feed(self, chunk: Any) -> Any:
+        """Run one native chunk through the chain; return its events.
+
+        The provider's ``process_chunk(chunk, native, state)`` runs first, then
+        each extension's ``process_chunk(chunk, partials, finals, native,
+        state)``, each seeing what the one before returned. New finals and
+        native history are frozen; partials are built into events from what
+        the last plugin returned, and an invalid one is blamed on the last
+        plugin that changed them. Returns a tuple of one event (the usual
+        chunk) or a list of any number.
+
+        Raises:
+            RunCancelled: the request was cancelled.
+            PluginError: a hook raised or returned a bad shape (names plugin and hook).
+            LLMError, ProviderRequestCancelled: raised by a hook, passed on as they are.
+        """
         if self.cancelled._flag:  # Event.is_set() without the call: this runs for every chunk
             raise RunCancelled
         self.chunks += 1
-        partials, finals, self.native, self.state, owner = feed_chunk(self.chain, chunk, self.native, self.state)
+        native, state = self.native, self.state
+        owner, fn = self.provider
+        try:
+            out = fn(chunk, native, state)
+        except _PASS:
+            raise
+        except Exception as exc:
+            raise PluginError(owner.name, "process_chunk", exc) from exc
+        # The usual chunk, checked inline: history and state handed back as given, no new final.
+        if (out.__class__ is tuple and len(out) == 4 and out[2] is native and out[3] is state
+                and out[1].__class__ is list and not out[1] and out[0].__class__ is list):
+            partials, finals = out[0], _NONE
+        else:
+            partials, finals, native, state = taken(owner, out, native, state)
+        for plugin, fn in self.exts:
+            try:
+                out = fn(chunk, partials, finals, native, state)
+            except _PASS:
+                raise
+            except Exception as exc:
+                raise PluginError(plugin.name, "process_chunk", exc) from exc
+            if out.__class__ is tuple and len(out) == 4 and out[0] is partials and out[1] is finals \
+                    and out[2] is native and out[3] is state:
+                continue  # a pass-through extension: nothing new to check
+            if out.__class__ is tuple and len(out) == 4 and out[0] is not partials:
+                owner = plugin
+            partials, finals, native, state = taken(plugin, out, native, state)
+        self.native, self.state = native, state
         if finals:
             self.seen.extend(finals)
         if not partials:
@@ -260,9 +263,9 @@ def call_provider(
             )
         except Exception as exc:
             raise provider_failure(flight, provider, "stream_api", exc) from exc
-        run = _Stream(hot_chain(provider, exts), native, state, rid, iteration, flight)
+        run = HotLoop(hot_chain(provider, exts), native, state, rid, iteration, flight)
         try:
-            yield Pump(handle, run.step)
+            yield Pump(handle, run.feed)
         except Exception as exc:
             raise provider_failure(flight, provider, "stream_api", exc) from exc
         native, state, seen, chunks = run.native, run.state, run.seen, run.chunks

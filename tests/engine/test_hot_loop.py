@@ -1,4 +1,4 @@
-"""The hot loop on its own: feed_chunk over a prepared chain, without a request around it."""
+"""The hot loop on its own: HotLoop.feed over a prepared chain, without a request around it."""
 
 from __future__ import annotations
 
@@ -8,11 +8,17 @@ import pytest
 
 from agent_core import FrozenDict, FrozenList, PluginError, RateLimitError, freeze
 from agent_core.hooks import LivePlugin, spec_for
-from agent_core.hot_loop import feed_chunk, hot_chain, partial_message
+from agent_core.flight import Flight
+from agent_core.hot_loop import HotLoop, hot_chain, partial_message
 
 
 def live(kind: str, cls: type) -> LivePlugin:
     return LivePlugin(spec_for(kind, cls), cls())
+
+
+def loop(provider: type, *extensions: type) -> HotLoop:
+    chain = hot_chain(live("provider", provider), [live("extension", e) for e in extensions])
+    return HotLoop(chain, NATIVE, STATE, "r1", 3, Flight("r1"))
 
 
 class Provider:
@@ -54,26 +60,25 @@ NATIVE = freeze([{"role": "user", "content": "hi"}])
 STATE = freeze({"config": {}})
 
 
-def test_provider_alone_hands_back_its_partials_and_the_same_history_and_state() -> None:
-    chain = hot_chain(live("provider", Provider), [])
-    partials, finals, native, state, owner = feed_chunk(chain, {"delta": "a"}, NATIVE, STATE)
-    assert [p["content"] for p in partials] == ["a"] and owner.name == "p"
-    assert finals == [] and isinstance(finals, FrozenList)
-    assert native is NATIVE and state is STATE  # returned as given: nothing re-frozen
+def test_provider_alone_makes_one_event_and_keeps_the_same_history_and_state() -> None:
+    hot = loop(Provider)
+    (event,) = hot.feed({"delta": "a"})
+    assert (event.request_id, event.iteration, event.message.content) == ("r1", 3, "a")
+    assert hot.seen == [] and hot.chunks == 1
+    assert hot.native is NATIVE and hot.state is STATE  # returned as given: nothing re-frozen
 
 
 def test_extensions_see_values_in_order_and_what_they_return_is_frozen() -> None:
-    chain = hot_chain(live("provider", Provider), [live("extension", PassThrough), live("extension", Upper)])
-    partials, finals, native, state, owner = feed_chunk(chain, {"delta": "a", "end": True}, NATIVE, STATE)
+    hot = loop(Provider, PassThrough, Upper)
+    (event,) = hot.feed({"delta": "a", "end": True})
     ((ext_partials, ext_finals, ext_native, ext_state),) = seen
     # partials live for one chunk and never enter a session: handed on as the provider made them
     assert ext_partials.__class__ is list and ext_partials[0].__class__ is dict
-    assert owner.name == "upper"  # the last plugin that changed the partials
     assert isinstance(ext_finals, FrozenList) and ext_finals == [{"role": "assistant", "content": "done"}]
     assert ext_native is NATIVE and ext_state is STATE
-    assert [p["content"] for p in partials] == ["A"]
-    assert finals == [{"role": "assistant", "content": "done"}]
-    assert isinstance(state, FrozenDict) and state["n"] == 1
+    assert event.message.content == "A"
+    assert hot.seen == [{"role": "assistant", "content": "done"}] and isinstance(hot.seen[0], FrozenDict)
+    assert isinstance(hot.state, FrozenDict) and hot.state["n"] == 1
 
 
 def test_an_extension_without_process_chunk_is_not_in_the_chain() -> None:
@@ -85,19 +90,14 @@ def test_an_extension_without_process_chunk_is_not_in_the_chain() -> None:
 
 
 def test_an_invalid_partial_is_blamed_on_the_extension_that_made_it() -> None:
-    from agent_core.flight import Flight
-    from agent_core.hot_loop import _Stream
-
     class Robot:
         name = "robot"
 
         def process_chunk(self, chunk, partials, finals, native_messages, state):
             return [{"role": "robot", "content": "x"}], finals, native_messages, state
 
-    chain = hot_chain(live("provider", Provider), [live("extension", Robot), live("extension", PassThrough)])
-    stream = _Stream(chain, NATIVE, STATE, "r1", 0, Flight("r1"))
     with pytest.raises(PluginError, match="invalid partial") as info:
-        stream.step({"delta": "a"})
+        loop(Provider, Robot, PassThrough).feed({"delta": "a"})
     assert (info.value.plugin, info.value.hook) == ("robot", "process_chunk")
 
 
@@ -108,9 +108,8 @@ def test_a_bad_shape_names_the_plugin_and_the_hook() -> None:
         def process_chunk(self, chunk, partials, finals, native_messages, state):
             return partials, finals  # two items, not four
 
-    chain = hot_chain(live("provider", Provider), [live("extension", Broken)])
     with pytest.raises(PluginError) as info:
-        feed_chunk(chain, {"delta": "a"}, NATIVE, STATE)
+        loop(Provider, Broken).feed({"delta": "a"})
     assert (info.value.plugin, info.value.hook) == ("broken", "process_chunk")
 
 
@@ -122,13 +121,13 @@ def test_a_hook_exception_becomes_a_plugin_error_but_a_typed_llm_error_passes() 
         def process_chunk(self, chunk, partials, finals, native_messages, state):
             raise self.error
 
-    chain = hot_chain(live("provider", Provider), [live("extension", Raises)])
+    hot = loop(Provider, Raises)
     with pytest.raises(PluginError, match="boom") as info:
-        feed_chunk(chain, {"delta": "a"}, NATIVE, STATE)
+        hot.feed({"delta": "a"})
     assert info.value.plugin == "raises"
     Raises.error = RateLimitError("slow down", provider="p")
     with pytest.raises(RateLimitError):
-        feed_chunk(chain, {"delta": "a"}, NATIVE, STATE)
+        hot.feed({"delta": "a"})
 
 
 def test_a_state_that_cannot_be_frozen_is_a_plugin_error() -> None:
@@ -144,7 +143,7 @@ def test_a_state_that_cannot_be_frozen_is_a_plugin_error() -> None:
             return [], [], native_messages, loop
 
     with pytest.raises(PluginError, match="state"):
-        feed_chunk(hot_chain(live("provider", Deep), []), {"delta": "a"}, NATIVE, STATE)
+        loop(Deep).feed({"delta": "a"})
 
 
 def test_partial_message_checks_what_a_plugin_returned_once() -> None:
@@ -172,3 +171,23 @@ def test_flat_partials_are_frozen_by_the_short_path_and_others_by_the_general_on
     assert hash(out[0]) == hash(FrozenDict(flat[0]))  # usable as a key, like any frozen dict
     assert _flat([{"role": "assistant", "metadata": {"reasoning": "r"}}]) is None  # nested: the general walk
     assert _flat([FrozenDict(role="assistant")]) is None  # not a plain dict
+
+
+def test_no_partials_make_no_event_several_make_several_and_a_cancel_stops_the_next_chunk() -> None:
+    from agent_core.flight import RunCancelled
+
+    class Splits:
+        name = "splits"
+
+        def process_chunk(self, chunk, partials, finals, native_messages, state):
+            return [{"content": c} for c in chunk["delta"]], finals, native_messages, state
+
+    hot = loop(Provider, Splits)
+    assert list(hot.feed({"delta": ""})) == []
+    assert [e.message.content for e in hot.feed({"delta": "abc"})] == ["a", "b", "c"]
+    flight = Flight("r2")
+    hot = HotLoop(hot_chain(live("provider", Provider), []), NATIVE, STATE, "r2", 1, flight)
+    flight.token.cancel()
+    with pytest.raises(RunCancelled):
+        hot.feed({"delta": "a"})
+    assert hot.chunks == 0
