@@ -13,8 +13,11 @@ Shared state while a request runs::
 
     state["config"]   the effective config, without the API key
     state["request"]  {"url", "payload", "headers"} for the next call
-    state["openai"]   the stream buffer: {"text": Pieces, "refusal": Pieces,
-                      "finish_reason", "usage"}; None outside a streamed call
+    state["openai"]   the stream buffer: {"refusal": Pieces, "finish_reason",
+                      "usage"}; None outside a streamed call
+    state["openai_text"]  the streamed text so far (Pieces), a key of its own:
+                      it changes on every chunk, and the engine freezes only
+                      what changed, so the rest of the buffer is not copied
 
 Native messages are Chat Completions messages. Keys starting with ``_`` are
 ours and never sent: ``_finish_reason`` and ``_usage`` on an assistant
@@ -255,7 +258,7 @@ class OpenAIProvider(HTTPProvider):
             "payload": self._api_payload_mode(with_extra_body(payload, config), bool(stream)),
             "headers": self._request_headers(config, self._api_base_headers(config)),
         }
-        return native_messages, {**state, "request": request, "openai": {}}
+        return native_messages, {**state, "request": request, "openai": {}, "openai_text": None}
 
     def process_chunk(
         self, native_chunk: Dict, native_messages: list[Dict], state: Dict
@@ -268,18 +271,17 @@ class OpenAIProvider(HTTPProvider):
         """
         changes: Dict = {}
         partials: list[Dict] = []
+        text = None
         choices = native_chunk.get("choices")
         if choices:
             choice = choices[0]
             delta = choice.get("delta")
             if delta:
                 text = delta.get("content")
+                if text and text.__class__ is not str:
+                    text = message_text(text)
                 if text:
-                    if text.__class__ is not str:
-                        text = message_text(text)
-                    if text:
-                        partials = [{"role": "assistant", "content": text}]
-                        changes["text"] = push(state["openai"].get("text"), text)
+                    partials = [{"role": "assistant", "content": text}]
                 refusal = delta.get("refusal")
                 if refusal and refusal.__class__ is str:
                     changes["refusal"] = push(state["openai"].get("refusal"), refusal)
@@ -288,9 +290,11 @@ class OpenAIProvider(HTTPProvider):
         usage = native_chunk.get("usage") or (native_chunk.get("x_groq") or {}).get("usage")
         if usage:
             changes["usage"] = usage
-        if not changes:
-            return partials, [], native_messages, state
-        return partials, [], native_messages, {**state, "openai": {**state["openai"], **changes}}
+        if changes:
+            state = {**state, "openai": {**state["openai"], **changes}}
+        if text:  # the usual chunk: only this key changes
+            state = {**state, "openai_text": push(state.get("openai_text"), text)}
+        return partials, [], native_messages, state
 
     def finalize(
         self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
@@ -299,14 +303,14 @@ class OpenAIProvider(HTTPProvider):
         buffer = state.get("openai")
         if buffer is None:
             return [], native_messages, state
-        message: Dict = {"role": "assistant", "content": text_of(buffer.get("text"))}
+        message: Dict = {"role": "assistant", "content": text_of(state.get("openai_text"))}
         if buffer.get("refusal"):
             message["refusal"] = text_of(buffer["refusal"])
         if buffer.get("finish_reason"):
             message["_finish_reason"] = buffer["finish_reason"]
         if buffer.get("usage"):
             message["_usage"] = buffer["usage"]
-        return [message], [*native_messages, message], {**state, "openai": None}
+        return [message], [*native_messages, message], {**state, "openai": None, "openai_text": None}
 
     def from_native_messages(
         self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
