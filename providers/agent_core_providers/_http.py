@@ -474,6 +474,16 @@ def _give_up_or_wait(call: HTTPCall, error: LLMError, attempt: int, record: InFl
     return delay
 
 
+def _identity(response: httpx.Response) -> bool:
+    """True when the body is sent as it is (no ``Content-Encoding``), the usual event stream.
+
+    Then the raw bytes are read without httpx's decoder layer: one
+    generator and a decoder call fewer per network read on the hot path.
+    """
+    encoding = response.headers.get("content-encoding")
+    return not encoding or encoding.strip().lower() == "identity"
+
+
 def _request(client: httpx.Client | httpx.AsyncClient, call: HTTPCall) -> httpx.Request:
     return client.build_request(call.method, call.url, headers=call.headers, content=call.body)
 
@@ -511,7 +521,7 @@ def stream_call(
                 record.raise_if_cancelled()
                 if response.status_code >= 400:
                     _check_status(call, response, response.read())
-                chunks: Iterable[bytes] = response.iter_bytes()
+                chunks: Iterable[bytes] = response.iter_raw() if _identity(response) else response.iter_bytes()
                 if from_answer is not None and _is_json(response):
                     body = response.read()
                     if not _looks_like_sse(body):
@@ -589,7 +599,7 @@ async def astream_call(
                 record.raise_if_cancelled()
                 if response.status_code >= 400:
                     _check_status(call, response, await response.aread())
-                chunks: AsyncIterator[bytes] = response.aiter_bytes()
+                chunks: AsyncIterator[bytes] = response.aiter_raw() if _identity(response) else response.aiter_bytes()
                 if from_answer is not None and _is_json(response):
                     body = await response.aread()
                     if not _looks_like_sse(body):

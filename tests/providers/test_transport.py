@@ -194,6 +194,20 @@ def test_connection_dropped_after_the_end_marker_is_fine(server, kit):
 
 
 @KITS
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_compressed_event_stream_is_decoded(server, kit, mode):
+    # identity streams are read raw (no decoder layer per read); a gzip one must still be decoded
+    import gzip
+
+    body = gzip.compress(b"".join(kit.text("packed", " tight").parts))
+    half = len(body) // 2
+    server.enqueue(sse_reply(body[:half], body[half:], headers={"content-encoding": "gzip"}))
+    args = (kit.provider(), kit.extensions(), USER, kit.config(server))
+    turn = run_turn(*args) if mode == "sync" else run_async(arun_turn, *args)
+    assert turn.finals[0]["content"] == "packed tight"
+
+
+@KITS
 def test_stream_closing_without_end_marker_is_an_error(server, kit):
     server.enqueue(sse_reply(*_opening(kit), kit.first_event))  # body ends cleanly, but too early
     with pytest.raises(ProviderUnavailableError, match="before the API marked it complete"):
