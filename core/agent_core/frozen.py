@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, overload
+from weakref import ref as _weak
 
 import pyrsistent
 
@@ -166,7 +167,8 @@ class FrozenList(list):  # type: ignore[type-arg]
     Equal to any list with the same items; hashable when its items are.
     """
 
-    __slots__ = ("_hash", "_json")
+    # _head: a weak reference to the list this one was made from by _joined (see begins_with)
+    __slots__ = ("_hash", "_json", "_head", "__weakref__")
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         list.__init__(self, [freeze(v) for v in items])
@@ -190,6 +192,8 @@ class FrozenList(list):  # type: ignore[type-arg]
         new._hash = None
         # two lists freeze_json has checked make a checked list: nothing new to walk
         new._json = getattr(head, "_json", False) and getattr(tail, "_json", False)
+        if head.__class__ is FrozenList and head:
+            new._head = _weak(head)
         return new
 
     __setitem__ = _refuse_list("__setitem__")
@@ -244,6 +248,29 @@ class FrozenList(list):  # type: ignore[type-arg]
 _KEPT = _SCALARS | {FrozenDict, FrozenList}
 _new_dict, _fill_dict, _set_item = dict.__new__, dict.update, dict.__setitem__
 _new_list, _extend, _set_index = list.__new__, list.extend, list.__setitem__
+
+
+def begins_with(value: FrozenList, base: Sequence[Any]) -> bool:
+    """True when ``value``'s first ``len(base)`` items equal ``base``'s.
+
+    A history grows by :meth:`FrozenList._joined`, which remembers (weakly)
+    the list it started from; since frozen lists never change, a list
+    descended from ``base`` that way begins with it, and finding that out
+    costs a few pointer hops instead of a pass over every item. Anything else
+    is compared in C.
+    """
+    link: Any = value
+    for _ in range(8):  # a history is joined a few times per provider call
+        ref = getattr(link, "_head", None)
+        if ref is None:
+            break
+        link = ref()
+        if link is base:
+            return True
+        if link is None:
+            break
+    k = len(base)
+    return len(value) >= k and list.__getitem__(value, slice(0, k)) == base
 
 
 def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:

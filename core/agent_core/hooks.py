@@ -359,6 +359,17 @@ def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str, base: Any 
         raise _unusable(plugin, hook, what, exc) from exc
 
 
+def _head_equal(value: list[Any], base: Sequence[Any], k: int) -> bool:
+    """``value[:k] == base`` without copying the head: the plugin's list is cut to ``k`` items
+    for the comparison and given its tail back (a slice would touch every item twice more)."""
+    tail = value[k:]
+    del value[k:]
+    try:
+        return list.__eq__(value, base) is True
+    finally:
+        value.extend(tail)
+
+
 def freeze_over(value: Any, base: Sequence[Any]) -> Any:
     """Freeze a list a plugin built on top of ``base`` (a frozen list it was handed).
 
@@ -369,7 +380,7 @@ def freeze_over(value: Any, base: Sequence[Any]) -> Any:
     items after it are frozen. Anything else is frozen as :func:`freeze` does.
     """
     k = len(base)
-    if value.__class__ is list and k and len(value) >= k and value[:k] == base:
+    if value.__class__ is list and k and len(value) >= k and _head_equal(value, base, k):
         if len(value) == k:
             return base if base.__class__ is FrozenList else FrozenList._trusted(base)
         rest = FrozenList._trusted([v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]])

@@ -38,7 +38,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .frozen import FrozenDict, FrozenList, FrozenVector, freeze
+from .frozen import FrozenDict, FrozenList, FrozenVector, begins_with, freeze
 from .json_values import freeze_json
 from .values import Message, Session
 
@@ -110,13 +110,15 @@ def freeze_json_over(value: Any, base: Any, what: str = "value") -> Any:
     """
     if value is base or (value.__class__ is FrozenList and value._json):
         return value
-    if value.__class__ is FrozenList and base.__class__ is FrozenList and base._json:
-        k = len(base)
-        if len(value) >= k and list.__getitem__(value, slice(0, k)) == base:
-            new = freeze_json(FrozenList._trusted(list.__getitem__(value, slice(k, None))), what)
-            out = FrozenList._joined(base, new)
-            out._json = True
-            return out
+    if value.__class__ is FrozenList and base.__class__ is FrozenList and base._json and begins_with(value, base):
+        tail = list.__getitem__(value, slice(len(base), None))
+        new = freeze_json(FrozenList._trusted(tail), what)
+        if all(a is b for a, b in zip(new, tail)):
+            value._json = True  # a fact about its items, which never change: no copy needed
+            return value
+        out = FrozenList._joined(base, new)
+        out._json = True
+        return out
     return freeze_json(value, what)
 
 
@@ -152,7 +154,6 @@ def persistable(stored: FrozenList, native: FrozenList, turn_start: int, request
     """
     if request_time is stored or len(native) < turn_start:
         return native
-    # compared in C: identical items (the usual case) cost one pointer check each
-    if list.__getitem__(native, slice(0, len(request_time))) != request_time:
+    if not begins_with(native, request_time):
         return native
     return FrozenList._joined(stored, list.__getitem__(native, slice(turn_start, None)))
