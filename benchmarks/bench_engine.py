@@ -224,17 +224,35 @@ def main() -> None:
     for k, b, e, o in rows:
         per_ext = f"{(o - base) / k:8.3f}" if k else f"{'-':>8}"
         print(f"{k:>10} {b:>10.3f} {e:>8.3f} {o:>9.3f} {per_ext}")
+    verdicts = [verdict("1a", "engine overhead with no extension", base, 1.0, "us")]
+    for k, _, _, o in rows[1:]:
+        verdicts.append(verdict("1b", f"added per pass-through extension, {k} on", (o - base) / k, 0.25, "us"))
     print()
     print(f"History (stored native history; 2,000-chunk stream; turn = 4 tool calls, median of {turn_runs})")
     print(f"{'messages':>9} {'us/chunk':>9} {'ms/turn':>9} {'turn ratio':>11}")
     hrows = history_table(sizes, max(1, runs // 2), turn_runs)
     for n, c, t in hrows:
         print(f"{n:>9,} {c:>9.3f} {t:>9.2f} {t / hrows[0][2]:>11.2f}")
+    n, _, t = hrows[-1]
+    verdicts.append(verdict("3a", f"4-call turn at {n:,} messages / at {hrows[0][0]:,}", t / hrows[0][2], 2.0, "x"))
     print()
     print(f"Tool calls in one turn (10 messages of history, median of {turn_runs})")
     print(f"{'calls':>6} {'ms/turn':>9} {'ms/call':>8}")
-    for calls, t in calls_table(counts, turn_runs):
+    crows = calls_table(counts, turn_runs)
+    for calls, t in crows:
         print(f"{calls:>6,} {t:>9.1f} {t / calls:>8.3f}")
+    (c0, t0), (c1, t1) = crows[0], crows[-1]
+    # O(calls): the cost per call may not grow with the number of calls (1.5x allows for noise)
+    verdicts.append(verdict("3b", f"ms per call at {c1:,} calls / at {c0:,}", (t1 / c1) / (t0 / c0), 1.5, "x"))
+    print()
+    for line in verdicts:
+        print(line)
+
+
+def verdict(target: str, what: str, value: float, goal: float, unit: str) -> str:
+    """One line saying whether a target of issue 10 is met in this run."""
+    status = "met" if value <= goal else "MISSED"
+    return f"target {target}: {what} = {value:.3f} {unit} (goal <= {goal:g} {unit}): {status}"
 
 
 if __name__ == "__main__":

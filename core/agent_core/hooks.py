@@ -22,7 +22,7 @@ from typing import Any
 from .contract import HOOKS, PROVIDER_TWINS, parse_signature
 from .errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
 from .frozen import _SCALARS, FrozenDict, FrozenList, freeze
-from .json_values import freeze_json
+from .native_history import freeze_over
 from .protocols import FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
 
 __all__ = ["KINDS", "LivePlugin", "PluginSpec", "call_hook", "spec_for"]
@@ -357,42 +357,6 @@ def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str, base: Any 
         return freeze(value) if base is None else freeze_over(value, base)
     except InvalidValueError as exc:
         raise _unusable(plugin, hook, what, exc) from exc
-
-
-def _head_equal(value: list[Any], base: Sequence[Any], k: int) -> bool:
-    """``value[:k] == base`` without copying the head: the plugin's list is cut to ``k`` items
-    for the comparison and given its tail back (a slice would touch every item twice more)."""
-    tail = value[k:]
-    del value[k:]
-    try:
-        return list.__eq__(value, base) is True
-    finally:
-        value.extend(tail)
-
-
-def freeze_over(value: Any, base: Sequence[Any]) -> Any:
-    """Freeze a list a plugin built on top of ``base`` (a frozen list it was handed).
-
-    ``[*native_messages, msg]`` is how plugins extend a history. Walking the
-    whole result would cost O(history) in Python per hook; instead the head
-    is compared with ``base`` in C (identical items compare in one pointer
-    check) and, when equal, ``base``'s own frozen items are kept: only the
-    items after it are frozen. Anything else is frozen as :func:`freeze` does.
-    """
-    k = len(base)
-    if value.__class__ is list and k and len(value) >= k and _head_equal(value, base, k):
-        if len(value) == k:
-            return base if base.__class__ is FrozenList else FrozenList._trusted(base)
-        rest = FrozenList._trusted([v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]])
-        if getattr(base, "_json", False):
-            # A JSON-checked history stays checked when its new items are: storing it then
-            # walks nothing. An item JSON cannot carry is left for the store to name.
-            try:
-                rest = freeze_json(rest)
-            except InvalidValueError:
-                pass
-        return FrozenList._joined(base, rest)
-    return freeze(value)
 
 
 def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:

@@ -38,7 +38,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .frozen import FrozenDict, FrozenList, FrozenVector, begins_with, freeze
+from .errors import InvalidValueError
+from .frozen import _SCALARS, FrozenDict, FrozenList, FrozenVector, begins_with, freeze
 from .json_values import freeze_json
 from .values import Message, Session
 
@@ -95,6 +96,42 @@ def load_native(session: Session, provider: str) -> tuple[FrozenList, int]:
     if count and record.get("prefix_digest") != prefix_digest(session.messages, count):
         return FrozenList(), 0
     return freeze(native), count
+
+
+def _head_equal(value: list[Any], base: Sequence[Any], k: int) -> bool:
+    """``value[:k] == base`` without copying the head: the plugin's list is cut to ``k`` items
+    for the comparison and given its tail back (a slice would touch every item twice more)."""
+    tail = value[k:]
+    del value[k:]
+    try:
+        return list.__eq__(value, base) is True
+    finally:
+        value.extend(tail)
+
+
+def freeze_over(value: Any, base: Sequence[Any]) -> Any:
+    """Freeze a list a plugin built on top of ``base`` (a frozen list it was handed).
+
+    ``[*native_messages, msg]`` is how plugins extend a history. Walking the
+    whole result would cost O(history) in Python per hook; instead the head
+    is compared with ``base`` in C (identical items compare in one pointer
+    check) and, when equal, ``base``'s own frozen items are kept: only the
+    items after it are frozen. Anything else is frozen as :func:`freeze` does.
+    """
+    k = len(base)
+    if value.__class__ is list and k and len(value) >= k and _head_equal(value, base, k):
+        if len(value) == k:
+            return base if base.__class__ is FrozenList else FrozenList._trusted(base)
+        rest = FrozenList._trusted([v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]])
+        if getattr(base, "_json", False):
+            # A JSON-checked history stays checked when its new items are: storing it then
+            # walks nothing. An item JSON cannot carry is left for the store to name.
+            try:
+                rest = freeze_json(rest)
+            except InvalidValueError:
+                pass
+        return FrozenList._joined(base, rest)
+    return freeze(value)
 
 
 def freeze_json_over(value: Any, base: Any, what: str = "value") -> Any:
