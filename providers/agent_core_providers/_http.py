@@ -480,6 +480,8 @@ def _identity(response: httpx.Response) -> bool:
     Then the raw bytes are read without httpx's decoder layer: one
     generator and a decoder call fewer per network read on the hot path.
     """
+    if response.is_stream_consumed:  # a body already read (a replay, a mock transport): iter_bytes serves it
+        return False
     encoding = response.headers.get("content-encoding")
     return not encoding or encoding.strip().lower() == "identity"
 
