@@ -599,16 +599,15 @@ def measure(chunks: int, runs: int, clients: list[str], python: str) -> tuple[li
     skipped: list[str] = []
     try:
         for fmt, client in [(f, c) for f in FORMATS for c in clients if f in CLIENTS[c]]:
-            if True:
-                w = Worker(client, fmt, url, chunks, python)
-                if "skip" in w.first:
-                    skipped.append(f"{client} ({fmt}): skipped, {w.first['skip']}")
-                    w.close()
-                elif "error" in w.first:
-                    w.close()
-                    raise SystemExit(f"FAILED {w.first['error']}")
-                else:
-                    workers.append(w)
+            w = Worker(client, fmt, url, chunks, python)
+            if "skip" in w.first:
+                skipped.append(f"{client} ({fmt}): skipped, {w.first['skip']}")
+                w.close()
+            elif "error" in w.first:
+                w.close()
+                raise SystemExit(f"FAILED {w.first['error']}")
+            else:
+                workers.append(w)
         samples: dict[Worker, list[dict[str, Any]]] = {w: [] for w in workers}
         for _ in range(runs):  # interleaved, so a busy moment of the machine hits every client alike
             for w in workers:

@@ -222,10 +222,6 @@ async def arun_turn(
             error = exc
 
 
-class _Failed(Exception):
-    """A streamed request ended with an error event: the turn is not saved."""
-
-
 def _result_of(done: DoneEvent) -> RequestResult:
     return RequestResult(done.session, done.final_messages, done.outcome, done.request_id, done.usage)
 
