@@ -515,3 +515,16 @@ def test_a_grown_history_is_json_checked_in_place_when_its_new_items_are_already
     bad = FrozenList._joined(base, freeze([{"role": "assistant", "content": float("nan")}]))
     with pytest.raises(InvalidValueError):
         freeze_json_over(bad, base)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=4), min_size=1, max_size=6), st.data())
+def test_begins_with_agrees_with_comparing_the_head(pieces: list[list[int]], data: Any) -> None:
+    from agent_core.frozen import begins_with
+
+    chain = [freeze(pieces[0])]
+    for piece in pieces[1:]:
+        chain.append(FrozenList._joined(chain[-1], freeze(piece)))
+    value = data.draw(st.sampled_from(chain))
+    base = data.draw(st.one_of(st.sampled_from(chain), st.lists(st.integers(0, 3), max_size=8).map(freeze)))
+    assert begins_with(value, base) == (list(value[: len(base)]) == list(base) and len(value) >= len(base))
