@@ -32,6 +32,12 @@ Shared state while a request runs::
     state["request"]    {"url", "payload", "headers"} for the next call
     state["anthropic"]  {"blocks": {index: block}, "usage", "stop_reason"};
                         None outside a streamed call
+    state["anthropic_text"], state["anthropic_text_at"]
+                        the text of the block being streamed (Pieces) and its
+                        index: keys of their own, since they change on every
+                        chunk and the engine freezes only what changed. The
+                        text is written into its block (``_text``) when the
+                        block stops, another block starts, or the call ends.
 """
 
 from __future__ import annotations
@@ -221,6 +227,27 @@ def _is_preamble(event: Mapping[str, Any]) -> bool:
     return event.get("type") == "message_start"
 
 
+def _fold_text(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``state`` with the streaming text written into its block, and no block streaming."""
+    at = state.get("anthropic_text_at")
+    if at is None:
+        return state
+    block = block_at(state, at) or {"type": "text"}
+    folded = with_block(state, at, {**block, "_text": state.get("anthropic_text")})
+    return {**folded, "anthropic_text": None, "anthropic_text_at": None}
+
+
+def _streaming(state: Mapping[str, Any], index: int) -> Dict:
+    """``state`` with the text block at ``index`` taking the deltas that follow."""
+    state = _fold_text(state)
+    block = block_at(state, index)
+    if block is None:
+        block = {"type": "text"}
+        state = with_block(state, index, block)
+    pieces = block["_text"] if "_text" in block else push(None, block.get("text") or "")
+    return {**state, "anthropic_text": pieces, "anthropic_text_at": index}
+
+
 def _finished(block: Mapping[str, Any]) -> Dict:
     """A block as stored in history: text joined, work-in-progress keys dropped."""
     out = {k: v for k, v in block.items() if k[0] != "_"}
@@ -319,7 +346,8 @@ class AnthropicProvider(HTTPProvider):
             "payload": self._api_payload_mode(with_extra_body(payload, config), bool(stream)),
             "headers": self._request_headers(config, self._api_base_headers(config)),
         }
-        return native_messages, {**state, "request": request, "anthropic": {"blocks": {}}}
+        return native_messages, {**state, "request": request, "anthropic": {"blocks": {}},
+                                 "anthropic_text": None, "anthropic_text_at": None}
 
     def process_chunk(
         self, native_chunk: Dict, native_messages: list[Dict], state: Dict
@@ -344,19 +372,23 @@ class AnthropicProvider(HTTPProvider):
                     return [], [], native_messages, with_block(state, index, cited)
                 return [], [], native_messages, state
             index = native_chunk.get("index", 0)
-            block = block_at(state, index) or {"type": "text"}
             text = delta["text"]
-            new_state = with_block(state, index, {**block, "_text": push(block.get("_text"), text)})
+            if state.get("anthropic_text_at") != index:
+                state = _streaming(state, index)
+            # the usual chunk: only the text key changes, not the block table
+            new_state = {**state, "anthropic_text": push(state["anthropic_text"], text)}
             return [{"role": "assistant", "content": text}], [], native_messages, new_state
         if kind == "content_block_start":
             block = native_chunk.get("content_block") or {}
             if block.get("type") == "text":
-                opened = {**block, "_text": push(None, block.get("text") or "")}
-                return [], [], native_messages, with_block(state, native_chunk.get("index", 0), opened)
+                index = native_chunk.get("index", 0)
+                return [], [], native_messages, _streaming(with_block(_fold_text(state), index, block), index)
             if block.get("type") not in CLIENT_BLOCK_TYPES:
                 return [], [], native_messages, with_block(state, native_chunk["index"], block)
         elif kind == "content_block_stop":
             index = native_chunk.get("index", 0)
+            if state.get("anthropic_text_at") == index:
+                state = _fold_text(state)
             block = block_at(state, index)
             if block is not None and block.get("type") == "text":
                 return [], [], native_messages, with_block(state, index, _finished(block))
@@ -378,6 +410,7 @@ class AnthropicProvider(HTTPProvider):
         self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
     ) -> tuple[list, list, Dict]:
         """The block table, in index order, as one native assistant message."""
+        state = _fold_text(state)
         buffer = state.get("anthropic")
         if buffer is None:
             return [], native_messages, state

@@ -11,7 +11,7 @@ from agent_core_providers.anthropic import AnthropicProvider
 
 from ._driver import arun_turn, run_turn
 from ._server import json_reply, sse, sse_reply
-from ._wire import an_block, an_end, an_start, an_text, an_thinking_tools
+from ._wire import an_block, an_end, an_event, an_start, an_text, an_thinking_tools
 from .conftest import run_async
 
 KEY = "sk-ant-test-0123456789"
@@ -44,6 +44,31 @@ def test_plain_text_stream(server):
         "stream": True,
         "messages": [{"role": "user", "content": "hi"}],
     }
+
+
+def test_text_blocks_around_a_tool_block_each_keep_their_own_text(server):
+    # the streaming text lives in its own state key and is written into its block when the
+    # block stops, another starts, or the call ends: every way must land in the right block
+    def text(index, *parts):
+        return an_block(index, {"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in parts])
+
+    tool = an_block(1, {"type": "tool_use", "id": "toolu_9", "name": "add", "input": {}},
+                    [{"type": "input_json_delta", "partial_json": '{"a":1}'}])
+    orphan = an_event("content_block_delta", index=3, delta={"type": "text_delta", "text": "no start"})
+    unclosed = [an_event("content_block_start", index=4, content_block={"type": "text", "text": ""}),
+                an_event("content_block_delta", index=4, delta={"type": "text_delta", "text": "never stopped"})]
+    server.enqueue(sse_reply(an_start(), *text(0, "Be", "fore"), *tool, *text(2, "af", "ter"), orphan,
+                             *unclosed, *an_end("tool_use")))
+    turn = run_turn(AnthropicProvider(), exts(), USER, config(server))
+    assert [p["content"] for p in turn.partials] == ["Be", "fore", "af", "ter", "no start", "never stopped"]
+    assert turn.native[-1]["content"] == [
+        {"type": "text", "text": "Before"},
+        {"type": "tool_use", "id": "toolu_9", "name": "add", "input": {"a": 1}},
+        {"type": "text", "text": "after"},
+        {"type": "text", "text": "no start"},
+        {"type": "text", "text": "never stopped"},
+    ]
+    assert turn.finals[0]["content"] == "Beforeafterno startnever stopped"
 
 
 def test_thinking_and_parallel_tool_use(server):
