@@ -215,7 +215,7 @@ def main() -> None:
     if args.quick:
         chunks, runs, sizes, turn_runs, counts = 2_000, 1, (10, 1_000), 1, (10, 20)
     else:
-        chunks, runs, sizes, turn_runs, counts = 20_000, 7, (10, 10_000, 100_000), 3, (250, 500, 1_000)
+        chunks, runs, sizes, turn_runs, counts = 20_000, 7, (10, 10_000, 100_000), 7, (250, 500, 1_000)
 
     print(f"Engine overhead ({chunks:,} chunks, median of {runs} runs; us per chunk)")
     print(f"{'extensions':>10} {'bare loop':>10} {'engine':>8} {'overhead':>9} {'per ext':>8}")
