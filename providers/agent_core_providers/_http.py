@@ -474,6 +474,47 @@ def _give_up_or_wait(call: HTTPCall, error: LLMError, attempt: int, record: InFl
     return delay
 
 
+class _Attempts:
+    """The bookkeeping every driver's retry loop shares, so the four drivers differ only in their I/O.
+
+    An attempt begins by checking for a cancel. A failed one is first a
+    candidate for an immediate resend (a pooled connection the server had
+    closed, a bounded number of times), else a typed, scrubbed error that is
+    either waited out (the retry rule, :func:`retry_delay`) or raised.
+    """
+
+    __slots__ = ("call", "record", "attempt", "stale")
+
+    def __init__(self, call: HTTPCall, record: InFlight) -> None:
+        self.call, self.record = call, record
+        self.attempt = self.stale = 0
+        record.arm(call)
+
+    def begin(self) -> None:
+        self.record.raise_if_cancelled()
+        self.record.begin_attempt()
+
+    def resend(self, exc: Exception) -> bool:
+        """True when ``exc`` only means a stale pooled connection: send again at once."""
+        if isinstance(exc, httpx.HTTPError) and _stale(exc, self.record) and self.stale < _MAX_STALE:
+            self.stale += 1
+            log.debug("%s: pooled connection was closed by the server; sending again", self.call.provider)
+            return True
+        return False
+
+    def error(self, exc: Exception, reader: JSONEventReader | None = None) -> LLMError:
+        """The typed error a failed attempt raised (an LLMError) or caused (a transport failure), scrubbed."""
+        if isinstance(exc, LLMError):
+            return scrub_error(exc, self.call.secrets)
+        return _transport_error(self.call, exc, reader)  # type: ignore[arg-type]
+
+    def delay(self, error: LLMError) -> float:
+        """How long to wait before the next attempt; raises ``error`` when it is not retried."""
+        delay = _give_up_or_wait(self.call, error, self.attempt, self.record)
+        self.attempt += 1
+        return delay
+
+
 def _identity(response: httpx.Response) -> bool:
     """True when the body is sent as it is (no ``Content-Encoding``), the usual event stream.
 
@@ -508,11 +549,9 @@ def stream_call(
         LLMTimeoutError: the call's deadline passed.
         ProviderRequestCancelled: ``record`` was cancelled.
     """
-    record.arm(call)
-    attempt = stale = 0
+    tries = _Attempts(call, record)
     while True:
-        record.raise_if_cancelled()
-        record.begin_attempt()
+        tries.begin()
         reader: JSONEventReader | None = None
         tail: list[Any] | None = None
         try:
@@ -554,27 +593,20 @@ def stream_call(
                 record.end_drain()
                 record.response = None
                 response.close()
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, LLMError) as exc:
             record.raise_if_cancelled()
-            tail = _salvage(reader)
+            tail = _salvage(reader) if isinstance(exc, httpx.HTTPError) else None
             if tail is None:
-                if _stale(exc, record) and stale < _MAX_STALE:
-                    stale += 1
-                    log.debug("%s: pooled connection was closed by the server; sending again", call.provider)
+                if tries.resend(exc):
                     continue
-                error: LLMError = _transport_error(call, exc, reader)
-        except LLMError as exc:
-            record.raise_if_cancelled()
-            error = scrub_error(exc, call.secrets)
+                error = tries.error(exc, reader)
         if tail is not None:
             yield from tail  # the answer was complete; only the body's tail broke off
             return
         if reader is not None and reader.output_seen:
-            raise error  # never retry after the caller saw output
-        delay = _give_up_or_wait(call, error, attempt, record)
-        if record.sleep(delay):
+            raise error  # never retry after the caller saw output (raised here: no exception context)
+        if record.sleep(tries.delay(error)):
             record.raise_if_cancelled()
-        attempt += 1
 
 
 async def astream_call(
@@ -586,11 +618,9 @@ async def astream_call(
 ) -> AsyncIterator[Any]:
     """Async twin of :func:`stream_call` (same errors, same retry rule)."""
     record.bind_loop()
-    record.arm(call)
-    attempt = stale = 0
+    tries = _Attempts(call, record)
     while True:
-        record.raise_if_cancelled()
-        record.begin_attempt()
+        tries.begin()
         reader: JSONEventReader | None = None
         tail: list[Any] | None = None
         try:
@@ -633,28 +663,21 @@ async def astream_call(
                 record.end_drain()
                 record.response = None
                 await response.aclose()
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, LLMError) as exc:
             record.raise_if_cancelled()
-            tail = _salvage(reader)
+            tail = _salvage(reader) if isinstance(exc, httpx.HTTPError) else None
             if tail is None:
-                if _stale(exc, record) and stale < _MAX_STALE:
-                    stale += 1
-                    log.debug("%s: pooled connection was closed by the server; sending again", call.provider)
+                if tries.resend(exc):
                     continue
-                error: LLMError = _transport_error(call, exc, reader)
-        except LLMError as exc:
-            record.raise_if_cancelled()
-            error = scrub_error(exc, call.secrets)
+                error = tries.error(exc, reader)
         if tail is not None:
             for event in tail:
                 yield event
             return
         if reader is not None and reader.output_seen:
             raise error
-        delay = _give_up_or_wait(call, error, attempt, record)
-        if await record.asleep(delay):
+        if await record.asleep(tries.delay(error)):
             record.raise_if_cancelled()
-        attempt += 1
 
 
 def post_call(client: httpx.Client, call: HTTPCall, record: InFlight) -> Any:
@@ -663,11 +686,9 @@ def post_call(client: httpx.Client, call: HTTPCall, record: InFlight) -> Any:
     Raises the same errors as :func:`stream_call`; a body that is not JSON
     (or not UTF-8) is a :class:`~agent_core.errors.MalformedResponseError`.
     """
-    record.arm(call)
-    attempt = stale = 0
+    tries = _Attempts(call, record)
     while True:
-        record.raise_if_cancelled()
-        record.begin_attempt()
+        tries.begin()
         try:
             with bound(record):
                 response = client.send(_request(client, call), stream=True)
@@ -680,29 +701,21 @@ def post_call(client: httpx.Client, call: HTTPCall, record: InFlight) -> Any:
             record.raise_if_cancelled()
             _check_status(call, response, body)
             return _decode_body(call, body, response.status_code)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, LLMError) as exc:
             record.raise_if_cancelled()
-            if _stale(exc, record) and stale < _MAX_STALE:
-                stale += 1
+            if tries.resend(exc):
                 continue
-            error: LLMError = error_from_transport(call.provider, exc, call.secrets)
-        except LLMError as exc:
+            error = tries.error(exc)
+        if record.sleep(tries.delay(error)):
             record.raise_if_cancelled()
-            error = scrub_error(exc, call.secrets)
-        delay = _give_up_or_wait(call, error, attempt, record)
-        if record.sleep(delay):
-            record.raise_if_cancelled()
-        attempt += 1
 
 
 async def apost_call(client: httpx.AsyncClient, call: HTTPCall, record: InFlight) -> Any:
     """Async twin of :func:`post_call`."""
     record.bind_loop()
-    record.arm(call)
-    attempt = stale = 0
+    tries = _Attempts(call, record)
     while True:
-        record.raise_if_cancelled()
-        record.begin_attempt()
+        tries.begin()
         try:
             with bound(record):
                 response = await client.send(_request(client, call), stream=True)
@@ -715,16 +728,10 @@ async def apost_call(client: httpx.AsyncClient, call: HTTPCall, record: InFlight
             record.raise_if_cancelled()
             _check_status(call, response, body)
             return _decode_body(call, body, response.status_code)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, LLMError) as exc:
             record.raise_if_cancelled()
-            if _stale(exc, record) and stale < _MAX_STALE:
-                stale += 1
+            if tries.resend(exc):
                 continue
-            error: LLMError = error_from_transport(call.provider, exc, call.secrets)
-        except LLMError as exc:
+            error = tries.error(exc)
+        if await record.asleep(tries.delay(error)):
             record.raise_if_cancelled()
-            error = scrub_error(exc, call.secrets)
-        delay = _give_up_or_wait(call, error, attempt, record)
-        if await record.asleep(delay):
-            record.raise_if_cancelled()
-        attempt += 1
