@@ -6,6 +6,15 @@ call of a request (the first one and each one after tool results) while the
 session holds no system message; ``{date}``, ``{time}`` (UTC) and ``{model}``
 are filled in at call time, other braces are left as written.
 
+The template is text from the client, so it is not a Python format string:
+``str.format`` would let ``{x:>100000000}`` allocate 100 MB and
+``{model.__class__}`` print Python internals. :func:`render_prompt` replaces
+only the three exact placeholders, in one pass over the template, and copies
+every other character as it is: ``{model!r}``, ``{date:%Y}``, ``{model.upper}``,
+``{other}`` and ``{{date}}``'s outer braces all stay as written (there is no
+escape syntax, and nothing raises). Its work and output are linear: the result
+is the template plus, per placeholder, at most the length of its value.
+
 It is an ``llm_request`` action (see :mod:`agent_core.request_injection`):
 it only answers with the text as a ``system`` ``context_injection``, and the
 engine converts that with the provider's own ``to_native_messages`` for the one
@@ -17,27 +26,33 @@ system message simply stops receiving this one.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Any
 
-__all__ = ["SystemPromptFeature", "render_prompt"]
+__all__ = ["PLACEHOLDERS", "SystemPromptFeature", "render_prompt"]
 
-
-class _Keep(dict):  # type: ignore[type-arg]
-    """format_map mapping that leaves unknown ``{names}`` as they were."""
-
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+#: the names a template may use, each written exactly ``{name}``
+PLACEHOLDERS = ("date", "time", "model")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 
 def render_prompt(template: str, model: Any, now: datetime | None = None) -> str:
-    """``template`` with ``{date}``, ``{time}`` and ``{model}`` filled in."""
+    """``template`` with each exact ``{date}``, ``{time}`` and ``{model}`` filled in; all else as written.
+
+    Args:
+        template: the configured prompt; any text, braces included.
+        model: the configured model id (``"unknown"`` when empty).
+        now: the time to show (UTC now when omitted).
+
+    Returns:
+        The prompt. Never raises for a ``str`` template: a brace group that is
+        not one of :data:`PLACEHOLDERS` exactly (with a format spec,
+        conversion, attribute or index, or another name) is plain text.
+    """
     now = now or datetime.now(timezone.utc)
-    values = _Keep(date=now.strftime("%Y-%m-%d"), time=now.strftime("%H:%M UTC"), model=model or "unknown")
-    try:
-        return template.format_map(values)
-    except (ValueError, IndexError, AttributeError):  # stray braces: send the text as written
-        return template
+    values = {"date": now.strftime("%Y-%m-%d"), "time": now.strftime("%H:%M UTC"), "model": str(model or "unknown")}
+    return _PLACEHOLDER.sub(lambda found: values[found.group(1)], template)
 
 
 class SystemPromptFeature:
