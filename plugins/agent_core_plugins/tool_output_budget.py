@@ -10,7 +10,11 @@ native history stores, while the core ``tool`` message is never touched.
 A result over ``tool_output_max_bytes`` (UTF-8) or ``tool_output_max_lines``
 keeps its head and its tail, about half of the budget each, with one marker
 line between them saying what was left out, so the model knows the output
-was longer and can ask for a narrower slice. A ``tool_post`` action records
+was longer and can ask for a narrower slice. Both limits hold for the text
+sent, marker included, and a line is what :meth:`str.splitlines` says it is:
+a tool may end its lines with ``\r``, ``\r\n``, ``\u2028`` or ``\x85`` as
+well as ``\n``, and a reader (or a tokenizer) sees each as a line break, so
+counting ``\n`` alone would let such output through whole. A ``tool_post`` action records
 the original size under ``metadata["tool_output_budget"]`` of the tool
 message, which is how an application learns that the model saw less.
 
@@ -40,51 +44,69 @@ def _marker(bytes_left: int, lines_left: int) -> str:
     return f"[... tool output truncated: {lines_left} lines, {bytes_left} bytes left out ...]\n"
 
 
+#: what ``str.splitlines`` ends a line at, so a piece ending in one needs no newline added after it
+_LINE_ENDS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+
+
 def _head_bytes(text: str, limit: int) -> str:
-    """The longest prefix of ``text`` whose UTF-8 form fits in ``limit`` bytes (never half a character)."""
-    return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
+    """The longest prefix of ``text`` whose UTF-8 form fits in ``limit`` bytes (never half a character).
+
+    Only the first ``limit`` characters are encoded: no character is shorter than a byte.
+    """
+    return text[:limit].encode("utf-8")[:limit].decode("utf-8", "ignore") if limit > 0 else ""
 
 
 def _tail_bytes(text: str, limit: int) -> str:
-    data = text.encode("utf-8")
-    return data[len(data) - limit:].decode("utf-8", "ignore") if limit > 0 else ""
+    if limit <= 0:
+        return ""
+    data = text[-limit:].encode("utf-8")
+    return data[len(data) - limit:].decode("utf-8", "ignore")
+
+
+def _nbytes(text: str) -> int:
+    return len(text.encode("utf-8"))
 
 
 def cut_text(text: str, max_bytes: int, max_lines: int) -> str | None:
-    """``text`` with its middle replaced by a marker so it fits both limits; None when it already fits.
+    """``text`` with its middle replaced by a marker line so it fits both limits; None when it already fits.
 
-    The marker itself is counted against the byte budget, so the result is at
-    most ``max_bytes`` bytes when the budget is large enough to hold the
-    marker at all (a budget smaller than the marker yields the marker alone).
+    Lines are counted as :meth:`str.splitlines` counts them (``\n``, ``\r``,
+    ``\r\n``, ``\v``, ``\f``, ``\x1c``-``\x1e``, ``\x85``, ``\u2028``,
+    ``\u2029``), by the input check and by the cut alike. The result has at
+    most ``max_lines`` such lines, the marker line included, and at most
+    ``max_bytes`` UTF-8 bytes, the marker included, for any ``max_lines >= 1``
+    and any ``max_bytes`` that holds the marker (the config floors, 2 lines and
+    256 bytes, always do; a smaller byte budget yields about the marker alone).
+    Time and memory are linear in ``text``.
+
+    How: keep whole lines from the head and the tail, ``max_lines - 1`` of
+    them (the head gets the odd one); then, if they are over the bytes left
+    after the marker, shorten the head from its end and the tail from its
+    start, never splitting a character. Shortening a piece can only remove
+    lines from it, except cutting the one piece in two, which is done only
+    when a line is left for the second half.
     """
-    size = len(text.encode("utf-8"))
+    size = _nbytes(text)
     lines = text.splitlines(keepends=True)
     if size <= max_bytes and len(lines) <= max_lines:
         return None
-    # 1. the line budget: keep the first and last lines
-    head_n = max_lines // 2 + max_lines % 2
-    tail_n = max_lines // 2
-    if len(lines) > max_lines:
-        head, tail = "".join(lines[:head_n]), "".join(lines[len(lines) - tail_n:] if tail_n else [])
-    else:
-        head, tail = text, ""
-    # 2. the byte budget, after leaving room for the marker
-    marker = _marker(size, len(lines))  # the widest the numbers can get, and a newline before it
-    room = max(max_bytes - len(marker.encode("utf-8")) - 1, 0)
-    head_b, tail_b = len(head.encode("utf-8")), len(tail.encode("utf-8"))
+    keep = max(max_lines - 1, 0)  # the marker is a line of its own
+    head_n = keep - keep // 2
+    head = "".join(lines[:head_n])
+    tail = "".join(lines[max(len(lines) - keep // 2, head_n):])
+    kept_n = min(len(lines), keep)  # whole lines kept, before the byte cut
+    marker = _marker(size, len(lines))  # the widest its numbers can get
+    room = max(max_bytes - _nbytes(marker) - 1, 0)  # 1: a newline ending the head's last line
+    head_b, tail_b = _nbytes(head), _nbytes(tail)
     if head_b + tail_b > room:
-        if tail:
-            half = room // 2
-            keep_tail = min(tail_b, half)
-            head = _head_bytes(head, room - keep_tail)
-            tail = _tail_bytes(tail, keep_tail)
-        else:  # only the byte limit bites: cut the one text in two
-            head, tail = _head_bytes(text, room - room // 2), _tail_bytes(text, room // 2)
-    kept_b = len(head.encode("utf-8")) + len(tail.encode("utf-8"))
-    kept_lines = head.count("\n") + tail.count("\n")
-    left_lines = max(text.count("\n") - kept_lines, 0)
-    sep = "" if not head or head.endswith("\n") else "\n"
-    return f"{head}{sep}{_marker(size - kept_b, left_lines)}{tail}"
+        if not tail and kept_n < keep:  # one piece, and a line to spare: show both of its ends
+            head, tail = _head_bytes(head, room - room // 2), _tail_bytes(head, room // 2)
+        else:
+            tail_keep = min(tail_b, max(room // 2, room - head_b))
+            head, tail = _head_bytes(head, room - tail_keep), _tail_bytes(tail, tail_keep)
+    shown = len(head.splitlines()) + len(tail.splitlines())
+    sep = "\n" if head and head[-1] not in _LINE_ENDS else ""
+    return f"{head}{sep}{_marker(size - _nbytes(head) - _nbytes(tail), max(len(lines) - shown, 0))}{tail}"
 
 
 _FLOORS = {"tool_output_max_bytes": 256, "tool_output_max_lines": 2}
@@ -171,7 +193,8 @@ class ToolOutputBudgetExtension:
             },
             "tool_output_max_lines": {
                 "type": "integer", "minimum": _FLOORS["tool_output_max_lines"], "default": DEFAULT_MAX_LINES,
-                "description": "most lines of a tool result sent to the model (first and last halves kept)",
+                "description": "most lines of a tool result sent to the model, the marker line included "
+                               "(first and last halves kept)",
             },
         }
 

@@ -14,7 +14,7 @@ from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_plugins.tool_output_budget import ToolOutputBudgetExtension, cut_text
 from agent_core_providers.anthropic import AnthropicProvider
 from agent_core_providers.openai import OpenAIProvider
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from providers._server import sse_reply
 from providers._wire import OA_DONE, an_block, an_end, an_start, an_text, oa_chunk, oa_text
@@ -32,12 +32,36 @@ def test_short_results_are_left_alone():
     assert PluginHarness(ToolOutputBudgetExtension).to_native([{"role": "tool", "content": "small"}], native) == native
 
 
-def test_the_line_budget_keeps_the_first_and_last_lines():
+def test_the_line_budget_keeps_the_first_and_last_lines_and_counts_the_marker():
     out = cut_text(LOG, 1_000_000, 10)
     lines = out.splitlines()
+    assert len(lines) == 10  # 5 + the marker + 4
     assert lines[:5] == [f"line {i:04d}: {'x' * 40}" for i in range(5)]
-    assert lines[-5:] == [f"line {i:04d}: {'x' * 40}" for i in range(995, 1000)]
-    assert "[... tool output truncated: 990 lines, 51480 bytes left out ...]" in out
+    assert lines[5] == "[... tool output truncated: 991 lines, 51532 bytes left out ...]"
+    assert lines[-4:] == [f"line {i:04d}: {'x' * 40}" for i in range(996, 1000)]
+
+
+@pytest.mark.parametrize("sep", ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_every_line_separator_counts_as_a_reader_counts_it(sep):
+    """A log with ``\\r`` or ``\\u2028`` between its lines is as many lines as with ``\\n``, not one long line."""
+    text = sep.join(f"row {i}" for i in range(100))
+    out = cut_text(text, 1_000_000, 10)
+    lines = out.splitlines()
+    assert len(lines) == 10
+    assert lines[:5] == [f"row {i}" for i in range(5)] and lines[-4:] == [f"row {i}" for i in range(96, 100)]
+    left_out = "".join(f"row {i}{sep}" for i in range(5, 96))
+    assert lines[5] == f"[... tool output truncated: 91 lines, {len(left_out.encode())} bytes left out ...]"
+    assert cut_text(text, 1_000_000, 100) is None  # exactly 100 lines fit a 100-line budget
+
+
+def test_a_result_over_the_byte_budget_alone_still_keeps_within_its_lines():
+    """Cutting a short result by bytes must not add lines: the marker and a split line count too."""
+    text = "a" * 600 + "\n" + "b" * 600  # 2 lines, 1202 bytes
+    for max_lines in (2, 3):
+        out = cut_text(text, 300, max_lines)
+        assert len(out.splitlines()) <= max_lines and len(out.encode()) <= 300
+    assert cut_text(text, 300, 2).splitlines()[0].startswith("aaa")  # head only: no line to spare for a tail
+    assert cut_text("x" * 1000, 300, 3).splitlines()[-1].startswith("xxx")  # one line: both its ends
 
 
 def test_the_byte_budget_counts_the_marker_and_never_splits_a_character():
@@ -49,16 +73,38 @@ def test_the_byte_budget_counts_the_marker_and_never_splits_a_character():
     assert tail.endswith("日本") or tail.endswith("本")
 
 
-@given(st.text(min_size=0, max_size=3000), st.integers(256, 2000), st.integers(2, 50))
-def test_any_text_fits_both_limits_once_cut(text, max_bytes, max_lines):
+_BREAKS = ["\n", "\r", "\r\n", "\n\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+_MIXED = st.lists(st.one_of(st.sampled_from(_BREAKS), st.text(max_size=30), st.sampled_from(["é", "日本", "\U0001f600"])),
+                  max_size=300).map("".join)
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.one_of(st.text(max_size=3000), _MIXED), st.integers(256, 2000), st.integers(2, 50))
+def test_any_text_with_any_line_separators_fits_both_limits_once_cut(text, max_bytes, max_lines):
     out = cut_text(text, max_bytes, max_lines)
     if out is None:
         assert len(text.encode("utf-8")) <= max_bytes and len(text.splitlines()) <= max_lines
     else:
         assert len(out.encode("utf-8")) <= max_bytes
-        assert len(out.splitlines()) <= max_lines + 2  # the marker line (and the line it may split)
-        head = out.split("[... tool output truncated:")[0].removesuffix("\n")
-        assert text.startswith(head)
+        assert len(out.splitlines()) <= max_lines  # the marker line included
+        head, marker, tail = out.partition("[... tool output truncated:")
+        assert marker
+        assert text.startswith(head.removesuffix("\n")) and text.endswith(tail.partition("...]\n")[2])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(_BREAKS), min_size=1, max_size=20), st.integers(2, 12))
+def test_the_recorded_size_and_the_cut_agree_on_what_a_line_is(breaks, max_lines):
+    """``tool_post`` records a result as over the budget exactly when the model is sent a cut one."""
+    text = "".join(f"r{i}{b}" for i, b in enumerate(breaks * 3))
+    harness = PluginHarness(ToolOutputBudgetExtension, config={"tool_output_max_lines": max_lines})
+    recorded = harness.plugin.execute_action("tool_output_budget_record", None, [], {},
+                                             {"tool_message": {"content": text}, "config": harness.config},
+                                             harness.state)
+    cut = cut_text(text, 16384, max_lines)
+    assert (cut is not None) == bool(recorded)
+    if recorded:
+        assert recorded["tool_message_metadata"]["tool_output_budget"]["original_lines"] == len(text.splitlines())
 
 
 def test_anthropic_tool_result_blocks_are_cut_too():
@@ -120,7 +166,7 @@ def test_openai_the_model_gets_a_cut_result_and_the_session_the_whole(server):
     result, second = _run(server, "openai")
     sent = second["messages"][-1]
     assert sent["role"] == "tool" and sent["tool_call_id"] == "c1"
-    assert len(sent["content"].encode()) <= 4096 and len(sent["content"].splitlines()) <= 41
+    assert len(sent["content"].encode()) <= 4096 and len(sent["content"].splitlines()) <= 40
     assert sent["content"].startswith("Result: line 0000: ") and sent["content"].endswith("line 0999: " + "x" * 40 + "\n")
     assert "tool output truncated" in sent["content"]
     _check_session(result)
