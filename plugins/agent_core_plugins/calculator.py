@@ -11,6 +11,14 @@ Sizes are bounded *before* computing, so ``9**9**9**9`` is refused at once
 instead of running the machine out of memory: an exponent above
 :data:`MAX_EXPONENT`, or an integer result longer than :data:`MAX_RESULT_BITS`
 bits, is an error, and so is an expression longer than :data:`MAX_EXPRESSION_CHARS`.
+
+The expression is the model's text, so :func:`evaluate` has one way to fail,
+:class:`CalculationError`, whatever it is given: a domain error (``log(0)``,
+``log(5, 1)``, ``sqrt(-1)``, ``1/0``, ``0**-1``), a float overflow, a NaN or
+infinite result, nesting too deep for the parser or the evaluator; the tool
+turns it into an error result the model reads. With those bounds every
+expression is a few hundred ``ast`` nodes over numbers of at most
+:data:`MAX_RESULT_BITS` bits, which is milliseconds and well under a megabyte.
 """
 
 from __future__ import annotations
@@ -34,6 +42,13 @@ class CalculationError(ValueError):
     """An expression the calculator refuses; the message says what and why (the model reads it)."""
 
 
+def _show(value: Any) -> str:
+    """A number for a message: a 1,233-digit integer would bury the reason (and past 4,300, repr raises)."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"<an integer of {value.bit_length()} bits>"
+    return repr(value)
+
+
 def _bounded_int(value: Number, what: str) -> Number:
     if isinstance(value, int) and value.bit_length() > MAX_RESULT_BITS:
         raise CalculationError(f"{what} is too large (more than {MAX_RESULT_BITS} bits)")
@@ -42,15 +57,15 @@ def _bounded_int(value: Number, what: str) -> Number:
 
 def _pow(base: Number, exp: Number) -> Number:
     if abs(exp) > MAX_EXPONENT:
-        raise CalculationError(f"exponent {exp!r} is out of bounds (at most {MAX_EXPONENT} in absolute value)")
+        raise CalculationError(f"exponent {_show(exp)} is out of bounds (at most {MAX_EXPONENT} in absolute value)")
     if isinstance(base, int) and isinstance(exp, int) and exp > 0 and abs(base) > 1:
         if (abs(base).bit_length() - 1) * exp > MAX_RESULT_BITS:
-            raise CalculationError(f"{base}**{exp} is too large (more than {MAX_RESULT_BITS} bits)")
+            raise CalculationError(f"{_show(base)}**{exp} is too large (more than {MAX_RESULT_BITS} bits)")
     if base == 0 and exp < 0:
         raise CalculationError("division by zero (0 raised to a negative power)")
     result = base**exp
     if isinstance(result, complex):
-        raise CalculationError(f"{base}**{exp} is not a real number")
+        raise CalculationError(f"({_show(base)})**{_show(exp)} is not a real number")
     return result
 
 
@@ -90,6 +105,13 @@ def _factorial(n: Number) -> int:
     return math.factorial(n)
 
 
+def _log(x: Number, base: Number | None = None) -> float:
+    """``math.log``, whose ``log(x, 1)`` divides by ``log(1) == 0`` and raises ``ZeroDivisionError``."""
+    if base is not None and (base <= 0 or base == 1):
+        raise CalculationError(f"log's base must be > 0 and not 1, got {_show(base)}")
+    return math.log(x) if base is None else math.log(x, base)
+
+
 def _round(x: Number, ndigits: Number | None = None) -> Number:
     if ndigits is None:
         return round(x)
@@ -100,7 +122,7 @@ def _round(x: Number, ndigits: Number | None = None) -> Number:
 
 FUNCTIONS: dict[str, Callable[..., Number]] = {
     "abs": abs, "round": _round, "min": min, "max": max,
-    "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log10": math.log10, "log2": math.log2,
+    "sqrt": math.sqrt, "exp": math.exp, "log": _log, "log10": math.log10, "log2": math.log2,
     "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan,
     "floor": math.floor, "ceil": math.ceil, "factorial": _factorial,
 }
@@ -134,15 +156,21 @@ def _eval(node: ast.AST) -> Number:
             return _bounded_int(FUNCTIONS[name](*args), "the result")
         except CalculationError:
             raise
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise CalculationError(f"{name}({', '.join(map(repr, args))}): {exc}") from None
+        except (TypeError, ValueError, ArithmeticError) as exc:
+            raise CalculationError(f"{name}({', '.join(map(_show, args))}): {exc}") from None
     what = type(node.op).__name__ if isinstance(node, (ast.BinOp, ast.UnaryOp)) else type(node).__name__
     raise CalculationError(f"{what} is not allowed in a calculation (numbers, + - * / // % **, parentheses, "
                            "and the listed functions only)")
 
 
 def evaluate(expression: str) -> Number:
-    """The value of ``expression``; :class:`CalculationError` saying what is wrong otherwise."""
+    """The value of ``expression``, an ``int`` or a finite ``float``.
+
+    Raises:
+        CalculationError: saying what is wrong, for any input that is not an
+            expression it can compute within the bounds (never another
+            exception).
+    """
     if not isinstance(expression, str) or not expression.strip():
         raise CalculationError("expression must be a non-empty string")
     if len(expression) > MAX_EXPRESSION_CHARS:
@@ -151,14 +179,20 @@ def evaluate(expression: str) -> Number:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
         raise CalculationError(f"cannot parse {expression!r}: {exc.msg}") from None
-    except (RecursionError, MemoryError, ValueError):
+    except (RecursionError, MemoryError):  # the parser's own stack
         raise CalculationError("expression is nested too deeply") from None
+    except ValueError as exc:
+        raise CalculationError(f"cannot parse {expression!r}: {exc}") from None
     try:
         result = _eval(tree)
+    except CalculationError:
+        raise
     except RecursionError:
         raise CalculationError("expression is nested too deeply") from None
     except OverflowError:
         raise CalculationError("the result is too large for a floating-point number") from None
+    except (ArithmeticError, ValueError, TypeError) as exc:  # a case the checks above do not name
+        raise CalculationError(f"cannot compute {expression!r}: {exc}") from None
     if isinstance(result, float) and not math.isfinite(result):
         raise CalculationError("the result is not a finite number")
     return result
@@ -200,12 +234,13 @@ class CalculatorTool:
         return f"calculate {expr}" if isinstance(expr, str) else ""
 
     def execute_tool(self, tool_name: Any, payload: Any, state: Any) -> dict[str, Any]:
-        if not isinstance(payload, dict) or "expression" not in payload:
+        if not isinstance(payload, dict) or not isinstance(payload.get("expression"), str):
             return {"success": False, "error": "calculate needs an 'expression' string argument"}
+        expression = payload["expression"]
         try:
-            value = evaluate(payload["expression"])
+            value = evaluate(expression)
         except CalculationError as exc:
-            return {"success": False, "error": f"calculate refused {str(payload['expression'])[:80]!r}: {exc}"}
+            return {"success": False, "error": f"calculate refused {expression[:80]!r}: {exc}"}
         return {"success": True, "result": str(value)}
 
     def to_display_format(self, text: str, result: Any, state: Any) -> dict[str, Any]:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import time
+import tracemalloc
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -114,3 +118,162 @@ def test_round_digits_are_bounded():
     for bad in ("round(2, -10**9)", "round(2, 1001)", "round(2, 0.5)"):
         with pytest.raises(CalculationError, match="round's digits must be a whole number"):
             evaluate(bad)
+
+
+# -- hostile expressions: the model writes them, so each is a result or a refusal, quickly -----------------
+
+@pytest.mark.parametrize(
+    ("expression", "words"),
+    [
+        ("log(5, 1)", "log's base must be > 0 and not 1, got 1"),  # math.log divides by log(1) == 0
+        ("log(1, 1.0)", "log's base must be > 0 and not 1"),
+        ("log(2, 0)", "log's base must be > 0 and not 1, got 0"),
+        ("log(0)", "log(0): math domain error"),
+        ("log(-1, 2)", "math domain error"),
+        ("0 ** -1", "division by zero"),
+        ("0.0 ** -0.5", "division by zero"),
+        ("1 // 0.0", "division by zero"),
+        ("exp(1000)", "exp(1000): math range error"),
+        ("1e308 * 10", "not a finite number"),
+        ("1e309 - 1e309", "not a finite number"),
+        ("floor(1e309)", "cannot convert float infinity to integer"),
+        ("(10 ** 1000) ** 0.5", "too large for a floating-point number"),
+        ("10 ** 1000 / 3", "too large for a floating-point number"),
+        ("factorial(factorial(7))", "out of bounds"),
+        ("(-8.0) ** (1/3)", "(-8.0)**0.3333333333333333 is not a real number"),
+        ("2 ** 2 ** 2 ** 2 ** 2", "exponent 65536 is out of bounds"),
+        ("-" * 999 + "1", "nested too deeply"),
+        ("(" * 300 + "1" + ")" * 300, "cannot parse"),
+        ("1\x00", "cannot parse"),
+    ],
+)
+def test_domain_errors_and_overflows_are_refusals_that_say_why(expression, words):
+    with pytest.raises(CalculationError) as err:
+        evaluate(expression)
+    assert words in str(err.value)
+
+
+def test_a_refusal_shows_a_huge_number_by_its_size_not_its_1205_digits():
+    with pytest.raises(CalculationError) as err:
+        evaluate("(2 ** 4000) ** 3")
+    assert str(err.value) == "<an integer of 4001 bits>**3 is too large (more than 4096 bits)"
+    with pytest.raises(CalculationError) as err:
+        evaluate("sqrt(2 ** 4000 * 2 ** 90)")
+    assert str(err.value) == "sqrt(<an integer of 4091 bits>): int too large to convert to float"
+
+
+def test_an_argument_that_is_not_a_string_is_a_refusal_not_its_repr():
+    harness = PluginHarness(CalculatorTool)
+    for payload in ({"expression": 10**5000}, {"expression": None}, {"expression": ["1+1"]}, "1+1", None):
+        out = harness.plugin.execute_tool("calculate", payload, harness.state)
+        assert out == {"success": False, "error": "calculate needs an 'expression' string argument"}
+
+
+_NUMBERS = st.one_of(
+    st.sampled_from(["0", "1", "-1", "0.0", "-0.0", "2", "9", "10", "0.5", "1e308", "1e309", "1e-308", "450", "451",
+                     "4096", "10000", "10001", "9**9", "pi", "e", "tau", "1" * 400, "2**4096", "factorial(450)", "nan"]),
+    st.integers(-(10**30), 10**30).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+)
+_OPS = ["+", "-", "*", "/", "//", "%", "**"]
+_FUNCS = ["abs", "round", "min", "max", "sqrt", "exp", "log", "log10", "log2", "sin", "cos", "tan", "asin", "acos",
+          "atan", "floor", "ceil", "factorial"]
+
+
+def _grow(inner):
+    return st.one_of(
+        st.tuples(inner, st.sampled_from(_OPS), inner).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})"),
+        st.tuples(st.sampled_from(["-", "+"]), inner).map(lambda t: f"{t[0]}({t[1]})"),
+        st.tuples(st.sampled_from(_FUNCS), inner).map(lambda t: f"{t[0]}({t[1]})"),
+        st.tuples(st.sampled_from(_FUNCS), inner, inner).map(lambda t: f"{t[0]}({t[1]}, {t[2]})"),
+        st.tuples(inner, inner, inner).map(lambda t: f"{t[0]}**{t[1]}**{t[2]}"),
+    )
+
+
+_LONG = st.tuples(st.sampled_from(["(", "-", "+", "sqrt(", "1+", "9**", "factorial(450)*", "2**", "-(", "1e308*"]),
+                  st.integers(0, 700)).map(lambda t: t[0] * t[1] + "9" + ")" * (t[1] * t[0].count("(")))
+HOSTILE = st.one_of(st.recursive(_NUMBERS, _grow, max_leaves=12), _LONG, st.text(max_size=60))
+
+
+_EDGES = ["0", "1", "-1", "0.0", "-0.0", "0.5", "2", "-2.5", "1e-308", "1e308", "1e309", "-1e309", "(1e309 - 1e309)",
+          "450", "451", "4097", "10001", "2**4095", "-(2**4095)"]
+
+
+def test_every_function_and_operator_on_edge_values_is_a_result_or_a_refusal():
+    """Exhaustive where a generator would rarely land: each function and operator on each pair of edge values."""
+    exprs = [f"{f}({a})" for f in _FUNCS for a in _EDGES]
+    exprs += [f"{f}({a}, {b})" for f in _FUNCS for a in _EDGES for b in _EDGES]
+    exprs += [f"({a}) {op} ({b})" for op in _OPS for a in _EDGES for b in _EDGES]
+    for expression in exprs:
+        try:
+            value = evaluate(expression)
+        except CalculationError as exc:
+            assert str(exc), expression
+        else:
+            assert isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)), expression
+
+
+def _run_measured(expression):
+    tool = CalculatorTool()
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        out = tool.execute_tool("calculate", {"expression": expression}, {})
+        elapsed = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return out, elapsed, peak
+
+
+@settings(max_examples=200, deadline=None)
+@given(HOSTILE)
+def test_any_hostile_expression_is_a_result_or_a_refusal_in_bounded_time_and_memory(expression):
+    out, elapsed, peak = _run_measured(expression)  # an exception here fails the test
+    if out["success"]:
+        assert set(out) == {"success", "result"}
+        text = out["result"]
+        assert text.lstrip("-").isdigit() or math.isfinite(float(text))  # an int, or a finite float
+    else:
+        assert set(out) == {"success", "error"}
+        assert out["error"].startswith("calculate refused ") and len(out["error"]) < 2000
+    assert elapsed < 1.0  # seconds; typical is a few milliseconds
+    assert peak < 4 * 2**20  # bytes; typical is under 1 MiB
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(HOSTILE, min_size=1, max_size=3))
+def test_a_request_continues_after_every_refusal(expressions):
+    calls = [tool_call("calculate", {"expression": x}, id=f"c{i}") for i, x in enumerate(expressions)]
+    Provider = scripted_provider(reply(tool_calls=calls), reply("Done."))
+    core = AgentCore(providers=[Provider], tools=[CalculatorTool])
+    session = core.add_message(core.create_session(), Message(role="user", content="compute"))
+    events = list(core.stream_request(session, {"enabled_plugins": ["calculator"]}))
+    results = [e for e in events if e.type == "tool_result"]
+    assert [r.call_id for r in results] == [c["id"] for c in calls]
+    for r in results:
+        assert r.message.content.startswith("Result: ") if r.success else "calculate refused" in r.message.content
+    assert events[-1].outcome.status == "finished"
+    assert events[-1].final_messages[-1].content == "Done."  # the model was called again, with the refusals
+
+
+def test_the_model_reads_each_domain_error_and_the_request_finishes():
+    hostile = ["log(5, 1)", "log(0)", "sqrt(-1)", "1/0", "0**-1", "9**9**9**9", "factorial(10**6)", "exp(1e6)",
+               "-" * 999 + "1", "1+" * 600 + "1"]
+    calls = [tool_call("calculate", {"expression": x}, id=f"c{i}") for i, x in enumerate(hostile)]
+    seen = []
+    Scripted = scripted_provider(reply(tool_calls=calls), reply("Some of those have no value."))
+
+    class Provider(Scripted):
+        def stream_api(self, native_messages, state, *, request_id=None):
+            seen.append([dict(m) for m in native_messages])
+            return super().stream_api(native_messages, state, request_id=request_id)
+
+    core = AgentCore(providers=[Provider], tools=[CalculatorTool])
+    session = core.add_message(core.create_session(), Message(role="user", content="compute"))
+    result = core.request(session, {"enabled_plugins": ["calculator"], "stream": True})
+    assert result.outcome.ok
+    assert result.session.messages[-1].content == "Some of those have no value."
+    sent = [m["content"] for m in seen[-1] if m["role"] == "tool"]  # what the second call gave the model
+    assert len(sent) == len(hostile) and all("calculate refused" in text for text in sent)
+    assert "log's base must be > 0 and not 1" in sent[0] and "division by zero" in sent[3]
