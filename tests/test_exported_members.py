@@ -22,6 +22,8 @@ PUBLIC_NAMES = [
     "BaseProviderExtension",
     "BaseTool",
     "ConfigError",
+    "ConfigNotAllowedError",
+    "ConfigPolicy",
     "ConflictError",
     "ContentFilterError",
     "ContextLengthError",

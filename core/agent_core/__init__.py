@@ -5,6 +5,7 @@ Test helpers live in :mod:`agent_core.testing`.
 """
 
 from .approval import ApprovalRequest
+from .config_policy import ConfigPolicy
 from .engine import ActionResult, AgentCore, RequestResult
 from .plugin_core import PluginCore
 from .errors import (
@@ -13,6 +14,7 @@ from .errors import (
     AsyncOnlyHookError,
     AuthenticationError,
     ConfigError,
+    ConfigNotAllowedError,
     ConflictError,
     ContentFilterError,
     ContextLengthError,
@@ -85,6 +87,8 @@ __all__ = [
     "BaseProviderExtension",
     "BaseTool",
     "ConfigError",
+    "ConfigNotAllowedError",
+    "ConfigPolicy",
     "ConflictError",
     "ContentFilterError",
     "ContextLengthError",

@@ -20,7 +20,8 @@ The hierarchy::
         │   └── EmptyResponseError      a stream ended without a single chunk or answer
         ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
         ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
-        │   └── AsyncOnlyHookError      an async-only hook met a sync call inside a running event loop
+        │   ├── AsyncOnlyHookError      an async-only hook met a sync call inside a running event loop
+        │   └── ConfigNotAllowedError   a client set a key (or chose a model) the operator keeps; .key
         ├── InvalidValueError (ValueError)  a value JSON cannot carry, or nested too deeply; .path
         ├── ActionInputError (ValueError)  an action was called with bad params; .action, .input
         ├── InvalidArgumentError (TypeError, ValueError)  a public call got an unusable argument; .argument
@@ -70,6 +71,7 @@ __all__ = [
     "AsyncOnlyHookError",
     "AuthenticationError",
     "ConfigError",
+    "ConfigNotAllowedError",
     "ConflictError",
     "ContentFilterError",
     "ContextLengthError",
@@ -127,6 +129,20 @@ class ConfigError(AgentCoreError, ValueError):
 class AsyncOnlyHookError(ConfigError):
     """An async-only hook (a tool, a provider call) was reached from a sync call
     made inside a running event loop, where it cannot be run: use the async API."""
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"key": self.key, "plugins": self.plugins}), self.__dict__
+
+
+class ConfigNotAllowedError(ConfigError):
+    """A request's own config set a key its caller may not choose (see :class:`~agent_core.ConfigPolicy`).
+
+    The operator of a server decides where requests go, with which credentials
+    and what they may touch; a client's config may only pick among what the
+    operator allows. ``key`` names the refused key (``"model"`` when the model
+    asked for is not one of the allowed ones); the message says how the
+    operator can allow it. Nothing ran.
+    """
 
     def __reduce__(self) -> Any:
         return _rebuild, (type(self), self.args, {"key": self.key, "plugins": self.plugins}), self.__dict__
