@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("starlette", reason="agent-core serve needs the server extra")
 
-from agent_core.server import create_app  # noqa: E402
+from agent_core.server import ServeSettings, create_app  # noqa: E402
 from agent_core.store import open_store  # noqa: E402
 
 from ._live import running  # noqa: E402
@@ -34,3 +34,10 @@ def client(base_url: str) -> Any:
     import openai
 
     return openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)
+
+
+@pytest.fixture
+def plugins_url(store: Any) -> Iterator[str]:
+    """A server whose operator lets requests pick plugins (``--allow-config enabled_plugins``)."""
+    with running(create_app(store=store, settings=ServeSettings(allow_config=("enabled_plugins",)))) as url:
+        yield url

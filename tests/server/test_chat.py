@@ -61,7 +61,11 @@ def test_healthz(base_url: str) -> None:
     assert r.status_code == 200 and r.json() == {"status": "ok"}
 
 
-def test_x_session_id_keeps_each_exchange_in_the_store(base_url: str, client: Any) -> None:
+def test_x_session_id_keeps_each_exchange_in_the_store(plugins_url: str) -> None:
+    import openai
+
+    base_url = plugins_url
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)
     first = [{"role": "user", "content": "plan a trip"}]
     raw = client.chat.completions.with_raw_response.create(
         model="echo", messages=first, extra_headers={"x-session-id": "facade-1"})

@@ -34,8 +34,8 @@ def test_bad_json_is_400(base_url: str) -> None:
 
 
 @pytest.mark.parametrize(("body", "words"), [
-    ({"messages": HI}, ("model is required",)),
-    ({"model": 3, "messages": HI}, ("model is required",)),
+    ({"messages": HI}, ("missing required field `model`",)),
+    ({"model": 3, "messages": HI}, ("`$.model`",)),
     ({"model": "echo"}, ("messages",)),
     ({"model": "echo", "messages": [{"role": "robot", "content": "x"}]}, ("messages[0].role", "robot")),
     ({"model": "echo", "messages": [{"role": "tool", "content": "3"}]}, ("messages[0]", "tool_call_id")),
@@ -57,7 +57,8 @@ def test_unknown_provider_is_404_naming_it_and_the_installed_ones(base_url: str)
 def test_a_bad_config_value_is_400_naming_the_key(base_url: str) -> None:
     r = httpx.post(f"{base_url}/v1/chat/completions",
                    json={"model": "openai/m", "messages": HI, "temperature": "hot"})
-    _error(r, 400, "ConfigError", "temperature")
+    _error(r, 400, "invalid_request_error", "$.temperature")
+    assert r.json()["error"]["param"] == "temperature"
 
 
 def test_unknown_route_and_wrong_method_are_json(base_url: str) -> None:

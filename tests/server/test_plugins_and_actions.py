@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 
 
-def test_plugins_say_what_runs_and_why(base_url: str) -> None:
+def test_plugins_say_what_runs_and_why(plugins_url: str) -> None:
+    base_url = plugins_url
     r = httpx.get(f"{base_url}/v1/plugins", params={"provider": "echo", "enabled_plugins": '["title"]'})
     assert r.status_code == 200
     rows = {row["name"]: row for row in r.json()["data"]}
@@ -20,7 +21,8 @@ def test_plugins_with_a_bad_config_is_400(base_url: str) -> None:
     assert r.status_code == 400 and "nosuch" in r.json()["error"]["message"]
 
 
-def test_ui_schema_and_actions_follow_the_config(base_url: str) -> None:
+def test_ui_schema_and_actions_follow_the_config(plugins_url: str) -> None:
+    base_url = plugins_url
     plain = {"provider": "echo"}
     titled = {"provider": "echo", "enabled_plugins": '["title"]'}
     # usage, tool_output_budget and compact_history are on by default, so their lifecycle actions are listed in both
@@ -36,7 +38,8 @@ def test_ui_schema_and_actions_follow_the_config(base_url: str) -> None:
                    for e in httpx.get(f"{base_url}/v1/ui-schema", params=plain).json()["data"])
 
 
-def test_a_session_action_runs_and_is_saved_at_a_new_revision(base_url: str) -> None:
+def test_a_session_action_runs_and_is_saved_at_a_new_revision(plugins_url: str) -> None:
+    base_url = plugins_url
     r = httpx.post(f"{base_url}/v1/sessions/act/turns", json={"message": "plan a trip", "config": {"provider": "echo"}})
     assert '"saved"' in r.text
     config = {"provider": "echo", "enabled_plugins": ["title"]}
@@ -54,3 +57,15 @@ def test_a_session_action_runs_and_is_saved_at_a_new_revision(base_url: str) -> 
     assert httpx.post(f"{base_url}/v1/sessions/none/actions/set_title", json={"config": config}).status_code == 404
     r = httpx.post(f"{base_url}/v1/sessions/act/actions/set_title", json={"params": [1]})
     assert r.status_code == 400 and "params" in r.json()["error"]["message"]
+
+
+def test_choosing_plugins_is_the_operators_unless_allowed(base_url: str) -> None:
+    # On the defaults, a query or a body that switches plugins on is refused by name, with the way to allow it.
+    r = httpx.get(f"{base_url}/v1/plugins", params={"provider": "echo", "enabled_plugins": '["files"]'})
+    assert r.status_code == 403, r.text
+    error = r.json()["error"]
+    assert error["type"] == "ConfigNotAllowedError" and error["param"] == "enabled_plugins"
+    assert "--allow-config enabled_plugins" in error["message"]
+    r = httpx.post(f"{base_url}/v1/sessions/act/actions/set_title",
+                   json={"config": {"enabled_plugins": ["title"]}})
+    assert r.status_code == 403 and r.json()["error"]["param"] == "enabled_plugins"

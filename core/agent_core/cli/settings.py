@@ -25,7 +25,11 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["ENV_KEYS", "FILE_ENV", "layered_config", "parse_pairs", "read_toml"]
+__all__ = ["ENV_KEYS", "FILE_ENV", "SERVE_TABLE", "config_files", "layered_config", "parse_pairs", "read_toml",
+           "serve_table"]
+
+#: The table of a config file that holds ``agent-core serve``'s own settings, not request config.
+SERVE_TABLE = "serve"
 
 #: environment variable -> config key
 ENV_KEYS = (("AGENT_CORE_PROVIDER", "provider"), ("AGENT_CORE_MODEL", "model"), ("AGENT_CORE_BASE_URL", "base_url"))
@@ -85,14 +89,31 @@ def parse_pairs(items: list[str]) -> tuple[list[str], dict[str, Any]]:
     return files, pairs
 
 
-def layered_config(args: argparse.Namespace, *, default_provider: str | None = "echo") -> dict[str, Any]:
-    """The request config: file, then environment, then flags (see the module docstring)."""
+def config_files(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
+    """The TOML files named (or ``$AGENT_CORE_CONFIG``) and the ``KEY=VALUE`` pairs given."""
     files, pairs = parse_pairs(list(getattr(args, "config", None) or ()))
     if not files and os.environ.get(FILE_ENV):
         files = [os.environ[FILE_ENV]]
+    return files, pairs
+
+
+def serve_table(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``[serve]`` tables of the config files, merged (later files win)."""
+    merged: dict[str, Any] = {}
+    for path in config_files(args)[0]:
+        table = read_toml(path).get(SERVE_TABLE, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"config file {path!r}: {SERVE_TABLE!r} must be a table ([serve])")
+        merged.update(table)
+    return merged
+
+
+def layered_config(args: argparse.Namespace, *, default_provider: str | None = "echo") -> dict[str, Any]:
+    """The request config: file, then environment, then flags (see the module docstring)."""
+    files, pairs = config_files(args)
     config: dict[str, Any] = {}
     for path in files:
-        config.update(read_toml(path))
+        config.update({k: v for k, v in read_toml(path).items() if k != SERVE_TABLE})
     for env, key in ENV_KEYS:
         if os.environ.get(env):
             config[key] = os.environ[env]

@@ -15,38 +15,49 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+import msgspec
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..engine import AgentCore
+from ..errors import ConfigError
+from .bodies import json_depth
 from .client_tools import ClientTools
 from .errors import ApiError
 from .facade import FacadeRoutes
+from .guard import TENANT_KEY, Admission, Gate
 from .http import (
     LIBRARY_ERRORS,
-    BearerAuth,
     on_error,
+    path_id,
     plain,
 )
 from .sessions_api import SessionRoutes
+from .settings import ServeSettings
+from .tenants import Tenant, TenantStore, TokenTable, load_tokens_file
 
 __all__ = ["create_app"]
 
+_decode = msgspec.json.Decoder().decode
+
 
 class _Server(FacadeRoutes, SessionRoutes):
-    def __init__(self, core: AgentCore, store: Any, token: str | None, config: Mapping[str, Any],
-                 retries: int) -> None:
+    def __init__(self, core: AgentCore, store: Any, config: Mapping[str, Any], retries: int,
+                 settings: ServeSettings, default: Tenant) -> None:
         self.core = core
         self.retries = retries
         self._tasks: set[asyncio.Future[None]] = set()  # running turns (kept referenced until they end)
-        self._running: set[str] = set()  # ids of the requests this process runs (cancelled at shutdown)
+        self._running: set[str] = set()  # engine ids of the requests this process runs (cancelled at shutdown)
         self.relay: Any = None  # a PgCancelRelay when cancels reach the other processes
         self._store = store
-        self.token = token
         self.config = dict(config)
+        self.settings = settings
+        self.default = default
 
     @property
     def store(self) -> Any:
@@ -56,34 +67,61 @@ class _Server(FacadeRoutes, SessionRoutes):
             self._store = open_store()
         return self._store
 
-    # -- facade ------------------------------------------------------------
+    # -- who asks, and what they may set -----------------------------------------
+
+    def tenant(self, request: Request) -> Tenant:
+        return request.scope.get(TENANT_KEY) or self.default
+
+    def store_for(self, request: Request) -> TenantStore:
+        """The store as the asking tenant sees it: its own sessions only."""
+        return TenantStore(self.store, self.tenant(request))
+
+    def config_for(self, request: Request, client: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The operator's config with the keys of ``client`` the tenant's policy allows (403 otherwise)."""
+        return self.tenant(request).policy.merge(self.config, client, providers=self.core.plugins("provider"))
 
     def _declared(self) -> set[str]:
         return {entry["key"] for entry in self.core.get_config_schema()}
 
+    # -- facade ------------------------------------------------------------
+
     async def cancel(self, request: Request) -> Response:
-        rid = request.path_params["request_id"]
-        if self.core.cancel_request(rid):
+        rid = path_id(request, "request_id")
+        internal = self.tenant(request).scope(rid)
+        if self.core.cancel_request(internal):
             return Response(status_code=204)
-        if self.relay is not None and await asyncio.to_thread(self.relay.forward, rid):
-            return Response(status_code=204)  # another process that shares the store ran it
+        if self.relay is not None:
+            try:
+                if await self.relay.forward(internal):
+                    return Response(status_code=204)  # another process that shares the store ran it
+            except OverflowError:
+                raise ApiError(503, "server_busy", "too many cancels are waiting for the other server processes",
+                               headers={"retry-after": "1"}) from None
         where = "in any server process on this store" if self.relay is not None else "in this server process"
         raise ApiError(404, "request_not_found", f"no request {rid!r} is running {where}")
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
-    # -- sessions ------------------------------------------------------------
+    # -- plugins, UI, actions --------------------------------------------------
 
     def _query_config(self, request: Request) -> dict[str, Any]:
-        """The config of a GET: the server's keys, then one query parameter per key (JSON values, as ``-c``)."""
-        config = dict(self.config)
+        """The config of a GET: one query parameter per key (JSON values, as ``-c``), through the policy."""
+        client: dict[str, Any] = {}
+        depth = self.settings.max_json_depth
         for key, raw in request.query_params.items():
             try:
-                config[key] = json.loads(raw)
-            except ValueError:
-                config[key] = raw
-        return config
+                value = _decode(raw)
+            except RecursionError:
+                raise ApiError(400, "invalid_request_error", f"query parameter {key!r} nests too deeply",
+                               param=key) from None
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                value = raw  # a bare word: the string itself
+            if json_depth(value, depth) > depth:
+                raise ApiError(400, "invalid_request_error",
+                               f"query parameter {key!r} nests deeper than {depth} levels", param=key)
+            client[key] = value
+        return self.config_for(request, client)
 
     async def plugins(self, request: Request) -> Response:
         config = self._query_config(request)
@@ -108,10 +146,10 @@ class _Server(FacadeRoutes, SessionRoutes):
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
         """On shutdown, after the server's grace period: cancel what still runs, let turns save."""
         if self.relay is not None:
-            await asyncio.to_thread(self.relay.start)
+            await self.relay.start()
         yield
         if self.relay is not None:
-            await asyncio.to_thread(self.relay.close)
+            await self.relay.close()
         for rid in list(self._running):
             self.core.cancel_request(rid)
         if self._tasks:
@@ -136,25 +174,43 @@ class _Server(FacadeRoutes, SessionRoutes):
 
 
 def create_app(core: AgentCore | None = None, store: Any = None, token: str | None = None, *,
-               config: Mapping[str, Any] | None = None, retries: int = 3, cancel_url: str | None = None) -> Any:
+               config: Mapping[str, Any] | None = None, retries: int = 3, cancel_url: str | None = None,
+               settings: ServeSettings | None = None) -> Any:
     """The ASGI app of ``agent-core serve``.
 
     Args:
         core: the pipeline (default :meth:`AgentCore.discover`). The ``client_tools``
             tool plugin is registered on it, so OpenAI clients' ``tools`` reach the model.
         store: a session store for ``/v1/sessions`` (default: ``open_store()``, opened on first use).
-        token: when set, every route wants ``Authorization: Bearer <token>``.
-        config: config keys every request starts from (e.g. ``base_url``); the request's own win.
+        token: when set, every route wants ``Authorization: Bearer <token>`` (one tenant; for
+            several, name a tokens file in ``settings``).
+        config: the operator's config, which every request starts from (e.g. ``base_url``). A
+            request may override only the keys ``settings`` allows (see :class:`ConfigPolicy`).
         retries: how often a turn without ``If-Match`` starts again after losing a save race
             (each retry is another model call; see ``docs/store.md``).
         cancel_url: a ``postgresql://`` URL (the store's): ``DELETE /v1/requests/{id}`` then also
             reaches requests running in the other processes listening there (LISTEN/NOTIFY).
+        settings: who may connect, from where, and the limits (default :class:`ServeSettings`:
+            loopback host names only, no cross-site pages, the documented limits).
+
+    Raises:
+        ConfigError: a tokens file that cannot be read, or both ``token`` and a tokens file.
     """
+    settings = settings or ServeSettings()
     if core is None:
         core = AgentCore.discover(tools=[ClientTools])
     elif "client_tools" not in core.plugins("tool"):
         core.register_tool(ClientTools)
-    server = _Server(core, store, token, config or {}, retries)
+    policy = settings.policy()
+    default = Tenant("", policy)
+    tokens = None
+    if settings.tokens_file is not None:
+        if token:
+            raise ConfigError("give either a token or a tokens file, not both (a tokens file names every tenant)")
+        tokens = TokenTable(load_tokens_file(settings.tokens_file, policy))
+    elif token:
+        tokens = TokenTable.single(token, default)
+    server = _Server(core, store, config or {}, retries, settings, default)
     if cancel_url is not None:
         from .relay import PgCancelRelay
 
@@ -164,4 +220,11 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
     }
     app = Starlette(routes=server.routes(), exception_handlers=dict(handlers), lifespan=server.lifespan)
     app.state.server = server
-    return BearerAuth(app, token) if token else app
+    wrapped: Any = Admission(app, settings, tokens, default)
+    if settings.cors_origins:
+        wrapped = CORSMiddleware(
+            wrapped, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["authorization", "content-type", "if-match", "x-request-id", "x-session-id"],
+            expose_headers=["etag", "retry-after", "x-request-id", "x-session-revision"],
+        )
+    return Gate(wrapped, allowed_hosts=settings.allowed_hosts, cors_origins=settings.cors_origins)

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 from ..errors import (
     ActionInputError,
     ConfigError,
+    ConfigNotAllowedError,
     ConflictError,
     ContentFilterError,
     ContextLengthError,
@@ -40,12 +41,14 @@ __all__ = ["ApiError", "error_body", "error_response", "sse_error", "status_for"
 class ApiError(Exception):
     """A request the server refuses: ``status``, a short ``type`` and a message naming the problem."""
 
-    def __init__(self, status: int, type: str, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, status: int, type: str, message: str, headers: dict[str, str] | None = None, *,
+                 param: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.type = type
         self.message = message
         self.headers = headers or {}
+        self.param = param
 
 
 def status_for_name(type_name: str) -> int:
@@ -77,6 +80,7 @@ _STATUSES: tuple[tuple[Any, int], ...] = (
     (LLMError, 502),
     (ProviderRequestCancelled, 499),
     (SessionNotFoundError, 404),
+    (ConfigNotAllowedError, 403),
     ((ConflictError, RequestInFlightError), 409),
     ((ConfigError, InvalidArgumentError, InvalidValueError, ActionInputError), 400),
     ((PluginError, StoreError), 500),
@@ -90,9 +94,12 @@ def error_body(type: str, message: str, **extra: Any) -> dict[str, Any]:
 def error_response(exc: BaseException) -> JSONResponse:
     """The response for ``exc``; ``retry-after`` rides along when the API gave one."""
     if isinstance(exc, ApiError):
-        return JSONResponse(error_body(exc.type, exc.message), exc.status, headers=exc.headers)
+        extra_param = {"param": exc.param} if exc.param is not None else {}
+        return JSONResponse(error_body(exc.type, exc.message, **extra_param), exc.status, headers=exc.headers)
     headers: dict[str, str] = {}
     extra: dict[str, Any] = {}
+    if isinstance(exc, ConfigError) and exc.key is not None:
+        extra["param"] = exc.key
     retry_after = getattr(exc, "retry_after", None)
     if retry_after is not None:
         headers["retry-after"] = f"{max(0, int(-(-float(retry_after) // 1)))}"

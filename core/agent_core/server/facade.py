@@ -24,9 +24,9 @@ from ..errors import (
 from ..native_history import NATIVE_KEY
 from ..types import Session
 from .errors import sse_error
+from .bodies import ChatBody, parse_body
 from .http import (
     SSE_HEADERS,
-    json_body,
     request_id_of,
     session_id_of,
     sse_frame,
@@ -48,14 +48,19 @@ class FacadeRoutes:
     """The facade's routes; mixed into the server, whose attributes they use."""
 
     async def chat(self, request: Request) -> Response:
-        body = await json_body(request)
-        config, model = chat_config(body, self.core.plugins("provider"), self._declared(), self.config)
+        body = parse_body(await request.body(), ChatBody, max_depth=self.settings.max_json_depth)
+        client = chat_config(body, self.core.plugins("provider"), self._declared())
+        config = self.config_for(request, client)
+        config.update(max_iterations=1, run_pending_tool_calls=False, stream=bool(body.stream))
+        model = body.model
         sid = session_id_of(request)
-        session = chat_session(sid or uuid.uuid4().hex, body.get("messages"))
-        if sid is not None:  # the exchange is kept under that id: carry the stored metadata (a title...)
-            session = await self._with_stored_metadata(session)
-        rid = request_id_of(request)
-        headers = {"x-request-id": rid}
+        session = chat_session(sid or uuid.uuid4().hex, body.messages, self.settings.max_messages)
+        store = self.store_for(request) if sid is not None else None
+        if store is not None:  # the exchange is kept under that id: carry the stored metadata (a title...)
+            session = await self._with_stored_metadata(store, session)
+        client_rid = request_id_of(request)
+        rid = self.tenant(request).scope(client_rid)  # the engine's id: no tenant can name another's
+        headers = {"x-request-id": client_rid}
         if not config["stream"]:
             watcher = asyncio.ensure_future(watch_disconnect(request, lambda: self.core.cancel_request(rid)))
             self._running.add(rid)
@@ -64,10 +69,11 @@ class FacadeRoutes:
             finally:
                 watcher.cancel()
                 self._running.discard(rid)
-            if sid is not None:
-                headers["x-session-revision"] = str(await self._save_exchange(result.session))
-            return JSONResponse(completion_body(rid, model, result.final_messages, result.usage), headers=headers)
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            if store is not None:
+                headers["x-session-revision"] = str(await self._save_exchange(store, result.session))
+            return JSONResponse(completion_body(client_rid, model, result.final_messages, result.usage),
+                                headers=headers)
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
         watcher = asyncio.ensure_future(watch_disconnect(request, lambda: self.core.cancel_request(rid)))
         self._running.add(rid)
         try:
@@ -81,13 +87,16 @@ class FacadeRoutes:
             watcher.cancel()
             self._running.discard(rid)
             return failed
-        stream = self._chat_stream(rid, model, first, events, include_usage, watcher, sid is not None)
+        stream = self._chat_stream(rid, client_rid, model, first, events, include_usage, watcher, store)
         return StreamingResponse(stream, media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
 
-    async def _chat_stream(self, rid: str, model: str, first: list[Any], events: AsyncIterator[Any],
-                           include_usage: bool, watcher: asyncio.Future[None], save: bool) -> AsyncIterator[bytes]:
+    async def _chat_stream(self, rid: str, client_rid: str, model: str, first: list[Any],
+                           events: AsyncIterator[Any], include_usage: bool, watcher: asyncio.Future[None],
+                           store: Any) -> AsyncIterator[bytes]:
+        """The answer as ``chat.completion.chunk`` frames; ``rid`` is the engine's id, ``client_rid`` the client's."""
         finished = False
         created = int(time.time())
+        engine_rid, rid = rid, client_rid  # the chunks and errors name the client's id
         try:
             yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": ""}))
             streamed, reply, usage = False, None, None
@@ -124,9 +133,9 @@ class FacadeRoutes:
                         finished = True
                         yield b"data: [DONE]\n\n"
                         return
-                    if save:  # X-Session-Id: kept before the stream says it is over
+                    if store is not None:  # X-Session-Id: kept before the stream says it is over
                         try:
-                            await self._save_exchange(event.session)
+                            await self._save_exchange(store, event.session)
                         except (StoreError, InvalidArgumentError) as exc:
                             yield sse_error(type(exc).__name__, str(exc))
                             finished = True
@@ -139,20 +148,20 @@ class FacadeRoutes:
             yield b"data: [DONE]\n\n"
         finally:
             watcher.cancel()
-            self._running.discard(rid)
+            self._running.discard(engine_rid)
             if not finished:  # the client went away mid-stream: stop the upstream request too
-                self.core.cancel_request(rid)
+                self.core.cancel_request(engine_rid)
             await events.aclose()  # type: ignore[attr-defined]
 
-    async def _with_stored_metadata(self, session: Session) -> Session:
+    async def _with_stored_metadata(self, store: Any, session: Session) -> Session:
         try:
-            stored = await self.store.aget(session.session_id)
+            stored = await store.aget(session.session_id)
         except SessionNotFoundError:
             return session
         meta = {k: v for k, v in stored.session.metadata.items() if k != NATIVE_KEY}
         return Session(session.session_id, list(session.messages), meta)
 
-    async def _save_exchange(self, session: Session) -> int:
+    async def _save_exchange(self, store: Any, session: Session) -> int:
         """Store a facade exchange (X-Session-Id): the client's conversation plus the reply.
 
         The client sent the whole conversation, so it is the truth: a save that loses a race is
@@ -161,17 +170,18 @@ class FacadeRoutes:
         last: ConflictError | None = None
         for _ in range(self.retries + 1):
             try:
-                expected = (await self.store.aget(session.session_id)).revision
+                expected = (await store.aget(session.session_id)).revision
             except SessionNotFoundError:
                 expected = 0
             try:
-                return int(await self.store.aput(session, expected_revision=expected))
+                return int(await store.aput(session, expected_revision=expected))
             except ConflictError as exc:
                 last = exc
         assert last is not None
         raise last
 
     async def models(self, request: Request) -> Response:
+        policy = self.tenant(request).policy
         data = []
         for provider in self.core.plugins("provider"):
             try:
@@ -180,6 +190,6 @@ class FacadeRoutes:
                 continue
             for m in listed:
                 mid = m.get("id") if isinstance(m, Mapping) else None
-                if isinstance(mid, str):
+                if isinstance(mid, str) and policy.offers(provider, mid):
                     data.append({"id": f"{provider}/{mid}", "object": "model", "created": 0, "owned_by": provider})
         return JSONResponse({"object": "list", "data": data})

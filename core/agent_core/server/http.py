@@ -6,7 +6,6 @@ Kept apart from the routes so each route module reads as what it answers.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import math
 import uuid
@@ -28,10 +27,11 @@ from ..errors import (
     ProviderRequestCancelled,
     StoreError,
 )
-from ..types import Message
+from ..types import Message, Session
 from .errors import ApiError, error_body, error_response, status_for_name
+from .tenants import ID_PATTERN
 
-__all__ = ["BearerAuth", "ConflictNote", "END_OF_STREAM", "LIBRARY_ERRORS", "Raised", "SSE_HEADERS", "drain", "etag", "if_match", "json_body", "message_of", "on_error", "plain", "pump", "request_id_of", "retry_after", "session_id_of", "sse_frame", "until_output", "watch_disconnect"]
+__all__ = ["ConflictNote", "END_OF_STREAM", "LIBRARY_ERRORS", "Raised", "SSE_HEADERS", "checked_id", "drain", "etag", "if_match", "message_of", "path_id", "on_error", "plain", "pump", "request_id_of", "retry_after", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect"]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -40,15 +40,11 @@ def sse_frame(data: Any) -> bytes:
     return b"data: " + (data if isinstance(data, bytes) else json.dumps(data).encode()) + b"\n\n"
 
 
-async def json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    try:
-        body = json.loads(raw)
-    except ValueError as exc:
-        raise ApiError(400, "invalid_json", f"the request body is not JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise ApiError(400, "invalid_json", f"the request body must be a JSON object, got {type(body).__name__}")
-    return body
+def _client_id(value: str, what: str, kind: str) -> str:
+    if not ID_PATTERN.fullmatch(value):
+        raise ApiError(400, kind, f"{what} must be 1 to 128 letters, digits, '_', '-', '.' or ':' (not starting "
+                                  f"with '.' or ':'), got {value[:140]!r}", param=what)
+    return value
 
 
 def if_match(request: Request) -> int | None:
@@ -56,8 +52,9 @@ def if_match(request: Request) -> int | None:
     if raw is None:
         return None
     text = raw.strip().removeprefix("W/").strip('"')
-    if not text.isdigit() or int(text) < 1:
-        raise ApiError(400, "invalid_if_match", f"If-Match must be a revision number (e.g. \"3\"), got {raw!r}")
+    if not text.isdigit() or len(text) > 18 or int(text) < 1:
+        raise ApiError(400, "invalid_if_match", f"If-Match must be a revision number (e.g. \"3\"), got {raw[:40]!r}",
+                       param="If-Match")
     return int(text)
 
 
@@ -66,16 +63,22 @@ def request_id_of(request: Request) -> str:
     given = request.headers.get("x-request-id")
     if given is None:
         return uuid.uuid4().hex
-    if not 1 <= len(given) <= 200 or not given.isprintable():
-        raise ApiError(400, "invalid_request_id", "X-Request-Id must be 1 to 200 printable characters")
-    return given
+    return _client_id(given, "X-Request-Id", "invalid_request_id")
 
 
 def session_id_of(request: Request) -> str | None:
     given = request.headers.get("x-session-id")
-    if given is not None and (not 1 <= len(given) <= 200 or not given.isprintable()):
-        raise ApiError(400, "invalid_session_id", "X-Session-Id must be 1 to 200 printable characters")
-    return given
+    return None if given is None else _client_id(given, "X-Session-Id", "invalid_session_id")
+
+
+def path_id(request: Request, name: str) -> str:
+    """A session or request id from the route's path, checked against the id grammar."""
+    return _client_id(request.path_params[name], name, "invalid_session_id" if name == "session_id"
+                      else "invalid_request_id")
+
+
+def checked_id(value: str, what: str) -> str:
+    return _client_id(value, what, "invalid_session_id")
 
 
 def retry_after(seconds: float | None) -> dict[str, str]:
@@ -171,33 +174,21 @@ def plain(value: Any) -> Any:
 
 
 def message_of(value: Any, where: str) -> Message:
-    if isinstance(value, str):
-        return Message("user", value)
-    if not isinstance(value, Mapping):
-        raise ApiError(400, "invalid_request_error", f"{where} must be a string or a message object")
+    """A client's message (a string is a user message; an object is ``schemas/message.schema.json``)."""
+    if not isinstance(value, (str, Mapping)):
+        raise ApiError(400, "invalid_request_error", f"{where} must be a string or a message object", param=where)
     try:
-        return Message.from_dict(value)
+        return Message("user", value) if isinstance(value, str) else Message.from_dict(value)
     except (TypeError, ValueError, KeyError) as exc:
-        raise ApiError(400, "invalid_request_error", f"{where}: {exc}") from None
+        raise ApiError(400, "invalid_request_error", f"{where}: {exc}", param=where) from None
 
 
-class BearerAuth:
-    """Every route needs ``Authorization: Bearer <token>`` when a token is set (compared in constant time)."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                response = JSONResponse(
-                    error_body("authentication_error", "missing or wrong bearer token (Authorization: Bearer ...)"),
-                    401, headers={"www-authenticate": "Bearer"})
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+def session_of(session_id: str, messages: list[Message], metadata: Mapping[str, Any]) -> Session:
+    """A new session from a client's parts; a value the session refuses is a 400 naming the part."""
+    try:
+        return Session(session_id, messages, metadata)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ApiError(400, "invalid_request_error", f"session: {exc}", param="metadata") from None
 
 
 async def on_error(request: Request, exc: Exception) -> Response:

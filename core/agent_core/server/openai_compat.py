@@ -12,10 +12,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from ..types import Message, Session
+from .bodies import ChatBody, ChatMessage, ChatPart
 from .errors import ApiError
 
-__all__ = ["chat_config", "chat_session", "completion_body", "chunk", "finish_reason", "reply_of", "usage_body"]
+__all__ = ["chat_config", "chat_session", "split_model", "completion_body", "chunk", "finish_reason", "reply_of", "usage_body"]
 
 # OpenAI body key -> config key, passed only when some installed plugin declares the config key.
 _SAMPLING = {
@@ -40,101 +43,93 @@ _HARMLESS: dict[str, Any] = {
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 
 
-def _bad(message: str) -> ApiError:
-    return ApiError(400, "invalid_request_error", message)
+def _bad(message: str, param: str | None = None) -> ApiError:
+    return ApiError(400, "invalid_request_error", message, param=param)
 
 
-def _text(content: Any, where: str) -> Any:
+def _text(content: str | list[ChatPart] | None, where: str) -> str:
     """String content as is; a list of text parts joined (other part types are refused, by name)."""
     if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for j, part in enumerate(content):
-            if not isinstance(part, Mapping) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
-                raise _bad(f"{where}.content[{j}]: only text parts are supported, got {kind!r}")
-            texts.append(part["text"])
-        return "".join(texts)
-    raise _bad(f"{where}.content must be a string or a list of text parts, got {type(content).__name__}")
+        return content or ""
+    texts = []
+    for j, part in enumerate(content):
+        if part.type != "text" or part.text is None:
+            raise _bad(f"{where}.content[{j}]: only text parts are supported, got {part.type!r}",
+                       f"{where}.content[{j}]")
+        texts.append(part.text)
+    return "".join(texts)
 
 
-def _tool_calls(calls: Any, where: str) -> list[dict[str, Any]]:
-    if not isinstance(calls, list):
-        raise _bad(f"{where}.tool_calls must be a list")
-    out = []
-    for j, call in enumerate(calls):
-        fn = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str) or not isinstance(call.get("id"), str):
-            raise _bad(f"{where}.tool_calls[{j}] needs an id and function.name")
-        args = fn.get("arguments", "")
-        out.append({"id": call["id"], "type": "function",
-                    "function": {"name": fn["name"], "arguments": args if isinstance(args, str) else ""}})
-    return out
-
-
-def chat_session(session_id: str, messages: Any) -> Session:
+def chat_session(session_id: str, messages: list[ChatMessage], max_messages: int) -> Session:
     """The body's ``messages`` as a session (refusing, by index, what the engine could not send)."""
-    if not isinstance(messages, list) or not messages:
-        raise _bad("messages must be a non-empty list")
+    if not messages:
+        raise _bad("messages must be a non-empty list", "messages")
+    if len(messages) > max_messages:
+        raise _bad(f"messages: {len(messages)} messages is more than this server takes in one request "
+                   f"({max_messages}, max_messages)", "messages")
     built = []
     for i, m in enumerate(messages):
         where = f"messages[{i}]"
-        if not isinstance(m, Mapping):
-            raise _bad(f"{where} must be an object")
-        role = _ROLES.get(m.get("role"))  # type: ignore[arg-type]
-        if role is None:
-            raise _bad(f"{where}.role must be one of {sorted(_ROLES)}, got {m.get('role')!r}")
         metadata: dict[str, Any] = {}
-        if role == "assistant" and m.get("tool_calls"):
-            metadata["tool_calls"] = _tool_calls(m["tool_calls"], where)
-        if role == "tool":
-            if not isinstance(m.get("tool_call_id"), str):
-                raise _bad(f"{where}: a tool message needs tool_call_id")
-            metadata["tool_call_id"] = m["tool_call_id"]
-        content = _text(m.get("content"), where)
-        built.append(Message(role, "" if content is None else content, metadata))
-    return Session(session_id, built, {})
+        if m.role == "assistant" and m.tool_calls:
+            metadata["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                for c in m.tool_calls
+            ]
+        if m.role == "tool":
+            if m.tool_call_id is None:
+                raise _bad(f"{where}: a tool message needs tool_call_id", f"{where}.tool_call_id")
+            metadata["tool_call_id"] = m.tool_call_id
+        try:
+            built.append(Message(_ROLES[m.role], _text(m.content, where), metadata))
+        except (TypeError, ValueError) as exc:
+            raise _bad(f"{where}: {exc}", where) from None
+    try:
+        return Session(session_id, built, {})
+    except (TypeError, ValueError) as exc:
+        raise _bad(f"messages: {exc}", "messages") from None
 
 
-def chat_config(body: Mapping[str, Any], providers: Sequence[str], declared: set[str],
-                base: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    """``(config, model name)`` for a request body; unknown providers are refused by name (404)."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise _bad("model is required: a provider name, or provider/model (e.g. 'echo', 'openai/gpt-4o-mini')")
-    provider, _, model_id = model.partition("/")
+def split_model(model: str, providers: Sequence[str]) -> None:
+    """Refuse (404) a ``model`` whose provider part names no installed provider."""
+    if not model:
+        raise _bad("model is required: a provider name, or provider/model (e.g. 'echo', 'openai/gpt-4o-mini')",
+                   "model")
+    provider = model.partition("/")[0]
     if provider not in providers:
         raise ApiError(404, "model_not_found",
-                       f"model {model!r}: no provider named {provider!r} (installed: {', '.join(providers)})")
-    config: dict[str, Any] = {**base, "provider": provider, "max_iterations": 1, "run_pending_tool_calls": False}
-    if model_id:
-        config["model"] = model_id
+                       f"model {model!r}: no provider named {provider!r} (installed: {', '.join(providers)})",
+                       param="model")
+
+
+def chat_config(body: ChatBody, providers: Sequence[str], declared: set[str]) -> dict[str, Any]:
+    """The client's part of the config for a request body (the server's policy decides what of it runs).
+
+    ``model`` names the provider and then, optionally, the model (``echo``, ``openai/gpt-4o-mini``);
+    an unknown provider is refused by name (404).
+    """
+    split_model(body.model, providers)
+    config: dict[str, Any] = {"model": body.model}
     for key, target in _SAMPLING.items():
-        if body.get(key) is not None and target in declared:
-            config[target] = body[key]
-    n = body.get("n")
-    if n is not None and n != 1:
-        raise _bad(f"n: only one choice is supported (n=1), got {n!r}")
-    if body.get("logprobs") or body.get("top_logprobs"):
-        raise _bad("logprobs: token log-probabilities are not relayed by this server; leave logprobs unset")
+        value = getattr(body, key)
+        if value is not None and target in declared:
+            config[target] = value
+    if body.n is not None and body.n != 1:
+        raise _bad(f"n: only one choice is supported (n=1), got {body.n!r}", "n")
+    if body.logprobs or body.top_logprobs:
+        raise _bad("logprobs: token log-probabilities are not relayed by this server; leave logprobs unset",
+                   "logprobs")
     for key in _PASSED:
-        value = body.get(key)
+        value = getattr(body, key)
         if value is None:
             continue
         if key in declared:
             config[key] = value
         elif not _HARMLESS[key](value):
-            raise _bad(f"{key}: no installed plugin supports it, so {value!r} cannot be honoured")
-    tools = body.get("tools")
-    if tools is not None:
-        if not isinstance(tools, list) or not all(isinstance(t, Mapping) and t.get("type") == "function"
-                                                  and isinstance(t.get("function"), Mapping) for t in tools):
-            raise _bad("tools must be a list of {'type': 'function', 'function': {...}} objects")
-        if tools:
-            config["client_tools"] = [dict(t) for t in tools]
-    config["stream"] = bool(body.get("stream"))
-    return config, model
+            raise _bad(f"{key}: no installed plugin supports it, so {value!r} cannot be honoured", key)
+    if body.tools:
+        config["client_tools"] = [msgspec.to_builtins(t) for t in body.tools]
+    return config
 
 
 def reply_of(final_messages: Sequence[Message]) -> Message | None:

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -18,16 +19,20 @@ from ..events import encode_event
 from ..native_history import NATIVE_KEY
 from ..types import Session
 from .errors import ApiError, error_body
+from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
 from .http import (
     SSE_HEADERS,
     ConflictNote,
+    checked_id,
     drain,
     etag,
     if_match,
-    json_body,
     message_of,
+    path_id,
     plain,
     pump,
+    request_id_of,
+    session_of,
     sse_frame,
     until_output,
     watch_disconnect,
@@ -38,28 +43,33 @@ class SessionRoutes:
     """The sessions API's routes; mixed into the server, whose attributes they use."""
 
     async def create_session(self, request: Request) -> Response:
-        body = await json_body(request) if await request.body() else {}
-        sid = body.get("id") or uuid.uuid4().hex
-        if not isinstance(sid, str):
-            raise ApiError(400, "invalid_request_error", f"id must be a string, got {type(sid).__name__}")
-        metadata = body.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise ApiError(400, "invalid_request_error", "metadata must be an object")
-        messages = [message_of(m, f"messages[{i}]") for i, m in enumerate(body.get("messages") or [])]
-        revision = await self.store.acreate(Session(sid, messages, metadata))
+        body = parse_body(await request.body(), CreateSessionBody, max_depth=self.settings.max_json_depth,
+                          empty_ok=True)
+        sid = checked_id(body.id, "id") if body.id is not None else uuid.uuid4().hex
+        messages = body.messages or []
+        if len(messages) > self.settings.max_messages:
+            raise ApiError(400, "invalid_request_error", f"messages: more than {self.settings.max_messages} "
+                           "messages (max_messages)", param="messages")
+        built = [message_of(m, f"messages[{i}]") for i, m in enumerate(messages)]
+        session = session_of(sid, built, body.metadata or {})
+        revision = await self.store_for(request).acreate(session)
         return JSONResponse({"id": sid, "revision": revision}, 201, headers=etag(revision))
 
     async def list_sessions(self, request: Request) -> Response:
         raw = request.query_params.get("limit", "100")
-        if not raw.isdigit() or not 1 <= int(raw) <= 1000:
-            raise ApiError(400, "invalid_request_error", f"limit must be an integer from 1 to 1000, got {raw!r}")
-        heads = await self.store.alist(limit=int(raw), after=request.query_params.get("after"))
+        if not raw.isdigit() or len(raw) > 4 or not 1 <= int(raw) <= 1000:
+            raise ApiError(400, "invalid_request_error", f"limit must be an integer from 1 to 1000, got {raw[:20]!r}",
+                           param="limit")
+        after = request.query_params.get("after")
+        if after is not None:
+            checked_id(after, "after")
+        heads = await self.store_for(request).alist(limit=int(raw), after=after)
         return JSONResponse({"object": "list", "data": [
             {"id": h.session_id, "revision": h.revision, "message_count": h.message_count,
              "created_at": h.created_at, "updated_at": h.updated_at} for h in heads]})
 
     async def get_session(self, request: Request) -> Response:
-        stored = await self.store.aget(request.path_params["session_id"])
+        stored = await self.store_for(request).aget(path_id(request, "session_id"))
         s = stored.session
         metadata = {k: v for k, v in s.metadata.items() if k != NATIVE_KEY}
         body = {"id": s.session_id, "revision": stored.revision, "messages": [m.to_dict() for m in s.messages],
@@ -67,33 +77,32 @@ class SessionRoutes:
         return JSONResponse(body, headers=etag(stored.revision))
 
     async def delete_session(self, request: Request) -> Response:
-        await self.store.adelete(request.path_params["session_id"], expected_revision=if_match(request))
+        sid = path_id(request, "session_id")
+        await self.store_for(request).adelete(sid, expected_revision=if_match(request))
         return Response(status_code=204)
 
     async def turn(self, request: Request) -> Response:
-        sid = request.path_params["session_id"]
-        body = await json_body(request)
-        if "message" not in body:
-            raise ApiError(400, "invalid_request_error", "a turn needs a message (a string or a message object)")
-        message = message_of(body["message"], "message")
-        config = body.get("config")
-        config = {} if config is None else config
-        if not isinstance(config, dict):
-            raise ApiError(400, "invalid_request_error", "config must be an object")
-        config = {**self.config, **config}
+        sid = path_id(request, "session_id")
+        body = parse_body(await request.body(), TurnBody, max_depth=self.settings.max_json_depth)
+        message = message_of(body.message, "message")
+        config = self.config_for(request, body.config)
         want = if_match(request)
+        store = self.store_for(request)
+        tenant = self.tenant(request)
+        client_rid = request_id_of(request)
+        engine_rid = tenant.scope(client_rid)
         if want is not None:
-            stored = await self.store.aget(sid)
+            stored = await store.aget(sid)
             if stored.revision != want:
                 raise ConflictError(sid, expected=want, current=stored.revision)
-            events: AsyncIterator[Any] = self._turn_at(stored.session.with_message(message), want, config)
+            events: AsyncIterator[Any] = self._turn_at(store, stored.session.with_message(message), want, config,
+                                                       engine_rid)
         else:
             from ..store import astream_turn
 
-            events = astream_turn(self.core, self.store, sid, message, config, retries=self.retries)
-        rid: list[str] = []  # the request's id, from its start event (a retried turn has several)
-        watcher = asyncio.ensure_future(
-            watch_disconnect(request, lambda: rid and self.core.cancel_request(rid[-1])))
+            events = astream_turn(self.core, store, sid, message, config, retries=self.retries,
+                                  request_id=engine_rid)
+        watcher = asyncio.ensure_future(watch_disconnect(request, lambda: self.core.cancel_request(engine_rid)))
         # The turn runs in its own task, so it ends and saves the same way whether or not the client
         # still listens: a client that hangs up cancels the request, and the cancelled turn is kept,
         # exactly as after DELETE /v1/requests/{id}.
@@ -103,36 +112,39 @@ class SessionRoutes:
         task.add_done_callback(self._tasks.discard)
         events = drain(queue)
         try:
-            first, failed = await until_output(events, rid)  # a bad config fails here: still a 4xx
+            first, failed = await until_output(events)  # a bad config fails here: still a 4xx
         except BaseException:
             watcher.cancel()
             raise
         if failed is not None:
             watcher.cancel()
             return failed
-        return StreamingResponse(self._turn_stream(rid, first, events, watcher), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)
+        renamed = client_rid if tenant.name else None  # the client sees its own id, never the tenant's prefix
+        return StreamingResponse(self._turn_stream(engine_rid, renamed, first, events, watcher),
+                                 media_type="text/event-stream", headers={"x-request-id": client_rid, **SSE_HEADERS})
 
-    async def _turn_at(self, session: Session, expected: int, config: dict[str, Any]) -> AsyncIterator[Any]:
+    async def _turn_at(self, store: Any, session: Session, expected: int, config: dict[str, Any],
+                       rid: str) -> AsyncIterator[Any]:
         """One turn saved at exactly ``expected`` (the caller's If-Match): a conflict is not retried."""
         from ..store import TurnSavedEvent
 
         done, failed = None, False
-        async for event in self.core.astream_request(session, config):
+        async for event in self.core.astream_request(session, config, request_id=rid):
             failed = failed or event.type == "error"
             done = event if event.type == "done" else done
             yield event
         if failed or done is None:
             return
         try:
-            revision = await self.store.aput(done.session, expected_revision=expected)
+            revision = await store.aput(done.session, expected_revision=expected)
         except ConflictError as exc:
             yield ConflictNote(exc)
             return
         yield TurnSavedEvent(session.session_id, revision, 1)
 
-    async def _turn_stream(self, rid: list[str], first: list[Any], events: AsyncIterator[Any],
+    async def _turn_stream(self, rid: str, renamed: str | None, first: list[Any], events: AsyncIterator[Any],
                            watcher: asyncio.Future[None]) -> AsyncIterator[bytes]:
+        """The turn's events as SSE frames; ``rid`` is the engine's id, ``renamed`` the client's when they differ."""
         finished = False
         pending = list(first)
         try:
@@ -147,36 +159,37 @@ class SessionRoutes:
                 if isinstance(event, ConflictNote):
                     yield sse_frame({"type": "conflict", **error_body("ConflictError", str(event.exc),
                                                                  current_revision=event.exc.current)})
-                else:
-                    if event.type == "start":
-                        rid.append(event.request_id)
-                    yield sse_frame(encode_event(event))
+                    continue
+                if renamed is not None and getattr(event, "request_id", None) == rid:
+                    event = msgspec.structs.replace(event, request_id=renamed)
+                yield sse_frame(encode_event(event))
             finished = True
         except ConflictError as exc:  # astream_turn lost every retry
             finished = True
             yield sse_frame({"type": "conflict", **error_body("ConflictError", str(exc), current_revision=exc.current)})
         finally:
             watcher.cancel()
-            if not finished and rid:
-                self.core.cancel_request(rid[-1])
+            if not finished:
+                self.core.cancel_request(rid)
 
     # -- plugins, UI, actions ------------------------------------------------
 
     async def session_action(self, request: Request) -> Response:
         """Run an action on a stored session and save what it changed, at the revision it was loaded at."""
-        sid, action_id = request.path_params["session_id"], request.path_params["action_id"]
-        body = await json_body(request) if await request.body() else {}
-        params, config = body.get("params"), body.get("config")
-        for name, value in (("params", params), ("config", config)):
-            if value is not None and not isinstance(value, dict):
-                raise ApiError(400, "invalid_request_error", f"{name} must be an object")
-        stored = await self.store.aget(sid)
+        sid, action_id = path_id(request, "session_id"), request.path_params["action_id"]
+        if len(action_id) > 200:
+            raise ApiError(400, "invalid_request_error", "the action id is longer than 200 characters",
+                           param="action_id")
+        body = parse_body(await request.body(), ActionBody, max_depth=self.settings.max_json_depth, empty_ok=True)
+        config = self.config_for(request, body.config)
+        store = self.store_for(request)
+        stored = await store.aget(sid)
         want = if_match(request)
         if want is not None and want != stored.revision:
             raise ConflictError(sid, expected=want, current=stored.revision)
-        result = await asyncio.to_thread(self.core.execute_action, stored.session, action_id, params or {},
-                                         {**self.config, **(config or {})})
-        revision = await self.store.aput(result.session, expected_revision=stored.revision)
+        result = await asyncio.to_thread(self.core.execute_action, stored.session, action_id, body.params or {},
+                                         config)
+        revision = await store.aput(result.session, expected_revision=stored.revision)
         return JSONResponse({"id": sid, "revision": revision, "payload": json.loads(json.dumps(result.payload,
                                                                                                default=plain))},
                             headers=etag(revision))

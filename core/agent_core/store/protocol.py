@@ -34,8 +34,8 @@ class SessionStore(Protocol):
         """Save at ``expected_revision + 1`` (0 means: create). Raises ConflictError, SessionNotFoundError."""
         ...
 
-    def list(self, *, limit: int = 100, after: str | None = None) -> list[SessionInfo]:
-        """Session heads ordered by id, after the id ``after``."""
+    def list(self, *, limit: int = 100, after: str | None = None, prefix: str | None = None) -> list[SessionInfo]:
+        """Session heads ordered by id, after the id ``after``; only ids starting with ``prefix`` when given."""
         ...
 
     def delete(self, session_id: str, *, expected_revision: int | None = None) -> None:
@@ -54,7 +54,8 @@ class SessionStore(Protocol):
 
     async def aput(self, session: Session, *, expected_revision: int) -> int: ...
 
-    async def alist(self, *, limit: int = 100, after: str | None = None) -> list[SessionInfo]: ...
+    async def alist(self, *, limit: int = 100, after: str | None = None,
+                    prefix: str | None = None) -> list[SessionInfo]: ...
 
     async def adelete(self, session_id: str, *, expected_revision: int | None = None) -> None: ...
 

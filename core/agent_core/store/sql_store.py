@@ -290,17 +290,27 @@ class SqlSessionStore:
             )
         return generations
 
-    def list(self, *, limit: int = 100, after: str | None = None) -> list[SessionInfo]:
-        """Up to ``limit`` sessions, ordered by id, starting after the id ``after`` (keyset paging)."""
+    def list(self, *, limit: int = 100, after: str | None = None, prefix: str | None = None) -> list[SessionInfo]:
+        """Up to ``limit`` sessions, ordered by id, starting after the id ``after`` (keyset paging).
+
+        With ``prefix``, only the sessions whose id starts with it (a server keeps each tenant's
+        sessions under ``<tenant>/``); the match is exact, whatever the database's collation.
+        """
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidArgumentError(f"limit must be an integer >= 1, got {limit!r}", argument="limit")
         if after is not None and not isinstance(after, str):
             raise InvalidArgumentError(f"after must be a session id or None, got {after!r}", argument="after")
+        if prefix is not None and not isinstance(prefix, str):
+            raise InvalidArgumentError(f"prefix must be a string or None, got {prefix!r}", argument="prefix")
+        where, params = "session_id > ?", ["" if after is None else after]
+        if prefix:
+            where += " AND substr(session_id, 1, ?) = ?"
+            params += [len(prefix), prefix]
         with self._backend.transaction(write=False) as tx:
             rows = tx.rows(
                 "SELECT session_id, revision, message_count, created_at, updated_at FROM agent_core_sessions "
-                "WHERE session_id > ? ORDER BY session_id LIMIT ?",
-                ("" if after is None else after, limit),
+                f"WHERE {where} ORDER BY session_id LIMIT ?",
+                (*params, limit),
             )
         return [SessionInfo(r[0], int(r[1]), int(r[2]), float(r[3]), float(r[4])) for r in rows]
 
@@ -364,8 +374,9 @@ class SqlSessionStore:
     async def aput(self, session: Session, *, expected_revision: int) -> int:
         return await asyncio.to_thread(lambda: self.put(session, expected_revision=expected_revision))
 
-    async def alist(self, *, limit: int = 100, after: str | None = None) -> list[SessionInfo]:
-        return await asyncio.to_thread(lambda: self.list(limit=limit, after=after))
+    async def alist(self, *, limit: int = 100, after: str | None = None,
+                    prefix: str | None = None) -> list[SessionInfo]:
+        return await asyncio.to_thread(lambda: self.list(limit=limit, after=after, prefix=prefix))
 
     async def adelete(self, session_id: str, *, expected_revision: int | None = None) -> None:
         await asyncio.to_thread(lambda: self.delete(session_id, expected_revision=expected_revision))

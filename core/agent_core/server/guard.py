@@ -1,0 +1,232 @@
+"""The server's front door: what a request must show before any route sees it.
+
+Theory of operation. Two ASGI layers wrap the routes, cheapest refusal first:
+
+1. :class:`Gate` looks only at headers. The ``Host`` must be one the server
+   answers to (a page on ``evil.example`` that rebinds its name to 127.0.0.1
+   still sends ``Host: evil.example``), and an ``Origin``, which browsers add to
+   every cross-site POST, must be the server's own or one the operator allowed.
+   So no other site's page can use the server, whatever it sends.
+2. :class:`Admission` admits the request: a free slot (``max_concurrent``), a
+   token naming a tenant when tokens are set, a JSON content type on a request
+   with a body (a web page can send ``text/plain`` without asking; it cannot
+   send ``application/json`` cross-site without a preflight), and a body read in
+   full within ``max_body_bytes`` and ``body_timeout_s``. The tenant rides in the
+   ASGI scope to the routes; the body is replayed to them from memory.
+
+Every refusal is the JSON error body the routes use, with a status that says
+what to change. Slow headers are the HTTP server's to bound
+(:mod:`agent_core.server.protocol`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.responses import JSONResponse
+
+from .errors import error_body
+from .settings import LOOPBACK_NAMES, ServeSettings
+from .tenants import Tenant, TokenTable
+
+__all__ = ["TENANT_KEY", "Admission", "Gate"]
+
+#: Where the tenant of a request is kept in its ASGI scope.
+TENANT_KEY = "agent_core.tenant"
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+async def _refuse(send: Any, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> None:
+    extra = dict(headers or {})
+    if status in (408, 413):  # the rest of the body is not read: the connection cannot carry another request
+        extra["connection"] = "close"
+    response = JSONResponse(error_body(kind, message), status, headers=extra)
+    await response({"type": "http"}, _no_receive, send)
+
+
+async def _no_receive() -> dict[str, Any]:  # JSONResponse never reads; kept for the ASGI signature
+    return {"type": "http.disconnect"}
+
+
+def _header(scope: Any, name: bytes) -> bytes | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+def _host_name(raw: str) -> str | None:
+    """The name part of a ``Host`` value (``[::1]:8000`` -> ``::1``), lower-cased; None when malformed."""
+    raw = raw.strip().lower()
+    if not raw or any(c.isspace() or c in "/@?#\\" for c in raw):
+        return None
+    if raw.startswith("["):
+        end = raw.find("]")
+        if end < 0 or (raw[end + 1:] and not (raw[end + 1] == ":" and raw[end + 2:].isdigit())):
+            return None
+        return raw[1:end]
+    name, _, port = raw.partition(":")
+    if port and not port.isdigit():
+        return None
+    return name.rstrip(".") or None
+
+
+class Gate:
+    """Refuses a foreign ``Host`` (400) and a foreign ``Origin`` (403) before anything else runs."""
+
+    def __init__(self, app: Any, *, allowed_hosts: Iterable[str] = (), cors_origins: Iterable[str] = ()) -> None:
+        self.app = app
+        hosts = {h.lower().rstrip(".") for h in allowed_hosts}
+        self.any_host = "*" in hosts
+        self.hosts = frozenset(LOOPBACK_NAMES | {h for h in hosts if "*" not in h})
+        self.host_patterns = tuple(h for h in hosts if "*" in h and h != "*")
+        origins = {o.rstrip("/").lower() for o in cors_origins}
+        self.any_origin = "*" in origins
+        self.origins = frozenset(origins - {"*"})
+
+    def _host_ok(self, name: str | None) -> bool:
+        if name is None:
+            return False
+        if self.any_host or name in self.hosts:
+            return True
+        return any(fnmatch.fnmatchcase(name, p) for p in self.host_patterns)
+
+    def _origin_ok(self, origin: str, host: str) -> bool:
+        origin = origin.strip().rstrip("/").lower()
+        if self.any_origin or origin in self.origins:
+            return True
+        parts = urlsplit(origin)
+        # Same origin: the page was served by this server under the Host it asked for.
+        return parts.scheme in ("http", "https") and bool(parts.netloc) and parts.netloc == host.strip().lower()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        raw_host = (_header(scope, b"host") or b"").decode("latin-1")
+        if not self._host_ok(_host_name(raw_host)):
+            await _refuse(send, 400, "invalid_host",
+                          f"the Host header {raw_host[:100]!r} is not a name this server answers to; "
+                          "its operator can add one with --allowed-host")
+            return
+        origin = _header(scope, b"origin")
+        if origin is not None and not self._origin_ok(origin.decode("latin-1"), raw_host):
+            await _refuse(send, 403, "origin_not_allowed",
+                          f"requests from web pages at {origin.decode('latin-1')[:100]!r} are not allowed; "
+                          "its operator can allow that origin with --cors-origin")
+            return
+        await self.app(scope, receive, send)
+
+
+class Admission:
+    """Admits a request: a free slot, a known token, a JSON body read within its limits."""
+
+    def __init__(self, app: Any, settings: ServeSettings, tokens: TokenTable | None, default: Tenant) -> None:
+        self.app = app
+        self.settings = settings
+        self.tokens = tokens
+        self.default = default
+        self.running = 0
+
+    def _tenant(self, scope: Any) -> Tenant | None:
+        if self.tokens is None:
+            return self.default
+        raw = _header(scope, b"authorization")
+        if raw is None:
+            return None
+        scheme, _, token = raw.decode("latin-1").strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return None
+        return self.tokens.find(token)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limits = self.settings
+        if self.running >= limits.max_concurrent:
+            await _refuse(send, 503, "server_busy",
+                          f"this server process is handling {limits.max_concurrent} requests already; retry shortly",
+                          {"retry-after": "1"})
+            return
+        self.running += 1
+        try:
+            await self._admit(scope, receive, send)
+        finally:
+            self.running -= 1
+
+    async def _admit(self, scope: Any, receive: Any, send: Any) -> None:
+        tenant = self._tenant(scope)
+        if tenant is None:
+            await _refuse(send, 401, "authentication_error",
+                          "missing or wrong bearer token (Authorization: Bearer ...)", {"www-authenticate": "Bearer"})
+            return
+        method = scope["method"]
+        content_type = _header(scope, b"content-type")
+        json_type = content_type is not None and content_type.split(b";")[0].strip().lower() == b"application/json"
+        if method in _BODY_METHODS and content_type is not None and not json_type:
+            await _refuse(send, 415, "unsupported_media_type",
+                          f"the request body must be JSON sent as Content-Type: application/json, "
+                          f"got {content_type.decode('latin-1')[:100]!r}")
+            return
+        declared = _header(scope, b"content-length")
+        if declared is not None:
+            if not declared.strip().isdigit():
+                await _refuse(send, 400, "invalid_request_error", "the Content-Length header is not a number")
+                return
+            if int(declared) > self.settings.max_body_bytes:
+                await _refuse(send, 413, "request_too_large", self._too_large())
+                return
+        body = await self._read_body(receive, send)
+        if body is None:
+            return
+        if body and method in _BODY_METHODS and not json_type:
+            await _refuse(send, 415, "unsupported_media_type",
+                          "the request body must be JSON sent as Content-Type: application/json")
+            return
+        scope[TENANT_KEY] = tenant
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: only the client hanging up is left to hear
+
+        await self.app(scope, replay, send)
+
+    def _too_large(self) -> str:
+        return (f"the request body is larger than this server's limit of {self.settings.max_body_bytes} bytes "
+                "(max_body_bytes)")
+
+    async def _read_body(self, receive: Any, send: Any) -> bytes | None:
+        """The whole body, or None after answering 413 (too large), 408 (too slow) or nothing (gone)."""
+        limit = self.settings.max_body_bytes
+        parts: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.settings.body_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        await _refuse(send, 413, "request_too_large", self._too_large())
+                        return None
+                    parts.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(parts)
+        except TimeoutError:
+            await _refuse(send, 408, "request_timeout",
+                          f"the request body did not arrive within {self.settings.body_timeout_s:g} s "
+                          "(body_timeout_s)")
+            return None
