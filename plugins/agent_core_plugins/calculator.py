@@ -49,6 +49,16 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
+def _brief(expression: str) -> str:
+    """The expression for a message, its first 80 characters: a message stays a few lines whatever it quotes."""
+    return repr(expression[:80]) + ("..." if len(expression) > 80 else "")
+
+
+def _call_text(name: str, args: list[Number]) -> str:
+    shown = ", ".join(map(_show, args[:3])) + (f", ... ({len(args)} arguments)" if len(args) > 3 else "")
+    return f"{name}({shown})"
+
+
 def _bounded_int(value: Number, what: str) -> Number:
     if isinstance(value, int) and value.bit_length() > MAX_RESULT_BITS:
         raise CalculationError(f"{what} is too large (more than {MAX_RESULT_BITS} bits)")
@@ -156,8 +166,11 @@ def _eval(node: ast.AST) -> Number:
             return _bounded_int(FUNCTIONS[name](*args), "the result")
         except CalculationError:
             raise
-        except (TypeError, ValueError, ArithmeticError) as exc:
-            raise CalculationError(f"{name}({', '.join(map(_show, args))}): {exc}") from None
+        except TypeError:  # every argument is a number, so the count is wrong (and exc would name _round)
+            raise CalculationError(f"{_call_text(name, args)}: {name}() does not take {len(args)} "
+                                   f"argument{'s' * (len(args) != 1)}") from None
+        except (ValueError, ArithmeticError) as exc:
+            raise CalculationError(f"{_call_text(name, args)}: {exc}") from None
     what = type(node.op).__name__ if isinstance(node, (ast.BinOp, ast.UnaryOp)) else type(node).__name__
     raise CalculationError(f"{what} is not allowed in a calculation (numbers, + - * / // % **, parentheses, "
                            "and the listed functions only)")
@@ -178,11 +191,11 @@ def evaluate(expression: str) -> Number:
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
-        raise CalculationError(f"cannot parse {expression!r}: {exc.msg}") from None
+        raise CalculationError(f"cannot parse: {exc.msg}") from None
     except (RecursionError, MemoryError):  # the parser's own stack
         raise CalculationError("expression is nested too deeply") from None
     except ValueError as exc:
-        raise CalculationError(f"cannot parse {expression!r}: {exc}") from None
+        raise CalculationError(f"cannot parse: {exc}") from None
     try:
         result = _eval(tree)
     except CalculationError:
@@ -192,7 +205,7 @@ def evaluate(expression: str) -> Number:
     except OverflowError:
         raise CalculationError("the result is too large for a floating-point number") from None
     except (ArithmeticError, ValueError, TypeError) as exc:  # a case the checks above do not name
-        raise CalculationError(f"cannot compute {expression!r}: {exc}") from None
+        raise CalculationError(f"cannot compute: {exc}") from None
     if isinstance(result, float) and not math.isfinite(result):
         raise CalculationError("the result is not a finite number")
     return result
@@ -240,7 +253,7 @@ class CalculatorTool:
         try:
             value = evaluate(expression)
         except CalculationError as exc:
-            return {"success": False, "error": f"calculate refused {expression[:80]!r}: {exc}"}
+            return {"success": False, "error": f"calculate refused {_brief(expression)}: {exc}"}
         return {"success": True, "result": str(value)}
 
     def to_display_format(self, text: str, result: Any, state: Any) -> dict[str, Any]:

@@ -162,6 +162,15 @@ def test_a_refusal_shows_a_huge_number_by_its_size_not_its_1205_digits():
     assert str(err.value) == "sqrt(<an integer of 4091 bits>): int too large to convert to float"
 
 
+def test_a_refusal_stays_short_whatever_it_quotes():
+    out = CalculatorTool().execute_tool("calculate", {"expression": "round(" + "2**4095, " * 110 + "1)"}, {})
+    assert out["error"].endswith("round(<an integer of 4096 bits>, <an integer of 4096 bits>, <an integer of 4096 bits>, "
+                                 "... (111 arguments)): round() does not take 111 arguments")
+    assert len(out["error"]) < 300
+    out = CalculatorTool().execute_tool("calculate", {"expression": "1 + \x00" * 100}, {})
+    assert len(out["error"]) < 400 and "..." in out["error"]  # 80 characters, escaped
+
+
 def test_an_argument_that_is_not_a_string_is_a_refusal_not_its_repr():
     harness = PluginHarness(CalculatorTool)
     for payload in ({"expression": 10**5000}, {"expression": None}, {"expression": ["1+1"]}, "1+1", None):
@@ -171,7 +180,8 @@ def test_an_argument_that_is_not_a_string_is_a_refusal_not_its_repr():
 
 _NUMBERS = st.one_of(
     st.sampled_from(["0", "1", "-1", "0.0", "-0.0", "2", "9", "10", "0.5", "1e308", "1e309", "1e-308", "450", "451",
-                     "4096", "10000", "10001", "9**9", "pi", "e", "tau", "1" * 400, "2**4096", "factorial(450)", "nan"]),
+                     "4096", "10000", "10001", "9**9", "pi", "e", "tau", "1" * 400, "2**4096", "factorial(450)",
+                     "nan"]),
     st.integers(-(10**30), 10**30).map(str),
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
 )
@@ -226,7 +236,7 @@ def _run_measured(expression):
     return out, elapsed, peak
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(HOSTILE)
 def test_any_hostile_expression_is_a_result_or_a_refusal_in_bounded_time_and_memory(expression):
     out, elapsed, peak = _run_measured(expression)  # an exception here fails the test
@@ -236,7 +246,7 @@ def test_any_hostile_expression_is_a_result_or_a_refusal_in_bounded_time_and_mem
         assert text.lstrip("-").isdigit() or math.isfinite(float(text))  # an int, or a finite float
     else:
         assert set(out) == {"success", "error"}
-        assert out["error"].startswith("calculate refused ") and len(out["error"]) < 2000
+        assert out["error"].startswith("calculate refused ") and len(out["error"]) < 1000
     assert elapsed < 1.0  # seconds; typical is a few milliseconds
     assert peak < 4 * 2**20  # bytes; typical is under 1 MiB
 
