@@ -92,7 +92,7 @@ _TOKENS = st.one_of(st.integers(min_value=0), st.integers(), st.floats(), st.non
                     st.sampled_from([10**400, 10**290, math.inf, math.nan]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(price=st.fixed_dictionaries({}, optional={k: _USABLE for k in PRICE_KEYS}),
        usage=st.fixed_dictionaries({}, optional={k: _TOKENS for k in
                                                  ("input_tokens", "output_tokens", "cache_read_tokens")}))
