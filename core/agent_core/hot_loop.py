@@ -15,6 +15,11 @@ has returned them and :class:`PartialMessage` copies what it needs. So an
 extension is handed the plain list of plain dicts the plugin before it made
 (the seed's ``List[Dict]``), and a pass-through extension costs one call and
 four identity checks.
+
+The stream ends with the closing step (:func:`closing_step`): the same chain
+once more with ``native_chunk=None``, the extensions only, each handed the
+partials and finals the one before returned. What an extension held back and
+flushes there still passes every extension after it.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from .stubs import streams_for_real
 from .values import EMPTY_METADATA, PartialMessage
 
-__all__ = ["HotChain", "HotLoop", "call_provider", "hot_chain", "partial_message"]
+__all__ = ["HotChain", "HotLoop", "call_provider", "closing_step", "hot_chain", "partial_message"]
 
 #: a chain prepared for the hot loop: (plugin, its bound ``process_chunk``), provider first
 HotChain = tuple[tuple[LivePlugin, Callable[..., Any]], ...]
@@ -241,8 +246,8 @@ def call_provider(
 
     Streams when asked and the provider really streams (see
     :func:`~agent_core.stubs.streams_for_real`), else ``call_api``; then the
-    provider's ``finalize``; then each extension sees the finals it has not
-    seen yet, once. Returns ``(finals, native, state)``.
+    provider's ``finalize``; then the closing step (:func:`closing_step`).
+    Returns ``(finals, native, state)``.
     """
     spec = provider.spec
     can_stream = (spec.defines("stream_api") and streams_for_real(spec.cls)) or spec.defines("astream_api")
@@ -250,6 +255,7 @@ def call_provider(
     rid = request_id
     seen: list[Any] = []
     unseen: list[Any] = []
+    opening: Any = _NONE  # the partials of a call_api answer: they enter the closing step like any other
     chunks = 0
     streamed = (stream and can_stream) or not can_call
     if streamed:
@@ -286,9 +292,7 @@ def call_provider(
             raise provider_failure(flight, provider, "call_api", exc) from exc
         if flight.cancelled:
             raise RunCancelled
-        partials, finals, native, state = taken(provider, out, native, state, hook="call_api")
-        for p in partials:
-            yield PartialEvent(rid, partial_message(provider, p, "call_api"), iteration)
+        opening, finals, native, state = taken(provider, out, native, state, hook="call_api")
         unseen.extend(finals)
 
     out = expect_tuple(provider, "finalize", call_hook(provider, "finalize", native, state, context=ctx), 3,
@@ -302,13 +306,44 @@ def call_provider(
             "the call was not repeated",
             provider=provider.name,
         )
-    pending = FrozenList._trusted(unseen)
+    partials, pending, native, state, owner, hook = closing_step(
+        provider, exts, opening, FrozenList._trusted(unseen), native, state)
+    for p in partials:
+        yield PartialEvent(rid, partial_message(owner, p, hook), iteration)
+    return FrozenList._trusted([*seen, *pending]), native, state
+
+
+def closing_step(
+    provider: LivePlugin, exts: list[LivePlugin], partials: Any, finals: Any, native: Any, state: Any,
+) -> tuple[Any, FrozenList, Any, Any, LivePlugin, str]:
+    """Each extension's ``process_chunk(None, partials, finals, native, state)``, once, in chain order.
+
+    The closing step is one more turn of the hot loop's chain, for the end of
+    the stream: what an extension returns is what the next one is handed,
+    partials included. So text an extension held back and releases here (a
+    tag it was unsure of, a buffer) goes through every extension after it,
+    as its partials did during the stream, and nothing skips one that masks
+    or reorders text (``redact``); the partials of the whole call then join
+    to its final text. ``partials`` starts as the ``call_api`` answer's
+    partials (none after a stream), ``finals`` as what ``finalize`` and
+    ``call_api`` returned that no extension has seen.
+
+    Runs once per provider call, so it is written for clarity, not speed.
+
+    Returns:
+        ``(partials, finals, native, state, owner, hook)``: the partials the
+        last extension returned, to be shown, and the plugin and hook to blame
+        for an invalid one (the last that changed them).
+
+    Raises:
+        PluginError: a hook raised or returned a bad shape (names plugin and hook).
+    """
+    owner, hook = provider, "call_api"
     for ext in exts:
         if not ext.defines("process_chunk"):
             continue
-        partials, pending, native, state = taken(
-            ext, call_hook(ext, "process_chunk", None, _NONE, pending, native, state), native, state
-        )
-        for p in partials:
-            yield PartialEvent(rid, partial_message(ext, p), iteration)
-    return FrozenList._trusted([*seen, *pending]), native, state
+        out = call_hook(ext, "process_chunk", None, partials, finals, native, state)
+        if out.__class__ is not tuple or len(out) != 4 or out[0] is not partials:
+            owner, hook = ext, "process_chunk"
+        partials, finals, native, state = taken(ext, out, native, state)
+    return partials, finals, native, state, owner, hook
