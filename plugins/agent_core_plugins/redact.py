@@ -16,12 +16,12 @@ those of gitleaks' rule set (``config/gitleaks.toml`` in gitleaks/gitleaks,
 v8.30.0), restated here as prefix rules; each row of :data:`KEY_FORMATS`
 names its gitleaks rule ids. We take the rules whose key starts with a fixed
 prefix of its own, for the services an agent's user is likely to hold keys
-of. Rules that need a keyword before the key (``"twitter": ...``), and
-prefixes starting with a letter that ends many words (``d``, ``n``, ``t``,
-``h``...), are left out: the scan holds back a chunk's last characters when
-they could start a prefix (below), and such prefixes would hold back most
-chunks. Add those with ``redact_patterns``. The bearer rule follows RFC 6750's
-``b64token``.
+of. Rules that need a keyword before the key (``"twitter": ...``), and more
+prefixes starting with a letter that ends many words (``hf_``, ``npm_``,
+``dop_v1_``), are left out: the scan holds back a chunk's last characters
+when they could start a prefix (below), and each such letter holds back more
+chunks (``eyJ`` and ``rk_`` are worth it). Add those with ``redact_patterns``.
+The bearer rule follows RFC 6750's ``b64token``.
 
 Theory of operation. A key may arrive cut anywhere (``"s"`` + ``"k-pro"`` +
 ``"j-abc..."``). The built-in shapes are a fixed prefix plus a run of key
