@@ -77,7 +77,7 @@ def _partial(text: str) -> str | None:
 
 class FileMentionsFeature:
     name = "file_mentions"
-    version = "1.0.0"
+    version = "1.1.0"
     priority = 30
     default_enabled = False  # opt-in: enabled_plugins=["file_mentions"]
 

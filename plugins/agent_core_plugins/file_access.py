@@ -144,7 +144,7 @@ def file_kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def open_regular(path: Path, shown: str) -> BinaryIO:
+def open_regular(path: str | Path, shown: str) -> BinaryIO:
     """``path`` opened for binary reading, if it is a regular file.
 
     Opening never blocks (``O_NONBLOCK``: a FIFO with no writer would wait
@@ -235,7 +235,7 @@ def read_text(root: Path, path: Any, max_bytes: int, start_line: int | None = No
     return out.decode("utf-8", "replace"), False
 
 
-def dir_entries(folder: Path) -> tuple[list[os.DirEntry[str]], bool]:
+def dir_entries(folder: str | Path) -> tuple[list[os.DirEntry[str]], bool]:
     """``folder``'s entries sorted by name, at most :data:`DIR_MAX_ENTRIES` of them, and whether it has more.
 
     Raises:

@@ -150,9 +150,9 @@ def test_search_text_shows_a_long_line_around_its_match(tree):
 
 
 def test_without_re2_plain_text_is_still_searched_and_regexes_refused_naming_the_extra(tree, monkeypatch):
-    import agent_core_plugins.files as files
+    from agent_core_plugins import file_search
 
-    monkeypatch.setattr(files, "re2", None)
+    monkeypatch.setattr(file_search, "re2", None)
     assert run(tree, "search_text", {"pattern": "return 42"})["result"] == "src/app.py:4:     return 42"
     assert run(tree, "search_text", {"pattern": "main()", "literal": True})["result"] == "src/app.py:3: def main():"
     out = run(tree, "search_text", {"pattern": r"return \d+"})
