@@ -17,7 +17,7 @@ import httpx
 
 import uvicorn
 
-__all__ = ["running", "start_serve", "stop_serve"]
+__all__ = ["free_port", "running", "start_serve", "stop_serve"]
 
 
 def _free_port() -> int:
@@ -27,9 +27,18 @@ def _free_port() -> int:
 
 
 @contextmanager
-def running(app: Any) -> Iterator[str]:
-    """Serve ``app``; yield its base URL (``http://127.0.0.1:PORT``); stop it afterwards."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=_free_port(), log_level="warning", lifespan="off")
+def running(app: Any, *, header_timeout_s: float | None = None, lifespan: str = "off") -> Iterator[str]:
+    """Serve ``app``; yield its base URL (``http://127.0.0.1:PORT``); stop it afterwards.
+
+    ``header_timeout_s`` serves it with the protocol ``agent-core serve`` uses (a deadline for headers).
+    """
+    extra: dict[str, Any] = {}
+    if header_timeout_s is not None:
+        from agent_core.server.protocol import with_header_timeout
+
+        extra["http"] = with_header_timeout(header_timeout_s)
+    config = uvicorn.Config(app, host="127.0.0.1", port=_free_port(), log_level="warning", lifespan=lifespan,
+                            **extra)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -43,6 +52,9 @@ def running(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+free_port = _free_port
 
 
 def start_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:

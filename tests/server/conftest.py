@@ -16,6 +16,34 @@ from agent_core.store import open_store  # noqa: E402
 from ._live import running  # noqa: E402
 
 
+@pytest.fixture(scope="session")
+def pg() -> Iterator[Any]:
+    """A throwaway PostgreSQL server for the server tests (each test takes a schema of its own)."""
+    from store._postgres import PostgresServer, find_bin_dir
+
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL server binaries (initdb) on PATH or under /usr/lib/postgresql/*/bin")
+    server = PostgresServer(bin_dir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def pg_schema_url(server: Any) -> str:
+    """The URL of a fresh, empty schema on ``server``."""
+    import uuid
+
+    import psycopg
+
+    schema = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return str(server.url(schema))
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Any]:
     s = open_store(f"sqlite:///{tmp_path / 'sessions.db'}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,21 +12,6 @@ import httpx
 import pytest
 
 from ._live import start_serve, stop_serve
-
-
-@pytest.fixture(scope="module")
-def pg() -> Iterator[Any]:
-    from store._postgres import PostgresServer, find_bin_dir
-
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        pytest.skip("no PostgreSQL server binaries (initdb) on PATH or under /usr/lib/postgresql/*/bin")
-    server = PostgresServer(bin_dir)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -96,13 +96,13 @@ class Gate:
             return True
         return any(fnmatch.fnmatchcase(name, p) for p in self.host_patterns)
 
-    def _origin_ok(self, origin: str, host: str) -> bool:
+    def _origin_ok(self, origin: str, host: str, scheme: str) -> bool:
         origin = origin.strip().rstrip("/").lower()
         if self.any_origin or origin in self.origins:
             return True
         parts = urlsplit(origin)
-        # Same origin: the page was served by this server under the Host it asked for.
-        return parts.scheme in ("http", "https") and bool(parts.netloc) and parts.netloc == host.strip().lower()
+        # Same origin: the page was served by this server, under the scheme and Host it asked for.
+        return parts.scheme == scheme and bool(parts.netloc) and parts.netloc == host.strip().lower()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -115,7 +115,7 @@ class Gate:
                           "its operator can add one with --allowed-host")
             return
         origin = _header(scope, b"origin")
-        if origin is not None and not self._origin_ok(origin.decode("latin-1"), raw_host):
+        if origin is not None and not self._origin_ok(origin.decode("latin-1"), raw_host, scope.get("scheme", "http")):
             await _refuse(send, 403, "origin_not_allowed",
                           f"requests from web pages at {origin.decode('latin-1')[:100]!r} are not allowed; "
                           "its operator can allow that origin with --cors-origin")

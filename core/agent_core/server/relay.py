@@ -56,6 +56,8 @@ class PgCancelRelay:
 
     #: at most this many asks wait at once in one process; more are refused (the route answers 503)
     max_pending = 256
+    #: how long an ask waits for the other processes' answers (it ends sooner once all have answered)
+    wait = 2.0
 
     def __init__(self, url: str, cancel_here: Callable[[str], bool]) -> None:
         self.url = url
@@ -168,7 +170,7 @@ class PgCancelRelay:
         except Exception:  # noqa: BLE001 - unknown: wait for a yes or the timeout instead
             return None
 
-    async def forward(self, request_id: str, wait: float = 2.0) -> bool:
+    async def forward(self, request_id: str, wait: float | None = None) -> bool:
         """Ask the other processes to cancel ``request_id``; True when one of them did.
 
         Raises:
@@ -184,7 +186,7 @@ class PgCancelRelay:
         self._asks[nonce] = ask
         try:
             await self._notify(_ASK, f"{nonce} {request_id}")
-            return await asyncio.wait_for(asyncio.shield(ask.done), wait)
+            return await asyncio.wait_for(asyncio.shield(ask.done), self.wait if wait is None else wait)
         except (TimeoutError, Exception):  # noqa: BLE001 - nobody said yes in time, or the database is away
             return False
         finally:
