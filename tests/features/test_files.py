@@ -127,7 +127,7 @@ def test_search_text_runs_backtracking_patterns_in_linear_time(tree, pattern):
     (r"(a)\1", "invalid escape sequence: \\1"),
     ("(?=a)b", "invalid perl operator: (?="),
     ("(", "missing ): ("),
-    ("[ab]{0,1000}c", "too big to search in bounded time (2005 RE2 instructions, at most 2000)"),
+    ("[ab]{0,1000}c", "too big to search in bounded time ("),
 ])
 def test_search_text_refuses_what_re2_cannot_run_in_linear_time(tree, pattern, words):
     out = run(tree, "search_text", {"pattern": pattern})

@@ -73,8 +73,13 @@ def hostile(tmp_path_factory):
     (root / "notes.txt").write_text("one\ntwo\nthree\n")
     (base / "secret.txt").write_text(SECRET + "\n")
     os.mkfifo(root / "pipe")
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.bind(str(root / "sock"))  # the socket file stays after the socket closes
+    here = os.getcwd()
+    try:  # bound by a short relative name: a socket's path has a length limit (108 bytes)
+        os.chdir(root)
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind("sock")  # the socket file stays after the socket closes
+    finally:
+        os.chdir(here)
     try:
         os.mknod(root / "zero", stat.S_IFCHR | 0o666, os.makedev(1, 5))  # a /dev/zero of our own
     except OSError:
