@@ -9,6 +9,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 FENCE = re.compile(r"^```sh[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 LIVE_SWITCH = "export AGENT_CORE_LIVE=required"
+# What .ci/run does before the README's commands: the system browser the browser tests drive, and the
+# switch that makes those tests fail rather than skip without it. Neither is a step a newcomer takes.
+BROWSER_SETUP = (
+    "command -v chromium >/dev/null || apt-get install -y -q chromium >/dev/null "
+    "|| (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)",
+    "export AGENT_CORE_BROWSER=required",
+)
 
 
 def _sh_blocks() -> list[list[str]]:
@@ -23,7 +30,14 @@ def _ci_lines() -> list[str]:
         line.strip()
         for line in lines
         if line.strip() and not line.lstrip().startswith("#") and not line.startswith(("set ", 'cd "'))
+        and line.strip() not in BROWSER_SETUP
     ]
+
+
+def test_ci_installs_the_browser_and_requires_the_browser_tests() -> None:
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    for setup in BROWSER_SETUP:
+        assert setup in lines
 
 
 def test_readme_has_two_sh_blocks_of_one_line_each() -> None:
