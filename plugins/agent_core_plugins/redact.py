@@ -16,26 +16,30 @@ those of gitleaks' rule set (``config/gitleaks.toml`` in gitleaks/gitleaks,
 v8.30.0), restated here as prefix rules; each row of :data:`KEY_FORMATS`
 names its gitleaks rule ids. We take the rules whose key starts with a fixed
 prefix of its own, for the services an agent's user is likely to hold keys
-of. Rules that need a keyword before the key (``"twitter": ...``), and more
+of. Rules that need a keyword before the key (``"twitter": ...``), and
 prefixes starting with a letter that ends many words (``hf_``, ``npm_``,
 ``dop_v1_``), are left out: the scan holds back a chunk's last characters
-when they could start a prefix (below), and each such letter holds back more
-chunks (``eyJ`` and ``rk_`` are worth it). Add those with ``redact_patterns``.
-The bearer rule follows RFC 6750's ``b64token``.
+when they could start a prefix (below), and such a letter would hold back
+many chunks. For the same reason a JWT is found at the ``J`` of ``eyJ`` and
+a Stripe ``rk_`` key at its ``k_``: they show as ``ey[REDACTED]`` and
+``r[REDACTED]``, and a chunk ending in ``e`` or ``r`` goes out at once. Add
+other formats with ``redact_patterns``. The bearer rule follows RFC 6750's
+``b64token``.
 
 Theory of operation. A key may arrive cut anywhere (``"s"`` + ``"k-pro"`` +
 ``"j-abc..."``). The built-in shapes are a fixed prefix plus a run of key
 characters, so one regex search finds the next prefix, or holds back the end
 of the text when it could still become one (the rule of
-:class:`agent_core.streaming.MarkerScanner`, compiled as a trie so that a
-hundred prefixes cost a search as cheap as a few); after a prefix the
-run is held until it is long enough to be a key (then ``[REDACTED]`` goes out
-once and the rest of the run is dropped as it arrives) or it ends short (then
-it was ordinary text and goes out as it was). A key must also look random (a
+:class:`agent_core.streaming.MarkerScanner`, written so that a hundred
+prefixes cost a search about as cheap as a few, see :func:`_finder`); after
+a prefix the run is held until it is long enough to be a key (then
+``[REDACTED]`` goes out once and the rest of the run is dropped as it
+arrives) or it ends short (then it was ordinary text and goes out as it was). A key must also look random (a
 digit, or both upper and lower case), so prose such as
 ``task-force-and-the-rest`` or ``bearer authentication`` stays readable;
 except an AWS key id (upper case letters and digits, often no digit) and a
-JWT, recognised by its shape (``eyJ<header>.ey<payload>.``). Every test on a run only ever
+JWT, recognised by its shape (``eyJ<header>.ey<payload>.``). A run that is
+not a key by 4096 characters is ordinary text. Every test on a run only ever
 turns from false to true as the run grows, so where the stream is cut never
 changes the outcome. No rule looks at the text before a prefix: that keeps
 the result the same for every cut of the stream without carrying the
@@ -77,6 +81,9 @@ Dict = dict[str, Any]
 MASK = "[REDACTED]"
 _KEY = "redact"
 _UNBOUNDED_HOLD = 256
+#: a run this long that is not a key yet is ordinary text (else hostile text after a prefix, a
+#: long base64 blob after a J, say, would be held whole and cost time quadratic in its length)
+_LONGEST_RUN = 4096
 
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _DIGITS = "0123456789"
@@ -92,7 +99,7 @@ def _looks_random(run: str) -> bool:
 
 
 def _jwt_shaped(run: str) -> bool:
-    """After ``eyJ``: the rest of a header, a dot, a payload (``ey...``) and the dot before the signature."""
+    """After the ``J`` of ``eyJ``: the rest of a header, a dot, a payload (``ey...``) and the dot before the signature."""
     return _JWT_REST.match(run) is not None
 
 
@@ -142,10 +149,13 @@ KEY_FORMATS: tuple[KeyFormat, ...] = (
               "slack-config-access-token, slack-config-refresh-token",
               ("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxo-", "xoxs-", "xoxe-", "xoxe.xoxb-", "xoxe.xoxp-", "xapp-"),
               _ALNUM + "-", 10),
+    # rk_ keys are found at their k: a chunk ending in "r" (most words) is not held back for them,
+    # and the r stays visible (r[REDACTED]); "s" is held anyway, so sk_ keys are masked whole
     KeyFormat("Stripe secret and restricted keys", "stripe-access-token",
-              ("sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"), _ALNUM, 10),
+              ("sk_live_", "sk_test_", "sk_prod_", "k_live_", "k_test_", "k_prod_"), _ALNUM, 10),
     KeyFormat("Google API keys", "gcp-api-key", ("AIza",), _ALNUM + "_-", 35),
-    KeyFormat("JSON Web Tokens, bare", "jwt", ("eyJ",), _ALNUM + "_-.=", 37, _jwt_shaped),
+    # found at the J of eyJ, for the same reason as rk_ above: they show as ey[REDACTED]
+    KeyFormat("JSON Web Tokens, bare", "jwt", ("J",), _ALNUM + "_-.=", 37, _jwt_shaped),
     KeyFormat("SendGrid API keys", "sendgrid-api-token", ("SG.",), _ALNUM + "_-.=", 66),
     KeyFormat("Brevo (Sendinblue) API keys", "sendinblue-api-token", ("xkeysib-",), _ALNUM + "-", 81),
     KeyFormat("Shopify tokens", "shopify-access-token, shopify-custom-access-token, "
@@ -176,37 +186,30 @@ _RULES: dict[str, _Rule] = {
 }
 
 
-def _trie(words: list[str]) -> str:
+def _finder(words: list[str]) -> str:
     """A regex finding any of ``words``, or the start of one at the very end of the text.
 
-    Written as a trie whose characters with the same continuation share a
-    class (``[Bb]`` for the 64 spellings of bearer), so a search tries a few
-    branches per position however many prefixes there are.
+    One alternation per first character, each of plain literals: the search
+    skips a position whose character starts no word, and at the others the
+    regex engine rejects an alternative on its first character without
+    entering it, so a hundred prefixes cost about what a handful did. (A
+    trie of nested groups is twice as slow in ``re``, a single flat
+    alternation five times.) No word here is the start of another.
     """
-    root: dict[str, Any] = {}
+    by_first: dict[str, list[str]] = {}
     for w in words:
-        node = root
-        for c in w:
-            node = node.setdefault(c, {})
-        node[""] = {}
-
-    def walk(node: dict[str, Any], top: bool) -> str:
-        if "" in node:
-            return ""  # a whole prefix: found
-        follow: dict[str, list[str]] = {}
-        for c, child in node.items():
-            follow.setdefault(walk(child, False), []).append(c)
-        alts = [(re.escape(cs[0]) if len(cs) == 1 else "[" + "".join(map(re.escape, cs)) + "]") + rest
-                for rest, cs in follow.items()]
-        if not top:
-            alts.append(r"\Z")
-        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-
-    return walk(root, True)
+        by_first.setdefault(w[0], []).append(w[1:])
+    alts = []
+    for first, rests in sorted(by_first.items()):
+        starts = {r[:i] for r in rests for i in range(len(r))}
+        inner = [re.escape(r) for r in sorted(rests, key=len, reverse=True)]
+        inner += [re.escape(r) + r"\Z" for r in sorted(starts, key=len, reverse=True)]
+        alts.append(re.escape(first) + "(?:" + "|".join(inner) + ")")
+    return "|".join(alts)
 
 
 #: a key prefix, or the start of one at the very end: only then is there work to do
-_MAYBE = re.compile(_trie(sorted(_RULES)))
+_MAYBE = re.compile(_finder(sorted(_RULES)))
 #: a carry with nothing held: (held, prefix, pending, masked, held2)
 _EMPTY = ("", "", "", False, "")
 
@@ -330,7 +333,7 @@ def _keys(text: str, carry: tuple, final: bool) -> tuple[str, tuple]:
                 while j < n and text[j] in chars:
                     j += 1
             else:
-                j = _take(rule, pending[len(prefix) :], text)
+                j = min(_take(rule, pending[len(prefix) :], text), _LONGEST_RUN + len(prefix) - len(pending))
                 if j:
                     pending += text[:j]
                     body = pending[len(prefix) :]
@@ -339,7 +342,8 @@ def _keys(text: str, carry: tuple, final: bool) -> tuple[str, tuple]:
                         out.append(pending[: len(pending) - len(key)] + MASK if rule.keep else MASK)
                         masked, pending = True, ""
             text = text[j:]
-            if not text and not final:
+            given_up = not masked and len(pending) - len(prefix) >= _LONGEST_RUN
+            if not text and not final and not given_up:
                 return "".join(out), ("", prefix, pending, masked, held2)
             if not masked:
                 out.append(pending)  # the run ended without looking like a key: ordinary text
@@ -394,11 +398,18 @@ class RedactExtension:
         patterns = state["config"].get("redact_patterns")
         if (carries is None and not patterns and native_chunk is not None and not final_messages
                 and len(partial_messages) == 1):
-            # The commonest chunk of all: one partial, its text free of any key prefix.
+            # The commonest chunks of all: one partial, its text free of any key prefix, or with
+            # only the start of one at its very end (held, as _quick would, without a second search).
             p = partial_messages[0]
             c = p.get("content")
-            if c.__class__ is str and not p.get("metadata") and _MAYBE.search(c) is None:
-                return partial_messages, final_messages, native_messages, state
+            if c.__class__ is str and not p.get("metadata"):
+                m = _MAYBE.search(c)
+                if m is None:
+                    return partial_messages, final_messages, native_messages, state
+                start = m.start()
+                if m.end() == len(c) and m.group() not in _RULES:
+                    released = [{**p, "content": c[:start]}] if start else []
+                    return released, final_messages, native_messages, {**state, _KEY: c[start:]}
         if carries is None and not patterns and native_chunk is not None and not final_messages:
             # Fast path: nothing held and no key can start in this chunk: pass it on as it is.
             search = _MAYBE.search

@@ -73,9 +73,9 @@ def test_reasoning_partials_are_masked_in_their_own_stream():
 
 
 def test_only_what_may_be_a_key_is_held_back():
-    # "r" may start rk_live_, "s" sk-: each waits for the next chunk; "o" starts no prefix
-    record = stream(["Hello wor", "ld, s", "o it went"])
-    assert [p["content"] for p in partials_of(record)] == ["Hello wo", "rld, ", "so it went"]
+    # "s" may start sk-: it waits for the next chunk; "r" and "e" do not (rk_ and eyJ are found at k_ and J)
+    record = stream(["Hello wor", "ld, s", "o it we", "nt"])
+    assert [p["content"] for p in partials_of(record)] == ["Hello wor", "ld, ", "so it we", "nt"]
 
 
 def test_a_key_at_the_very_end_is_flushed_masked():

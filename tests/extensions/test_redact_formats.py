@@ -28,17 +28,20 @@ def stream(chunks: list, finals: Any = None, native: Any = None) -> Any:
 def key_of(draw: Any, fmt: KeyFormat) -> tuple[str, str]:
     """A key in ``fmt`` (drawn from its prefixes, lead and characters) and what redact makes of it."""
     prefix = draw(st.sampled_from(fmt.prefixes))
-    if fmt.prefixes == ("eyJ",):  # a JWT: header, payload, signature
+    if fmt.prefixes == ("J",):  # a JWT: header, payload, signature; found at its J
         header = draw(st.text(B64URL, min_size=16, max_size=30))
         payload = draw(st.text(B64URL, min_size=17, max_size=40))
         signature = draw(st.text(B64URL, min_size=10, max_size=43))
-        return f"eyJ{header}.ey{payload}.{signature}", MASK
+        return f"eyJ{header}.ey{payload}.{signature}", "ey" + MASK
+    shown = ""
+    if prefix.startswith("k_"):  # a Stripe key found at its k_: the letter before stays
+        shown = draw(st.sampled_from("rp"))
     body = list(draw(st.text(fmt.chars, min_size=fmt.need, max_size=fmt.need + 12)))
     if fmt.check is not None:  # a real key looks random: give it a digit
         body[draw(st.integers(0, len(body) - 1))] = draw(st.sampled_from([c for c in fmt.chars if c.isdigit()]))
     lead = draw(st.sampled_from(SPACES)) if fmt.lead else ""
-    key = prefix + lead + "".join(body)
-    return key, (prefix + lead + MASK if fmt.keep else MASK)
+    key = shown + prefix + lead + "".join(body)
+    return key, shown + (prefix + lead + MASK if fmt.keep else MASK)
 
 
 def test_every_format_names_its_source_and_has_a_prefix_no_other_starts_with() -> None:
@@ -82,6 +85,21 @@ def test_keys_in_reasoning_and_in_streamed_tool_arguments_are_masked_per_stream(
     streamed = "".join(c["function"]["arguments"] for p in out for c in (p.get("metadata") or {}).get("tool_calls", ()))
     assert streamed == Redactor().text(arguments)
     assert json.loads(streamed)["cmd"] == f"deploy --token={masked}"
+
+
+@pytest.mark.parametrize(
+    ("prefix", "run"),
+    [("sk-", "a" * 9000), ("J", "A" * 9000), ("Bearer", " " * 5000 + "b" * 5000)],
+    ids=["sk-no-digit", "J-blob", "bearer-spaces"],
+)
+def test_a_long_run_that_is_no_key_goes_out_after_4096_characters(prefix: str, run: str) -> None:
+    text = f"x {prefix}{run} y"
+    chunks = [text[i : i + 100] for i in range(0, len(text), 100)]
+    record = stream(chunks)
+    out = [p["content"] for p in partials_of(record)]
+    assert record.text == text == Redactor().text(text)
+    # not held to the end: the run is released once it is 4096 characters long, then streams on
+    assert sum(len(c) for c in out[: len(chunks) - 2]) > len(text) - 4096 - 300
 
 
 @pytest.mark.parametrize("spelling", ["Bearer", "bearer", "BEARER", "bEaReR"])
