@@ -99,7 +99,7 @@ def _looks_random(run: str) -> bool:
 
 
 def _jwt_shaped(run: str) -> bool:
-    """After the ``J`` of ``eyJ``: the rest of a header, a dot, a payload (``ey...``) and the dot before the signature."""
+    """After the ``J`` of ``eyJ``: the rest of a header, a dot, a payload (``ey...``), the dot before the signature."""
     return _JWT_REST.match(run) is not None
 
 
@@ -501,6 +501,8 @@ def _step_call(machine: Redactor, position: int, call: Any, tools: dict[Any, tup
     if not isinstance(args, str) or not args:
         return call
     key = call.get("index", position)
+    if key.__class__ not in (int, str):
+        key = position  # a stream is keyed by a plain index; anything else goes by position
     masked, tools[key] = machine.step(args, tools.get(key, _EMPTY))
     return {**call, "function": {**fn, "arguments": masked}}
 

@@ -87,6 +87,15 @@ def test_keys_in_reasoning_and_in_streamed_tool_arguments_are_masked_per_stream(
     assert json.loads(streamed)["cmd"] == f"deploy --token={masked}"
 
 
+def test_odd_tool_call_deltas_are_passed_on_or_keyed_by_position() -> None:
+    deltas = [{"index": [0], "function": {"arguments": f'{{"k": "{KEY}"}}'}}, "not a call",
+              {"index": 1, "function": {"arguments": 7}}, {"function": None}]
+    out = partials_of(stream([[{"role": "assistant", "content": "", "metadata": {"tool_calls": deltas}}]]))
+    calls = [c for p in out for c in (p.get("metadata") or {}).get("tool_calls", ())]
+    assert calls[0]["function"]["arguments"] == f'{{"k": "{MASK}"}}'
+    assert calls[1:4] == deltas[1:]
+
+
 @pytest.mark.parametrize(
     ("prefix", "run"),
     [("sk-", "a" * 9000), ("J", "A" * 9000), ("Bearer", " " * 5000 + "b" * 5000)],

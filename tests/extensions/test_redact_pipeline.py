@@ -89,7 +89,8 @@ def check(chunks: list[str], extensions: list[type], store: Any, whole: str) -> 
     assert "".join(p.content for p in partials) == final.content == Redactor().text(answer)
     assert "".join((p.metadata or {}).get("reasoning", "") for p in partials) == Redactor().text(reasoning)
     assert (final.metadata or {}).get("reasoning", "") == Redactor().text(reasoning)
-    shown = json.dumps([p.to_dict() for p in partials]) + final.to_json().decode() + events[-1].session.to_json().decode()
+    shown = "".join([json.dumps([p.to_dict() for p in partials]), final.to_json().decode(),
+                     events[-1].session.to_json().decode()])
     stored = run_turn(core, store, f"s{next(turns)}", "hi", config)
     saved = store.get(stored.session.session_id).session.to_json().decode()
     assert (MASK in saved) == any(k in whole for k in KEYS)
