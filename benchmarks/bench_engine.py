@@ -34,7 +34,7 @@ import time
 from typing import Any
 
 from agent_core import NATIVE_KEY, AgentCore, Message, Session
-from agent_core.native_history import store_native
+from agent_core.values.native_history import store_native
 
 PASS_THROUGH_COUNTS = (0, 1, 3, 10)
 

@@ -26,7 +26,6 @@ from typing import Any
 
 import httpx
 import msgspec
-
 from agent_core_providers._sse import JSONEventReader
 
 EVENTS = 20_000

@@ -34,8 +34,8 @@ try:
 except ImportError:  # running from a plain checkout: use the source tree
     sys.path.insert(0, str(ROOT / "core"))
 
-from agent_core.events import Event, Outcome, Usage  # noqa: E402
 from agent_core.types import Message, PartialMessage, Session, ToolDescriptor  # noqa: E402
+from agent_core.values.events import Event, Outcome, Usage  # noqa: E402
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -187,8 +187,8 @@ def test_a_function_tool_runs_sync_and_async_functions_and_reports_their_errors(
     import asyncio
 
     from agent_core import AgentCore, Message
-    from agent_core.function_tool import function_tool
     from agent_core.testing import reply, scripted_provider, tool_call
+    from agent_core.tools.function import function_tool
 
     def divide(a: float, b: float) -> float:
         return a / b

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 import agent_core
 import agent_core.errors as errors
+import pytest
 from agent_core.errors import (
     ActionInputError,
     AuthenticationError,

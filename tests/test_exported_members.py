@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-import pytest
-
 import agent_core
+import pytest
 
 PUBLIC_NAMES = [
     "ActionInputError",
@@ -112,10 +111,10 @@ def test_star_import_gives_exactly_the_public_names() -> None:
     "module",
     [
         "agent_core.errors",
-        "agent_core.frozen",
-        "agent_core.protocols",
+        "agent_core.values.frozen",
+        "agent_core.plugins.protocols",
         "agent_core.store",
-        "agent_core.tool_interop",
+        "agent_core.plugins.tool_interop",
         "agent_core.types",
     ],
 )
@@ -123,3 +122,15 @@ def test_module_all_entries_exist(module: str) -> None:
     mod = importlib.import_module(module)
     missing = [name for name in mod.__all__ if not hasattr(mod, name)]
     assert missing == []
+
+
+@pytest.mark.parametrize("old", sorted(__import__("agent_core.compat").compat.MODULE_ALIASES))
+def test_an_old_module_path_imports_the_module_that_replaced_it(old: str) -> None:
+    from agent_core.compat import MODULE_ALIASES
+
+    assert importlib.import_module(old) is importlib.import_module(MODULE_ALIASES[old])
+
+
+def test_the_original_platforms_method_names_stay_on_agent_core() -> None:
+    for name in ("send_request", "send_request_stream", "slice_session"):
+        assert callable(getattr(agent_core.AgentCore, name))

@@ -10,10 +10,9 @@ from typing import Any
 
 import msgspec
 import pytest
+from agent_core import FrozenDict, FrozenList, FrozenVector, Message, Session, ToolDescriptor, freeze, thaw
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from agent_core import FrozenDict, FrozenList, FrozenVector, Message, Session, ToolDescriptor, freeze, thaw
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 json_values = st.recursive(
@@ -445,8 +444,8 @@ def test_fromkeys_builds_a_frozen_dict() -> None:
 # -- depth: a bounded walk, never a RecursionError --------------------------------------------
 
 from agent_core.errors import InvalidValueError  # noqa: E402
-from agent_core.frozen import MAX_DEPTH  # noqa: E402
-from agent_core.json_values import freeze_json  # noqa: E402
+from agent_core.values.frozen import MAX_DEPTH  # noqa: E402
+from agent_core.values.json_values import freeze_json  # noqa: E402
 
 
 def _nested(depth: int) -> list:
@@ -487,7 +486,7 @@ def test_freeze_still_leaves_other_objects_alone_but_freeze_json_refuses_them() 
 def test_begins_with_follows_the_lists_a_history_was_joined_from() -> None:
     import gc
 
-    from agent_core.frozen import begins_with
+    from agent_core.values.frozen import begins_with
 
     base = freeze([{"n": i} for i in range(5)])
     grown = FrozenList._joined(FrozenList._joined(base, freeze([{"n": 5}])), freeze([{"n": 6}]))
@@ -504,8 +503,8 @@ def test_begins_with_follows_the_lists_a_history_was_joined_from() -> None:
 
 
 def test_a_grown_history_is_json_checked_in_place_when_its_new_items_are_already_frozen() -> None:
-    from agent_core.json_values import freeze_json
-    from agent_core.native_history import freeze_json_over
+    from agent_core.values.json_values import freeze_json
+    from agent_core.values.native_history import freeze_json_over
 
     base = freeze_json(freeze([{"role": "user", "content": "hi"}]))
     grown = FrozenList._joined(base, freeze([{"role": "assistant", "content": "yo"}]))
@@ -520,7 +519,7 @@ def test_a_grown_history_is_json_checked_in_place_when_its_new_items_are_already
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 3), max_size=4), min_size=1, max_size=6), st.data())
 def test_begins_with_agrees_with_comparing_the_head(pieces: list[list[int]], data: Any) -> None:
-    from agent_core.frozen import begins_with
+    from agent_core.values.frozen import begins_with
 
     chain = [freeze(pieces[0])]
     for piece in pieces[1:]:

@@ -9,9 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from agent_core.contract import ASYNC_HOOKS, HOOKS
-
 from agent_core import (
     BaseFeature,
     BasePlugin,
@@ -27,9 +24,8 @@ from agent_core import (
     ToolPlugin,
     freeze,
 )
-
+from agent_core.plugins.contract import ASYNC_HOOKS, HOOKS
 from seed_plugins import DummyCalc, EchoProvider, PrefixExt, TagFeature  # noqa: E402
-
 
 KINDS = [ProviderPlugin, ProviderExtensionPlugin, FeaturePlugin, ToolPlugin]
 
@@ -132,7 +128,7 @@ def test_seed_plugins_work_on_frozen_inputs() -> None:
 
 # -- hook signatures, from the contract ----------------------------------------------
 #
-# The contract is one table in the kernel (agent_core.contract): one entry per
+# The contract is one table in the kernel (agent_core.plugins.contract): one entry per
 # hook, its parameters after ``self``. ``name=`` has a default; names after
 # ``*`` are keyword-only. These tests hold the protocols to it.
 

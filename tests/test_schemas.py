@@ -9,10 +9,9 @@ from typing import Any
 
 import jsonschema
 import pytest
+from agent_core import Message, PartialMessage, Session, ToolDescriptor
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from agent_core import Message, PartialMessage, Session, ToolDescriptor
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "generate_schemas.py"

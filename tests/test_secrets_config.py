@@ -266,7 +266,7 @@ def test_an_api_error_echoing_the_credentials_is_scrubbed(server):
     ],
 )
 def test_secret_keys_are_known_by_name_never_by_a_substring(key, secret):
-    from agent_core.config import is_secret_name
+    from agent_core.plugins.config import is_secret_name
 
     assert is_secret_name(key) is secret
 

@@ -71,3 +71,42 @@ def test_the_import_graph_has_no_cycle():
     for node in sorted(graph):
         if node not in state:
             visit(node)
+
+
+# The kernel's rooms, bottom up: each may import only the rooms below it (and itself). ``compat`` and
+# ``streaming`` are single modules that import nothing of the kernel when they load, so any room may use them.
+LAYERS = ("compat", "streaming", "errors", "values", "runtime", "plugins", "tools", "engine")
+# Above the kernel, bottom up: each may import the kernel and the edge packages below it.
+EDGE = ("testing", "store", "server", "cli")
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_each_kernel_room_imports_only_the_rooms_below_it():
+    wrong = []
+    for module, targets in _graph().items():
+        room = _room(module)
+        if room not in LAYERS:
+            continue
+        for target in targets:
+            other = _room(target)
+            if other in LAYERS and LAYERS.index(other) > LAYERS.index(room):
+                wrong.append(f"{module} -> {target}")
+            elif other not in LAYERS and other != "":
+                wrong.append(f"{module} -> {target} (the kernel never imports {other})")
+    assert wrong == []
+
+
+def test_the_edge_packages_import_only_the_ones_below_them():
+    wrong = [f"{m} -> {t}" for m, targets in _graph().items() for t in targets
+             if _room(m) in EDGE and _room(t) in EDGE and EDGE.index(_room(t)) > EDGE.index(_room(m))]
+    assert wrong == []
+
+
+def test_every_room_says_what_lives_there_and_what_it_may_import():
+    for room in (*LAYERS[2:], *EDGE):
+        doc = ast.get_docstring(ast.parse((PACKAGE / room / "__init__.py").read_text()))
+        assert doc and len(doc) > 200, room

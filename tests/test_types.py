@@ -10,9 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from agent_core import (
     ROLES,
     FrozenDict,
@@ -24,6 +21,8 @@ from agent_core import (
     Session,
     ToolDescriptor,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 # -- strategies ------------------------------------------------------------------------
 

@@ -4,10 +4,8 @@ The public names are imported here explicitly; anything else is internal.
 Test helpers live in :mod:`agent_core.testing`.
 """
 
-from .approval import ApprovalRequest
-from .config_policy import ConfigPolicy
-from .engine import ActionResult, AgentCore, RequestResult
-from .plugin_core import PluginCore
+from .compat import install_module_aliases as _install_module_aliases
+from .engine.core import ActionResult, AgentCore, RequestResult
 from .errors import (
     ActionInputError,
     AgentCoreError,
@@ -37,7 +35,23 @@ from .errors import (
     StoreError,
     UnknownConfigKeyWarning,
 )
-from .events import (
+from .plugins.config_policy import ConfigPolicy
+from .plugins.core import PluginCore
+from .plugins.protocols import (
+    BaseFeature,
+    BasePlugin,
+    BaseProvider,
+    BaseProviderExtension,
+    BaseTool,
+    FeaturePlugin,
+    ProviderExtensionPlugin,
+    ProviderPlugin,
+    ToolPlugin,
+)
+from .plugins.resolution import PluginRef, Resolution
+from .plugins.tool_interop import InspectedToolCall, ToolInteropContribution
+from .tools.approval import ApprovalRequest
+from .values.events import (
     DoneEvent,
     ErrorEvent,
     ErrorInfo,
@@ -54,22 +68,9 @@ from .events import (
     decode_event,
     encode_event,
 )
-from .frozen import FrozenDict, FrozenList, FrozenVector, freeze, thaw
-from .protocols import (
-    BaseFeature,
-    BasePlugin,
-    BaseProvider,
-    BaseProviderExtension,
-    BaseTool,
-    FeaturePlugin,
-    ProviderExtensionPlugin,
-    ProviderPlugin,
-    ToolPlugin,
-)
-from .native_history import NATIVE_KEY
-from .resolution import PluginRef, Resolution
-from .tool_interop import InspectedToolCall, ToolInteropContribution
-from .values import ROLES, Message, PartialMessage, Role, Session, ToolDescriptor
+from .values.frozen import FrozenDict, FrozenList, FrozenVector, freeze, thaw
+from .values.messages import ROLES, Message, PartialMessage, Role, Session, ToolDescriptor
+from .values.native_history import NATIVE_KEY
 
 __version__ = "0.1.0"
 
@@ -149,3 +150,5 @@ __all__ = [
     "freeze",
     "thaw",
 ]
+
+_install_module_aliases()  # old module paths (agent_core.frozen, ...) keep importing

@@ -2,13 +2,13 @@
 
 Code written against it imports everything from here. The definitions live
 in :mod:`agent_core.values` (messages, sessions, tool descriptors),
-:mod:`agent_core.protocols` and :mod:`agent_core.errors`; this module only
+:mod:`agent_core.plugins.protocols` and :mod:`agent_core.errors`; this module only
 gathers them, so that those modules never need to import each other in a circle.
 """
 
 from .errors import ProviderRequestCancelled
-from .protocols import BasePlugin, FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
-from .values import ROLES, Message, PartialMessage, Role, Session, ToolDescriptor
+from .plugins.protocols import BasePlugin, FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
+from .values.messages import ROLES, Message, PartialMessage, Role, Session, ToolDescriptor
 
 __all__ = [
     "ROLES",

@@ -15,7 +15,7 @@ every other character as it is: ``{model!r}``, ``{date:%Y}``, ``{model.upper}``,
 escape syntax, and nothing raises). Its work and output are linear: the result
 is the template plus, per placeholder, at most the length of its value.
 
-It is an ``llm_request`` action (see :mod:`agent_core.request_injection`):
+It is an ``llm_request`` action (see :mod:`agent_core.engine.request_injection`):
 it only answers with the text as a ``system`` ``context_injection``, and the
 engine converts that with the provider's own ``to_native_messages`` for the one
 call, so each provider sends it in its native shape (a system message for

@@ -46,7 +46,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from agent_core.tool_interop import ANTHROPIC, OPENAI_CHAT, ToolInteropRegistry, detect_schema_format
+from agent_core.plugins.tool_interop import ANTHROPIC, OPENAI_CHAT, ToolInteropRegistry, detect_schema_format
 from agent_core_providers.accumulate import push, replace_final, text_of
 from agent_core_providers.anthropic import (
     block_at,

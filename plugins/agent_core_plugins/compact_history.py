@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
-
 from agent_core.errors import ConfigError
 
 __all__ = ["CompactHistoryExtension", "estimate_tokens", "split_turns"]

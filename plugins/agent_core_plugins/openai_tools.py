@@ -42,10 +42,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-
-from agent_core.tool_interop import OPENAI_CHAT
-from agent_core_providers.accumulate import push, text_of
-from agent_core_providers.accumulate import replace_final
+from agent_core.plugins.tool_interop import OPENAI_CHAT
+from agent_core_providers.accumulate import push, replace_final, text_of
 from agent_core_providers.openai import message_text
 
 __all__ = ["OpenAIToolsExtension"]

@@ -29,7 +29,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-
 from agent_core.errors import ConfigError
 
 __all__ = ["ToolOutputBudgetExtension", "cut_text"]

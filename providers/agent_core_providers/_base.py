@@ -31,9 +31,8 @@ from typing import Any, ClassVar
 
 import httpx
 import msgspec
-
 from agent_core.errors import ConfigError, LLMError
-from agent_core.protocols import BaseProvider
+from agent_core.plugins.protocols import BaseProvider
 
 from ._errors import scrub_error
 from ._http import (

@@ -27,7 +27,6 @@ from typing import Any
 
 import httpx
 import msgspec
-
 from agent_core.errors import (
     AuthenticationError,
     ContentFilterError,

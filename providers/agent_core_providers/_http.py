@@ -61,7 +61,6 @@ from typing import Any
 import httpcore
 import httpx
 import msgspec
-
 from agent_core.errors import (
     LLMError,
     LLMTimeoutError,

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-
 from agent_core.errors import MalformedResponseError
 
 from ._sse import quote_line

@@ -66,7 +66,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
-
 from agent_core.errors import LLMError, MalformedResponseError
 
 from ._errors import scrub

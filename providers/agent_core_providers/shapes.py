@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
-
 from agent_core.errors import MalformedResponseError
 
 from ._errors import scrub

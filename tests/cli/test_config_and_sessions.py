@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from agent_core import Session
 from agent_core.cli import main
 from agent_core.store import open_store

@@ -7,10 +7,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import agent_core.engine.core as engine_module
 import pytest
-
-import agent_core.engine as engine_module
-from agent_core.plugin_core import PluginCore
 from agent_core import (
     NATIVE_KEY,
     ActionInputError,
@@ -21,6 +19,7 @@ from agent_core import (
     PluginError,
     Session,
 )
+from agent_core.plugins.core import PluginCore
 from agent_core.testing import reply, scripted_provider
 
 

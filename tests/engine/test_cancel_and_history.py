@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-
 from agent_core import NATIVE_KEY, AgentCore, Message, ProviderRequestCancelled, Session
 from agent_core.testing import scripted_provider
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, Message, PluginError
 
 calls: list[tuple[str, Any, list[str], list[str]]] = []

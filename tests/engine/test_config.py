@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, ConfigError, Message, Session
 from agent_core.testing import reply, scripted_provider, tool_call
 

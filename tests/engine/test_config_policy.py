@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from agent_core import AgentCore, ConfigNotAllowedError, ConfigPolicy, Message
+from agent_core.errors import ConfigError
+from agent_core.plugins.config_policy import DEFAULT_CLIENT_KEYS
 from hypothesis import given
 from hypothesis import strategies as st
-
-from agent_core import AgentCore, ConfigNotAllowedError, ConfigPolicy, Message
-from agent_core.config_policy import DEFAULT_CLIENT_KEYS
-from agent_core.errors import ConfigError
 
 PROVIDERS = ("echo", "openai", "anthropic")
 OPERATOR = {"provider": "openai", "model": "gpt-4o", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-op",

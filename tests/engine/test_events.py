@@ -8,7 +8,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from agent_core import AgentCore, Message, Session, decode_event, encode_event
 from agent_core.testing import reply, scripted_provider, tool_call
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from agent_core import NATIVE_KEY, ActionInputError, AgentCore, ConfigError, Message, Session, ToolDescriptor
 from agent_core.testing import reply, scripted_provider, tool_call
+
 from tests.seed_plugins import EchoProvider, PrefixExt, TagFeature
 
 ADD = {"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}

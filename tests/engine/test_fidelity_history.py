@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import agent_core.values.native_history as native_history
 import pytest
-
-import agent_core.native_history as native_history
 from agent_core import NATIVE_KEY, AgentCore, Message, Session
 from agent_core.testing import reply, scripted_provider, tool_call
 

@@ -8,7 +8,6 @@ import threading
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, ApprovalRequest, ConfigError, Message, Session
 from agent_core.testing import reply, scripted_provider, tool_call
 

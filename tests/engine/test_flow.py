@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from agent_core import AgentCore, Message, Session
 from agent_core.testing import reply, scripted_provider, tool_call
-
 from seed_plugins import DummyCalc, EchoProvider, PrefixExt, TagFeature
 
 

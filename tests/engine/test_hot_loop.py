@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from agent_core import FrozenDict, FrozenList, PluginError, RateLimitError, freeze
-from agent_core.hooks import LivePlugin, spec_for
-from agent_core.flight import Flight
-from agent_core.hot_loop import HotLoop, hot_chain, partial_message
+from agent_core.engine.hot_loop import HotLoop, hot_chain, partial_message
+from agent_core.plugins.hooks import LivePlugin, spec_for
+from agent_core.runtime.flight import Flight
 
 
 def live(kind: str, cls: type) -> LivePlugin:
@@ -158,7 +157,7 @@ def test_partial_message_checks_what_a_plugin_returned_once() -> None:
 
 
 def test_flat_partials_are_frozen_by_the_short_path_and_others_by_the_general_one() -> None:
-    from agent_core.hot_loop import _flat
+    from agent_core.engine.hot_loop import _flat
 
     flat = [{"role": "assistant", "content": "x"}, {"role": "assistant", "content": "", "index": 2}]
     out = _flat(flat)
@@ -174,7 +173,7 @@ def test_flat_partials_are_frozen_by_the_short_path_and_others_by_the_general_on
 
 
 def test_no_partials_make_no_event_several_make_several_and_a_cancel_stops_the_next_chunk() -> None:
-    from agent_core.flight import RunCancelled
+    from agent_core.runtime.flight import RunCancelled
 
     class Splits:
         name = "splits"

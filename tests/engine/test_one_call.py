@@ -10,11 +10,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from agent_core import AgentCore, Message, Session
 from agent_core.errors import EmptyResponseError
-from agent_core.stubs import streams_for_real
-
+from agent_core.plugins.stubs import streams_for_real
 from seed_plugins import EchoProvider
 
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, Message, Session
 from agent_core.errors import AgentCoreError, ConfigError, InvalidArgumentError
-from agent_core.plugin_core import PluginCore, side_config
+from agent_core.plugins.core import PluginCore, side_config
 from agent_core.testing import reply, scripted_provider
 
 

@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, ConfigError, Message, PluginError, Session
 from agent_core.testing import scripted_provider
 

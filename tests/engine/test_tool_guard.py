@@ -15,10 +15,9 @@ import warnings
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, Message, ProviderRequestCancelled, Session
-from agent_core.effects import CancellationToken
 from agent_core.errors import AsyncOnlyHookError, ConfigError
+from agent_core.runtime.effects import CancellationToken
 from agent_core.testing import reply, scripted_provider, tool_call
 
 HANG = 60.0  # how long a hanging tool would block if nothing stopped the wait

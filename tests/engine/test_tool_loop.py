@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from agent_core import (
     AgentCore,
     ApprovalRequest,
@@ -20,8 +19,8 @@ from agent_core import (
     ToolDescriptor,
     ToolInteropContribution,
 )
+from agent_core.plugins.tool_interop import SchemaAdapter
 from agent_core.testing import reply, scripted_provider, tool_call
-from agent_core.tool_interop import SchemaAdapter
 
 # -- helpers ----------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, Message, PluginError, Session
 from agent_core.errors import (
     ActionInputError,
@@ -21,8 +20,8 @@ from agent_core.errors import (
     InvalidValueError,
     RequestInFlightError,
 )
-from agent_core.frozen import MAX_DEPTH
 from agent_core.testing import reply, scripted_provider, tool_call
+from agent_core.values.frozen import MAX_DEPTH
 
 
 def session() -> Session:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from agent_core import AgentCore, ConfigError, Message
 from agent_core.testing import PluginHarness, check_plugin
 from agent_core.testing.strategies import splits
 from agent_core_plugins.redact import MASK, RedactExtension, Redactor
 from agent_core_providers.echo import EchoProvider
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ._kit import partials_of, reasoning_of
 

@@ -6,13 +6,12 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
-
 from agent_core import AgentCore, Message, Session
 from agent_core.testing import PluginHarness, reply, scripted_provider, tool_call
 from agent_core.testing.strategies import splits
 from agent_core_plugins.redact import KEY_FORMATS, MASK, KeyFormat, RedactExtension, Redactor
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from ._kit import partials_of
 

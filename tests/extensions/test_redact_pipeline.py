@@ -11,14 +11,13 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from agent_core import AgentCore, Message
 from agent_core.store import open_store, run_turn
 from agent_core.testing.strategies import splits
 from agent_core_plugins.redact import MASK, RedactExtension, Redactor
 from agent_core_plugins.think_tags import ThinkTagsExtension, split_reasoning
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 KEYS = ("sk-proj-Abc123def456ghi789JKL", "ghs_" + "aB3" * 12, "ASIAIOSFODNN7EXAMPL3",
         "eyJhbGciOiJIUzI1NiJ9x.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4")

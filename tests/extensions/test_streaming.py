@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from agent_core.streaming import Hit, MarkerScanner
 from agent_core.testing.strategies import splits
+from hypothesis import given
+from hypothesis import strategies as st
 
 THINK = MarkerScanner(["<think>", "</think>"])
 

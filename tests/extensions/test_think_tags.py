@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from hypothesis import given
-
 from agent_core import AgentCore
 from agent_core.testing import PluginHarness, check_plugin
 from agent_core.testing.strategies import splits
@@ -11,6 +9,7 @@ from agent_core_plugins.think_tags import ThinkTagsExtension, split_reasoning
 from agent_core_providers.anthropic import AnthropicProvider
 from agent_core_providers.echo import EchoProvider
 from agent_core_providers.openai import OpenAIProvider
+from hypothesis import given
 
 from ._kit import partials_of, reasoning_of
 

@@ -7,8 +7,8 @@ import json
 import pytest
 from agent_core import AgentCore, Message
 from agent_core.errors import ConfigError
-from agent_core.function_tool import function_tool
 from agent_core.testing import PluginHarness, check_plugin
+from agent_core.tools.function import function_tool
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_plugins.tool_output_budget import ToolOutputBudgetExtension, cut_text

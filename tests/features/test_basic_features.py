@@ -6,7 +6,6 @@ import re
 from datetime import datetime, timezone
 
 import pytest
-
 from agent_core import AgentCore, Message, Session
 from agent_core.errors import ConfigError
 from agent_core.testing import PluginHarness, check_plugin, reply, scripted_provider, tool_call

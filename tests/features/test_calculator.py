@@ -7,12 +7,11 @@ import time
 import tracemalloc
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from agent_core import AgentCore, Message
 from agent_core.testing import PluginHarness, check_plugin, reply, scripted_provider, tool_call
 from agent_core_plugins.calculator import CalculationError, CalculatorTool, evaluate
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def test_calculator_keeps_the_hook_contract():

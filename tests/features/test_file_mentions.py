@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agent_core import AgentCore, Message
 from agent_core.testing import PluginHarness, check_plugin
 from agent_core_features.file_mentions import FileMentionsFeature, mentions

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agent_core import AgentCore, Message
 from agent_core.testing import PluginHarness, check_plugin, reply, scripted_provider, tool_call
 from agent_core_plugins.files import FilesTool, PathRefused, confine

@@ -19,16 +19,15 @@ import time
 import tracemalloc
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from agent_core import AgentCore, Message
-from agent_core.guards import CancellationToken
+from agent_core.runtime.guards import CancellationToken
 from agent_core.testing import PluginHarness, reply, scripted_provider, tool_call
 from agent_core_features.file_mentions import MAX_MENTIONED_FILES, FileMentionsFeature
 from agent_core_plugins import file_access
 from agent_core_plugins.file_search import SEARCH_MAX_DEPTH
 from agent_core_plugins.files import LIST_MAX_NAMES, FilesTool
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 DEPTH = 300  # far deeper than search_text descends (SEARCH_MAX_DEPTH)
 WIDE = LIST_MAX_NAMES + 100

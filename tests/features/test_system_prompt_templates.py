@@ -12,12 +12,11 @@ import tracemalloc
 from datetime import datetime, timezone
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from agent_core import AgentCore, Message
 from agent_core.testing import reply, scripted_provider
 from agent_core_features.system_prompt import PLACEHOLDERS, SystemPromptFeature, render_prompt
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 NOW = datetime(2026, 1, 2, 3, 4, tzinfo=timezone.utc)
 FILLED = {"date": "2026-01-02", "time": "03:04 UTC", "model": "m1"}

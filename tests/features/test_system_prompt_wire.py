@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from agent_core import AgentCore, Message
-from agent_core.native_history import NATIVE_KEY
+from agent_core.values.native_history import NATIVE_KEY
 from agent_core_features.system_prompt import SystemPromptFeature
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.calculator import CalculatorTool

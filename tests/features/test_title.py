@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from agent_core import AgentCore, Message
 from agent_core.testing import PluginHarness, check_plugin, reply, scripted_provider
 from agent_core_features.title import TitleFeature, first_user_line

@@ -6,7 +6,6 @@ import asyncio
 import threading
 
 import pytest
-
 from agent_core import AgentCore, Message
 from agent_core.errors import ConfigError, PluginError
 from agent_core.testing import PluginHarness, check_plugin, reply, scripted_provider, tool_call

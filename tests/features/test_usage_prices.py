@@ -12,14 +12,13 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from agent_core import AgentCore, Message
 from agent_core.errors import ConfigError
 from agent_core.testing import reply, scripted_provider
 from agent_core_features.usage import MAX_PRICE, PRICE_KEYS, UsageFeature, check_prices, cost_of
 from agent_core_providers.openai import OpenAIProvider
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 _Scripted = scripted_provider(reply("answer", usage={"input_tokens": 10**6, "output_tokens": 10**6}))
 

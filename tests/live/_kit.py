@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, Message, Session
 from agent_core_providers.clients import aclose_clients
 

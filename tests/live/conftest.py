@@ -28,7 +28,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from agent_core_providers.clients import close_clients
 
 from ._llama import LiveUnavailable, LlamaServer, start_server

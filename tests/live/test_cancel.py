@@ -12,7 +12,6 @@ import threading
 import time
 
 import pytest
-
 from agent_core import ProviderRequestCancelled
 
 from ._kit import make_core, run_async, session_with

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agent_core import ContextLengthError
 
 from ._kit import MODES, make_core, run_async, session_with

@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-
 from agent_core import AgentCore, Message, ProviderRequestCancelled
 from agent_core_plugins.anthropic_thinking import AnthropicThinkingExtension
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension

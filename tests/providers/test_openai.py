@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agent_core import AgentCore, ErrorEvent, LLMError, MalformedResponseError, Message, freeze
 from agent_core_plugins.openai_reasoning import OpenAIReasoningExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension

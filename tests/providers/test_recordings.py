@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, Message, thaw
 from agent_core_plugins.anthropic_thinking import AnthropicThinkingExtension
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension

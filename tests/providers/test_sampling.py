@@ -9,7 +9,6 @@ loopback server received.
 from __future__ import annotations
 
 import pytest
-
 from agent_core import AgentCore, ConfigError, Message
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.openai_reasoning import OpenAIReasoningExtension

@@ -20,7 +20,6 @@ import traceback
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, DoneEvent, ErrorEvent, LLMError, Message, encode_event
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension

@@ -8,7 +8,6 @@ diff in review (``__snapshots__/test_snapshots.ambr``; update with
 from __future__ import annotations
 
 import pytest
-
 from agent_core import AgentCore, Message, thaw
 from agent_core_plugins.anthropic_thinking import AnthropicThinkingExtension
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension

@@ -15,7 +15,6 @@ from typing import Any, Callable
 
 import httpx
 import pytest
-
 from agent_core.errors import (
     AuthenticationError,
     ContentFilterError,

@@ -10,7 +10,6 @@ to know that shortening the history, not retrying, is the remedy.
 from __future__ import annotations
 
 import pytest
-
 from agent_core.errors import ContextLengthError, InvalidRequestError, ProviderUnavailableError
 
 from ._driver import run_turn

@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from agent_core import AgentCore, Message
 from agent_core.errors import (
     ConfigError,

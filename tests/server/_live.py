@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
 import uvicorn
 
 __all__ = ["free_port", "running", "start_serve", "stop_serve"]

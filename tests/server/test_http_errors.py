@@ -7,7 +7,6 @@ from typing import Any
 import httpx
 import openai
 import pytest
-
 from agent_core.server import create_app
 
 from ._live import running

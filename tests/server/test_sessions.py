@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from agent_core import decode_event
 
 

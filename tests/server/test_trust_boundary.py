@@ -20,8 +20,7 @@ import httpx
 import openai
 import pytest
 from agent_core.errors import ConfigError
-from agent_core.server import ServeSettings, create_app
-from agent_core.server import check_exposure
+from agent_core.server import ServeSettings, check_exposure, create_app
 from providers._server import ScriptedServer
 
 from ._browser import load

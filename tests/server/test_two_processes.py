@@ -60,7 +60,6 @@ def test_a_cancel_sent_to_one_server_stops_a_request_running_on_the_other(tmp_pa
     import time
 
     import psycopg
-
     from providers._server import Delay, ScriptedServer, sse_reply
     from providers._wire import OA_DONE, oa_chunk
 

@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from agent_core import AgentCore
 from agent_core.store import SqlSessionStore, open_store
 from agent_core_providers.echo import EchoProvider

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 import agent_core
+import pytest
 from agent_core import AgentCore, Message, Session
 from agent_core.errors import ConflictError, InvalidArgumentError, SessionNotFoundError, StoreError
-from agent_core.native_history import NATIVE_KEY
 from agent_core.store import Revision, SessionInfo, SessionStore, SqlSessionStore, Stored, open_store
+from agent_core.values.native_history import NATIVE_KEY
 
 from .conftest import ECHO
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-
 from agent_core import AgentCore, Message, Session
 from agent_core.errors import CorruptRecordError, SchemaVersionError, StoreError
 from agent_core.store import SCHEMA_VERSION, SqlSessionStore, open_store, run_turn

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from agent_core.errors import InvalidArgumentError, StoreError
 from agent_core.store import default_home, open_store
 

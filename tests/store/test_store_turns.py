@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
 from agent_core import AgentCore, DoneEvent, ErrorEvent, Message, StartEvent
 from agent_core.errors import ConflictError, InvalidArgumentError, LLMError
 from agent_core.store import (

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent_core import AgentCore, Message, Session
-from agent_core.native_history import NATIVE_KEY
 from agent_core.store import SqlSessionStore
+from agent_core.values.native_history import NATIVE_KEY
 
 from .conftest import ECHO
 

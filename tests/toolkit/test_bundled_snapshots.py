@@ -14,9 +14,9 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 
 import pytest
-
 from agent_core import NATIVE_KEY, AgentCore, Message
 from agent_core.testing import SAMPLES, PluginHarness, replay_provider, reply, scripted_provider, tool_call
+from agent_core.testing.scripted import ScriptProvider
 from agent_core_features.file_mentions import FileMentionsFeature
 from agent_core_features.system_prompt import SystemPromptFeature
 from agent_core_features.timestamps import TimestampsFeature
@@ -25,17 +25,15 @@ from agent_core_features.tool_policy import ToolPolicyFeature
 from agent_core_features.usage import UsageFeature
 from agent_core_plugins.anthropic_thinking import AnthropicThinkingExtension
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
+from agent_core_plugins.compact_history import CompactHistoryExtension
 from agent_core_plugins.openai_reasoning import OpenAIReasoningExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_plugins.redact import RedactExtension
-from agent_core_plugins.compact_history import CompactHistoryExtension
 from agent_core_plugins.think_tags import ThinkTagsExtension
 from agent_core_plugins.tool_output_budget import ToolOutputBudgetExtension
 from agent_core_providers.anthropic import AnthropicProvider
 from agent_core_providers.echo import EchoProvider
 from agent_core_providers.openai import OpenAIProvider
-
-from agent_core.testing.scripted import ScriptProvider
 
 from .conftest import RECORDINGS
 

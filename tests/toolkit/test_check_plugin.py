@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from agent_core import errors
 from agent_core.testing import PluginContractError, check_plugin
 from agent_core_plugins.anthropic_thinking import AnthropicThinkingExtension
@@ -15,7 +14,8 @@ from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_providers.anthropic import AnthropicProvider
 from agent_core_providers.echo import EchoProvider
 from agent_core_providers.openai import OpenAIProvider
-from seed_plugins import DummyCalc, EchoProvider as SeedEcho, PrefixExt, TagFeature
+from seed_plugins import DummyCalc, PrefixExt, TagFeature
+from seed_plugins import EchoProvider as SeedEcho
 
 from .conftest import RECORDINGS
 

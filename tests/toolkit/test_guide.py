@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from agent_core.cli import main
 from providers._server import Reply
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agent_core import BaseFeature, ConfigError, Message, Session
 from agent_core.testing import PluginContractError, PluginHarness, plugin_kind
 from agent_core.testing.scripted import scripted_provider
@@ -139,6 +138,7 @@ def test_action_gets_session_params_and_state():
 
 
 def test_scripted_provider_still_imports_from_the_package():
-    from agent_core.testing import reply, scripted_provider as again, tool_call
+    from agent_core.testing import reply, tool_call
+    from agent_core.testing import scripted_provider as again
 
     assert again is scripted_provider and reply("x").content == "x" and tool_call("f")["function"]["name"] == "f"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from agent_core import AgentCore, Message, Session
-from agent_core.testing import render, scripted_provider, reply, tool_call
+from agent_core.testing import render, reply, scripted_provider, tool_call
 
 
 def test_ids_become_numbered_placeholders_that_keep_matching():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from agent_core import AgentCore, ConfigError, InvalidRequestError, Message, RateLimitError
 from agent_core.cli import main
 from agent_core.testing import replay_provider

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from agent_core import Message, Session
 from agent_core.testing import PluginHarness
 from agent_core.testing.strategies import messages, native_chunks, sessions, splits, tool_calls
@@ -14,6 +11,8 @@ from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_plugins.openai_tools import OpenAIToolsExtension
 from agent_core_providers.anthropic import AnthropicProvider
 from agent_core_providers.openai import OpenAIProvider
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 CONFIG = {"model": "m"}
 # deadline and the slow-generation check off: the suite shares a loaded machine; these test behaviour, not speed

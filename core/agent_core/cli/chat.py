@@ -31,9 +31,9 @@ import threading
 import uuid
 from typing import Any
 
-from ..approval import ApprovalRequest
 from ..errors import AgentCoreError, SessionNotFoundError
-from ..values import Message, Session
+from ..tools.approval import ApprovalRequest
+from ..values.messages import Message, Session
 from .commands import make_core, show_on_stderr
 from .sessions import describe, open_cli_store
 from .settings import layered_config

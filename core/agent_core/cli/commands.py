@@ -15,11 +15,11 @@ import sys
 import warnings
 from typing import Any
 
-from ..engine import AgentCore
+from ..engine.core import AgentCore
 from ..errors import ConfigError, UnknownConfigKeyWarning
-from ..events import encode_event
-from ..function_tool import function_tool, load_function
-from ..values import Message
+from ..tools.function import function_tool, load_function
+from ..values.events import encode_event
+from ..values.messages import Message
 from .settings import layered_config, serve_table
 
 __all__ = ["add_commands", "make_core", "show_on_stderr"]

@@ -15,7 +15,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
-from ..values import Message, Session
+from ..values.messages import Message, Session
 
 __all__ = ["add_sessions", "describe", "open_cli_store"]
 

@@ -1,7 +1,9 @@
 """``agent-core serve``: the pipeline behind HTTP (the ``server`` extra: Starlette + uvicorn).
 
 ``create_app`` builds the ASGI app; ``serve`` runs it with uvicorn. See
-``docs/server.md`` for the routes.
+``docs/server.md`` for the routes and ``docs/security.md`` for what the front door
+refuses. It sits above the kernel: it may import :mod:`agent_core`, the store and
+the testing kit's scripted provider, and nothing in the kernel imports it.
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ from ..errors import (
     SessionNotFoundError,
     StoreError,
 )
-from ..native_history import NATIVE_KEY
 from ..types import Session
-from .errors import sse_error
+from ..values.native_history import NATIVE_KEY
 from .bodies import ChatBody, parse_body
+from .errors import sse_error
 from .http import (
     SSE_HEADERS,
     request_id_of,

@@ -168,7 +168,7 @@ class ConflictNote:
 
 
 def plain(value: Any) -> Any:
-    from ..frozen import thaw
+    from ..values.frozen import thaw
 
     return thaw(value)
 

@@ -15,11 +15,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from ..errors import (
     ConflictError,
 )
-from ..events import encode_event
-from ..native_history import NATIVE_KEY
 from ..types import Session
-from .errors import ApiError, error_body
+from ..values.events import encode_event
+from ..values.native_history import NATIVE_KEY
 from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
+from .errors import ApiError, error_body
 from .http import (
     SSE_HEADERS,
     ConflictNote,

@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 
-from ..config_policy import DEFAULT_CLIENT_KEYS, ConfigPolicy
 from ..errors import ConfigError
+from ..plugins.config_policy import DEFAULT_CLIENT_KEYS, ConfigPolicy
 
 __all__ = ["LOOPBACK_NAMES", "ServeSettings", "is_loopback"]
 
@@ -30,7 +30,7 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
     Attributes:
         allow_config: config keys requests may set beyond the default client keys
-            (:data:`~agent_core.config_policy.DEFAULT_CLIENT_KEYS`).
+            (:data:`~agent_core.plugins.config_policy.DEFAULT_CLIENT_KEYS`).
         models: the models clients may choose (``provider`` or ``provider/model`` patterns);
             ``None``: any model of any installed provider.
         allowed_hosts: ``Host`` names answered besides the loopback names (``*.example.com``

@@ -26,10 +26,10 @@ from typing import Any
 
 import msgspec
 
-from ..config_policy import ConfigPolicy
 from ..errors import ConfigError, ConflictError, SessionNotFoundError, StoreError
+from ..plugins.config_policy import ConfigPolicy
 from ..store.values import Revision, SessionInfo, Stored
-from ..values import Session
+from ..values.messages import Session
 
 __all__ = ["ID_PATTERN", "TENANT_PATTERN", "Tenant", "TenantStore", "TokenTable", "load_tokens_file"]
 
@@ -157,7 +157,7 @@ def tenant_policy(base: ConfigPolicy, models: Sequence[str] | None, allow: Seque
     if models is not None:
         policy = msgspec.structs.replace(policy, models=tuple(models))
     if allow is not None:
-        from ..config_policy import DEFAULT_CLIENT_KEYS
+        from ..plugins.config_policy import DEFAULT_CLIENT_KEYS
 
         policy = msgspec.structs.replace(policy, allow=DEFAULT_CLIENT_KEYS | frozenset(allow))
     return policy

@@ -3,7 +3,8 @@
 ``open_store()`` opens the embedded SQLite default (``sessions.db`` under
 ``$AGENT_CORE_HOME``); ``open_store("postgresql://...")`` the same store on
 PostgreSQL (the ``postgres`` extra). ``run_turn`` is the stateless request
-handler in one call.
+handler in one call. The store sits above the kernel: it imports :mod:`agent_core`
+and nothing in the kernel imports it (the engine never touches a database).
 """
 
 from ..errors import ConflictError, CorruptRecordError, SchemaVersionError, SessionNotFoundError, StoreError

@@ -26,8 +26,8 @@ from typing import Any
 
 import msgspec
 
-from ..errors import CorruptRecordError
 from .. import NATIVE_KEY, FrozenList, Message, freeze, thaw
+from ..errors import CorruptRecordError
 
 __all__ = ["NativePart", "decode_json", "decode_message", "encode_json", "join_metadata", "split_metadata"]
 

@@ -2,7 +2,7 @@
 
 Theory of operation. A session's *head* row holds its revision, message
 count, the chained digest of its messages (the engine's own digest, see
-:mod:`agent_core.native_history`), its metadata without the native messages,
+:mod:`agent_core.values.native_history`), its metadata without the native messages,
 and per provider the native row count. Saving at ``expected_revision`` is one
 write transaction: lock the head, compare revisions (a mismatch raises
 :class:`ConflictError` and writes nothing), then
@@ -34,13 +34,13 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
-from ..errors import ConflictError, CorruptRecordError, InvalidArgumentError, SessionNotFoundError
 from .. import NATIVE_KEY, FrozenList, Session
+from ..errors import ConflictError, CorruptRecordError, InvalidArgumentError, SessionNotFoundError
 
 # The one engine internal the store uses: the engine's own chained digest of a message prefix. A
 # load computes it (so the engine's native-history check after a load hashes nothing old) and a
 # save compares it with the head's (so it can tell an appended conversation from an edited one).
-from ..native_history import prefix_digest
+from ..values.native_history import prefix_digest
 from .codec import decode_json, decode_message, join_metadata, native_head, split_metadata
 from .schema import MIGRATIONS, migrate
 from .values import Revision, SessionInfo, Stored

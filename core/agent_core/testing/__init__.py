@@ -17,8 +17,7 @@ here imports syrupy or hypothesis, and httpx only once a replay is asked for
 itself does no I/O); ``docs/writing-plugins.md`` is the guide.
 """
 
-from agent_core.errors import PluginContractError
-
+from ..errors import PluginContractError
 from .contract import SAMPLES, check_plugin
 from .harness import FinalizeResult, HookCall, PluginHarness, StreamRecord, plugin_kind
 from .render import render

@@ -30,9 +30,8 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent_core import freeze, thaw
-from agent_core.errors import PluginContractError
-
+from .. import freeze, thaw
+from ..errors import PluginContractError
 from .harness import PluginHarness
 from .inspection import PROTOCOLS, fit_call, short
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from agent_core import (
+from .. import (
     FrozenDict,
     Message,
     PartialMessage,
@@ -35,9 +35,8 @@ from agent_core import (
     freeze,
     thaw,
 )
-from agent_core.config import effective_config, parse_schema
-from agent_core.errors import PluginContractError
-
+from ..errors import PluginContractError
+from ..plugins.config import effective_config, parse_schema
 from .inspection import PROTOCOLS, fit_call, plugin_kind, short
 from .records import FinalizeResult, HookCall, StreamRecord
 

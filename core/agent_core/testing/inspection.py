@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agent_core import (
+from .. import (
     BaseFeature,
     BaseProvider,
     BaseProviderExtension,

@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from agent_core import Message, PartialMessage, Session, encode_event
+from .. import Message, PartialMessage, Session, encode_event
 
 __all__ = ["normalise", "render", "to_plain"]
 

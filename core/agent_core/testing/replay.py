@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from agent_core.errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["BUNDLED_HTTP_PROVIDERS", "recorded_reply", "recording_provider", "replay_provider"]
 

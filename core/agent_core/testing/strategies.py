@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "agent_core.testing.strategies needs hypothesis: pip install 'agent-core[testing]'"
     ) from exc
 
-from agent_core import Message, Session
+from .. import Message, Session
 
 __all__ = ["messages", "native_chunks", "sessions", "splits", "tool_calls"]
 

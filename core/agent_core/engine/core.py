@@ -1,0 +1,365 @@
+"""``AgentCore``: the public face of the engine.
+
+AgentCore holds the registered plugin *classes* and nothing about sessions:
+every call takes a session and/or a config and returns new values, so one
+instance can serve any number of concurrent, stateless request handlers. The
+only thing it tracks is which requests are in flight, so that
+``cancel_request(request_id)`` can reach them from another thread or task.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping
+from importlib.metadata import entry_points
+from typing import Any
+
+import msgspec
+
+from ..compat import PlatformNames
+from ..errors import ConfigError, InvalidArgumentError, RequestInFlightError
+from ..plugins.core import PluginCore, side_config
+from ..plugins.hooks import KINDS, PluginSpec, spec_for
+from ..plugins.resolution import Resolution, resolve, session_plugins
+from ..runtime.effects import drive_async, drive_sync
+from ..runtime.flight import Flight
+from ..values.events import DoneEvent, Event, Outcome, Usage
+from ..values.frozen import thaw
+from ..values.messages import Message, Session
+from .actions import ActionResult
+from .calls import EngineCalls
+from .calls import check_config as _check_config
+from .calls import check_session as _check_session
+from .run import RequestRun
+
+__all__ = ["ActionResult", "AgentCore", "RequestResult"]
+
+ENTRY_POINT_GROUPS = {
+    "provider": "agent_core.providers",
+    "extension": "agent_core.provider_extensions",
+    "feature": "agent_core.features",
+    "tool": "agent_core.tools",
+}
+
+class RequestResult(msgspec.Struct, frozen=True):
+    """What ``request`` returns.
+
+    ``final_messages`` are the messages this request added to the session, in
+    order (assistant replies and tool results); ``final_messages[-1]`` is the
+    reply when the outcome is ``finished``.
+    """
+
+    session: Session
+    final_messages: list[Message]
+    outcome: Outcome
+    request_id: str
+    usage: Usage
+
+
+class AgentCore(EngineCalls, PlatformNames):
+    """A stateless pipeline over registered plugin classes.
+
+    Args:
+        providers, extensions, features, tools: plugin classes (or
+            zero-argument factories); a fresh instance of each is made for
+            every request.
+        approval: optional callback (sync or async) asked when a feature's
+            ``tool_pre`` action wants a human to approve a tool call.
+        model_cache: optional mutable mapping (a ``dict`` will do) where
+            ``get_models`` results are kept per config, so resolving the same
+            config again asks no plugin for models. The caller owns it: clear
+            it when the models a config would list change.
+
+    Raises:
+        ConfigError: a plugin is not a class/factory, has a hook whose
+            signature the engine cannot satisfy, or two plugins of one kind
+            share a name.
+    """
+
+    def __init__(
+        self,
+        providers: Iterable[Any] = (),
+        extensions: Iterable[Any] = (),
+        features: Iterable[Any] = (),
+        tools: Iterable[Any] = (),
+        *,
+        approval: Callable[..., Any] | None = None,
+        model_cache: MutableMapping[str, Any] | None = None,
+    ) -> None:
+        if model_cache is not None and not isinstance(model_cache, MutableMapping):
+            raise ConfigError(
+                f"model_cache must be a mutable mapping such as a dict, got {type(model_cache).__name__}"
+            )
+        self._model_cache = model_cache
+        self._specs: dict[str, tuple[PluginSpec, ...]] = {k: () for k in KINDS}
+        for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
+            for item in items:
+                self._add(kind, item)
+        self.approval = approval
+        self._flights: dict[str, Flight] = {}
+        self._lock = threading.Lock()
+
+    # -- registration ---------------------------------------------------------
+
+    def _add(self, kind: str, plugin: Any, *, replace: bool = False) -> PluginSpec:
+        spec = spec_for(kind, plugin)
+        existing = self._specs[kind]
+        if any(s.name == spec.name for s in existing):
+            if not replace:
+                raise ConfigError(f"two {kind} plugins are named {spec.name!r}", plugins=[spec.name])
+            existing = tuple(s for s in existing if s.name != spec.name)
+        self._specs[kind] = (*existing, spec)
+        return spec
+
+    def register_provider(self, plugin_class: Any, extensions: Iterable[Any] | None = None) -> None:
+        """Add a provider (and extensions), as the original platform's API did."""
+        self._add("provider", plugin_class)
+        for ext in extensions or ():
+            self._add("extension", ext)
+
+    def register_extension(self, plugin: Any) -> None:
+        self._add("extension", plugin)
+
+    def register_feature(self, plugin: Any) -> None:
+        self._add("feature", plugin)
+
+    def register_tool(self, plugin: Any) -> None:
+        self._add("tool", plugin)
+
+    @classmethod
+    def discover(
+        cls,
+        providers: Iterable[Any] = (),
+        extensions: Iterable[Any] = (),
+        features: Iterable[Any] = (),
+        tools: Iterable[Any] = (),
+        *,
+        approval: Callable[..., Any] | None = None,
+    ) -> AgentCore:
+        """Load plugins from the ``agent_core.*`` entry-point groups, plus any given.
+
+        Bundled plugins are found this way too, exactly like third-party ones.
+        A plugin passed here replaces a discovered one with the same name.
+
+        Raises:
+            ConfigError: an entry point cannot be loaded (names it and why).
+        """
+        core = cls(approval=approval)
+        for kind, group in ENTRY_POINT_GROUPS.items():
+            for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+                try:
+                    obj = ep.load()
+                except Exception as exc:  # noqa: BLE001 - say which entry point is broken
+                    raise ConfigError(
+                        f"entry point {ep.name!r} in group {group!r} ({ep.value}) failed to load: {exc}",
+                        plugins=[ep.name],
+                    ) from exc
+                core._add(kind, obj, replace=True)
+        for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
+            for item in items:
+                core._add(kind, item, replace=True)
+        return core
+
+    def plugins(self, kind: str) -> tuple[str, ...]:
+        """Names of the registered plugins of ``kind`` (provider/extension/feature/tool)."""
+        return tuple(s.name for s in self._specs[kind])
+
+    # -- sessions -------------------------------------------------------------
+
+    def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> Session:
+        """A new, empty session with a fresh id (or ``session_id``)."""
+        return Session(session_id or uuid.uuid4().hex, [], metadata or {})
+
+    def add_message(
+        self,
+        session: Session,
+        message: Message | Mapping[str, Any] | str,
+        content: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Return ``session`` with one more message.
+
+        Accepts a ``Message``, a message dict, or the original platform's
+        ``add_message(session, role, content, metadata)`` form.
+        """
+        _check_session(session, "add_message")
+        if isinstance(message, str):
+            message = Message(message, content, metadata)  # type: ignore[arg-type]
+        return session.with_message(message)
+
+    # -- resolution -----------------------------------------------------------
+
+    def resolve(self, config: Mapping[str, Any] | None = None, *, session: Session | None = None) -> Resolution:
+        """Which plugins run for ``config``, in run order, and why (see :mod:`agent_core.plugins.resolution`).
+
+        With ``session``, its ``metadata["plugins"]`` list (when present)
+        restricts the plugins, as it does for a request on that session.
+
+        Raises:
+            ConfigError: see :func:`agent_core.plugins.resolution.resolve`; also a
+                session ``plugins`` entry that is not a list of ids.
+        """
+        only = session_plugins(session.metadata) if session is not None else None
+        return resolve(self._specs, {} if config is None else config, only=only, model_cache=self._model_cache)
+
+    def get_models(self, config: Mapping[str, Any] | None = None) -> list[Any]:
+        return [thaw(m) for m in self.resolve(config).models]
+
+    def get_tags(self, config: Mapping[str, Any] | None = None) -> list[str]:
+        return list(self.resolve(config).tags)
+
+    # -- requests -------------------------------------------------------------
+
+    def _start(
+        self, session: Session, config: Mapping[str, Any] | None, stream_default: bool, request_id: str | None,
+        final_sessions: bool = False,
+    ) -> tuple[RequestRun, Flight]:
+        _check_session(session, "a request")
+        _check_config(config)
+        if request_id is not None and (not isinstance(request_id, str) or not request_id):
+            raise InvalidArgumentError(
+                f"request_id must be a non-empty string, got {request_id!r}", argument="request_id"
+            )
+        cfg = dict(config or {})
+        stream = cfg.get("stream", stream_default)
+        rid = request_id or uuid.uuid4().hex
+        flight = Flight(rid, cfg)
+        with self._lock:
+            # Ids are how cancel_request finds a request: two at once would
+            # make cancelling one of them a coin toss.
+            if rid in self._flights:
+                raise RequestInFlightError(rid)
+            self._flights[rid] = flight
+        run = RequestRun(
+            lambda: self.resolve(cfg, session=session), session, cfg, stream=bool(stream), request_id=rid,
+            flight=flight, core=PluginCore(self, rid), approval=self.approval, final_sessions=final_sessions,
+            on_finish=lambda: self._finish(flight),
+        )
+        return run, flight
+
+    def _finish(self, flight: Flight) -> None:
+        with self._lock:
+            if self._flights.get(flight.request_id) is flight:
+                del self._flights[flight.request_id]
+
+    def stream_request(
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+    ) -> Iterator[Event]:
+        """Run a request, yielding events; the last is ``done`` (streams by default).
+
+        Failures do not raise: they arrive as an ``error`` event followed by
+        ``done`` with a ``stopped`` outcome, and the input session is untouched.
+        """
+        return self._stream(session, config, request_id, final_sessions=False)
+
+    def _stream(
+        self, session: Session, config: Mapping[str, Any] | None, request_id: str | None, *, final_sessions: bool
+    ) -> Iterator[Event]:
+        run, flight = self._start(session, config, True, request_id, final_sessions)
+        gen = drive_sync(run.run())  # the run frees its id when it ends (see _start)
+        weakref.finalize(gen, self._finish, flight)  # a stream never iterated still frees its id
+        return gen
+
+    def request(
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+    ) -> RequestResult:
+        """Run a request to completion (no streaming unless ``config["stream"]``).
+
+        Returns:
+            RequestResult with the new session, the messages added, the outcome
+            (``finished``, or ``stopped``/``max_turns``), request id and usage.
+
+        Raises:
+            PluginError, LLMError subclasses, ConfigError, ActionInputError,
+            ProviderRequestCancelled: the request failed; the input session is untouched.
+        """
+        run, flight = self._start(session, config, False, request_id)
+        done: DoneEvent | None = None
+        try:
+            for ev in drive_sync(run.run()):
+                if isinstance(ev, DoneEvent):
+                    done = ev
+        finally:
+            self._finish(flight)
+        return self._result(run, done)
+
+    @staticmethod
+    def _result(run: RequestRun, done: DoneEvent | None) -> RequestResult:
+        if run.error is not None:
+            raise run.error
+        assert done is not None
+        return RequestResult(done.session, done.final_messages, done.outcome, done.request_id, done.usage)
+
+    def astream_request(
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Async twin of :meth:`stream_request` (same events, same order)."""
+        run, flight = self._start(session, config, True, request_id)
+        agen = drive_async(run.run())  # the run frees its id when it ends (see _start)
+        weakref.finalize(agen, self._finish, flight)
+        return agen
+
+    async def arequest(
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+    ) -> RequestResult:
+        """Async twin of :meth:`request`."""
+        run, flight = self._start(session, config, False, request_id)
+        done: DoneEvent | None = None
+        try:
+            async for ev in drive_async(run.run()):
+                if isinstance(ev, DoneEvent):
+                    done = ev
+        finally:
+            self._finish(flight)
+        return self._result(run, done)
+
+    def side_request(
+        self, request_id: str, session: Session, overrides: Mapping[str, Any] | None = None
+    ) -> RequestResult:
+        """Run ``session`` with the config of the in-flight request ``request_id``, plus ``overrides``.
+
+        For plugins (``context["core"].side_request``) that ask the model
+        something on the side with the request's own provider, endpoint and
+        credentials, which they never see. ``overrides`` may change anything
+        but ``provider``, ``base_url`` and secrets.
+
+        Raises:
+            InvalidArgumentError: no request ``request_id`` is in flight.
+            ConfigError: ``overrides`` is not a mapping or sets a key it may not.
+        """
+        config, rid = self._side(request_id, session, overrides)
+        return self.request(session, config, request_id=rid)
+
+    async def aside_request(
+        self, request_id: str, session: Session, overrides: Mapping[str, Any] | None = None
+    ) -> RequestResult:
+        """Async twin of :meth:`side_request`."""
+        config, rid = self._side(request_id, session, overrides)
+        return await self.arequest(session, config, request_id=rid)
+
+    def _side(self, request_id: str, session: Session, overrides: Any) -> tuple[dict[str, Any], str]:
+        _check_session(session, "side_request")
+        with self._lock:
+            flight = self._flights.get(request_id) if isinstance(request_id, str) else None
+        if flight is None:
+            raise InvalidArgumentError(f"no request {request_id!r} is in flight", argument="request_id")
+        secret = {e["key"] for e in self.get_config_schema() if e.get("secret")}
+        return side_config(flight.config, overrides, secret), f"{request_id}/side-{uuid.uuid4().hex[:8]}"
+
+    def cancel_request(self, request_id: str) -> bool:
+        """Cancel an in-flight request; True when it was found.
+
+        The provider's ``cancel_request`` is called (closing its HTTP stream);
+        a stream stops at the next chunk with outcome ``stopped``/``cancelled``
+        and ``request`` raises ``ProviderRequestCancelled``. Its side requests
+        (:meth:`side_request`) are cancelled with it.
+        """
+        with self._lock:
+            found = [f for rid, f in self._flights.items()
+                     if rid == request_id or rid.startswith(f"{request_id}/side-")]
+        for flight in found:
+            flight.cancel()
+        return any(f.request_id == request_id for f in found)
+

@@ -1,0 +1,349 @@
+"""One provider call and its hot loop (steps 4c-4d of :mod:`agent_core.engine.run`).
+
+The hot path is every chunk of a stream: the provider's ``process_chunk``
+then each extension's, in chain order. It is written as one small
+method, :meth:`HotLoop.feed`, over a chain prepared once per call, and the
+driver runs the loop (one :class:`~agent_core.runtime.effects.Pump` effect per
+stream), so a chunk costs a few calls, not a resumption of every generator
+between the driver and the request run.
+
+What a plugin hands back is frozen only when it is new: a history or state
+returned as given (the usual case) costs an identity check; an empty list
+costs a length check. Partials are never frozen: they live for one chunk,
+never enter a session, and are read once, when the last plugin in the chain
+has returned them and :class:`PartialMessage` copies what it needs. So an
+extension is handed the plain list of plain dicts the plugin before it made
+(the seed's ``List[Dict]``), and a pass-through extension costs one call and
+four identity checks.
+
+The stream ends with the closing step (:func:`closing_step`): the same chain
+once more with ``native_chunk=None``, the extensions only, each handed the
+partials and finals the one before returned. What an extension held back and
+flushes there still passes every extension after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+from ..errors import ConfigError, EmptyResponseError, LLMError, PluginError, ProviderRequestCancelled
+from ..plugins.hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
+from ..plugins.stubs import streams_for_real
+from ..runtime.effects import Call, OpenIter, Pump
+from ..runtime.flight import Flight, RunCancelled
+from ..values.events import PartialEvent
+from ..values.frozen import _SCALARS, FrozenDict, FrozenList
+from ..values.messages import EMPTY_METADATA, PartialMessage
+
+__all__ = ["HotChain", "HotLoop", "call_provider", "closing_step", "hot_chain", "partial_message"]
+
+#: a chain prepared for the hot loop: (plugin, its bound ``process_chunk``), provider first
+HotChain = tuple[tuple[LivePlugin, Callable[..., Any]], ...]
+
+_NONE = FrozenList()  # the empty list a plugin's ``[]`` becomes
+_PASS = (LLMError, ProviderRequestCancelled)  # typed failures a hot hook may raise as they are
+_SHAPE = "(partial_messages, final_messages, native_messages, state)"
+
+
+def hot_chain(provider: LivePlugin, extensions: list[LivePlugin]) -> HotChain:
+    """The provider's ``process_chunk`` and those of the extensions that define one, in order."""
+    return ((provider, provider.hook("process_chunk")),
+            *((e, e.hook("process_chunk")) for e in extensions if e.defines("process_chunk")))
+
+
+def _listed(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
+    if value.__class__ is FrozenList:
+        return value
+    if value.__class__ is list:
+        if not value:
+            return _NONE
+        flat = _flat(value)
+        if flat is not None:
+            return flat
+    return frozen_list(plugin, hook, value, what)
+
+
+_new_dict, _fill_dict = dict.__new__, dict.update
+_new_list, _add_to_list = list.__new__, list.append
+
+
+def _flat(value: list[Any]) -> FrozenList | None:
+    """A list of flat dicts (text partials: role and content), frozen without the general walk; else None.
+
+    Per chunk for the first extension, so written for speed: the builtins it
+    needs are bound once at import, and the frozen list is filled in place.
+    """
+    out = _new_list(FrozenList)
+    for item in value:
+        if item.__class__ is not dict:
+            return None
+        for v in item.values():
+            if v.__class__ not in _SCALARS:
+                return None
+        fd = _new_dict(FrozenDict)
+        _fill_dict(fd, item)
+        fd._hash = None
+        fd._json = False
+        _add_to_list(out, fd)
+    out._hash = None
+    out._json = False
+    return out
+
+
+def taken(plugin: LivePlugin, out: Any, native: Any, state: Any,
+          hook: str = "process_chunk") -> tuple[Any, Any, Any, Any]:
+    """Check a hot hook's 4-tuple; freeze only the parts the plugin made new.
+
+    Partials are only checked to be a list (see the module's docstring);
+    :func:`partial_message` checks each one when it is built.
+    """
+    if out.__class__ is not tuple or len(out) != 4:
+        out = expect_tuple(plugin, hook, out, 4, _SHAPE)
+    partials, finals, new_native, new_state = out
+    if new_native is not native and new_native.__class__ is not FrozenList:
+        new_native = frozen_list(plugin, hook, new_native, "native_messages", native)
+    if new_state is not state and new_state.__class__ is not FrozenDict:
+        new_state = frozen_map(plugin, hook, new_state, "state")
+    if finals.__class__ is not FrozenList:
+        finals = _listed(plugin, hook, finals, "final_messages")
+    if partials.__class__ is not list and partials.__class__ is not FrozenList:
+        if not isinstance(partials, (list, tuple)):
+            frozen_list(plugin, hook, partials, "partial_messages")  # raises, naming the plugin
+    return partials, finals, new_native, new_state
+
+
+def partial_message(plugin: LivePlugin, p: Any, hook: str = "process_chunk") -> PartialMessage:
+    """Build the :class:`PartialMessage` for one returned partial (checked once, here)."""
+    if p.__class__ is PartialMessage:
+        return p  # type: ignore[no-any-return]
+    try:
+        get = p.get
+        return PartialMessage(get("role") or "assistant", get("content", ""), get("metadata"))
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise PluginError(plugin.name, hook, exc, detail=f"returned an invalid partial {p!r}") from exc
+
+
+#: what :meth:`HotLoop.feed` returns for a chunk with nothing to show (a list: see ``effects.Pump``)
+_NO_EVENTS: list[Any] = []
+
+
+class _Flag:
+    """``event._flag`` for a ``threading.Event`` that keeps its flag elsewhere (not CPython's)."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self, event: Any) -> None:
+        self._event = event
+
+    @property
+    def _flag(self) -> bool:
+        return bool(self._event.is_set())
+
+
+class HotLoop:
+    """One open stream: the chain prepared once, and what :meth:`feed` carries from chunk to chunk.
+
+    ``native`` and ``state`` are the provider's history and state after the
+    last chunk; ``seen`` the finals produced so far; ``chunks`` how many were fed.
+    """
+
+    __slots__ = ("provider", "exts", "native", "state", "seen", "chunks", "request_id", "iteration", "cancelled")
+
+    def __init__(self, chain: HotChain, native: Any, state: Any, request_id: str, iteration: int, flight: Flight):
+        self.provider = chain[0]
+        self.exts = chain[1:]
+        self.native = native
+        self.state = state
+        self.seen: list[Any] = []
+        self.chunks = 0
+        self.request_id = request_id
+        self.iteration = iteration
+        event = flight.token._event  # a threading.Event; its flag is read per chunk
+        self.cancelled = event if hasattr(event, "_flag") else _Flag(event)
+
+    def feed(self, chunk: Any) -> Any:
+        """Run one native chunk through the chain; return its events.
+
+        The provider's ``process_chunk(chunk, native, state)`` runs first, then
+        each extension's ``process_chunk(chunk, partials, finals, native,
+        state)``, each seeing what the one before returned. New finals and
+        native history are frozen; partials are built into events from what
+        the last plugin returned, and an invalid one is blamed on the last
+        plugin that changed them. Returns a tuple of one event (the usual
+        chunk) or a list of any number.
+
+        Raises:
+            RunCancelled: the request was cancelled.
+            PluginError: a hook raised or returned a bad shape (names plugin and hook).
+            LLMError, ProviderRequestCancelled: raised by a hook, passed on as they are.
+        """
+        if self.cancelled._flag:  # Event.is_set() without the call: this runs for every chunk
+            raise RunCancelled
+        self.chunks += 1
+        native, state = self.native, self.state
+        owner, fn = self.provider
+        try:
+            out = fn(chunk, native, state)
+        except _PASS:
+            raise
+        except Exception as exc:
+            raise PluginError(owner.name, "process_chunk", exc) from exc
+        # The usual chunk, checked inline: history and state handed back as given, no new final.
+        if (out.__class__ is tuple and len(out) == 4 and out[2] is native and out[3] is state
+                and out[1].__class__ is list and not out[1] and out[0].__class__ is list):
+            partials, finals = out[0], _NONE
+        else:
+            partials, finals, native, state = taken(owner, out, native, state)
+        for plugin, fn in self.exts:
+            try:
+                out = fn(chunk, partials, finals, native, state)
+            except _PASS:
+                raise
+            except Exception as exc:
+                raise PluginError(plugin.name, "process_chunk", exc) from exc
+            if out.__class__ is tuple and len(out) == 4 and out[0] is partials and out[1] is finals \
+                    and out[2] is native and out[3] is state:
+                continue  # a pass-through extension: nothing new to check
+            if out.__class__ is tuple and len(out) == 4 and out[0] is not partials:
+                owner = plugin
+            partials, finals, native, state = taken(plugin, out, native, state)
+        self.native, self.state = native, state
+        if finals:
+            self.seen.extend(finals)
+        if not partials:
+            return _NO_EVENTS
+        if len(partials) == 1:
+            (p,) = partials  # unpacked, not indexed: a FrozenList's __getitem__ is Python code
+            if p.__class__ is dict or p.__class__ is FrozenDict:  # partial_message, inline for the usual chunk
+                get = p.get
+                try:
+                    message = PartialMessage(get("role") or "assistant", get("content", ""),
+                                             get("metadata") or EMPTY_METADATA)
+                except (TypeError, ValueError) as exc:
+                    raise PluginError(owner.name, "process_chunk", exc,
+                                      detail=f"returned an invalid partial {p!r}") from exc
+                return (PartialEvent(self.request_id, message, self.iteration),)
+            return (PartialEvent(self.request_id, partial_message(owner, p), self.iteration),)
+        rid, it = self.request_id, self.iteration
+        return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
+
+
+def provider_failure(flight: Flight, provider: LivePlugin, hook: str, exc: BaseException) -> BaseException:
+    """What a failed provider call becomes: a cancellation, a typed error as it is, or a PluginError."""
+    if flight.cancelled:
+        return RunCancelled()
+    if isinstance(exc, (LLMError, ProviderRequestCancelled, PluginError, ConfigError, RunCancelled)):
+        return exc
+    return PluginError(provider.name, hook, exc)
+
+
+def call_provider(
+    provider: LivePlugin, exts: list[LivePlugin], native: Any, state: Any, *,
+    stream: bool, request_id: str, flight: Flight, iteration: int, ctx: Any,
+) -> Generator[Any, Any, tuple[FrozenList, FrozenList, FrozenDict]]:
+    """One provider call up to the extensions' closing ``process_chunk(None, ...)``.
+
+    Streams when asked and the provider really streams (see
+    :func:`~agent_core.plugins.stubs.streams_for_real`), else ``call_api``; then the
+    provider's ``finalize``; then the closing step (:func:`closing_step`).
+    Returns ``(finals, native, state)``.
+    """
+    spec = provider.spec
+    can_stream = (spec.defines("stream_api") and streams_for_real(spec.cls)) or spec.defines("astream_api")
+    can_call = spec.defines("call_api") or spec.defines("acall_api")
+    rid = request_id
+    seen: list[Any] = []
+    unseen: list[Any] = []
+    opening: Any = _NONE  # the partials of a call_api answer: they enter the closing step like any other
+    chunks = 0
+    streamed = (stream and can_stream) or not can_call
+    if streamed:
+        sapi = provider.hook("stream_api") if spec.defines("stream_api") else None
+        aapi = provider.hook("astream_api") if spec.defines("astream_api") else None
+        try:
+            handle = yield OpenIter(
+                (lambda: sapi(native, state, request_id=rid)) if sapi else None,
+                (lambda: aapi(native, state, request_id=rid)) if aapi else None,
+                label=f"provider {provider.name!r} stream",
+            )
+        except Exception as exc:
+            raise provider_failure(flight, provider, "stream_api", exc) from exc
+        run = HotLoop(hot_chain(provider, exts), native, state, rid, iteration, flight)
+        try:
+            yield Pump(handle, run.feed)
+        except Exception as exc:
+            raise provider_failure(flight, provider, "stream_api", exc) from exc
+        native, state, seen, chunks = run.native, run.state, run.seen, run.chunks
+    # One call, one request: a stream that yields nothing is never followed
+    # by call_api (that would be a second, billable request). Providers
+    # whose stream_api is only a stub (see streams_for_real) were sent to
+    # call_api above instead.
+    else:
+        capi = provider.hook("call_api") if spec.defines("call_api") else None
+        acapi = provider.hook("acall_api") if spec.defines("acall_api") else None
+        try:
+            out = yield Call(
+                (lambda: capi(native, state, request_id=rid)) if capi else None,
+                (lambda: acapi(native, state, request_id=rid)) if acapi else None,
+                label=f"provider {provider.name!r} call_api",
+            )
+        except Exception as exc:
+            raise provider_failure(flight, provider, "call_api", exc) from exc
+        if flight.cancelled:
+            raise RunCancelled
+        opening, finals, native, state = taken(provider, out, native, state, hook="call_api")
+        unseen.extend(finals)
+
+    out = expect_tuple(provider, "finalize", call_hook(provider, "finalize", native, state, context=ctx), 3,
+                       "(final_messages, native_messages, state)")
+    unseen.extend(frozen_list(provider, "finalize", out[0], "final_messages"))
+    native = frozen_list(provider, "finalize", out[1], "native_messages", native)
+    state = frozen_map(provider, "finalize", out[2], "state")
+    if streamed and not chunks and not seen and not unseen:
+        raise EmptyResponseError(
+            "the stream ended without sending a single chunk, and finalize produced no answer; "
+            "the call was not repeated",
+            provider=provider.name,
+        )
+    partials, pending, native, state, owner, hook = closing_step(
+        provider, exts, opening, FrozenList._trusted(unseen), native, state)
+    for p in partials:
+        yield PartialEvent(rid, partial_message(owner, p, hook), iteration)
+    return FrozenList._trusted([*seen, *pending]), native, state
+
+
+def closing_step(
+    provider: LivePlugin, exts: list[LivePlugin], partials: Any, finals: Any, native: Any, state: Any,
+) -> tuple[Any, FrozenList, Any, Any, LivePlugin, str]:
+    """Each extension's ``process_chunk(None, partials, finals, native, state)``, once, in chain order.
+
+    The closing step is one more turn of the hot loop's chain, for the end of
+    the stream: what an extension returns is what the next one is handed,
+    partials included. So text an extension held back and releases here (a
+    tag it was unsure of, a buffer) goes through every extension after it,
+    as its partials did during the stream, and nothing skips one that masks
+    or reorders text (``redact``); the partials of the whole call then join
+    to its final text. ``partials`` starts as the ``call_api`` answer's
+    partials (none after a stream), ``finals`` as what ``finalize`` and
+    ``call_api`` returned that no extension has seen.
+
+    Runs once per provider call, so it is written for clarity, not speed.
+
+    Returns:
+        ``(partials, finals, native, state, owner, hook)``: the partials the
+        last extension returned, to be shown, and the plugin and hook to blame
+        for an invalid one (the last that changed them).
+
+    Raises:
+        PluginError: a hook raised or returned a bad shape (names plugin and hook).
+    """
+    owner, hook = provider, "call_api"
+    for ext in exts:
+        if not ext.defines("process_chunk"):
+            continue
+        out = call_hook(ext, "process_chunk", None, partials, finals, native, state)
+        if out.__class__ is not tuple or len(out) != 4 or out[0] is not partials:
+            owner, hook = ext, "process_chunk"
+        partials, finals, native, state = taken(ext, out, native, state)
+    return partials, finals, native, state, owner, hook

@@ -1,0 +1,314 @@
+"""One request, written once as a generator (see :mod:`agent_core.runtime.effects`).
+
+Order of work for one request (binding; the plugin hooks' docs refer to it):
+
+1. resolve plugins for the config (:mod:`agent_core.plugins.resolution`);
+2. tools: ``init`` (+ ``prepare``), schemas, features' ``prepare_tools``,
+   adapted schemas into ``config["tools"]``;
+3. init chain: provider ``init(config)`` -> extensions -> features;
+4. per provider call (at most ``max_iterations``):
+   a. to native: provider ``to_native_messages`` -> extensions -> features,
+      for the core messages the stored native history does not cover yet;
+   b. ``llm_request`` lifecycle actions: context for this call only, converted
+      by the same chain and never stored (:mod:`agent_core.engine.request_injection`);
+      then ``initialize_request``: provider -> extensions -> features;
+   c. the call: ``stream_api`` with, per chunk, provider ``process_chunk`` then
+      each extension's (hot path; features never run here), or ``call_api``;
+   d. finalize: provider ``finalize``; each extension's ``process_chunk``
+      once with ``native_chunk=None`` for the finals it has not seen;
+      extensions' ``finalize`` -> features' ``finalize``;
+   e. from native: provider ``from_native_messages`` -> extensions -> features;
+   f. ``response_finalize`` lifecycle actions;
+   g. ``final`` events; when the last final asks for tools: preview events,
+      ``tool_pre`` lifecycle, execution, ``tool`` messages, ``tool_post``;
+5. ``done`` with the new session.
+
+Each stage lives in its own module: :mod:`~agent_core.plugins.chains` (a, b, e),
+:mod:`~agent_core.engine.hot_loop` (c, the start of d), :mod:`~agent_core.engine.finalize`
+(d-f), :mod:`~agent_core.tools.loop` and :mod:`~agent_core.tools.policy` (g),
+:mod:`~agent_core.plugins.lifecycle` (actions). This module strings them together.
+
+The run never calls back into the engine: :class:`AgentCore` hands it a
+``resolve`` callback, the approval callback and the object contexts carry as
+``core``. Everything a plugin is handed is frozen, and results are frozen on
+the way back in only where they are new, so neither the per-chunk nor the
+per-turn work grows with the length of the conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping
+from functools import partial
+from typing import Any
+
+from ..errors import AgentCoreError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
+from ..plugins.chains import init_state, initialize_request, tail, to_native
+from ..plugins.hooks import LivePlugin, cancel_provider_call
+from ..plugins.lifecycle import lifecycle_table
+from ..plugins.resolution import Resolution, own_config
+from ..runtime.effects import EffectCancelled
+from ..runtime.flight import Flight, RunCancelled, tool_timeout_of
+from ..tools.loop import pending_calls, run_tools
+from ..tools.policy import ToolKit, tool_failure
+from ..tools.toolkit import (
+    LiveTool,
+    accepted_formats,
+    adapt_all,
+    build_catalog,
+    emitted_formats,
+    inspect_call,
+    interop_registry,
+    prepare_tools,
+    truncation,
+)
+from ..values.events import FINISHED, DoneEvent, ErrorEvent, ErrorInfo, FinalEvent, Outcome, StartEvent, Usage
+from ..values.frozen import FrozenDict, FrozenList, freeze
+from ..values.messages import Message, Session
+from ..values.native_history import load_native, prefix_digest, store_native
+from .finalize import Turn, finalize_turn
+from .hot_loop import call_provider
+from .request_injection import inject, request_injections
+
+__all__ = ["RequestRun", "error_info"]
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    if isinstance(exc, PluginError):
+        return ErrorInfo("PluginError", str(exc), exc.plugin, exc.hook)
+    if isinstance(exc, LLMError):
+        return ErrorInfo(
+            type(exc).__name__, str(exc), exc.provider, None, exc.status_code, getattr(exc, "retry_after", None)
+        )
+    return ErrorInfo(type(exc).__name__, str(exc))
+
+
+class RequestRun:
+    """One request. Private, short-lived bookkeeping around frozen values.
+
+    Args:
+        resolve: resolves the plugins for this request (called once, inside
+            the run, so a failure is reported like any other).
+        core: what contexts carry as ``context["core"]``.
+        approval: the application's approval callback, or None.
+        on_finish: called when the run ends (the engine frees the request id).
+    """
+
+    def __init__(
+        self,
+        resolve: Callable[[], Resolution],
+        session: Session,
+        config: Mapping[str, Any],
+        *,
+        stream: bool,
+        request_id: str,
+        flight: Flight,
+        core: Any = None,
+        approval: Callable[..., Any] | None = None,
+        final_sessions: bool = False,
+        on_finish: Callable[[], None] | None = None,
+    ) -> None:
+        self.resolve = resolve
+        self.input_session = session
+        self.user_config = config
+        self.stream = stream
+        self.request_id = request_id
+        self.flight = flight
+        self.core = core
+        self.approval = approval
+        self.error: BaseException | None = None  # what request() raises
+        self.outcome: Outcome = FINISHED
+        self.usage = [0, 0, 0]
+        self.added: list[Message] = []
+        self.ephemeral: list[Message] = []  # injected context for the next provider call only
+        self.final_sessions = final_sessions  # finals carry the session (send_request_stream)
+        self.on_finish = on_finish  # called once the run has ended, however it ended
+
+    def run(self) -> Generator[Any, Any, None]:
+        try:
+            yield from self._events()
+        finally:
+            if self.on_finish is not None:
+                self.on_finish()
+
+    def _events(self) -> Generator[Any, Any, None]:
+        session = self.input_session
+        try:
+            try:
+                session = yield from self._run()
+            except RecursionError as exc:
+                # A last line: values are depth-checked where they come in, so
+                # this means a plugin recursed on its own; still a typed error.
+                raise InvalidValueError(f"a value or a plugin recursed too deeply: {exc}") from exc
+        except (RunCancelled, EffectCancelled):
+            self.outcome = Outcome("stopped", "cancelled", "cancelled by cancel_request")
+            self.error = ProviderRequestCancelled(self.request_id)
+            session = self.input_session
+        except AgentCoreError as exc:
+            reason = (
+                "plugin_error" if isinstance(exc, PluginError)
+                else "provider_error" if isinstance(exc, LLMError)
+                else "cancelled" if isinstance(exc, ProviderRequestCancelled)
+                else "invalid_input"
+            )
+            self.outcome = Outcome("stopped", reason, str(exc))  # type: ignore[arg-type]
+            self.error = exc
+            session = self.input_session
+            if reason != "cancelled":
+                yield ErrorEvent(self.request_id, error_info(exc))
+        added = self.added if self.error is None else []
+        yield DoneEvent(
+            self.request_id, session, self.outcome,
+            Usage(self.usage[0], self.usage[1], self.usage[2]), list(added),
+        )
+
+    def _run(self) -> Generator[Any, Any, Session]:
+        try:
+            res = self.resolve()
+        except Exception:
+            # every stream opens with ``start``, even one that cannot resolve its plugins
+            wanted = self.user_config.get("provider") if isinstance(self.user_config, Mapping) else None
+            yield StartEvent(self.request_id, str(wanted or ""), [], [], [])
+            raise
+        live = res.live
+        provider: LivePlugin = live[res.provider]
+        self.flight.attach(partial(cancel_provider_call, provider, self.request_id))
+        exts: list[LivePlugin] = [live[n] for n in res.extensions]
+        feats: list[LivePlugin] = [live[n] for n in res.features]
+        chain = [*exts, *feats]
+        yield StartEvent(
+            self.request_id, str(res.provider), [str(n) for n in res.extensions],
+            [str(n) for n in res.features], [str(n) for n in res.tools], list(res.warnings),
+        )
+        config: FrozenDict = res.config
+        max_iter = int(config.get("max_iterations") or 10)
+
+        prep_ctx = freeze({"core": self.core, "config": config, "provider": str(res.provider),
+                           "tags": list(res.tags), "models": list(res.models), "request_id": self.request_id})
+        tools: list[LiveTool] = yield from build_catalog([live[n] for n in res.tools], config, prep_ctx)
+        available = FrozenList._trusted([d for t in tools for d in t.schemas.values()])
+        effective = prepare_tools(feats, config, available, prep_ctx.merged({"available_tools": available,
+                                                                            "tools": available}))
+        registry = interop_registry(provider, exts, tools, config)
+        accepted = accepted_formats(provider, exts, config)
+        config = config.set("tools", adapt_all(registry, list(effective), accepted))
+        emitted = emitted_formats(provider, exts, config)
+
+        state = init_state(provider, chain, lambda p: own_config(p, config))
+        kit = ToolKit(
+            registry, tools, {(d.plugin_name, d.tool_name) for d in effective}, emitted, accepted,
+            lifecycle_table(chain, state), config, self.request_id, self.flight, self.stream, self.core,
+            self.approval, tool_timeout_of(config),
+        )
+        stop_on_error = bool(config.get("stop_on_tool_error"))
+        base_ctx = {
+            "core": self.core, "config": config, "request_id": self.request_id, "tags": list(res.tags),
+            "models": list(res.models), "available_tools": available, "tools": effective,
+            "tool_interop": registry, "stream": self.stream,
+        }
+        session = self.input_session
+        pname = provider.name
+
+        pending = pending_calls(session, registry, emitted)
+        if pending is not None:
+            # An earlier request stopped (max_turns) before running these: answer them first, so the
+            # provider never sees a call without its result.
+            pos, calls = pending
+            skip = None if config.get("run_pending_tool_calls", True) else (
+                "tool call not executed: the request that asked for it stopped before running it, "
+                "and run_pending_tool_calls is off"
+            )
+            native, _ = load_native(session, pname)
+            session, _, failures = yield from run_tools(
+                kit, calls, session, native, state, 0, self.added, self.ephemeral, pos, skip)
+            if failures and stop_on_error:
+                self.outcome = tool_failure(failures)
+                return session
+
+        # The stored record's digests are memoized on the message vector; computing them on the
+        # caller's vector (not only on the grown one) lets a request sent again from the same
+        # session find them, so it costs O(new messages), not O(history).
+        prefix_digest(session.messages, len(session.messages))
+        for iteration in range(1, max_iter + 1):
+            if self.flight.cancelled:
+                raise RunCancelled
+            ctx = freeze({**base_ctx, "iteration": iteration})
+            native, covered = load_native(session, pname)
+            if covered < len(session.messages) or not native:
+                delta = to_native(provider, chain, tail(session.messages, covered), state, ctx)
+                native = FrozenList._joined(native, delta)
+            stored = native  # what initialize_request adds below is for this provider call only
+            if self.ephemeral:
+                # context a tool_pre action injected for the next provider call only
+                extra = to_native(provider, chain, self.ephemeral, state, ctx)
+                native = FrozenList._joined(native, extra)
+                self.ephemeral = []
+            front, back = request_injections(kit.lifecycle, session, stored, state, ctx, core=self.core,
+                                             request_id=self.request_id, stream=self.stream)
+            native = inject(provider, chain, native, front, back, state, ctx)
+            native, state = initialize_request(provider, chain, native, state, self.request_id, ctx)
+            turn = Turn(stored, native, iteration, ctx)
+
+            finals, native, state = yield from call_provider(
+                provider, exts, native, state, stream=self.stream, request_id=self.request_id,
+                flight=self.flight, iteration=iteration, ctx=ctx,
+            )
+            self.usage[2] += 1
+            messages, session, native, state = finalize_turn(
+                provider, chain, kit.lifecycle, turn, finals, native, state, session,
+                request_id=self.request_id, stream=self.stream, core=self.core,
+            )
+            self.added.extend(messages)
+            for m in messages:
+                self._count_usage(m)
+                yield FinalEvent(self.request_id, m, iteration, session if self.final_sessions else None)
+
+            calls = _tool_calls(messages)
+            if not calls:
+                self.outcome = FINISHED
+                return session
+            inspected = [inspect_call(registry, c, i, emitted) for i, c in enumerate(calls)]
+            cut = truncation(_last_assistant_metadata(messages), calls, inspected)
+            if cut is not None:
+                # The partial answer stays in the session; nothing runs and the
+                # model is not called again with arguments it never finished.
+                self.outcome = Outcome("stopped", "truncated", cut)
+                return session
+            if iteration == max_iter:
+                self.outcome = Outcome(
+                    "stopped", "max_turns",
+                    f"the model still asked for tools after {max_iter} provider call(s) (max_iterations)",
+                )
+                return session
+
+            session, n_added, failures = yield from run_tools(
+                kit, list(enumerate(calls)), session, native, state, iteration, self.added, self.ephemeral
+            )
+            # keep the native record pointing at the same covered prefix
+            session = store_native(session, pname, native, len(session.messages) - n_added)
+            if failures and stop_on_error:
+                self.outcome = tool_failure(failures)
+                return session
+        return session  # pragma: no cover - the loop always returns
+
+    def _count_usage(self, m: Message) -> None:
+        usage = m.metadata.get("usage")
+        if isinstance(usage, Mapping):
+            for i, key in enumerate(("input_tokens", "output_tokens")):
+                v = usage.get(key)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    self.usage[i] += v
+
+
+def _last_assistant_metadata(messages: list[Message]) -> Mapping[str, Any]:
+    for m in reversed(messages):
+        if m.role == "assistant":
+            return m.metadata
+    return FrozenDict()
+
+
+def _tool_calls(messages: list[Message]) -> list[Any]:
+    for m in reversed(messages):
+        if m.role == "assistant":
+            calls = m.metadata.get("tool_calls")
+            return list(calls) if isinstance(calls, (list, tuple)) else []
+    return []

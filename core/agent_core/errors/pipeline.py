@@ -1,0 +1,205 @@
+"""The errors the pipeline itself raises: about plugins, config, values and calls (see :mod:`agent_core.errors`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .root import AgentCoreError
+from .root import rebuild as _rebuild
+
+__all__ = [
+    "ActionInputError",
+    "AsyncOnlyHookError",
+    "ConfigError",
+    "ConfigNotAllowedError",
+    "InvalidArgumentError",
+    "InvalidValueError",
+    "MissingFieldError",
+    "PluginContractError",
+    "PluginError",
+    "ProviderRequestCancelled",
+    "RequestInFlightError",
+    "UnknownConfigKeyWarning",
+]
+
+
+class PluginError(AgentCoreError):
+    """A plugin hook raised. Names the plugin and hook; ``original`` is the cause."""
+
+    def __init__(self, plugin: str, hook: str, original: BaseException, *, detail: str | None = None) -> None:
+        self.plugin = plugin
+        self.hook = hook
+        self.original = original
+        self.detail = detail
+        what = detail or f"{type(original).__name__}: {original}"
+        super().__init__(f"plugin {plugin!r} failed in hook {hook!r}: {what}")
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), (self.plugin, self.hook, self.original), {"detail": self.detail}), self.__dict__
+
+
+class ConfigError(AgentCoreError, ValueError):
+    """The configuration or the registered plugin set cannot work as given.
+
+    Attributes:
+        key: the config key at fault, when one is.
+        plugins: the plugins involved, when any are.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, plugins: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.key = key
+        self.plugins = tuple(plugins)
+
+
+class AsyncOnlyHookError(ConfigError):
+    """An async-only hook (a tool, a provider call) was reached from a sync call
+    made inside a running event loop, where it cannot be run: use the async API."""
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"key": self.key, "plugins": self.plugins}), self.__dict__
+
+
+class ConfigNotAllowedError(ConfigError):
+    """A request's own config set a key its caller may not choose (see :class:`~agent_core.ConfigPolicy`).
+
+    The operator of a server decides where requests go, with which credentials
+    and what they may touch; a client's config may only pick among what the
+    operator allows. ``key`` names the refused key (``"model"`` when the model
+    asked for is not one of the allowed ones); the message says how the
+    operator can allow it. Nothing ran.
+    """
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"key": self.key, "plugins": self.plugins}), self.__dict__
+
+
+class InvalidArgumentError(AgentCoreError, TypeError, ValueError):
+    """A public call got an argument it cannot use (wrong type or value); ``argument`` names it.
+
+    A ``TypeError`` for code that checks for one, and a ``ValueError`` because
+    the caller's input, not the program, is wrong.
+    """
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"argument": self.argument}), self.__dict__
+
+
+class RequestInFlightError(InvalidArgumentError):
+    """``request_id`` names a request that is still running; ids must be unique while in flight."""
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(
+            f"a request with id {request_id!r} is already in flight; wait for it to end or use another id",
+            argument="request_id",
+        )
+        self.request_id = request_id
+
+    def __reduce__(self) -> Any:
+        return type(self), (self.request_id,), self.__dict__
+
+
+class InvalidValueError(AgentCoreError, ValueError):
+    """A value cannot be frozen into a message, session or tool result.
+
+    Either it is nested deeper than :data:`agent_core.values.frozen.MAX_DEPTH` (a
+    value that contains itself always is), or JSON cannot carry it exactly
+    (bytes, NaN or infinity, a non-string key, text that is not valid
+    Unicode, an object of another type). ``path`` says where, e.g.
+    ``Message.metadata['usage']['cost']``.
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"path": self.path}), self.__dict__
+
+
+class ActionInputError(AgentCoreError, ValueError):
+    """An action's params do not match the inputs it declares."""
+
+    def __init__(self, message: str, *, action: str, input: str | None = None) -> None:
+        super().__init__(message)
+        self.action = action
+        self.input = input
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"action": self.action, "input": self.input}), self.__dict__
+
+
+class MissingFieldError(AgentCoreError, KeyError, ValueError):
+    """Serialized data (``from_dict``/``from_json``) lacks a required key.
+
+    A ``KeyError`` for code written against the original platform, and a
+    ``ValueError`` because the input, not the program, is wrong.
+    """
+
+    def __init__(self, key: str, type_name: str) -> None:
+        super().__init__(key)
+        self.key = key
+        self.type_name = type_name
+
+    def __str__(self) -> str:
+        return f"{self.type_name} data is missing the required key {self.key!r}"
+
+    def __reduce__(self) -> Any:
+        return type(self), (self.key, self.type_name), self.__dict__
+
+
+class ProviderRequestCancelled(AgentCoreError, RuntimeError):
+    """The request was cancelled through ``AgentCore.cancel_request(request_id)``."""
+
+    def __init__(self, request_id: str | None = None) -> None:
+        super().__init__("Provider request cancelled" + (f": {request_id}" if request_id else ""))
+        self.request_id = request_id
+
+    def __reduce__(self) -> Any:
+        return type(self), (self.request_id,), self.__dict__
+
+
+class UnknownConfigKeyWarning(UserWarning):
+    """A config key that no installed plugin declares and the engine does not read.
+
+    Usually a typo (``max_token`` for ``max_tokens``), which would otherwise
+    run silently with the default. ``strict_config: true`` turns it into a
+    :class:`ConfigError`.
+
+    Attributes:
+        key: the unknown key.
+        suggestion: the closest known key, or None.
+    """
+
+    def __init__(self, message: str, *, key: str, suggestion: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.suggestion = suggestion
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), self.args, {"key": self.key, "suggestion": self.suggestion}), self.__dict__
+
+
+class PluginContractError(AgentCoreError, AssertionError):
+    """A plugin breaks the hook contract (found by ``agent_core.testing.check_plugin``).
+
+    An ``AssertionError`` so a test that calls ``check_plugin`` fails like any
+    assertion. ``plugin`` and ``hook`` say where, ``rule`` which promise was
+    broken, ``value`` the offending value (a short repr).
+    """
+
+    def __init__(self, plugin: str, hook: str, rule: str, value: Any = None) -> None:
+        self.plugin = plugin
+        self.hook = hook
+        self.rule = rule
+        self.value = value
+        shown = "" if value is None else f"\n  offending value: {value}"
+        super().__init__(f"plugin {plugin!r}, hook {hook!r}: {rule}{shown}")
+
+    def __reduce__(self) -> Any:
+        return _rebuild, (type(self), (self.plugin, self.hook, self.rule, self.value), {}), self.__dict__

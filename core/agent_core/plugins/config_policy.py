@@ -1,0 +1,186 @@
+"""Whose config wins: the operator's, with only the keys a client may choose taken from a request.
+
+A request handler runs with two configs. The operator's (a server's ``-c``
+flags and config file, or whatever the handler was built with) says where
+requests go, with which credentials and what they may touch: ``base_url``,
+``api_key``, ``extra_headers``, ``files_root``, ``enabled_plugins``, system
+prompts, tool policies, prices. The client's (a turn's ``config``, the fields
+of a Chat Completions body) is hostile until checked: left to merge freely it
+can point the operator's key at a server of its own (``base_url``) or switch
+on a tool that reads the operator's files.
+
+:class:`ConfigPolicy` is that check as a value. Its ``allow`` set names the
+keys a client may set (by default what a chat client legitimately chooses:
+sampling and length, ``tool_choice``, ``response_format``, ``stop``,
+``seed``, ``user``, ``metadata``); any other key is refused with
+:class:`~agent_core.errors.ConfigNotAllowedError` naming it, before anything
+runs. The model is chosen through ``model`` (``"provider/model"``) or
+``provider`` + ``model``, and ``models`` narrows which ones: a client picks
+among the installed providers but always runs on the operator's base URL and
+credentials, because those keys stay the operator's.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from ..errors import ConfigError, ConfigNotAllowedError
+
+__all__ = ["DEFAULT_CLIENT_KEYS", "ConfigPolicy"]
+
+#: What a chat client may set by default: its model, how the model samples and how long it may
+#: answer, the shape of the answer, who is asking, and its own function tools (which a server
+#: only offers to the model and never runs).
+DEFAULT_CLIENT_KEYS: frozenset[str] = frozenset({
+    "provider", "model",
+    "temperature", "top_p", "top_k", "seed", "stop", "stop_sequences",
+    "presence_penalty", "frequency_penalty",
+    "max_tokens", "max_completion_tokens", "reasoning_effort",
+    "tool_choice", "response_format", "parallel_tool_calls",
+    "user", "metadata",
+    "client_tools",
+})
+
+_MODEL_KEYS = ("provider", "model")
+
+
+class ConfigPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """Which keys of a request's own config may override the operator's.
+
+    Args:
+        allow: the config keys a client may set (default :data:`DEFAULT_CLIENT_KEYS`).
+            ``provider`` and ``model`` are the model choice: leave them out to pin the
+            operator's model.
+        models: when given, the models a client may choose, as ``provider`` (any model of
+            it) or ``provider/model`` patterns (``*`` and ``?`` match as in file names:
+            ``openai/gpt-4o*``). ``None``: any model of any installed provider.
+        how_to_allow: the end of a refusal's message, telling the operator how to allow the
+            key; ``{key}`` is replaced by the key.
+
+    Example::
+
+        policy = ConfigPolicy(models=("openai/gpt-4o-mini",)).allowing("system_prompt")
+        config = policy.merge(operator_config, body["config"], providers=core.plugins("provider"))
+        result = core.request(session, config)
+    """
+
+    allow: frozenset[str] = DEFAULT_CLIENT_KEYS
+    models: tuple[str, ...] | None = None
+    how_to_allow: str = "add '{key}' to the ConfigPolicy's allow set"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.allow, frozenset):
+            msgspec.structs.force_setattr(self, "allow", frozenset(self.allow))
+        if self.models is not None and not isinstance(self.models, tuple):
+            msgspec.structs.force_setattr(self, "models", tuple(self.models))
+
+    def allowing(self, *keys: str) -> ConfigPolicy:
+        """This policy with ``keys`` allowed too."""
+        return msgspec.structs.replace(self, allow=self.allow | frozenset(keys))
+
+    def offers(self, provider: str, model: str | None = None) -> bool:
+        """Whether a client may choose ``provider`` (and ``model``) under this policy."""
+        return self.models is None or _matches(self.models, provider, model)
+
+    def merge(self, operator: Mapping[str, Any], client: Mapping[str, Any] | None, *,
+              providers: Collection[str] | None = None) -> dict[str, Any]:
+        """The config to run: ``operator``'s keys, overridden by the keys of ``client`` it allows.
+
+        A client's ``None`` value is ignored rather than unsetting the operator's value (a
+        cap the operator set stays set). When the client switches to another provider, the
+        operator's ``model`` (meant for its own provider) is dropped.
+
+        Args:
+            operator: the operator's config; trusted as it is.
+            client: the request's own config; every key is checked.
+            providers: the installed provider names; when given, a model whose provider is not
+                among them is refused.
+
+        Raises:
+            ConfigNotAllowedError: a key the policy does not allow, or a model outside ``models``
+                (``key`` names it); nothing was merged.
+            ConfigError: ``client`` is not a mapping with string keys, or ``provider``/``model``
+                are not strings.
+        """
+        if client is None:
+            return dict(operator)
+        if not isinstance(client, Mapping):
+            raise ConfigError(f"a request's config must be an object, got {type(client).__name__}")
+        for key in client:
+            if not isinstance(key, str):
+                raise ConfigError(f"config keys must be strings, got {key!r}")
+            if key not in self.allow:
+                raise ConfigNotAllowedError(
+                    f"config key {key!r} is set by the operator, not by a request; to let requests set it, "
+                    + self.how_to_allow.replace("{key}", key),
+                    key=key,
+                )
+        merged = dict(operator)
+        merged.update({k: v for k, v in client.items() if v is not None and k not in _MODEL_KEYS})
+        choice = self.choose_model(operator, client, providers=providers)
+        if choice is not None:
+            provider, model = choice
+            if provider is not None and provider != operator.get("provider"):
+                merged.pop("model", None)
+                merged["provider"] = provider
+            if model is not None:
+                merged["model"] = model
+        return merged
+
+    def choose_model(self, operator: Mapping[str, Any], client: Mapping[str, Any], *,
+                     providers: Collection[str] | None = None) -> tuple[str | None, str | None] | None:
+        """``(provider, model)`` the client chose, checked; ``None`` when it chose nothing.
+
+        Either part is ``None`` when it is left to the operator's config (or the defaults).
+
+        ``model`` may carry its provider (``"openai/gpt-4o-mini"``; the rest may hold more
+        slashes: ``"openai/meta-llama/llama-3"``) or be a provider's name alone (``"echo"``);
+        otherwise it names a model of ``provider`` (the client's, else the operator's).
+
+        Raises:
+            ConfigNotAllowedError: the model is not among ``models`` (``key="model"``).
+            ConfigError: an unknown provider, or a value that is not a string.
+        """
+        provider, model = client.get("provider"), client.get("model")
+        if provider is None and model is None:
+            return None
+        for key, value in (("provider", provider), ("model", model)):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ConfigError(f"config key {key!r} must be a non-empty string, got {value!r}", key=key)
+        known = set(providers) if providers is not None else None
+        if provider is None:
+            head, slash, tail = model.partition("/")
+            if slash and tail and (known is None or head in known):
+                provider, model = head, tail
+            elif known is not None and model in known:
+                provider, model = model, None
+            else:
+                provider = operator.get("provider")
+        if known is not None and provider is not None and provider not in known:
+            raise ConfigError(f"no provider named {provider!r} is installed (installed: {', '.join(sorted(known))})",
+                              key="provider")
+        if self.models is not None:
+            effective = model
+            if effective is None and provider == operator.get("provider"):
+                effective = operator.get("model")
+            if not _matches(self.models, provider, effective):
+                shown = f"{provider}/{effective}" if effective else str(provider)
+                raise ConfigNotAllowedError(
+                    f"model {shown!r} is not one this server offers (allowed: {', '.join(self.models)})",
+                    key="model",
+                )
+        return provider, model
+
+
+def _matches(patterns: Iterable[str], provider: str | None, model: Any) -> bool:
+    for pattern in patterns:
+        if "/" not in pattern:
+            if pattern == provider:
+                return True
+        elif provider is not None and isinstance(model, str) and fnmatch.fnmatchcase(f"{provider}/{model}", pattern):
+            return True
+    return False

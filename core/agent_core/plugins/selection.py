@@ -1,0 +1,123 @@
+"""The pieces :func:`agent_core.plugins.resolution.resolve` is built from: picking, instantiating and checking plugins.
+
+Each is small and pure apart from the plugin hooks it calls; they live here so
+``resolution.py`` reads as the resolution algorithm itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ..errors import ConfigError, PluginError, UnknownConfigKeyWarning
+from ..values.frozen import FrozenList, freeze
+from .config import FieldSpec, parse_schema, unknown_key_notes
+from .hooks import LivePlugin, PluginSpec, call_hook
+
+__all__ = ["by_priority", "check_unknown", "instantiate", "model_list", "models_key", "pick_provider",
+           "registry_fields", "session_plugins", "string_list"]
+
+
+def registry_fields(registry: Mapping[str, Sequence[PluginSpec]], skip: Mapping[str, Any]) -> list[FieldSpec]:
+    """Config fields of registered plugins that are not candidates (made only to read their schema)."""
+    out: list[FieldSpec] = []
+    for specs in registry.values():
+        for spec in specs:
+            if spec.name in skip:
+                continue
+            try:
+                out.extend(parse_schema(spec.name, call_hook(LivePlugin(spec, spec.factory()), "get_config_schema")))
+            except Exception:  # noqa: BLE001 - a plugin that does not run cannot break this request
+                continue
+    return out
+
+
+def check_unknown(user_config: Mapping[str, Any], known: set[str]) -> tuple[str, ...]:
+    notes = unknown_key_notes(user_config, known)
+    if notes and user_config.get("strict_config"):
+        raise ConfigError("; ".join(note for _, _, note in notes) + " (strict_config is on)", key=notes[0][0])
+    for key, suggestion, note in notes:
+        warnings.warn(UnknownConfigKeyWarning(note, key=key, suggestion=suggestion), stacklevel=4)
+    return tuple(note for _, _, note in notes)
+
+
+def by_priority(specs: Sequence[PluginSpec]) -> list[PluginSpec]:
+    return sorted(specs, key=lambda s: (s.priority, s.name))
+
+
+def instantiate(spec: PluginSpec) -> LivePlugin:
+    try:
+        return LivePlugin(spec, spec.factory())
+    except Exception as exc:
+        raise PluginError(spec.name, "__init__", exc) from exc
+
+
+def string_list(plugin: LivePlugin, hook: str, value: Any) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    if not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
+        raise PluginError(
+            plugin.name, hook, TypeError("bad return value"), detail=f"must return a list of strings, got {value!r}"
+        )
+    return frozenset(value)
+
+
+def model_list(plugin: LivePlugin, value: Any) -> Any:
+    if value is None:
+        return FrozenList()
+    if not isinstance(value, (list, tuple)):
+        raise PluginError(
+            plugin.name, "get_models", TypeError("bad return value"),
+            detail=f"must return a list of model descriptors, got {type(value).__name__}",
+        )
+    return freeze(value)
+
+
+def pick_provider(specs: Sequence[PluginSpec], config: Mapping[str, Any]) -> PluginSpec:
+    names = [s.name for s in specs]
+    wanted = config.get("provider")
+    if wanted is None:
+        if len(specs) == 1:
+            return specs[0]
+        if not specs:
+            raise ConfigError("no provider is registered; pass providers=[...] to AgentCore", key="provider")
+        raise ConfigError(
+            f"several providers are registered ({', '.join(sorted(names))}); say which with config['provider']",
+            key="provider",
+        )
+    for s in specs:
+        if s.name == wanted:
+            return s
+    raise ConfigError(
+        f"unknown provider {wanted!r}; registered providers: {', '.join(sorted(names)) or 'none'}",
+        key="provider",
+        plugins=[str(wanted)],
+    )
+
+
+def session_plugins(metadata: Mapping[str, Any]) -> frozenset[str] | None:
+    """The explicit plugin list a session's metadata carries under ``"plugins"``, if any.
+
+    Raises:
+        ConfigError: ``plugins`` is not a list of plugin ids (strings).
+    """
+    value = metadata.get("plugins")
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"session metadata 'plugins' must be a list of plugin ids (strings), got {value!r}", key="plugins"
+        )
+    return frozenset(value)
+
+
+_key_encoder = msgspec.json.Encoder(enc_hook=repr, order="sorted")
+
+
+def models_key(provider: str, candidates: Sequence[str], config: Mapping[str, Any]) -> str:
+    raw = _key_encoder.encode([provider, list(candidates), config])
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()

@@ -1,0 +1,279 @@
+"""Tool policy: what running a turn's calls needs, and what ``tool_pre`` / ``tool_post`` decide.
+
+The tool loop (:mod:`agent_core.tools.loop`) runs a turn's calls; this
+module holds the policy it applies to each:
+
+* :class:`ToolKit`, everything settled once per request (routing table,
+  interop registry, lifecycle actions, the request's id, token and timeout);
+* :func:`tool_pre` (with :func:`approve`) and :func:`tool_post`, the
+  lifecycle actions around one call;
+* :class:`PreOutcome` and :func:`read_hook_extras`, the ``tool_pre``
+  vocabulary of seed 000/001's HookResult beyond continue/deny/modify/ask:
+  ``context_injection`` (with ``context_injection_role`` and ``ephemeral``),
+  ``user_message`` (with ``user_message_level``) and ``suppress_output``;
+* :func:`message_metadata`, our one extension of that vocabulary: a
+  ``tool_pre`` or ``tool_post`` action may return ``tool_message_metadata``,
+  merged into the call's ``tool`` message (a policy's decision belongs with
+  the result it decided, not in a side table);
+* :func:`place`, which puts a result right after its call even when later
+  messages exist (pending calls answered by a later request);
+* :func:`held`, which runs a tool and keeps its ``tool_result`` event back
+  until ``tool_post`` has had its say, optionally with its output hidden.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Generator, Mapping
+from typing import Any
+
+import msgspec
+
+from ..errors import PluginError
+from ..plugins.hooks import LivePlugin
+from ..plugins.lifecycle import run_action
+from ..plugins.tool_interop import ToolInteropRegistry
+from ..runtime.effects import Call
+from ..runtime.flight import Flight
+from ..values.events import Outcome, ToolProgressEvent, ToolResultEvent
+from ..values.frozen import thaw
+from ..values.messages import Message, Session
+from ..values.views import session_view
+from .approval import TIMED_OUT, ApprovalRequest, acall_with_timeout, call_with_timeout, decision_allows
+from .toolkit import LiveTool, Routed, is_async_callable
+
+__all__ = [
+    "DEFAULT_APPROVAL_TIMEOUT", "PreOutcome", "ToolKit", "approve", "held", "message_metadata", "place",
+    "read_hook_extras", "tool_failure", "tool_post", "tool_pre",
+]
+
+#: seconds an ``ask_user`` approval may take before its ``approval_default`` applies (seed 001's default)
+DEFAULT_APPROVAL_TIMEOUT = 300.0
+
+_INJECTION_ROLES = ("system", "user", "assistant")
+_NOTICE_LEVELS = ("info", "warning", "error")
+#: tool message metadata the engine writes itself; an action cannot replace it
+_ENGINE_KEYS = ("tool_call_id", "tool_name")
+
+
+@dataclasses.dataclass
+class ToolKit:
+    """What running tool calls needs, settled once per request."""
+
+    registry: ToolInteropRegistry
+    tools: list[LiveTool]
+    names: set[tuple[str, str]]
+    emitted: list[str]
+    accepted: tuple[str, ...]
+    lifecycle: Mapping[str, Any]
+    config: Any
+    request_id: str = ""
+    flight: Flight | None = None
+    stream: bool = False
+    core: Any = None  # what contexts carry as ``core``
+    approval: Callable[..., Any] | None = None
+    timeout: float | None = None  # tool_timeout_s
+
+
+@dataclasses.dataclass
+class PreOutcome:
+    """What the ``tool_pre`` actions decided about one call."""
+
+    payload: Any
+    denial: str | None = None
+    suppress: bool = False
+    injections: list[tuple[str, Message, bool]] = dataclasses.field(default_factory=list)
+    notices: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)  # for the tool message
+
+
+def message_metadata(plugin: LivePlugin, res: Mapping[str, Any], lifecycle: str) -> Mapping[str, Any] | None:
+    """An action's ``tool_message_metadata``, checked: a mapping that leaves the engine's keys alone."""
+    extra = res.get("tool_message_metadata")
+    if extra is None:
+        return None
+    if not isinstance(extra, Mapping):
+        raise PluginError(plugin.name, "execute_action", TypeError(type(extra).__name__),
+                          detail=f"{lifecycle} action returned tool_message_metadata that is not a mapping: "
+                                 f"{type(extra).__name__}")
+    clash = sorted(k for k in _ENGINE_KEYS if k in extra)
+    if clash:
+        raise PluginError(plugin.name, "execute_action", ValueError(clash[0]),
+                          detail=f"{lifecycle} action's tool_message_metadata may not set {', '.join(clash)} "
+                                 "(the engine's own keys)")
+    return extra
+
+
+def read_hook_extras(plugin: LivePlugin, res: Mapping[str, Any], verdict: Any, out: PreOutcome) -> None:
+    """Collect a tool_pre result's context injection, user message and output suppression."""
+    text = res.get("context_injection")
+    if verdict == "inject_context" and not (isinstance(text, str) and text):
+        raise PluginError(plugin.name, "execute_action", ValueError("no context_injection"),
+                          detail="tool_pre action 'inject_context' needs a non-empty 'context_injection' text")
+    if text is not None:
+        role = res.get("context_injection_role") or "system"
+        if not isinstance(text, str) or role not in _INJECTION_ROLES:
+            raise PluginError(plugin.name, "execute_action", ValueError(role),
+                              detail="context_injection must be text and context_injection_role one of "
+                                     f"{', '.join(_INJECTION_ROLES)}; got {type(text).__name__} / {role!r}")
+        if text:
+            msg = Message(role, text, {"injected_by": plugin.name})
+            out.injections.append((plugin.name, msg, bool(res.get("ephemeral"))))
+    note = res.get("user_message")
+    if note is not None:
+        level = res.get("user_message_level") or "info"
+        if not isinstance(note, str) or level not in _NOTICE_LEVELS:
+            raise PluginError(plugin.name, "execute_action", ValueError(level),
+                              detail="user_message must be text and user_message_level one of "
+                                     f"{', '.join(_NOTICE_LEVELS)}; got {type(note).__name__} / {level!r}")
+        out.notices.append((plugin.name, note, level))
+    if res.get("suppress_output"):
+        out.suppress = True
+
+
+def place(session: Session, message: Message, pos: int) -> tuple[Session, int]:
+    """Put ``message`` at index ``pos`` (appending when ``pos`` is the end); return the next index."""
+    msgs = session.messages
+    if pos >= len(msgs):
+        return session.with_message(message), len(msgs) + 1
+    rebuilt = msgs[:pos].extended([message, *msgs[pos:]])
+    return msgspec.structs.replace(session, messages=rebuilt), pos + 1
+
+
+def held(
+    run: Generator[Any, Any, Message], hide: bool = False
+) -> Generator[Any, Any, tuple[Message, ToolResultEvent | None]]:
+    """Drive a tool run, keeping its ``tool_result`` event back (returned with the message).
+
+    The caller announces the result once ``tool_post`` has run, so the event
+    carries the message as it is stored. With ``hide`` the output is kept
+    from the user: no progress parts, no display.
+    """
+    send: Any = None
+    error: BaseException | None = None
+    shown: ToolResultEvent | None = None
+    while True:
+        try:
+            item = run.throw(error) if error is not None else run.send(send)
+        except StopIteration as stop:
+            return stop.value, shown
+        send, error = None, None
+        if isinstance(item, ToolResultEvent):
+            shown = msgspec.structs.replace(item, display=None, suppressed=True) if hide else item
+            continue
+        if hide and isinstance(item, ToolProgressEvent):
+            continue
+        try:
+            send = yield item
+        except GeneratorExit:  # closed early (the stream was dropped): close the tool run too
+            run.close()
+            raise
+        except Exception as exc:  # noqa: BLE001 - handed back to the tool run, as the driver would
+            error = exc
+
+
+def tool_failure(failures: list[str]) -> Outcome:
+    return Outcome("stopped", "tool_failure", "stop_on_tool_error: " + "; ".join(failures))
+
+
+def tool_pre(kit: ToolKit, r: Routed, session: Session, native: Any, state: Any) -> Generator[Any, Any, PreOutcome]:
+    """Ask every ``tool_pre`` action about one call (the HookResult vocabulary of seed 000).
+
+    ``action``: ``continue`` | ``modify`` (``data.payload``) | ``deny`` |
+    ``inject_context`` | ``ask_user``; beside it ``context_injection``
+    (+ ``context_injection_role``, ``ephemeral``), ``user_message`` (+
+    ``user_message_level``), ``suppress_output`` and the approval keys.
+    """
+    out = PreOutcome(r.call.payload)
+    for plugin, action in kit.lifecycle.get("tool_pre", ()):
+        call_info = {"id": r.call.call_id, "name": r.call.tool_name, "payload": out.payload,
+                     "payload_kind": r.call.payload_kind, "payload_format": r.call.payload_format,
+                     "plugin": r.tool.plugin.name if r.tool else None}
+        ctx = {"lifecycle": "tool_pre", "trigger_source": "core", "config": kit.config, "core": kit.core,
+               "session": session_view(session), "tool_call": call_info, "request_id": kit.request_id,
+               "native_messages": native, "stream": kit.stream}
+        res = run_action(plugin, action, session, native, ctx, state)
+        verdict = res.get("action") or res.get("decision") or "continue"
+        reason = res.get("reason") or ""
+        read_hook_extras(plugin, res, verdict, out)
+        extra = message_metadata(plugin, res, "tool_pre")
+        if extra:
+            out.metadata.update(extra)
+        if verdict == "modify":
+            data = res.get("data")
+            out.payload = data.get("payload", out.payload) if isinstance(data, Mapping) else res.get(
+                "payload", out.payload)
+        elif verdict == "deny":
+            out.denial = f"tool call denied by {plugin.name}" + (f": {reason}" if reason else "")
+            return out
+        elif verdict in ("ask_user", "ask"):
+            allowed, why = yield from approve(kit, plugin, r, out.payload, res)
+            if not allowed:
+                out.denial = f"tool call not approved ({plugin.name}{why})" + (f": {reason}" if reason else "")
+                return out
+        elif verdict not in ("continue", "allow", "inject_context"):
+            raise PluginError(plugin.name, "execute_action", ValueError(verdict),
+                              detail=f"tool_pre action returned unknown action {verdict!r}")
+    return out
+
+
+def approve(
+    kit: ToolKit, plugin: LivePlugin, r: Routed, payload: Any, res: Mapping[str, Any]
+) -> Generator[Any, Any, tuple[bool, str]]:
+    """An ``ask_user`` verdict: ask the application's approval callback, or apply ``approval_default``."""
+    default = res.get("approval_default") or res.get("default") or "deny"
+    if default not in ("allow", "deny"):
+        raise PluginError(plugin.name, "execute_action", ValueError(default),
+                          detail=f"approval_default must be 'allow' or 'deny', got {default!r}")
+    timeout = res.get("approval_timeout", DEFAULT_APPROVAL_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise PluginError(plugin.name, "execute_action", ValueError(timeout),
+                          detail=f"approval_timeout must be a positive number of seconds, got {timeout!r}")
+    callback = kit.approval
+    if callback is None:
+        return default == "allow", ""
+    request = ApprovalRequest(
+        request_id=kit.request_id, call_id=r.call.call_id, tool_name=r.call.tool_name,
+        plugin=plugin.name, payload=thaw(payload),
+        prompt=str(res.get("approval_prompt") or f"Allow {r.call.tool_name}?"),
+        options=list(res.get("approval_options") or ["allow", "deny"]), default=default, timeout=float(timeout),
+    )
+    is_async = is_async_callable(callback)
+    try:
+        answer = yield Call(
+            None if is_async else (lambda: call_with_timeout(callback, request, float(timeout))),
+            (lambda: acall_with_timeout(callback, request, float(timeout))) if is_async else None,
+            label="approval callback",
+        )
+    except Exception as exc:  # noqa: BLE001 - a broken callback must not run the tool
+        raise PluginError("approval", "approval_callback", exc) from exc
+    if answer is TIMED_OUT:
+        return default == "allow", f", no answer within {timeout:g} s"
+    return decision_allows(answer, default), ""
+
+
+def tool_post(
+    kit: ToolKit, r: Routed, msg: Message, session: Session, pos: int, native: Any, state: Any
+) -> tuple[Session, int, Message]:
+    """Place the call's ``tool`` message at ``pos``, then run every ``tool_post`` action.
+
+    ``session_metadata`` they return is merged into the session and
+    ``tool_message_metadata`` into the placed message (each action sees what
+    the previous ones left). Returns the session, the next index and the
+    message as stored.
+    """
+    placed, nxt = place(session, msg, pos)
+    for plugin, action in kit.lifecycle.get("tool_post", ()):
+        ctx = {"lifecycle": "tool_post", "trigger_source": "core", "config": kit.config, "core": kit.core,
+               "session": session_view(placed), "request_id": kit.request_id,
+               "tool_call": {"id": r.call.call_id, "name": r.call.tool_name, "payload": r.call.payload},
+               "tool_result": msg.tool_result, "tool_message": msg.as_mapping()}
+        res = run_action(plugin, action, placed, native, ctx, state)
+        if isinstance(res.get("session_metadata"), Mapping):
+            session = session.with_metadata(res["session_metadata"])
+            placed = placed.with_metadata(res["session_metadata"])
+        extra = message_metadata(plugin, res, "tool_post")
+        if extra:
+            msg = msg.with_metadata(extra)
+            placed, nxt = place(session, msg, pos)
+    return placed, nxt, msg

@@ -1,0 +1,358 @@
+"""Deeply immutable containers that still look like ``dict`` and ``list``.
+
+Theory of operation
+-------------------
+Plugins written in the style of the original platform treat messages and
+state as plain dicts and lists: they test ``isinstance(m, dict)``, splat them
+(``{**m, "content": ...}``), and build new lists with ``[*native, msg]``.
+Wrapping values in a foreign ``Mapping`` type would break every one of those
+plugins, so the two workhorse containers here *are* a ``dict`` and a ``list``
+(subclasses) whose mutating methods raise a ``TypeError`` that says what to
+write instead. Reading costs what reading a dict or list costs.
+
+``freeze`` turns any JSON-like value into these containers, recursively. It
+never walks into a container that is already frozen: a frozen container only
+ever holds frozen values (its constructor guarantees it), so a plugin that
+returns the history it was given costs one ``isinstance`` check, not a walk
+over the history. That is what keeps the per-chunk cost of the hot path
+independent of the conversation length.
+
+``FrozenVector`` (in :mod:`agent_core.values.vector`) is the one persistent structure: a pyrsistent vector behind
+a read-only ``Sequence`` face, used for ``Session.messages`` so that adding a
+message shares structure with the old session (O(log n)) instead of copying
+the whole history.
+
+Two bounds keep every value safe to walk, print and encode. ``freeze``
+refuses a value nested deeper than :data:`MAX_DEPTH` levels (a value that
+contains itself always is) with :class:`~agent_core.errors.InvalidValueError`,
+never a bare ``RecursionError``. And :func:`freeze_json`, used for what goes
+into messages, sessions and tool results, also makes sure JSON can carry the
+value exactly, so ``Session.from_json(s.to_json()) == s`` always holds: it
+normalises, once, what has one obvious JSON form and refuses the rest (the
+rule is in ``docs/conventions.md``). A container it has checked remembers
+that, so checking a session again costs only its new parts.
+
+A determined caller can still bypass the guards with ``dict.__setitem__(d,
+...)``; the guards exist to catch the honest mistake (``native.append(m)``
+silently losing ``m``), not to sandbox hostile code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NoReturn, overload
+from weakref import ref as _weak
+
+import pyrsistent
+
+from ..errors import InvalidValueError
+from .vector import FrozenVector
+
+__all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "FrozenVector", "freeze", "thaw"]
+
+#: how deeply a value may nest (a JSON object or array counts one level)
+MAX_DEPTH = 256
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None), bytes})  # a set: one hash per check, not six compares
+
+
+def _refuse_dict(name: str) -> Any:
+    def method(self: FrozenDict, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"FrozenDict is immutable: {name}() would change a value other plugins "
+            "also see. Build a new mapping instead, e.g. {**state, 'key': value}, "
+            "and return it from your hook."
+        )
+
+    method.__name__ = name
+    return method
+
+
+def _refuse_list(name: str) -> Any:
+    def method(self: FrozenList, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"FrozenList is immutable: {name}() would change a value other plugins "
+            "also see. Return a new list instead, e.g. [*native_messages, msg]."
+        )
+
+    method.__name__ = name
+    return method
+
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A ``dict`` that refuses mutation and freezes the values it is given.
+
+    Equal to any dict with the same items; hashable when its values are.
+    Use :meth:`set`, :meth:`merged` or :meth:`without` (or a dict display)
+    to derive a changed copy.
+    """
+
+    __slots__ = ("_hash", "_json")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raw = dict(*args, **kwargs)
+        dict.__init__(self, {k: freeze(v) for k, v in raw.items()})
+        self._hash: int | None = None
+        self._json = False  # True once freeze_json has checked this tree
+
+    @classmethod
+    def _trusted(cls, items: dict[str, Any]) -> FrozenDict:
+        """Wrap a dict whose values are already frozen (no walk)."""
+        new = dict.__new__(cls)
+        dict.__init__(new, items)
+        new._hash = None
+        new._json = False
+        return new
+
+    @classmethod
+    def fromkeys(cls, keys: Iterable[Any], value: Any = None) -> FrozenDict:  # type: ignore[override]
+        # dict.fromkeys fills the new instance with __setitem__, which we refuse.
+        frozen = freeze(value)
+        return cls._trusted({k: frozen for k in keys})
+
+    __setitem__ = _refuse_dict("__setitem__")
+    __delitem__ = _refuse_dict("__delitem__")
+    __ior__ = _refuse_dict("__ior__")
+    clear = _refuse_dict("clear")
+    pop = _refuse_dict("pop")
+    popitem = _refuse_dict("popitem")
+    setdefault = _refuse_dict("setdefault")
+    update = _refuse_dict("update")
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        if self._hash is None:
+            self._hash = hash(frozenset(self.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+    def __or__(self, other: Any) -> FrozenDict:  # type: ignore[override]
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return self.merged(other)
+
+    def set(self, key: str, value: Any) -> FrozenDict:
+        """Return a copy with ``key`` bound to ``value`` (frozen)."""
+        items = dict(self)
+        items[key] = freeze(value)
+        return FrozenDict._trusted(items)
+
+    def merged(self, other: Mapping[str, Any] | None = None, **kwargs: Any) -> FrozenDict:
+        """Return a copy updated with ``other`` and ``kwargs`` (shallow merge)."""
+        items = dict(self)
+        for source in (other or {}, kwargs):
+            for k, v in source.items():
+                items[k] = freeze(v)
+        return FrozenDict._trusted(items)
+
+    def without(self, *keys: str) -> FrozenDict:
+        """Return a copy without ``keys`` (missing keys are ignored)."""
+        return FrozenDict._trusted({k: v for k, v in self.items() if k not in keys})
+
+
+class FrozenList(list):  # type: ignore[type-arg]
+    """A ``list`` that refuses mutation and freezes its items.
+
+    Equal to any list with the same items; hashable when its items are.
+    """
+
+    # _head: a weak reference to the list this one was made from by _joined (see begins_with)
+    __slots__ = ("_hash", "_json", "_head", "__weakref__")
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        list.__init__(self, [freeze(v) for v in items])
+        self._hash: int | None = None
+        self._json = False
+
+    @classmethod
+    def _trusted(cls, items: Iterable[Any]) -> FrozenList:
+        new = list.__new__(cls)
+        list.__init__(new, items)
+        new._hash = None
+        new._json = False
+        return new
+
+    @classmethod
+    def _joined(cls, head: Iterable[Any], tail: Iterable[Any]) -> FrozenList:
+        """``head`` then ``tail``, both already frozen, in one copy (histories grow this way)."""
+        new = list.__new__(cls)
+        list.extend(new, head)
+        list.extend(new, tail)
+        new._hash = None
+        # two lists freeze_json has checked make a checked list: nothing new to walk
+        new._json = getattr(head, "_json", False) and getattr(tail, "_json", False)
+        if head.__class__ is FrozenList and head:
+            new._head = _weak(head)
+        return new
+
+    __setitem__ = _refuse_list("__setitem__")
+    __delitem__ = _refuse_list("__delitem__")
+    __iadd__ = _refuse_list("__iadd__")
+    __imul__ = _refuse_list("__imul__")
+    append = _refuse_list("append")
+    clear = _refuse_list("clear")
+    extend = _refuse_list("extend")
+    insert = _refuse_list("insert")
+    pop = _refuse_list("pop")
+    remove = _refuse_list("remove")
+    reverse = _refuse_list("reverse")
+    sort = _refuse_list("sort")
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        if self._hash is None:
+            self._hash = hash(tuple(self))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenList({list.__repr__(self)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> FrozenList: ...
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return FrozenList._trusted(list.__getitem__(self, index))
+        return list.__getitem__(self, index)
+
+    def __add__(self, other: Any) -> FrozenList:  # type: ignore[override]
+        return FrozenList._trusted([*self, *(freeze(v) for v in other)])
+
+    def appended(self, item: Any) -> FrozenList:
+        """Return a copy with ``item`` (frozen) at the end."""
+        return FrozenList._trusted([*self, freeze(item)])
+
+
+#: classes ``freeze`` returns as they are: checked in its loops so a mostly frozen value costs
+#: no call per item (a plugin's new state is the old one with a key or two changed)
+_KEPT = _SCALARS | {FrozenDict, FrozenList}
+_new_dict, _fill_dict, _set_item = dict.__new__, dict.update, dict.__setitem__
+_new_list, _extend, _set_index = list.__new__, list.extend, list.__setitem__
+
+
+def begins_with(value: FrozenList, base: Sequence[Any]) -> bool:
+    """True when ``value``'s first ``len(base)`` items equal ``base``'s.
+
+    A history grows by :meth:`FrozenList._joined`, which remembers (weakly)
+    the list it started from; since frozen lists never change, a list
+    descended from ``base`` that way begins with it, and finding that out
+    costs a few pointer hops instead of a pass over every item. Anything else
+    is compared in C.
+    """
+    link: Any = value
+    for _ in range(8):  # a history is joined a few times per provider call
+        ref = getattr(link, "_head", None)
+        if ref is None:
+            break
+        link = ref()
+        if link is base:
+            return True
+        if link is None:
+            break
+    k = len(base)
+    return len(value) >= k and list.__getitem__(value, slice(0, k)) == base
+
+
+def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
+    """Return a deeply immutable version of a JSON-like ``value``.
+
+    Dicts become :class:`FrozenDict`, lists and tuples become
+    :class:`FrozenList`, sets become ``frozenset``. Already-frozen containers
+    and scalars come back as the same object, so freezing something that is
+    mostly frozen costs only the new parts. Other objects (a plugin's client,
+    the ``core`` in a context) are left as they are. (``_budget`` is the
+    recursion's own bookkeeping: how many more levels may follow.)
+
+    Raises:
+        InvalidValueError: ``value`` nests deeper than :data:`MAX_DEPTH`
+            levels (a value that contains itself always does).
+    """
+    # Loops rather than comprehensions: one Python frame per level, so the
+    # depth bound, not the interpreter's recursion limit, is what stops a walk.
+    cls = value.__class__
+    if cls in _KEPT:
+        return value
+    if _budget <= 0:
+        raise InvalidValueError(f"the value is nested deeper than {MAX_DEPTH} levels (or contains itself)")
+    _budget -= 1
+    # the plain types first: isinstance against the ABCs costs more than the copy of a small dict.
+    # Copied in C, then only the items that are not frozen yet are replaced: a plugin's new state
+    # is usually the old one with one key changed.
+    if cls is dict:
+        new = _new_dict(FrozenDict)
+        _fill_dict(new, value)
+        for k, v in value.items():
+            if v.__class__ not in _KEPT:
+                _set_item(new, k, freeze(v, _budget))
+        new._hash = None
+        new._json = False
+        return new
+    if cls is list or cls is tuple:
+        lst = _new_list(FrozenList)
+        _extend(lst, value)
+        i = 0
+        for v in value:
+            if v.__class__ not in _KEPT:
+                _set_index(lst, i, freeze(v, _budget))
+            i += 1
+        lst._hash = None
+        lst._json = False
+        return lst
+    if isinstance(value, Mapping) and not isinstance(value, FrozenDict):
+        items = {}
+        for k, v in value.items():
+            items[k] = v if v.__class__ in _KEPT else freeze(v, _budget)
+        new = _new_dict(FrozenDict)
+        _fill_dict(new, items)
+        new._hash = None
+        new._json = False
+        return new
+    if isinstance(value, (list, tuple, pyrsistent.PVector)) and not isinstance(value, FrozenList):
+        out = []
+        for v in value:
+            out.append(v if v.__class__ in _KEPT else freeze(v, _budget))
+        lst = _new_list(FrozenList)
+        _extend(lst, out)
+        lst._hash = None
+        lst._json = False
+        return lst
+    if isinstance(value, (FrozenDict, FrozenList, FrozenVector, frozenset)):
+        return value
+    if isinstance(value, (set, pyrsistent.PSet)):
+        return frozenset(freeze(v, _budget) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Return a plain, mutable, independent deep copy of a frozen value."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, FrozenVector, pyrsistent.PVector)):
+        return [thaw(v) for v in value]
+    if isinstance(value, frozenset):
+        return [thaw(v) for v in value]
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        return [thaw(v) for v in value]  # a lazy view (agent_core.values.views.MessagesView)
+    if hasattr(value, "to_dict") and callable(value.to_dict):
+        return value.to_dict()
+    return value
