@@ -36,6 +36,7 @@ from .http import (
     path_id,
     plain,
 )
+from .messages_api import MessagesRoutes, as_anthropic
 from .sessions_api import SessionRoutes
 from .settings import ServeSettings
 from .tenants import Tenant, TenantStore, TokenTable, load_tokens_file
@@ -45,7 +46,7 @@ __all__ = ["create_app"]
 _decode = msgspec.json.Decoder().decode
 
 
-class _Server(FacadeRoutes, SessionRoutes):
+class _Server(FacadeRoutes, MessagesRoutes, SessionRoutes):
     def __init__(self, core: AgentCore, store: Any, config: Mapping[str, Any], retries: int,
                  settings: ServeSettings, default: Tenant) -> None:
         self.core = core
@@ -158,6 +159,7 @@ class _Server(FacadeRoutes, SessionRoutes):
         return [
             Route("/healthz", self.health, methods=["GET"]),
             Route("/v1/chat/completions", self.chat, methods=["POST"]),
+            Route("/v1/messages", self.messages, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/v1/requests/{request_id}", self.cancel, methods=["DELETE"]),
             Route("/v1/sessions", self.create_session, methods=["POST"]),
@@ -170,6 +172,12 @@ class _Server(FacadeRoutes, SessionRoutes):
             Route("/v1/ui-schema", self.ui_schema, methods=["GET"]),
             Route("/v1/actions", self.actions, methods=["GET"]),
         ]
+
+
+async def _on_error(request: Request, exc: Exception) -> Response:
+    """Every refusal as JSON: the Messages facade's in Anthropic's shape, the rest in the routes' own."""
+    response = await on_error(request, exc)
+    return as_anthropic(response) if request.url.path == "/v1/messages" else response
 
 
 def create_app(core: AgentCore | None = None, store: Any = None, token: str | None = None, *,
@@ -215,7 +223,7 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
 
         server.relay = PgCancelRelay(cancel_url, core.cancel_request)
     handlers: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        cls: on_error for cls in (Exception, HTTPException, ApiError, *LIBRARY_ERRORS)
+        cls: _on_error for cls in (Exception, HTTPException, ApiError, *LIBRARY_ERRORS)
     }
     app = Starlette(routes=server.routes(), exception_handlers=dict(handlers), lifespan=server.lifespan)
     app.state.server = server

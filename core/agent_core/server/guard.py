@@ -138,7 +138,8 @@ class Admission:
             return self.default
         raw = _header(scope, b"authorization")
         if raw is None:
-            return None
+            api_key = _header(scope, b"x-api-key")  # how Anthropic clients send their key
+            return self.tokens.find(api_key.decode("latin-1").strip()) if api_key else None
         scheme, _, token = raw.decode("latin-1").strip().partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:

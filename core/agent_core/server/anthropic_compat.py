@@ -1,0 +1,400 @@
+"""Anthropic Messages bodies to and from the engine's values (``POST /v1/messages``).
+
+A request body becomes a session and the client's part of the config; the
+engine's events become a ``message`` body or the Messages API's named
+server-sent events (``message_start``, ``content_block_start``,
+``content_block_delta``, ``content_block_stop``, ``message_delta``,
+``message_stop``). The engine speaks one shape whatever the provider: tool
+calls in ``metadata["tool_calls"]`` (OpenAI's shape, arguments as JSON text)
+and reasoning in ``metadata["reasoning"]``; this module maps that shape onto
+Anthropic's content blocks, so an Anthropic client can use any provider.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from ..types import Message, Session
+from .errors import ApiError
+
+__all__ = [
+    "AnthropicBody",
+    "MessageStream",
+    "error_type_for",
+    "message_body",
+    "messages_config",
+    "messages_session",
+    "stop_reason",
+]
+
+
+class TextBlock(msgspec.Struct, tag="text"):
+    text: str
+
+
+class ImageBlock(msgspec.Struct, tag="image"):
+    source: dict[str, Any]
+
+
+class ToolUseBlock(msgspec.Struct, tag="tool_use"):
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResultBlock(msgspec.Struct, tag="tool_result"):
+    tool_use_id: str
+    content: str | list[TextBlock | ImageBlock] | None = None
+    is_error: bool | None = None
+
+
+class ThinkingBlock(msgspec.Struct, tag="thinking"):
+    thinking: str
+    signature: str | None = None
+
+
+class RedactedThinkingBlock(msgspec.Struct, tag="redacted_thinking"):
+    data: str
+
+
+Block = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock
+
+
+class AnthropicMessage(msgspec.Struct):
+    role: Literal["user", "assistant"]
+    content: str | list[Block]
+
+
+class AnthropicTool(msgspec.Struct):
+    name: str
+    input_schema: dict[str, Any]
+    description: str | None = None
+    type: str | None = None
+
+
+class AnthropicToolChoice(msgspec.Struct):
+    type: Literal["auto", "any", "tool", "none"]
+    name: str | None = None
+    disable_parallel_tool_use: bool | None = None
+
+
+class ThinkingConfig(msgspec.Struct):
+    type: Literal["enabled", "disabled"]
+    budget_tokens: int | None = None
+
+
+class AnthropicMetadata(msgspec.Struct):
+    user_id: str | None = None
+
+
+class AnthropicBody(msgspec.Struct):
+    """The fields of a Messages request the facade reads."""
+
+    model: str
+    messages: list[AnthropicMessage]
+    max_tokens: int
+    system: str | list[TextBlock] | None = None
+    stream: bool | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    stop_sequences: list[str] | None = None
+    tools: list[AnthropicTool] | None = None
+    tool_choice: AnthropicToolChoice | None = None
+    thinking: ThinkingConfig | None = None
+    metadata: AnthropicMetadata | None = None
+
+
+def _bad(message: str, param: str) -> ApiError:
+    return ApiError(400, "invalid_request_error", message, param=param)
+
+
+def _joined(blocks: Sequence[Any], where: str) -> str:
+    texts = []
+    for j, block in enumerate(blocks):
+        if not isinstance(block, TextBlock):
+            kind = type(block).__name__.removesuffix("Block").lower()
+            raise _bad(f"{where}[{j}]: only text is supported here, got a {kind} block", f"{where}[{j}]")
+        texts.append(block.text)
+    return "".join(texts)
+
+
+def _user_turn(content: list[Block], where: str) -> list[Message]:
+    """A user turn: its tool results (one ``tool`` message each), then its text."""
+    out: list[Message] = []
+    texts: list[str] = []
+    for j, block in enumerate(content):
+        if isinstance(block, ToolResultBlock):
+            result = block.content if isinstance(block.content, str) else _joined(block.content or [],
+                                                                                  f"{where}[{j}].content")
+            meta: dict[str, Any] = {"tool_call_id": block.tool_use_id}
+            if block.is_error:
+                meta["is_error"] = True
+            out.append(Message("tool", result, meta))
+        elif isinstance(block, TextBlock):
+            texts.append(block.text)
+        else:
+            kind = type(block).__name__.removesuffix("Block").lower()
+            raise _bad(f"{where}[{j}]: a {kind} block is not supported in a user turn", f"{where}[{j}]")
+    if texts or not out:
+        out.append(Message("user", "".join(texts)))
+    return out
+
+
+def _assistant_turn(content: list[Block], where: str) -> Message:
+    """An assistant turn: text, tool calls (OpenAI's shape in metadata) and reasoning, in one message."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    thoughts: list[str] = []
+    for j, block in enumerate(content):
+        if isinstance(block, TextBlock):
+            texts.append(block.text)
+        elif isinstance(block, ToolUseBlock):
+            calls.append({"id": block.id, "type": "function",
+                          "function": {"name": block.name, "arguments": json.dumps(block.input)}})
+        elif isinstance(block, ThinkingBlock):
+            thoughts.append(block.thinking)
+        elif not isinstance(block, RedactedThinkingBlock):
+            kind = type(block).__name__.removesuffix("Block").lower()
+            raise _bad(f"{where}[{j}]: a {kind} block is not supported in an assistant turn", f"{where}[{j}]")
+    meta: dict[str, Any] = {}
+    if calls:
+        meta["tool_calls"] = calls
+    if thoughts:
+        meta["reasoning"] = "".join(thoughts)
+    return Message("assistant", "".join(texts), meta)
+
+
+def messages_session(session_id: str, body: AnthropicBody, max_messages: int) -> Session:
+    """The body's ``system`` and ``messages`` as a session (refusing, by path, what cannot be sent)."""
+    if not body.messages:
+        raise _bad("messages must be a non-empty list", "messages")
+    if len(body.messages) > max_messages:
+        raise _bad(f"messages: {len(body.messages)} messages is more than this server takes in one request "
+                   f"({max_messages}, max_messages)", "messages")
+    built: list[Message] = []
+    if body.system:
+        system = body.system if isinstance(body.system, str) else _joined(body.system, "system")
+        built.append(Message("system", system))
+    for i, m in enumerate(body.messages):
+        where = f"messages[{i}].content"
+        if isinstance(m.content, str):
+            built.append(Message(m.role, m.content))
+        elif m.role == "user":
+            built.extend(_user_turn(m.content, where))
+        else:
+            built.append(_assistant_turn(m.content, where))
+    try:
+        return Session(session_id, built, {})
+    except (TypeError, ValueError) as exc:
+        raise _bad(f"messages: {exc}", "messages") from None
+
+
+def _tool_choice(choice: AnthropicToolChoice) -> Any:
+    """Anthropic's ``tool_choice`` in the OpenAI shape the engine's tool extensions read."""
+    if choice.type == "auto":
+        return "auto"
+    if choice.type == "any":
+        return "required"
+    if choice.type == "none":
+        return "none"
+    if not choice.name:
+        raise _bad("tool_choice: a choice of type 'tool' needs a name", "tool_choice.name")
+    return {"type": "function", "function": {"name": choice.name}}
+
+
+def messages_config(body: AnthropicBody, declared: set[str]) -> dict[str, Any]:
+    """The client's part of the config (the server's policy decides what of it runs).
+
+    ``model`` names the provider and then the model, as on the Chat Completions facade
+    (``anthropic/claude-sonnet-4-5``, ``openai/gpt-4o-mini``, ``echo``).
+    """
+    config: dict[str, Any] = {"model": body.model, "max_tokens": body.max_tokens}
+    if body.max_tokens < 1:
+        raise _bad("max_tokens must be at least 1", "max_tokens")
+    for key in ("temperature", "top_p", "top_k"):
+        value = getattr(body, key)
+        if value is not None:
+            if key not in declared:
+                raise _bad(f"{key}: no installed plugin supports it", key)
+            config[key] = value
+    if body.stop_sequences:
+        config["stop_sequences" if "stop_sequences" in declared else "stop"] = list(body.stop_sequences)
+    if body.metadata is not None and body.metadata.user_id is not None:
+        config["user"] = body.metadata.user_id
+    if body.tools:
+        for i, tool in enumerate(body.tools):
+            if tool.type not in (None, "custom"):
+                raise _bad(f"tools[{i}]: server tools ({tool.type!r}) are not supported; send client tools",
+                           f"tools[{i}].type")
+        config["client_tools"] = [
+            {"type": "function", "function": {"name": t.name, "description": t.description or "",
+                                              "parameters": t.input_schema}}
+            for t in body.tools
+        ]
+    if body.tool_choice is not None:
+        if "tool_choice" not in declared:
+            raise _bad("tool_choice: no installed plugin supports it", "tool_choice")
+        config["tool_choice"] = _tool_choice(body.tool_choice)
+    if body.thinking is not None and body.thinking.type == "enabled":
+        if "thinking_budget" not in declared:
+            raise _bad("thinking: no installed plugin supports it", "thinking")
+        if not body.thinking.budget_tokens or body.thinking.budget_tokens < 1:
+            raise _bad("thinking.budget_tokens must be a positive number", "thinking.budget_tokens")
+        config["thinking_budget"] = body.thinking.budget_tokens
+    return config
+
+
+def stop_reason(reply: Message | None) -> str:
+    """Anthropic's ``stop_reason`` for the reply the engine gave."""
+    if reply is None:
+        return "end_turn"
+    meta = reply.metadata
+    if meta.get("stop_reason") in ("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal"):
+        return str(meta["stop_reason"])
+    if meta.get("finish_reason") == "length":
+        return "max_tokens"
+    if _calls(reply):
+        return "tool_use"
+    return "end_turn"
+
+
+def _calls(reply: Message | None) -> list[dict[str, Any]]:
+    if reply is None:
+        return []
+    return [c for c in reply.metadata.get("tool_calls") or () if not c.get("incomplete")]
+
+
+def _input_of(call: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(call["function"].get("arguments") or "{}")
+    except ValueError:
+        value = {}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def content_blocks(reply: Message | None) -> list[dict[str, Any]]:
+    """The reply as content blocks: its reasoning, its text, its tool calls."""
+    if reply is None:
+        return []
+    blocks: list[dict[str, Any]] = []
+    reasoning = reply.metadata.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        blocks.append({"type": "thinking", "thinking": reasoning, "signature": ""})
+    if isinstance(reply.content, str) and reply.content:
+        blocks.append({"type": "text", "text": reply.content})
+    for call in _calls(reply):
+        blocks.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": _input_of(call)})
+    return blocks
+
+
+def usage_of(usage: Any) -> dict[str, int]:
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+
+
+def message_body(request_id: str, model: str, reply: Message | None, usage: Any) -> dict[str, Any]:
+    """The non-streamed answer: one ``message`` object."""
+    return {"id": f"msg_{request_id}", "type": "message", "role": "assistant", "model": model,
+            "content": content_blocks(reply), "stop_reason": stop_reason(reply), "stop_sequence": None,
+            "usage": usage_of(usage)}
+
+
+# HTTP status -> Anthropic's error type
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 408: "timeout_error", 409: "invalid_request_error",
+                413: "request_too_large", 415: "invalid_request_error", 429: "rate_limit_error",
+                499: "api_error", 502: "api_error", 503: "overloaded_error", 504: "timeout_error"}
+
+
+def error_type_for(status: int) -> str:
+    return _ERROR_TYPES.get(status, "api_error")
+
+
+def sse(event: str, data: dict[str, Any]) -> bytes:
+    return b"event: " + event.encode() + b"\ndata: " + json.dumps(data).encode() + b"\n\n"
+
+
+class MessageStream:
+    """Engine events in, Messages API server-sent events out, in the order the API sends them.
+
+    Text and reasoning open a block the first time they arrive and stream as deltas; a block
+    closes when another kind starts. Tool calls are sent once complete (the engine hands them
+    over with the final message), each as a ``tool_use`` block whose input arrives in one
+    ``input_json_delta``.
+    """
+
+    def __init__(self, request_id: str, model: str) -> None:
+        self.request_id = request_id
+        self.model = model
+        self.index = -1
+        self.open: str | None = None  # the kind of the block being streamed: "text", "thinking" or None
+        self.streamed_text = False
+        self.streamed_reasoning = False
+
+    def start(self) -> bytes:
+        message = {"id": f"msg_{self.request_id}", "type": "message", "role": "assistant", "model": self.model,
+                   "content": [], "stop_reason": None, "stop_sequence": None,
+                   "usage": {"input_tokens": 0, "output_tokens": 0}}
+        return sse("message_start", {"type": "message_start", "message": message})
+
+    def _switch(self, kind: str | None, block: dict[str, Any] | None = None) -> bytes:
+        out = b""
+        if self.open is not None:
+            out += sse("content_block_stop", {"type": "content_block_stop", "index": self.index})
+            self.open = None
+        if kind is not None and block is not None:
+            self.index += 1
+            self.open = kind
+            out += sse("content_block_start", {"type": "content_block_start", "index": self.index,
+                                               "content_block": block})
+        return out
+
+    def _delta(self, delta: dict[str, Any]) -> bytes:
+        return sse("content_block_delta", {"type": "content_block_delta", "index": self.index, "delta": delta})
+
+    def text(self, text: str) -> bytes:
+        self.streamed_text = True
+        out = b"" if self.open == "text" else self._switch("text", {"type": "text", "text": ""})
+        return out + self._delta({"type": "text_delta", "text": text})
+
+    def thinking(self, text: str) -> bytes:
+        self.streamed_reasoning = True
+        out = b"" if self.open == "thinking" else self._switch("thinking",
+                                                               {"type": "thinking", "thinking": "", "signature": ""})
+        return out + self._delta({"type": "thinking_delta", "thinking": text})
+
+    def partial(self, message: Message) -> bytes:
+        out = b""
+        reasoning = message.metadata.get("reasoning") if message.metadata else None
+        if isinstance(reasoning, str) and reasoning:
+            out += self.thinking(reasoning)
+        if isinstance(message.content, str) and message.content:
+            out += self.text(message.content)
+        return out
+
+    def final(self, reply: Message) -> bytes:
+        """What the final message adds: text or reasoning not streamed before, then its tool calls."""
+        out = b""
+        reasoning = reply.metadata.get("reasoning")
+        if not self.streamed_reasoning and isinstance(reasoning, str) and reasoning:
+            out += self.thinking(reasoning)
+        if not self.streamed_text and isinstance(reply.content, str) and reply.content:
+            out += self.text(reply.content)
+        for call in _calls(reply):
+            out += self._switch("tool_use", {"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
+                                             "input": {}})
+            out += self._delta({"type": "input_json_delta", "partial_json": json.dumps(_input_of(call))})
+        return out
+
+    def end(self, reply: Message | None, usage: Any) -> bytes:
+        out = self._switch(None)
+        delta = {"type": "message_delta", "delta": {"stop_reason": stop_reason(reply), "stop_sequence": None},
+                 "usage": {"output_tokens": usage.output_tokens if usage is not None else 0}}
+        return out + sse("message_delta", delta) + sse("message_stop", {"type": "message_stop"})
+
+    def error(self, kind: str, message: str) -> bytes:
+        return sse("error", {"type": "error", "error": {"type": kind, "message": message}})
