@@ -39,7 +39,7 @@ DEFAULT_CLIENT_KEYS: frozenset[str] = frozenset({
     "provider", "model",
     "temperature", "top_p", "top_k", "seed", "stop", "stop_sequences",
     "presence_penalty", "frequency_penalty",
-    "max_tokens", "max_completion_tokens", "reasoning_effort",
+    "max_tokens", "max_completion_tokens", "reasoning_effort", "thinking_budget",
     "tool_choice", "response_format", "parallel_tool_calls",
     "user", "metadata",
     "client_tools",

@@ -22,6 +22,8 @@ from ..types import Message, Session
 from .errors import ApiError
 
 __all__ = [
+    "DROPPABLE",
+    "FIELDS",
     "AnthropicBody",
     "MessageStream",
     "error_type_for",
@@ -207,23 +209,29 @@ def _tool_choice(choice: AnthropicToolChoice) -> Any:
     return {"type": "function", "function": {"name": choice.name}}
 
 
-def messages_config(body: AnthropicBody, declared: set[str]) -> dict[str, Any]:
+#: config key -> the Messages API field it comes from (for errors); the keys a provider may ignore
+FIELDS = {"stop_sequences": "stop_sequences", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
+          "tool_choice": "tool_choice", "thinking_budget": "thinking", "client_tools": "tools",
+          "max_tokens": "max_tokens", "user": "metadata.user_id"}
+DROPPABLE = ("max_tokens", "user")
+
+
+def messages_config(body: AnthropicBody) -> dict[str, Any]:
     """The client's part of the config (the server's policy decides what of it runs).
 
     ``model`` names the provider and then the model, as on the Chat Completions facade
-    (``anthropic/claude-sonnet-4-5``, ``openai/gpt-4o-mini``, ``echo``).
+    (``anthropic/claude-sonnet-4-5``, ``openai/gpt-4o-mini``, ``echo``). Keys are named as
+    the Messages API names them; :func:`~agent_core.server.fields.fit_to_provider` fits them
+    to the provider that runs.
     """
-    config: dict[str, Any] = {"model": body.model, "max_tokens": body.max_tokens}
     if body.max_tokens < 1:
         raise _bad("max_tokens must be at least 1", "max_tokens")
+    config: dict[str, Any] = {"model": body.model, "max_tokens": body.max_tokens}
     for key in ("temperature", "top_p", "top_k"):
-        value = getattr(body, key)
-        if value is not None:
-            if key not in declared:
-                raise _bad(f"{key}: no installed plugin supports it", key)
-            config[key] = value
+        if getattr(body, key) is not None:
+            config[key] = getattr(body, key)
     if body.stop_sequences:
-        config["stop_sequences" if "stop_sequences" in declared else "stop"] = list(body.stop_sequences)
+        config["stop_sequences"] = list(body.stop_sequences)
     if body.metadata is not None and body.metadata.user_id is not None:
         config["user"] = body.metadata.user_id
     if body.tools:
@@ -237,12 +245,8 @@ def messages_config(body: AnthropicBody, declared: set[str]) -> dict[str, Any]:
             for t in body.tools
         ]
     if body.tool_choice is not None:
-        if "tool_choice" not in declared:
-            raise _bad("tool_choice: no installed plugin supports it", "tool_choice")
         config["tool_choice"] = _tool_choice(body.tool_choice)
     if body.thinking is not None and body.thinking.type == "enabled":
-        if "thinking_budget" not in declared:
-            raise _bad("thinking: no installed plugin supports it", "thinking")
         if not body.thinking.budget_tokens or body.thinking.budget_tokens < 1:
             raise _bad("thinking.budget_tokens must be a positive number", "thinking.budget_tokens")
         config["thinking_budget"] = body.thinking.budget_tokens

@@ -18,10 +18,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..errors import InvalidArgumentError, StoreError
-from .anthropic_compat import AnthropicBody, MessageStream, error_type_for, message_body, messages_config, \
-    messages_session
+from .anthropic_compat import (
+    DROPPABLE,
+    FIELDS,
+    AnthropicBody,
+    MessageStream,
+    error_type_for,
+    message_body,
+    messages_config,
+    messages_session,
+)
 from .bodies import parse_body
 from .errors import status_for_name
+from .fields import declared_for, fit_to_provider
 from .http import SSE_HEADERS, request_id_of, session_id_of, until_output, watch_disconnect
 from .openai_compat import reply_of, split_model
 
@@ -52,7 +61,9 @@ class MessagesRoutes:
     async def messages(self, request: Request) -> Response:
         body = parse_body(await request.body(), AnthropicBody, max_depth=self.settings.max_json_depth)
         split_model(body.model, self.core.plugins("provider"))
-        config = self.config_for(request, messages_config(body, self._declared()))
+        client = messages_config(body)
+        config = self.config_for(request, client)
+        fit_to_provider(config, client, declared_for(self.core, config), FIELDS, DROPPABLE)
         config.update(max_iterations=1, run_pending_tool_calls=False, stream=bool(body.stream))
         sid = session_id_of(request)
         session = messages_session(sid or uuid.uuid4().hex, body, self.settings.max_messages)

@@ -1,0 +1,57 @@
+"""Fitting a facade's fields to the provider the client chose.
+
+An API's field has one name on the wire but different config keys depending on
+the provider that serves it: Anthropic's ``stop_sequences`` is the ``openai``
+provider's ``stop``. Whether a field can be honoured depends on the plugins that
+will actually run for this request, not on whether any installed plugin knows
+the key; otherwise a ``response_format`` sent to a provider that ignores it would
+be dropped without a word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .errors import ApiError
+
+__all__ = ["ALIASES", "declared_for", "fit_to_provider"]
+
+#: a config key -> the keys that mean the same for another provider, in order of preference
+ALIASES: dict[str, tuple[str, ...]] = {
+    "stop_sequences": ("stop",),
+    "stop": ("stop_sequences",),
+    "max_completion_tokens": ("max_tokens",),
+    "max_tokens": ("max_completion_tokens",),
+}
+
+
+def declared_for(core: Any, config: Mapping[str, Any]) -> set[str]:
+    """The config keys declared by the plugins that run for ``config`` (and the engine's own)."""
+    from ..plugins.config import ENGINE_KEYS
+
+    running = {str(ref) for ref in core.resolve(config).enabled}
+    return {e["key"] for e in core.get_config_schema() if e["plugin"] in running} | set(ENGINE_KEYS)
+
+
+def fit_to_provider(config: dict[str, Any], client_keys: Iterable[str], declared: set[str],
+                    fields: Mapping[str, str], droppable: Iterable[str] = ()) -> None:
+    """Rename each key the client set to one the running plugins read, or refuse it (400 naming the field).
+
+    ``fields`` maps a config key to the wire field it came from, for the message;
+    ``droppable`` keys change nothing a provider without them could honour (a token
+    limit for a provider that counts no tokens, a user id), so they are left out.
+    """
+    for key in list(client_keys):
+        if key in declared or key not in config or key in ("model", "provider"):
+            continue
+        target = next((alias for alias in ALIASES.get(key, ()) if alias in declared), None)
+        if target is None and key in droppable:
+            del config[key]
+            continue
+        if target is None:
+            field = fields.get(key, key)
+            raise ApiError(400, "invalid_request_error",
+                           f"{field}: the selected model's provider does not support it, so it cannot be honoured",
+                           param=field)
+        config[target] = config.pop(key)
