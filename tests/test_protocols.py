@@ -190,6 +190,23 @@ def test_protocol_declares_hook_with_contract_signature(protocol: type, hook: st
     assert _spec(func) == expected
 
 
+@pytest.mark.parametrize(
+    ("protocols", "hooks"),
+    [
+        ((ProviderExtensionPlugin, FeaturePlugin), EXTENSION_HOOKS.keys() & FEATURE_HOOKS.keys()),
+        ((ProviderExtensionPlugin, FeaturePlugin, ToolPlugin), {"required_tags", "forbidden_tags", "is_enabled", "get_tags"}),
+        ((ProviderPlugin, ProviderExtensionPlugin),
+         {"accepted_tool_schema_formats", "emitted_tool_call_formats", "get_tool_interop_contribution"}),
+    ],
+    ids=["chain", "tag-gate", "tool-formats"],
+)
+def test_a_hook_kinds_share_is_declared_once(protocols: tuple[type, ...], hooks: set[str]) -> None:
+    # one body per shared hook: the kinds' protocols inherit it from the group's protocol
+    assert len(hooks) >= 3
+    for hook in hooks:
+        assert len({inspect.getattr_static(p, hook) for p in protocols}) == 1, hook
+
+
 @pytest.mark.parametrize(("hook", "kind"), ASYNC_HOOKS.items())
 def test_async_tool_hooks_are_async(hook: str, kind: str) -> None:
     func = getattr(ToolPlugin, hook)
@@ -363,6 +380,22 @@ def test_default_stream_tool_async_yields_what_stream_tool_yields() -> None:
     assert chunks == list(_RecordingTool().stream_tool("slow", {"n": 1}, {}))
     assert chunks[-1] == {"success": True, "result": "done"}
     assert tool.calls[0][2]["cancellation"] == "token"
+
+
+def test_default_async_twins_pass_on_only_the_keywords_they_were_given() -> None:
+    class SeedStyleTool(BaseTool):  # the seed's narrow signatures, no keywords at all
+        def execute_tool(self, tool_name, payload, state):
+            return {"success": True, "result": payload["a"] * 2}
+
+        def stream_tool(self, tool_name, payload, state):
+            yield {"success": True, "result": tool_name}
+
+    async def run() -> tuple[Any, list[Any]]:
+        tool = SeedStyleTool()
+        return (await tool.execute_tool_async("double", {"a": 4}, {}),
+                [c async for c in tool.stream_tool_async("echo", {}, {})])
+
+    assert asyncio.run(run()) == ({"success": True, "result": 8}, [{"success": True, "result": "echo"}])
 
 
 def test_default_prepare_async_delegates_to_prepare() -> None:

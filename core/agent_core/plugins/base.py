@@ -1,13 +1,14 @@
 """What every plugin kind shares: identity, config and UI hooks, and duck-typed ``isinstance``.
 
-See :mod:`agent_core.plugins.protocols` for the kinds themselves.
+Also the tag-gate hooks (:class:`TagGatedPlugin`) that every kind but the
+provider has. See :mod:`agent_core.plugins.protocols` for the kinds themselves.
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional, Protocol, runtime_checkable
 
-__all__ = ["BasePlugin", "Dict", "Msgs"]
+__all__ = ["BasePlugin", "Dict", "Msgs", "TagGatedPlugin"]
 
 Dict = dict[str, Any]
 Msgs = list[dict[str, Any]]
@@ -73,4 +74,28 @@ class BasePlugin(Protocol, metaclass=_DuckProtocolMeta):
         ``(config, tags, models)`` and ``(config, tags, models, context)``
         are also accepted.
         """
+        return []
+
+
+class TagGatedPlugin(BasePlugin, Protocol):
+    """The hooks that switch a plugin on or off for a request (every kind but the provider).
+
+    Declared once here for extensions, features and tools (the contract's
+    ``_GATE`` group); the provider is chosen by config, never gated by tags.
+    """
+
+    def required_tags(self) -> list[str]:
+        """Tags that must all be present for this plugin to run."""
+        return []
+
+    def forbidden_tags(self) -> list[str]:
+        """Tags any one of which switches this plugin off."""
+        return []
+
+    def is_enabled(self, config: Dict, tags: list[str], models: Msgs, context: Dict) -> Optional[bool]:
+        """True/False to decide outright; None to fall back to the tag rules."""
+        return None
+
+    def get_tags(self, config: Dict, models: Msgs) -> list[str]:
+        """Tags this plugin contributes while enabled."""
         return []

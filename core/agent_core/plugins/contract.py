@@ -64,18 +64,22 @@ def parse_signature(signature: str) -> tuple[Param, ...]:
 _TOOL_CALL_KW = "*, payload_kind=, payload_format=, payload_metadata=, tool_call="
 _TOOL_RUN = f"tool_name, payload, state, {_TOOL_CALL_KW}, cancellation=, context=, prepared="
 
-# (hook, stage, signature, default) per kind
-_SHARED = [
+# (hook, stage, signature, default). Hooks several kinds share come in groups, and each
+# group's protocol (named beside it) declares its hooks once, bodies included.
+_SHARED = [  # every kind: BasePlugin (agent_core.plugins.base)
     ("get_config_schema", "resolution", "", "no keys"),
     ("get_ui_elements", "app", "config, context=", "no elements"),
 ]
-_CHAIN = [
-    *_SHARED,
+_GATE = [  # every kind but the provider: TagGatedPlugin (agent_core.plugins.base)
     ("required_tags", "resolution", "", "none"),
     ("forbidden_tags", "resolution", "", "none"),
     ("is_enabled", "resolution", "config, tags, models, context", "None: the tag rules decide"),
-    ("get_models", "resolution", "config, models", "the models unchanged"),
     ("get_tags", "resolution", "config, models", "none"),
+]
+_CHAIN = [  # extensions and features: ChainPlugin (agent_core.plugins.protocols)
+    *_SHARED,
+    *_GATE,
+    ("get_models", "resolution", "config, models", "the models unchanged"),
     ("init", "setup", "config, state", "the state unchanged"),
     ("to_native_messages", "convert", "messages, native_messages, state=, *, context=", "the native messages unchanged"),
     ("from_native_messages", "convert", "native_messages, messages, state=, *, context=", "the messages unchanged"),
@@ -85,7 +89,7 @@ _CHAIN = [
     ("execute_action", "lifecycle", "action_id, session, native_messages, params, context, state",
      "the native messages unchanged"),
 ]
-_FORMATS = [
+_FORMATS = [  # providers and extensions: ToolFormatsPlugin (agent_core.plugins.protocols)
     ("accepted_tool_schema_formats", "tools", "config, state=", "none"),
     ("emitted_tool_call_formats", "tools", "config, state=", "none"),
     ("get_tool_interop_contribution", "tools", "config, state=", "an empty contribution"),
@@ -122,10 +126,7 @@ _TABLE: dict[str, list[tuple[str, str, str, str]]] = {
     ],
     "tool": [
         *_SHARED,
-        ("required_tags", "resolution", "", "none"),
-        ("forbidden_tags", "resolution", "", "none"),
-        ("is_enabled", "resolution", "config, tags, models, context", "None: the tag rules decide"),
-        ("get_tags", "resolution", "config, models", "none"),
+        *_GATE,
         ("init", "setup", "config", "{'config': config}"),
         ("prepare", "setup", "config, state, *, context=", "{}"),
         ("prepare_async", "setup", "config, state, *, context=", "prepare()"),

@@ -15,6 +15,13 @@ engine applies when a plugin leaves a hook out, so a plugin written as a bare
 class with only ``name`` and two hooks is complete. Subclassing a ``Base*``
 class gives the same defaults through inheritance, for authors who prefer it.
 
+The hook list itself is the contract's table (:mod:`agent_core.plugins.contract`);
+the protocols follow its groups, so a hook several kinds share is declared once:
+:class:`~agent_core.plugins.base.TagGatedPlugin` (extensions, features, tools),
+:class:`ChainPlugin` (extensions and features), :class:`ToolFormatsPlugin`
+(providers and extensions). Each kind's protocol adds only its own hooks, and
+every one is checked against the table when this module is imported.
+
 Hooks receive frozen values (see :mod:`agent_core.values.frozen`) and return new
 ones; plain dicts and lists are accepted back and frozen by the engine. A
 hook may also declare fewer parameters than listed here (for instance no
@@ -31,7 +38,7 @@ import inspect
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Optional, Protocol, runtime_checkable
 
-from .base import BasePlugin, Dict, Msgs
+from .base import BasePlugin, Dict, Msgs, TagGatedPlugin
 from .contract import ASYNC_HOOKS, HOOKS, Param, parse_signature
 from .tool_interop import ToolInteropContribution
 from .tool_protocol import ToolPlugin
@@ -45,14 +52,34 @@ __all__ = [
     "BaseProvider",
     "BaseProviderExtension",
     "BaseTool",
+    "ChainPlugin",
     "FeaturePlugin",
     "ProviderExtensionPlugin",
     "ProviderPlugin",
+    "TagGatedPlugin",
+    "ToolFormatsPlugin",
     "ToolPlugin",
 ]
 
+
+class ToolFormatsPlugin(BasePlugin, Protocol):
+    """The tool formats a provider, or an extension beside it, brings (the contract's ``_FORMATS``)."""
+
+    def accepted_tool_schema_formats(self, config: Dict, state: Optional[Dict] = None) -> list[str]:
+        """Tool schema formats the provider sends as they are."""
+        return []
+
+    def emitted_tool_call_formats(self, config: Dict, state: Optional[Dict] = None) -> list[str]:
+        """Tool call formats put in ``metadata["tool_calls"]``."""
+        return []
+
+    def get_tool_interop_contribution(self, config: Dict, state: Optional[Dict] = None) -> ToolInteropContribution:
+        """Extra schema adapters / call readers this plugin brings."""
+        return ToolInteropContribution()
+
+
 @runtime_checkable
-class ProviderPlugin(BasePlugin, Protocol):
+class ProviderPlugin(ToolFormatsPlugin, Protocol):
     """Talks to one model API; owns the shared state for the request.
 
     Flow per provider call: ``to_native_messages`` -> ``initialize_request``
@@ -134,54 +161,23 @@ class ProviderPlugin(BasePlugin, Protocol):
         """Abort the in-flight call for ``request_id``; True when one was found."""
         return False
 
-    def accepted_tool_schema_formats(self, config: Dict, state: Optional[Dict] = None) -> list[str]:
-        """Tool schema formats this provider sends as they are."""
-        return []
-
-    def emitted_tool_call_formats(self, config: Dict, state: Optional[Dict] = None) -> list[str]:
-        """Tool call formats this provider puts in ``metadata["tool_calls"]``."""
-        return []
-
-    def get_tool_interop_contribution(self, config: Dict, state: Optional[Dict] = None) -> ToolInteropContribution:
-        """Extra schema adapters / call readers this provider brings."""
-        return ToolInteropContribution()
-
     def to_display_format(self, message: Dict, state: Dict) -> Dict:
         """A display-friendly form of a core message dict."""
         return message
 
 
-@runtime_checkable
-class ProviderExtensionPlugin(BasePlugin, Protocol):
-    """Shares the provider's state; sees every chunk and every final.
+class ChainPlugin(TagGatedPlugin, Protocol):
+    """The cold-path hooks extensions and features share (the contract's ``_CHAIN``).
 
-    Each final message passes through ``process_chunk`` exactly once: at the
-    chunk where it appeared, or in the closing call with ``native_chunk=None``
-    for finals from ``call_api``/``finalize``. So an extension behaves the
-    same whether the request streams or not.
+    Each runs as a chain: after the provider's own hook, in ``priority``
+    order, every plugin handed what the one before returned.
     """
 
     priority: int
 
-    def required_tags(self) -> list[str]:
-        """Tags that must all be present for this extension to run."""
-        return []
-
-    def forbidden_tags(self) -> list[str]:
-        """Tags any one of which switches this extension off."""
-        return []
-
-    def is_enabled(self, config: Dict, tags: list[str], models: Msgs, context: Dict) -> Optional[bool]:
-        """True/False to decide outright; None to fall back to the tag rules."""
-        return None
-
     def get_models(self, config: Dict, models: Msgs) -> Msgs:
         """Transform the model list (return a new list)."""
         return list(models)
-
-    def get_tags(self, config: Dict, models: Msgs) -> list[str]:
-        """Tags this extension contributes while enabled."""
-        return []
 
     def init(self, config: Dict, state: Dict) -> Dict:
         """Adjust the shared state after the provider's ``init``."""
@@ -205,17 +201,6 @@ class ProviderExtensionPlugin(BasePlugin, Protocol):
         """Add to the request (e.g. ``state["request"]["payload"]["tools"]``)."""
         return native_messages, state
 
-    def process_chunk(
-        self,
-        native_chunk: Optional[Dict],
-        partial_messages: Msgs,
-        final_messages: Msgs,
-        native_messages: Msgs,
-        state: Dict,
-    ) -> tuple[Msgs, Msgs, Msgs, Dict]:
-        """Hot path: observe or rewrite one chunk's output (``None`` chunk at the end)."""
-        return partial_messages, final_messages, native_messages, state
-
     def finalize(
         self, final_messages: Msgs, native_messages: Msgs, state: Dict, *, context: Optional[Dict] = None
     ) -> tuple[Msgs, Msgs, Dict]:
@@ -233,73 +218,38 @@ class ProviderExtensionPlugin(BasePlugin, Protocol):
         ``final_messages`` (lifecycle ``response_finalize``) and any other keys (payload)."""
         return {"native_messages": list(native_messages)}
 
-    def accepted_tool_schema_formats(self, config: Dict, state: Optional[Dict] = None) -> list[str]:
-        return []
 
-    def emitted_tool_call_formats(self, config: Dict, state: Optional[Dict] = None) -> list[str]:
-        return []
+@runtime_checkable
+class ProviderExtensionPlugin(ChainPlugin, ToolFormatsPlugin, Protocol):
+    """Shares the provider's state; sees every chunk and every final.
 
-    def get_tool_interop_contribution(self, config: Dict, state: Optional[Dict] = None) -> ToolInteropContribution:
-        return ToolInteropContribution()
+    Each final message passes through ``process_chunk`` exactly once: at the
+    chunk where it appeared, or in the closing call with ``native_chunk=None``
+    for finals from ``call_api``/``finalize``. So an extension behaves the
+    same whether the request streams or not.
+    """
+
+    def process_chunk(
+        self,
+        native_chunk: Optional[Dict],
+        partial_messages: Msgs,
+        final_messages: Msgs,
+        native_messages: Msgs,
+        state: Dict,
+    ) -> tuple[Msgs, Msgs, Msgs, Dict]:
+        """Hot path: observe or rewrite one chunk's output (``None`` chunk at the end)."""
+        return partial_messages, final_messages, native_messages, state
 
 
 @runtime_checkable
-class FeaturePlugin(BasePlugin, Protocol):
+class FeaturePlugin(ChainPlugin, Protocol):
     """Cold path only: never sees a chunk. Transforms, tool policy, actions."""
-
-    priority: int
-
-    def required_tags(self) -> list[str]:
-        return []
-
-    def forbidden_tags(self) -> list[str]:
-        return []
-
-    def is_enabled(self, config: Dict, tags: list[str], models: Msgs, context: Dict) -> Optional[bool]:
-        return None
-
-    def get_models(self, config: Dict, models: Msgs) -> Msgs:
-        return list(models)
-
-    def get_tags(self, config: Dict, models: Msgs) -> list[str]:
-        return []
-
-    def init(self, config: Dict, state: Dict) -> Dict:
-        return state
 
     def prepare_tools(
         self, config: Dict, tools: "list[ToolDescriptor]", context: Optional[Dict] = None
     ) -> "list[ToolDescriptor]":
         """Filter or rewrite the tools offered for this request."""
         return list(tools)
-
-    def to_native_messages(
-        self, messages: Msgs, native_messages: Msgs, state: Optional[Dict] = None, *, context: Optional[Dict] = None
-    ) -> Msgs:
-        return list(native_messages)
-
-    def from_native_messages(
-        self, native_messages: Msgs, messages: Msgs, state: Optional[Dict] = None, *, context: Optional[Dict] = None
-    ) -> Msgs:
-        return list(messages)
-
-    def initialize_request(
-        self, native_messages: Msgs, state: Dict, *, context: Optional[Dict] = None
-    ) -> tuple[Msgs, Dict]:
-        return native_messages, state
-
-    def finalize(
-        self, final_messages: Msgs, native_messages: Msgs, state: Dict, *, context: Optional[Dict] = None
-    ) -> tuple[Msgs, Msgs, Dict]:
-        return final_messages, native_messages, state
-
-    def get_actions(self, state: Dict) -> Msgs:
-        return []
-
-    def execute_action(
-        self, action_id: str, session: "Session", native_messages: Msgs, params: Dict, context: Optional[Dict], state: Dict
-    ) -> Dict:
-        return {"native_messages": list(native_messages)}
 
     def get_completions(self, config: Dict, text: str) -> Msgs:
         """Completion suggestions for input ``text`` (application-defined dicts)."""

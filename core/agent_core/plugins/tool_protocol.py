@@ -2,36 +2,48 @@
 
 Part of the plugin protocols (:mod:`agent_core.plugins.protocols` re-exports it); the
 bodies are the defaults the engine applies to a hook a tool leaves out.
+
+The four hooks that run a call (``execute_tool``, ``stream_tool`` and their async
+twins) take one parameter list, the contract's ``_TOOL_RUN``. It is spelled out
+once, on :meth:`ToolPlugin.execute_tool`; the other three declare that they take
+the same (:func:`_takes_the_call_of`), so ``inspect.signature`` and the engine's
+binder read the full list from each of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import Any, Optional, Protocol, runtime_checkable
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, Optional, Protocol, TypeVar, runtime_checkable
 
-from .base import BasePlugin, Dict, Msgs
+from .base import Dict, Msgs, TagGatedPlugin
 from .tool_interop import ToolInteropContribution
 
 __all__ = ["ToolPlugin"]
 
+_Hook = TypeVar("_Hook", bound=Callable[..., Any])
+
+
+def _takes_the_call_of(hook: Callable[..., Any]) -> Callable[[_Hook], _Hook]:
+    """Declare that the decorated hook takes ``hook``'s parameters (its body takes them as ``**call``).
+
+    Only the parameters are copied into ``__signature__``; the return
+    annotation and whether the hook is async stay the decorated function's own.
+    """
+    parameters = list(inspect.signature(hook).parameters.values())
+
+    def declare(twin: _Hook) -> _Hook:
+        twin.__signature__ = inspect.signature(twin).replace(parameters=parameters)  # type: ignore[attr-defined]
+        return twin
+
+    return declare
+
 
 @runtime_checkable
-class ToolPlugin(BasePlugin, Protocol):
+class ToolPlugin(TagGatedPlugin, Protocol):
     """Offers functions to the model; keeps its own state, separate from the provider's."""
 
     __duck__ = ("name", ("get_tool_schemas", "execute_tool", "execute_tool_async", "stream_tool"))
-
-    def required_tags(self) -> list[str]:
-        return []
-
-    def forbidden_tags(self) -> list[str]:
-        return []
-
-    def is_enabled(self, config: Dict, tags: list[str], models: Msgs, context: Dict) -> Optional[bool]:
-        return None
-
-    def get_tags(self, config: Dict, models: Msgs) -> list[str]:
-        return []
 
     def init(self, config: Dict) -> Dict:
         """Create this tool's state; runs before the provider's ``init``."""
@@ -99,62 +111,22 @@ class ToolPlugin(BasePlugin, Protocol):
         """Run the call; return ``{"success": bool, "result": ..., "error": ...}``."""
         return {"success": False, "error": f"Unknown tool: {tool_name}"}
 
-    async def execute_tool_async(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        cancellation: Any | None = None,
-        context: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
-    ) -> Dict:
-        return self.execute_tool(
-            tool_name, payload, state, payload_kind=payload_kind, payload_format=payload_format,
-            payload_metadata=payload_metadata, tool_call=tool_call, cancellation=cancellation,
-            context=context, prepared=prepared,
-        )
+    @_takes_the_call_of(execute_tool)
+    async def execute_tool_async(self, tool_name: Optional[str], payload: Any, state: Dict, **call: Any) -> Dict:
+        """The async twin of :meth:`execute_tool`, which it runs by default (with the keywords it was given)."""
+        return self.execute_tool(tool_name, payload, state, **call)
 
-    def stream_tool(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        cancellation: Any | None = None,
-        context: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
-    ) -> Iterator[Dict]:
+    @_takes_the_call_of(execute_tool)
+    def stream_tool(self, tool_name: Optional[str], payload: Any, state: Dict, **call: Any) -> Iterator[Dict]:
         """Yield ``{"part": ...}`` progress dicts, then the result dict (with ``success``)."""
         return iter(())
 
+    @_takes_the_call_of(execute_tool)
     async def stream_tool_async(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        cancellation: Any | None = None,
-        context: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
+        self, tool_name: Optional[str], payload: Any, state: Dict, **call: Any
     ) -> AsyncIterator[Dict]:
-        for chunk in self.stream_tool(
-            tool_name, payload, state, payload_kind=payload_kind, payload_format=payload_format,
-            payload_metadata=payload_metadata, tool_call=tool_call, cancellation=cancellation,
-            context=context, prepared=prepared,
-        ):
+        """The async twin of :meth:`stream_tool`, which it runs by default (with the keywords it was given)."""
+        for chunk in self.stream_tool(tool_name, payload, state, **call):
             yield chunk
 
     def format_tool_result(self, result: Dict, state: Dict) -> Any:
