@@ -190,3 +190,66 @@ def test_no_partials_make_no_event_several_make_several_and_a_cancel_stops_the_n
     with pytest.raises(RunCancelled):
         hot.feed({"delta": "a"})
     assert hot.chunks == 0
+
+
+def test_a_token_cancelled_from_another_thread_stops_the_next_chunk_and_wakes_waiters() -> None:
+    import threading
+
+    from agent_core.runtime.flight import RunCancelled
+
+    flight = Flight("r3")
+    hot = HotLoop(hot_chain(live("provider", Provider), []), NATIVE, STATE, "r3", 1, flight)
+    hot.feed({"delta": "a"})
+    token = flight.token
+    assert token.cancelled is False and token.wait(0) is False
+    heard: list[str] = []
+    token.on_cancel(lambda: heard.append("cancelled"))
+    worker = threading.Thread(target=token.cancel)
+    worker.start()
+    assert token.wait(5) is True
+    worker.join()
+    token.cancel()  # a second cancel changes nothing and calls no callback again
+    assert token.cancelled is True and heard == ["cancelled"]
+    with pytest.raises(RunCancelled):
+        hot.feed({"delta": "b"})
+    assert hot.chunks == 1
+
+
+def test_from_frozen_and_joined_build_frozen_values_without_a_walk() -> None:
+    inner = freeze({"role": "user", "content": "hi"})
+    d = FrozenDict.from_frozen({"m": inner, "n": 1})
+    assert d == {"m": inner, "n": 1} and d["m"] is inner  # kept, not copied again
+    assert hash(d) == hash(FrozenDict({"m": {"role": "user", "content": "hi"}, "n": 1}))
+    with pytest.raises(TypeError):
+        d["n"] = 2  # type: ignore[index]
+    base = FrozenList.from_frozen([inner])
+    grown = FrozenList.joined(base, freeze([{"role": "assistant", "content": "yo"}]))
+    assert grown.__class__ is FrozenList and grown[0] is inner and len(grown) == 2
+    from agent_core.values.frozen import begins_with
+
+    assert begins_with(grown, base)
+    with pytest.raises(TypeError):
+        grown.append({})
+
+
+def test_the_engine_reads_no_private_attribute_of_another_object() -> None:
+    """The hot loop, the run, the tools and the effects use only public names of what they are handed.
+
+    ``x._name`` is allowed on ``self`` and ``cls`` only: a private attribute of
+    a ``threading.Event`` or of a frozen value is the owner's to change.
+    """
+    import ast
+    from pathlib import Path
+
+    import agent_core
+
+    root = Path(agent_core.__file__).parent
+    files = [root / "engine" / n for n in ("hot_loop.py", "run.py", "finalize.py", "request_injection.py")]
+    files += sorted((root / "tools").glob("*.py")) + sorted((root / "runtime").glob("*.py"))
+    found = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
+    assert found == []

@@ -27,7 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any
 
-from ..errors import ConfigError, EmptyResponseError, LLMError, PluginError, ProviderRequestCancelled
+from ..errors import (
+    ConfigError,
+    EmptyResponseError,
+    LLMError,
+    PluginError,
+    ProviderRequestCancelled,
+)
 from ..plugins.hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from ..plugins.stubs import streams_for_real
 from ..runtime.effects import Call, OpenIter, Pump
@@ -64,31 +70,24 @@ def _listed(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
     return frozen_list(plugin, hook, value, what)
 
 
-_new_dict, _fill_dict = dict.__new__, dict.update
-_new_list, _add_to_list = list.__new__, list.append
+_frozen_dict, _frozen_list = FrozenDict.from_frozen, FrozenList.from_frozen
 
 
 def _flat(value: list[Any]) -> FrozenList | None:
-    """A list of flat dicts (text partials: role and content), frozen without the general walk; else None.
+    """A list of flat dicts (text finals: role and content), frozen without the general walk; else None.
 
-    Per chunk for the first extension, so written for speed: the builtins it
-    needs are bound once at import, and the frozen list is filled in place.
+    The usual finals a plugin returns as a plain list: their values are
+    scalars, so each dict is copied as it is into a FrozenDict.
     """
-    out = _new_list(FrozenList)
+    out = []
     for item in value:
         if item.__class__ is not dict:
             return None
         for v in item.values():
             if v.__class__ not in _SCALARS:
                 return None
-        fd = _new_dict(FrozenDict)
-        _fill_dict(fd, item)
-        fd._hash = None
-        fd._json = False
-        _add_to_list(out, fd)
-    out._hash = None
-    out._json = False
-    return out
+        out.append(_frozen_dict(item))
+    return _frozen_list(out)
 
 
 def taken(plugin: LivePlugin, out: Any, native: Any, state: Any,
@@ -128,19 +127,6 @@ def partial_message(plugin: LivePlugin, p: Any, hook: str = "process_chunk") -> 
 _NO_EVENTS: list[Any] = []
 
 
-class _Flag:
-    """``event._flag`` for a ``threading.Event`` that keeps its flag elsewhere (not CPython's)."""
-
-    __slots__ = ("_event",)
-
-    def __init__(self, event: Any) -> None:
-        self._event = event
-
-    @property
-    def _flag(self) -> bool:
-        return bool(self._event.is_set())
-
-
 class HotLoop:
     """One open stream: the chain prepared once, and what :meth:`feed` carries from chunk to chunk.
 
@@ -148,7 +134,7 @@ class HotLoop:
     last chunk; ``seen`` the finals produced so far; ``chunks`` how many were fed.
     """
 
-    __slots__ = ("provider", "exts", "native", "state", "seen", "chunks", "request_id", "iteration", "cancelled")
+    __slots__ = ("provider", "exts", "native", "state", "seen", "chunks", "request_id", "iteration", "token")
 
     def __init__(self, chain: HotChain, native: Any, state: Any, request_id: str, iteration: int, flight: Flight):
         self.provider = chain[0]
@@ -159,8 +145,7 @@ class HotLoop:
         self.chunks = 0
         self.request_id = request_id
         self.iteration = iteration
-        event = flight.token._event  # a threading.Event; its flag is read per chunk
-        self.cancelled = event if hasattr(event, "_flag") else _Flag(event)
+        self.token = flight.token  # its ``cancelled`` is a plain bool, read per chunk
 
     def feed(self, chunk: Any) -> Any:
         """Run one native chunk through the chain; return its events.
@@ -178,7 +163,7 @@ class HotLoop:
             PluginError: a hook raised or returned a bad shape (names plugin and hook).
             LLMError, ProviderRequestCancelled: raised by a hook, passed on as they are.
         """
-        if self.cancelled._flag:  # Event.is_set() without the call: this runs for every chunk
+        if self.token.cancelled:
             raise RunCancelled
         self.chunks += 1
         native, state = self.native, self.state
@@ -307,10 +292,10 @@ def call_provider(
             provider=provider.name,
         )
     partials, pending, native, state, owner, hook = closing_step(
-        provider, exts, opening, FrozenList._trusted(unseen), native, state)
+        provider, exts, opening, FrozenList.from_frozen(unseen), native, state)
     for p in partials:
         yield PartialEvent(rid, partial_message(owner, p, hook), iteration)
-    return FrozenList._trusted([*seen, *pending]), native, state
+    return FrozenList.from_frozen([*seen, *pending]), native, state
 
 
 def closing_step(

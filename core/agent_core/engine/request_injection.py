@@ -76,7 +76,7 @@ def inject(
 ) -> Any:
     """``native`` for one call: ``front`` converted before it, ``back`` after it (the input is not changed)."""
     if front:
-        native = FrozenList._joined(to_native(provider, chain, front, state, ctx), native)
+        native = FrozenList.joined(to_native(provider, chain, front, state, ctx), native)
     if back:
-        native = FrozenList._joined(native, to_native(provider, chain, back, state, ctx))
+        native = FrozenList.joined(native, to_native(provider, chain, back, state, ctx))
     return native

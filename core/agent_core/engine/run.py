@@ -41,7 +41,13 @@ from collections.abc import Callable, Generator, Mapping
 from functools import partial
 from typing import Any
 
-from ..errors import AgentCoreError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
+from ..errors import (
+    AgentCoreError,
+    InvalidValueError,
+    LLMError,
+    PluginError,
+    ProviderRequestCancelled,
+)
 from ..plugins.chains import init_state, initialize_request, tail, to_native
 from ..plugins.hooks import LivePlugin, cancel_provider_call
 from ..plugins.lifecycle import lifecycle_table
@@ -61,7 +67,16 @@ from ..tools.toolkit import (
     prepare_tools,
     truncation,
 )
-from ..values.events import FINISHED, DoneEvent, ErrorEvent, ErrorInfo, FinalEvent, Outcome, StartEvent, Usage
+from ..values.events import (
+    FINISHED,
+    DoneEvent,
+    ErrorEvent,
+    ErrorInfo,
+    FinalEvent,
+    Outcome,
+    StartEvent,
+    Usage,
+)
 from ..values.frozen import FrozenDict, FrozenList, freeze
 from ..values.messages import Message, Session
 from ..values.native_history import load_native, prefix_digest, store_native
@@ -185,7 +200,7 @@ class RequestRun:
         prep_ctx = freeze({"core": self.core, "config": config, "provider": str(res.provider),
                            "tags": list(res.tags), "models": list(res.models), "request_id": self.request_id})
         tools: list[LiveTool] = yield from build_catalog([live[n] for n in res.tools], config, prep_ctx)
-        available = FrozenList._trusted([d for t in tools for d in t.schemas.values()])
+        available = FrozenList.from_frozen([d for t in tools for d in t.schemas.values()])
         effective = prepare_tools(feats, config, available, prep_ctx.merged({"available_tools": available,
                                                                             "tools": available}))
         registry = interop_registry(provider, exts, tools, config)
@@ -235,12 +250,12 @@ class RequestRun:
             native, covered = load_native(session, pname)
             if covered < len(session.messages) or not native:
                 delta = to_native(provider, chain, tail(session.messages, covered), state, ctx)
-                native = FrozenList._joined(native, delta)
+                native = FrozenList.joined(native, delta)
             stored = native  # what initialize_request adds below is for this provider call only
             if self.ephemeral:
                 # context a tool_pre action injected for the next provider call only
                 extra = to_native(provider, chain, self.ephemeral, state, ctx)
-                native = FrozenList._joined(native, extra)
+                native = FrozenList.joined(native, extra)
                 self.ephemeral = []
             front, back = request_injections(kit.lifecycle, session, stored, state, ctx, core=self.core,
                                              request_id=self.request_id, stream=self.stream)

@@ -30,18 +30,23 @@ class CancellationToken:
     Poll :attr:`cancelled`, block with :meth:`wait`, raise with
     :meth:`raise_if_cancelled`, or register a callback with :meth:`on_cancel`
     (it runs on the thread that cancels, so keep it short). Thread-safe.
+
+    Attributes:
+        cancelled: False until :meth:`cancel` runs, then True for good. A plain
+            attribute, not a property, because the engine reads it once per
+            streamed chunk; it is written only by :meth:`cancel`, under the
+            token's lock, before the waiters wake and the callbacks run, so a
+            reader that sees True sees a cancelled token. Read it; cancel with
+            :meth:`cancel`, never by assigning it.
     """
 
-    __slots__ = ("_event", "_lock", "_callbacks")
+    __slots__ = ("cancelled", "_event", "_lock", "_callbacks")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self.cancelled = False
+        self._event = threading.Event()  # what wait() blocks on
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], Any]] = []
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until cancelled or ``timeout`` seconds pass; True when cancelled."""
@@ -49,7 +54,7 @@ class CancellationToken:
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`~agent_core.errors.ProviderRequestCancelled` once cancelled."""
-        if self._event.is_set():
+        if self.cancelled:
             from ..errors import ProviderRequestCancelled
 
             raise ProviderRequestCancelled()
@@ -57,7 +62,7 @@ class CancellationToken:
     def on_cancel(self, callback: Callable[[], Any]) -> Callable[[], None]:
         """Call ``callback`` on cancellation (at once if already cancelled); returns a remover."""
         with self._lock:
-            if not self._event.is_set():
+            if not self.cancelled:
                 self._callbacks.append(callback)
                 return lambda: self._remove(callback)
         callback()
@@ -69,9 +74,11 @@ class CancellationToken:
                 self._callbacks.remove(callback)
 
     def cancel(self) -> None:
+        """Cancel, once: set :attr:`cancelled`, wake :meth:`wait`, then run the callbacks (each once)."""
         with self._lock:
-            if self._event.is_set():
+            if self.cancelled:
                 return
+            self.cancelled = True
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for cb in callbacks:

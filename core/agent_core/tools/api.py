@@ -41,7 +41,7 @@ def catalog(res: Resolution, core: Any, *, prepare: bool) -> tuple[list[LiveTool
     ctx = freeze({"core": core, "config": res.config, "provider": str(res.provider),
                   "tags": list(res.tags), "models": list(res.models)})
     tools = complete_sync(build_catalog([live[n] for n in res.tools], res.config, ctx, prepare=prepare))
-    available = FrozenList._trusted([d for t in tools for d in t.schemas.values()])
+    available = FrozenList.from_frozen([d for t in tools for d in t.schemas.values()])
     effective = prepare_tools(feats, res.config, available, ctx.merged({"available_tools": available, "tools": available}))
     return tools, effective
 

@@ -58,7 +58,7 @@ def run_tools(
     for r in routed:
         if flight.cancelled:
             raise RunCancelled
-        tctx = FrozenDict._trusted({"core": kit.core, "config": kit.config, "trigger_source": "core",
+        tctx = FrozenDict.from_frozen({"core": kit.core, "config": kit.config, "trigger_source": "core",
                                     "session": session_view(session), "request_id": kit.request_id})
         pre = PreOutcome(r.call.payload)
         if not_executed is None:

@@ -157,7 +157,7 @@ def prepare_tools(features: list[LivePlugin], config: Any, tools: FrozenList, co
                 f.name, "prepare_tools", TypeError("bad return value"),
                 detail="must return a list of ToolDescriptor",
             )
-        tools = FrozenList._trusted(got)
+        tools = FrozenList.from_frozen(got)
     check_unique_names(tools)
     return tools
 

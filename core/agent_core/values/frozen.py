@@ -97,19 +97,29 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         self._json = False  # True once freeze_json has checked this tree
 
     @classmethod
-    def _trusted(cls, items: dict[str, Any]) -> FrozenDict:
-        """Wrap a dict whose values are already frozen (no walk)."""
+    def from_frozen(cls, items: Mapping[str, Any]) -> FrozenDict:
+        """A FrozenDict of ``items`` whose values are already frozen, copied without a walk.
+
+        The constructor freezes every value, which for a value built of frozen
+        parts (a context of frozen config and views, a message's fields) is a
+        walk that finds nothing to do; this is the same dict without it. The
+        caller vouches that every value is frozen (a scalar, a ``FrozenDict``
+        or ``FrozenList``, or another immutable value): one that is not stays
+        mutable inside the frozen dict.
+        """
         new = dict.__new__(cls)
         dict.__init__(new, items)
         new._hash = None
         new._json = False
         return new
 
+    _trusted = from_frozen  # the name the kernel used before from_frozen was public
+
     @classmethod
     def fromkeys(cls, keys: Iterable[Any], value: Any = None) -> FrozenDict:  # type: ignore[override]
         # dict.fromkeys fills the new instance with __setitem__, which we refuse.
         frozen = freeze(value)
-        return cls._trusted({k: frozen for k in keys})
+        return cls.from_frozen({k: frozen for k in keys})
 
     __setitem__ = _refuse_dict("__setitem__")
     __delitem__ = _refuse_dict("__delitem__")
@@ -176,16 +186,27 @@ class FrozenList(list):  # type: ignore[type-arg]
         self._json = False
 
     @classmethod
-    def _trusted(cls, items: Iterable[Any]) -> FrozenList:
+    def from_frozen(cls, items: Iterable[Any]) -> FrozenList:
+        """A FrozenList of ``items``, already frozen, copied without a walk.
+
+        As :meth:`FrozenDict.from_frozen`: the caller vouches that every item
+        is frozen (descriptors, frozen messages, the parts of other frozen lists).
+        """
         new = list.__new__(cls)
         list.__init__(new, items)
         new._hash = None
         new._json = False
         return new
 
+    _trusted = from_frozen  # the name the kernel used before from_frozen was public
+
     @classmethod
-    def _joined(cls, head: Iterable[Any], tail: Iterable[Any]) -> FrozenList:
-        """``head`` then ``tail``, both already frozen, in one copy (histories grow this way)."""
+    def joined(cls, head: Iterable[Any], tail: Iterable[Any]) -> FrozenList:
+        """``head`` then ``tail``, both already frozen, in one copy (histories grow this way).
+
+        The new list remembers ``head`` (weakly), so :func:`begins_with` can
+        tell that it starts with it without comparing the items.
+        """
         new = list.__new__(cls)
         list.extend(new, head)
         list.extend(new, tail)
@@ -195,6 +216,8 @@ class FrozenList(list):  # type: ignore[type-arg]
         if head.__class__ is FrozenList and head:
             new._head = _weak(head)
         return new
+
+    _joined = joined  # the name the kernel used before joined was public
 
     __setitem__ = _refuse_list("__setitem__")
     __delitem__ = _refuse_list("__delitem__")
