@@ -197,46 +197,20 @@ async def guarded_async(
     guard: Guard,
     label: str,
 ) -> Any:
-    """Await the hook until it ends, the deadline passes or the token is cancelled."""
+    """Await the hook until it ends, the deadline passes or the token is cancelled.
+
+    ``async_fn`` runs as a task; without it ``sync_fn`` runs on a daemon thread
+    (:func:`_on_daemon_thread`). Whichever stops the wait first wins: the
+    hook's result (or error), a cancel (:class:`EffectCancelled`), or the
+    deadline (:class:`EffectTimeout`); a hook still running is then cancelled.
+    """
     if guard.token is not None and guard.token.cancelled:
         raise EffectCancelled(label)
     loop = asyncio.get_running_loop()
-    work: asyncio.Future[Any]
-    if async_fn is not None:
-        work = asyncio.ensure_future(async_fn())
-    else:
-        # A daemon thread, not the default executor: a hook that never returns
-        # must not hold up the loop's shutdown.
-        assert sync_fn is not None
-        work = loop.create_future()
-
-        def settle(ok: bool, value: Any) -> None:
-            if not work.done():
-                work.set_result(value) if ok else work.set_exception(value)
-
-        def run() -> None:
-            try:
-                value, ok = sync_fn(), True
-            except BaseException as exc:  # noqa: BLE001
-                value, ok = exc, False
-            try:
-                loop.call_soon_threadsafe(settle, ok, value)
-            except RuntimeError:  # the loop has ended; nobody waits any more
-                pass
-
-        threading.Thread(target=run, name=f"agent-core {label}", daemon=True).start()
+    work = asyncio.ensure_future(async_fn()) if async_fn is not None else _on_daemon_thread(sync_fn, loop, label)
     token = guard.token
     stop = asyncio.Event()
-    remove = None
-    if token is not None:
-
-        def on_cancel() -> None:
-            try:
-                loop.call_soon_threadsafe(stop.set)
-            except RuntimeError:
-                pass
-
-        remove = token.on_cancel(on_cancel)
+    remove = _wake_on_cancel(token, loop, stop) if token is not None else None
     stopper = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait({work, stopper}, timeout=guard.remaining(), return_when=asyncio.FIRST_COMPLETED)
@@ -254,6 +228,49 @@ async def guarded_async(
     if token is not None and token.cancelled:
         raise EffectCancelled(label)
     raise EffectTimeout(label, guard.limit or 0.0)
+
+
+def _on_daemon_thread(
+    sync_fn: Callable[[], Any] | None, loop: asyncio.AbstractEventLoop, label: str
+) -> asyncio.Future[Any]:
+    """Start ``sync_fn`` on a daemon thread; the future settles on ``loop`` when it returns or raises.
+
+    A daemon thread, not the default executor: a hook that never returns must
+    not hold up the loop's shutdown.
+    """
+    assert sync_fn is not None
+    work: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not work.done():
+            work.set_result(value) if ok else work.set_exception(value)
+
+    def run() -> None:
+        try:
+            value, ok = sync_fn(), True
+        except BaseException as exc:  # noqa: BLE001
+            value, ok = exc, False
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:  # the loop has ended; nobody waits any more
+            pass
+
+    threading.Thread(target=run, name=f"agent-core {label}", daemon=True).start()
+    return work
+
+
+def _wake_on_cancel(
+    token: CancellationToken, loop: asyncio.AbstractEventLoop, stop: asyncio.Event
+) -> Callable[[], None]:
+    """Set ``stop`` on ``loop`` when ``token`` is cancelled (from any thread); returns the remover."""
+
+    def on_cancel() -> None:
+        try:
+            loop.call_soon_threadsafe(stop.set)
+        except RuntimeError:  # the loop has ended
+            pass
+
+    return token.on_cancel(on_cancel)
 
 
 def _consume(fut: asyncio.Future[Any]) -> None:
