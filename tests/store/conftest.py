@@ -9,9 +9,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from agent_core import AgentCore
+from agent_core import AgentCore, Message
 from agent_core.store import SqlSessionStore, open_store
 from agent_core_providers.echo import EchoProvider
 
@@ -78,3 +79,30 @@ def extra_store(store_url: str) -> Iterator[Callable[[], SqlSessionStore]]:
     yield open_one
     for s in opened:
         s.close()
+
+
+def interloping_core(other: SqlSessionStore, times: int) -> tuple[AgentCore, list[str]]:
+    """A core whose provider saves a competing turn on ``s1`` (through ``other``) during its first ``times`` calls.
+
+    Conflicts are made for real this way: another store object on the same
+    database saves while the model "answers", exactly as another handler would.
+    """
+    calls: list[str] = []
+
+    class Interloper(EchoProvider):
+        def _interlope(self, native_messages: Any) -> None:
+            calls.append(native_messages[-1]["content"])
+            if len(calls) <= times:
+                stored = other.get("s1")
+                rival = stored.session.with_messages([Message("user", f"rival {len(calls)}"), Message("assistant", "r")])
+                other.put(rival, expected_revision=stored.revision)
+
+        def stream_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Iterator[Any]:
+            self._interlope(native_messages)
+            yield from super().stream_api(native_messages, state, request_id=request_id)
+
+        def call_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Any:
+            self._interlope(native_messages)
+            return super().call_api(native_messages, state, request_id=request_id)
+
+    return AgentCore(providers=[Interloper]), calls

@@ -27,30 +27,7 @@ from agent_core.store import (
 )
 from agent_core_providers.echo import EchoProvider
 
-from .conftest import ECHO
-
-
-def _interloping_core(other: SqlSessionStore, times: int) -> tuple[AgentCore, list[str]]:
-    """A core whose provider saves a competing turn (through ``other``) during its first ``times`` calls."""
-    calls: list[str] = []
-
-    class Interloper(EchoProvider):
-        def _interlope(self, native_messages: Any) -> None:
-            calls.append(native_messages[-1]["content"])
-            if len(calls) <= times:
-                stored = other.get("s1")
-                rival = stored.session.with_messages([Message("user", f"rival {len(calls)}"), Message("assistant", "r")])
-                other.put(rival, expected_revision=stored.revision)
-
-        def stream_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Iterator[Any]:
-            self._interlope(native_messages)
-            yield from super().stream_api(native_messages, state, request_id=request_id)
-
-        def call_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Any:
-            self._interlope(native_messages)
-            return super().call_api(native_messages, state, request_id=request_id)
-
-    return AgentCore(providers=[Interloper]), calls
+from .conftest import ECHO, interloping_core
 
 
 def _contents(store: SqlSessionStore) -> list[str]:
@@ -71,7 +48,7 @@ def test_run_turn_keeps_a_conversation_across_store_objects(store_url: str, core
 
 def test_a_conflict_reruns_the_turn_from_the_new_revision(store: SqlSessionStore, extra_store: Callable[[], SqlSessionStore]) -> None:
     run_turn(AgentCore(providers=[EchoProvider]), store, "s1", "first", ECHO)
-    core, calls = _interloping_core(extra_store(), times=1)
+    core, calls = interloping_core(extra_store(), times=1)
     turn = run_turn(core, store, "s1", "mine", ECHO)
     assert turn.attempts == 2 and turn.revision == 3  # 2 is the rival's turn, saved while we waited
     assert calls == ["mine", "mine"]  # the conflict cost a second model call
@@ -82,7 +59,7 @@ def test_a_conflict_reruns_the_turn_from_the_new_revision(store: SqlSessionStore
 
 def test_run_turn_gives_up_after_retries_and_saves_nothing_of_its_own(store: SqlSessionStore, extra_store: Callable[[], SqlSessionStore]) -> None:
     run_turn(AgentCore(providers=[EchoProvider]), store, "s1", "first", ECHO)
-    core, calls = _interloping_core(extra_store(), times=99)
+    core, calls = interloping_core(extra_store(), times=99)
     with pytest.raises(ConflictError) as info:
         run_turn(core, store, "s1", "mine", ECHO, retries=2)
     assert len(calls) == 3
@@ -116,7 +93,7 @@ def test_arun_turn_is_the_async_twin(
     async def main() -> None:
         first = await arun_turn(core, store, "s1", "a", ECHO)
         assert (first.revision, first.attempts) == (1, 1)
-        rival_core, calls = _interloping_core(extra_store(), times=1)
+        rival_core, calls = interloping_core(extra_store(), times=1)
         turn = await arun_turn(rival_core, store, "s1", Message("user", "b"), ECHO)
         assert (turn.revision, turn.attempts, calls) == (3, 2, ["b", "b"])
 
@@ -136,7 +113,7 @@ def _check_stream(events: list[Any]) -> None:
 
 def test_stream_turn_streams_each_attempt_and_ends_with_saved(store: SqlSessionStore, extra_store: Callable[[], SqlSessionStore]) -> None:
     run_turn(AgentCore(providers=[EchoProvider]), store, "s1", "first", ECHO)
-    core, _ = _interloping_core(extra_store(), times=1)
+    core, _ = interloping_core(extra_store(), times=1)
     events = list(stream_turn(core, store, "s1", "mine", ECHO))
     _check_stream(events)
     partial = "".join(e.message.content for e in events[events.index(next(e for e in events if e.type == "retry")):]
@@ -147,7 +124,7 @@ def test_stream_turn_streams_each_attempt_and_ends_with_saved(store: SqlSessionS
 
 def test_astream_turn_is_the_async_twin(store: SqlSessionStore, extra_store: Callable[[], SqlSessionStore]) -> None:
     run_turn(AgentCore(providers=[EchoProvider]), store, "s1", "first", ECHO)
-    core, _ = _interloping_core(extra_store(), times=1)
+    core, _ = interloping_core(extra_store(), times=1)
 
     async def collect() -> list[Any]:
         return [e async for e in astream_turn(core, store, "s1", "mine", ECHO)]

@@ -32,6 +32,7 @@ from .actions import ActionResult
 from .calls import EngineCalls
 from .calls import check_config as _check_config
 from .calls import check_session as _check_session
+from .flow import Flow, keep_done
 from .run import RequestRun
 
 __all__ = ["ActionResult", "AgentCore", "RequestResult"]
@@ -314,6 +315,25 @@ class AgentCore(EngineCalls, PlatformNames):
         finally:
             self._finish(flight)
         return self._result(run, done)
+
+    def request_flow(
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None,
+        stream: bool = False,
+    ) -> Flow[RequestResult]:
+        """:meth:`request` as a generator of events and effects, for a flow that runs it among steps of its own.
+
+        ``result = yield from core.request_flow(...)`` inside a generator driven by
+        ``agent_core.plugin_kit.drive_sync`` or ``drive_async`` runs the request in it, so code
+        doing I/O around a request (the store's turn: load, request, save) is written once for
+        sync and async. The flow yields what :meth:`stream_request` would plus the effects, and
+        returns what :meth:`request` returns, or raises what it raises after the ``done`` event.
+        ``stream`` is the default of ``config["stream"]``. A bad session, config or request_id
+        raises at the call (InvalidArgumentError, RequestInFlightError), before anything runs.
+        """
+        run, flight = self._start(session, config, stream, request_id)
+        flow = keep_done(run.run(), lambda done: self._result(run, done))
+        weakref.finalize(flow, self._finish, flight)  # a flow never started still frees its id
+        return flow
 
     def side_request(
         self, request_id: str, session: Session, overrides: Mapping[str, Any] | None = None

@@ -1,12 +1,17 @@
 """The stateless handler in one call: load, add the message, request, save; retry on conflict.
 
-Theory of operation: :func:`_turn_steps` is the whole policy as a generator.
-It yields three kinds of steps, :class:`_Load`, :class:`_Request` and
-:class:`_Save`, and is sent each step's result (or thrown its error). The
-drivers only perform steps: :func:`run_turn` with ``core.request`` and the
-sync store, :func:`arun_turn` with ``core.arequest`` and the async twins,
-:func:`stream_turn` / :func:`astream_turn` with the streaming requests, passing
-every event through. One policy, four ways to run it.
+Theory of operation: :class:`_Turn` writes a turn once, as a generator of
+effects, the way the engine writes a request (``agent_core.plugin_kit``): it
+yields a :class:`~agent_core.plugin_kit.Call` to load the session, runs the
+request inside itself (``yield from core.request_flow(...)``, which passes the
+request's events and effects through), yields a ``Call`` to save, and on a
+conflict a :class:`TurnRetryEvent` before it starts again. The same
+``drive_sync`` / ``drive_async`` the engine uses perform the calls (the
+store's sync methods, or their async twins) and hand the events on:
+:func:`stream_turn` / :func:`astream_turn` pass them to the caller,
+:func:`run_turn` / :func:`arun_turn` drop them and return the turn's result.
+One policy, one driver per mode, and ``tests/store/test_turn_parity.py``
+checks the modes agree.
 
 A conflict means another handler saved the session after this one loaded it.
 The turn is then run again from the new revision: the model is asked again
@@ -17,13 +22,22 @@ dropped, never merged.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping
+from contextlib import aclosing
+from functools import partial
 from typing import Any
 
 import msgspec
 
-# The engine's public names only (the package root), so the store does not depend on its layout.
-from .. import AgentCore, DoneEvent, ErrorEvent, Event, Message, RequestResult, Session
-from ..errors import ConflictError, InvalidArgumentError, SessionNotFoundError
+# The engine's public names only (the package root and the plugin kit), so the store does not depend on its layout.
+from .. import AgentCore, Event, Message, Outcome, RequestResult, Session, Usage
+from ..errors import (
+    AgentCoreError,
+    ConflictError,
+    InvalidArgumentError,
+    ProviderRequestCancelled,
+    SessionNotFoundError,
+)
+from ..plugin_kit import Call, drive_async, drive_sync
 from .protocol import SessionStore
 from .values import Stored
 
@@ -67,24 +81,6 @@ class TurnSavedEvent(msgspec.Struct, frozen=True, tag="saved"):
         return "saved"
 
 
-class _Load(msgspec.Struct, frozen=True):
-    session_id: str
-
-
-class _Request(msgspec.Struct, frozen=True):
-    session: Session
-
-
-class _Save(msgspec.Struct, frozen=True):
-    session: Session
-    expected_revision: int
-
-
-class _Retry(msgspec.Struct, frozen=True):
-    attempt: int
-    current_revision: int | None
-
-
 def _check(session_id: Any, message: Any, retries: Any) -> Message:
     if not isinstance(session_id, str) or not session_id:
         raise InvalidArgumentError(f"session_id must be a non-empty string, got {session_id!r}", argument="session_id")
@@ -101,24 +97,6 @@ def _check(session_id: Any, message: Any, retries: Any) -> Message:
     return message
 
 
-def _turn_steps(session_id: str, message: Message, retries: int) -> Generator[Any, Any, TurnResult]:
-    attempt = 1
-    while True:
-        stored: Stored | None = yield _Load(session_id)
-        base = stored.session if stored is not None else Session(session_id)
-        expected = stored.revision if stored is not None else 0
-        result: RequestResult = yield _Request(base.with_message(message))
-        try:
-            revision = yield _Save(result.session, expected)
-        except ConflictError as exc:
-            if attempt > retries:
-                raise
-            attempt += 1
-            yield _Retry(attempt, exc.current)
-            continue
-        return TurnResult(result.session, revision, result, attempt)
-
-
 def _load(store: SessionStore, session_id: str) -> Stored | None:
     try:
         return store.get(session_id)
@@ -133,20 +111,77 @@ async def _aload(store: SessionStore, session_id: str) -> Stored | None:
         return None
 
 
-def _save(store: SessionStore, step: _Save) -> int:
-    if step.expected_revision == 0:
-        return store.create(step.session)
-    return store.put(step.session, expected_revision=step.expected_revision)
+def _save(store: SessionStore, session: Session, expected: int) -> int:
+    return store.create(session) if expected == 0 else store.put(session, expected_revision=expected)
 
 
-async def _asave(store: SessionStore, step: _Save) -> int:
-    if step.expected_revision == 0:
-        return await store.acreate(step.session)
-    return await store.aput(step.session, expected_revision=step.expected_revision)
+async def _asave(store: SessionStore, session: Session, expected: int) -> int:
+    if expected == 0:
+        return await store.acreate(session)
+    return await store.aput(session, expected_revision=expected)
 
 
-def _advance(steps: Generator[Any, Any, TurnResult], send: Any, error: BaseException | None) -> Any:
-    return steps.throw(error) if error is not None else steps.send(send)
+class _Turn:
+    """One turn: its policy as a generator of effects (:meth:`steps`), its result once saved.
+
+    ``streamed`` turns run the request as :meth:`AgentCore.stream_request`
+    would and end as a stream does: a failed request is reported by its
+    events and saves nothing, a cancelled one is saved as it was asked (the
+    user's message kept, no reply). Other turns run it as
+    :meth:`AgentCore.request` would and raise what it raises.
+    """
+
+    def __init__(
+        self, core: AgentCore, store: SessionStore, session_id: str, message: Message, config: Any, retries: int,
+        *, request_id: str | None = None, streamed: bool,
+    ) -> None:
+        self.core, self.store, self.session_id, self.message = core, store, session_id, message
+        self.config, self.retries, self.request_id, self.streamed = config, retries, request_id, streamed
+        self.result: TurnResult | None = None
+
+    def steps(self) -> Generator[Any, Any, None]:
+        """Load, ask, save; on a conflict, a retry event and the same again from the new revision.
+
+        Ends without a result when a streamed request failed. Raises ConflictError
+        after ``retries`` lost saves, and what the store raises.
+        """
+        store, sid = self.store, self.session_id
+        attempt = 1
+        while True:
+            stored: Stored | None = yield Call(partial(_load, store, sid), partial(_aload, store, sid), "load")
+            expected = stored.revision if stored is not None else 0
+            asked = (stored.session if stored is not None else Session(sid)).with_message(self.message)
+            result = yield from self._ask(asked)
+            if result is None:
+                return
+            save = (partial(_save, store, result.session, expected), partial(_asave, store, result.session, expected))
+            try:
+                revision = yield Call(*save, "save")
+            except ConflictError as exc:
+                if attempt > self.retries:
+                    raise
+                attempt += 1
+                yield TurnRetryEvent(sid, attempt, exc.current)
+                continue
+            self.result = TurnResult(result.session, revision, result, attempt)
+            yield TurnSavedEvent(sid, revision, attempt)
+            return
+
+    def _ask(self, asked: Session) -> Generator[Any, Any, RequestResult | None]:
+        """The request as effects; its result, or None when a streamed request failed (its events said so)."""
+        flow = self.core.request_flow(asked, self.config, request_id=self.request_id, stream=self.streamed)
+        try:
+            return (yield from flow)
+        except ProviderRequestCancelled as exc:
+            if not self.streamed:
+                raise
+            # A stream keeps a cancelled request: its done event carries the session as it was asked.
+            cancelled = Outcome("stopped", "cancelled", str(exc))
+            return RequestResult(asked, [], cancelled, exc.request_id or "", Usage())
+        except AgentCoreError:
+            if not self.streamed:
+                raise
+            return None
 
 
 def run_turn(
@@ -172,24 +207,11 @@ def run_turn(
         Whatever ``core.request`` raises (LLMError, PluginError...): nothing is saved.
         InvalidArgumentError: a bad ``session_id``, ``message`` or ``retries``.
     """
-    steps = _turn_steps(session_id, _check(session_id, message, retries), retries)
-    send: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = _advance(steps, send, error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        send, error = None, None
-        try:
-            if isinstance(step, _Load):
-                send = _load(store, step.session_id)
-            elif isinstance(step, _Request):
-                send = core.request(step.session, config)
-            elif isinstance(step, _Save):
-                send = _save(store, step)
-        except ConflictError as exc:
-            error = exc
+    turn = _Turn(core, store, session_id, _check(session_id, message, retries), config, retries, streamed=False)
+    for _event in drive_sync(turn.steps()):
+        pass
+    assert turn.result is not None  # a turn that is not streamed ends saved or raises
+    return turn.result
 
 
 async def arun_turn(
@@ -201,29 +223,13 @@ async def arun_turn(
     *,
     retries: int = 3,
 ) -> TurnResult:
-    """Async twin of :func:`run_turn` (``core.arequest`` and the store's async methods)."""
-    steps = _turn_steps(session_id, _check(session_id, message, retries), retries)
-    send: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = _advance(steps, send, error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        send, error = None, None
-        try:
-            if isinstance(step, _Load):
-                send = await _aload(store, step.session_id)
-            elif isinstance(step, _Request):
-                send = await core.arequest(step.session, config)
-            elif isinstance(step, _Save):
-                send = await _asave(store, step)
-        except ConflictError as exc:
-            error = exc
-
-
-def _result_of(done: DoneEvent) -> RequestResult:
-    return RequestResult(done.session, done.final_messages, done.outcome, done.request_id, done.usage)
+    """Async twin of :func:`run_turn` (the request's async path and the store's async methods)."""
+    turn = _Turn(core, store, session_id, _check(session_id, message, retries), config, retries, streamed=False)
+    async with aclosing(drive_async(turn.steps())) as events:
+        async for _event in events:
+            pass
+    assert turn.result is not None
+    return turn.result
 
 
 def stream_turn(
@@ -240,43 +246,17 @@ def stream_turn(
 
     A conflict yields a :class:`TurnRetryEvent` and the next attempt's events
     follow. ``request_id`` names the request (every attempt), so another
-    thread can ``core.cancel_request`` it. A request that fails ends as a stream does (``error``, then
-    ``done`` with a stopped outcome) and nothing is saved: no ``saved`` event.
+    thread can ``core.cancel_request`` it; a cancelled request is saved as it
+    was asked (the message kept, no reply). A request that fails ends as a
+    stream does (``error``, then ``done`` with a stopped outcome) and nothing
+    is saved: no ``saved`` event.
 
     Raises:
         ConflictError: still losing after ``retries`` retries (after the last ``done``).
     """
-    steps = _turn_steps(session_id, _check(session_id, message, retries), retries)
-    send: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = _advance(steps, send, error)
-        except StopIteration as stop:
-            turn: TurnResult = stop.value
-            yield TurnSavedEvent(session_id, turn.revision, turn.attempts)
-            return
-        send, error = None, None
-        try:
-            if isinstance(step, _Load):
-                send = _load(store, step.session_id)
-            elif isinstance(step, _Request):
-                done, failed = None, False
-                for event in core.stream_request(step.session, config, request_id=request_id):
-                    failed = failed or isinstance(event, ErrorEvent)
-                    if isinstance(event, DoneEvent):
-                        done = event
-                    yield event
-                if failed or done is None:
-                    steps.close()
-                    return
-                send = _result_of(done)
-            elif isinstance(step, _Save):
-                send = _save(store, step)
-            elif isinstance(step, _Retry):
-                yield TurnRetryEvent(session_id, step.attempt, step.current_revision)
-        except ConflictError as exc:
-            error = exc
+    turn = _Turn(core, store, session_id, _check(session_id, message, retries), config, retries,
+                 request_id=request_id, streamed=True)
+    yield from drive_sync(turn.steps())
 
 
 async def astream_turn(
@@ -290,34 +270,8 @@ async def astream_turn(
     request_id: str | None = None,
 ) -> AsyncIterator[Event | TurnRetryEvent | TurnSavedEvent]:
     """Async twin of :func:`stream_turn`."""
-    steps = _turn_steps(session_id, _check(session_id, message, retries), retries)
-    send: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = _advance(steps, send, error)
-        except StopIteration as stop:
-            turn: TurnResult = stop.value
-            yield TurnSavedEvent(session_id, turn.revision, turn.attempts)
-            return
-        send, error = None, None
-        try:
-            if isinstance(step, _Load):
-                send = await _aload(store, step.session_id)
-            elif isinstance(step, _Request):
-                done, failed = None, False
-                async for event in core.astream_request(step.session, config, request_id=request_id):
-                    failed = failed or isinstance(event, ErrorEvent)
-                    if isinstance(event, DoneEvent):
-                        done = event
-                    yield event
-                if failed or done is None:
-                    steps.close()
-                    return
-                send = _result_of(done)
-            elif isinstance(step, _Save):
-                send = await _asave(store, step)
-            elif isinstance(step, _Retry):
-                yield TurnRetryEvent(session_id, step.attempt, step.current_revision)
-        except ConflictError as exc:
-            error = exc
+    turn = _Turn(core, store, session_id, _check(session_id, message, retries), config, retries,
+                 request_id=request_id, streamed=True)
+    async with aclosing(drive_async(turn.steps())) as events:
+        async for event in events:
+            yield event
