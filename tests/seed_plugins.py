@@ -14,6 +14,7 @@ from typing import Any
 class EchoProvider:
     name = "echo"
     version = "1.0.0"
+    streams = False  # its stream_api below is a placeholder: it answers through call_api
 
     def get_config_schema(self) -> dict[str, Any]:
         return {"model": {"type": "string", "default": "echo-1"}}

@@ -1,8 +1,9 @@
 """One call, one request: an empty stream is never followed by a second, billable call_api.
 
-A provider whose ``stream_api`` is only a stub (the seed's EchoProvider) is answered
-through ``call_api`` from the start; a provider that really streams and sends nothing
-ends the request with ``EmptyResponseError``.
+A provider that declares ``streams = False`` (the seed's EchoProvider, whose ``stream_api``
+is a placeholder) is answered through ``call_api`` from the start; a provider that streams
+and sends nothing ends the request with ``EmptyResponseError``. Whether a provider streams
+is its declaration, never read from its code (:mod:`agent_core.plugins.stubs`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from agent_core import AgentCore, Message, Session
+from agent_core import AgentCore, BaseProvider, ConfigError, Message, Session
 from agent_core.errors import EmptyResponseError
-from agent_core.plugins.stubs import streams_for_real
+from agent_core.plugins.hooks import spec_for
+from agent_core.plugins.stubs import provider_streams
 from seed_plugins import EchoProvider
 
 
@@ -20,28 +22,24 @@ def session() -> Session:
     return Session("s", [Message("user", "hi")])
 
 
+def streams(cls: type) -> bool:
+    return provider_streams(spec_for("provider", cls))
+
+
 def test_the_seed_echo_provider_answers_a_streaming_request_with_one_call_api():
     calls: list[str] = []
 
-    class CountingEcho(EchoProvider):
+    class CountingEcho(EchoProvider):  # declares streams = False, so its stream_api is never called
         def call_api(self, native_messages, state):
             calls.append("call_api")
             return super().call_api(native_messages, state)
 
-        # the stub, inherited unchanged in spirit: written again so a call would show
         def stream_api(self, native_messages, state):
             calls.append("stream_api")
             yield from []
 
-    assert streams_for_real(CountingEcho) is True  # it records, so it is not a stub...
-
-    class StubEcho(EchoProvider):
-        def call_api(self, native_messages, state):
-            calls.append("call_api")
-            return super().call_api(native_messages, state)
-
-    assert streams_for_real(StubEcho) is False  # ...while the seed's inherited stub is
-    events = list(AgentCore(providers=[StubEcho]).stream_request(session()))
+    assert streams(CountingEcho) is False
+    events = list(AgentCore(providers=[CountingEcho]).stream_request(session()))
     assert events[-1].outcome.ok
     assert events[-1].session.messages[-1].content == "Echo: hi"
     assert calls == ["call_api"]
@@ -115,37 +113,69 @@ def test_a_non_streaming_request_uses_call_api_once():
     assert calls == ["call_api"]
 
 
-def test_a_class_without_readable_source_is_taken_at_its_word():
-    ns: dict = {}
-    exec("class P:\n    def stream_api(self, native_messages, state):\n        yield from []\n", ns)
-    assert streams_for_real(ns["P"]) is True
+def test_the_same_placeholder_without_the_declaration_is_taken_at_its_word():
+    calls: list[str] = []
 
+    class Undeclared:  # the seed's EchoProvider, less its streams = False
+        name = "undeclared"
 
-def test_stub_detection_reads_the_source():
-    class Stub:
+        def call_api(self, native_messages, state):
+            calls.append("call_api")
+            reply = {"role": "assistant", "content": "echo"}
+            return [], [reply], [*native_messages, reply], state
+
         def stream_api(self, native_messages, state):
-            """Nothing to stream."""
-            return iter([])
+            calls.append("stream_api")
+            yield from []
 
-    class Passes:
-        def stream_api(self, native_messages, state):
-            pass
+    assert streams(Undeclared) is True
+    with pytest.raises(EmptyResponseError, match="streams = False"):
+        AgentCore(providers=[Undeclared]).request(session(), {"stream": True})
+    assert calls == ["stream_api"]  # never a second call: the message says how to declare it instead
 
-    class Ellipsis_:
-        def stream_api(self, native_messages, state): ...
 
-    class EmptyTuple:
-        def stream_api(self, native_messages, state):
-            return
-            yield from ()
+def test_undeclared_streaming_follows_the_hooks_the_provider_defines_itself():
+    class Inherits(BaseProvider):  # the protocol base's stream_api yields nothing: it is the default, not a stream
+        def call_api(self, native_messages, state, *, request_id=None):
+            return [], [{"role": "assistant", "content": "whole"}], native_messages, state
 
-    class Real:
-        def stream_api(self, native_messages, state):
-            yield {"delta": "x"}
+    class Streams(BaseProvider):
+        def stream_api(self, native_messages, state, *, request_id=None):
+            yield {"x": 1}
 
-    class Delegates:
-        def stream_api(self, native_messages, state):
-            return iter(native_messages)
+    class AsyncOnly:
+        async def astream_api(self, native_messages, state, *, request_id=None):
+            yield {"x": 1}
 
-    assert [streams_for_real(c) for c in (Stub, Passes, Ellipsis_, EmptyTuple)] == [False] * 4
-    assert streams_for_real(Real) is True and streams_for_real(Delegates) is True
+    class CallsOnly:
+        def call_api(self, native_messages, state, *, request_id=None):
+            return [], [], native_messages, state
+
+    assert [streams(c) for c in (Inherits, Streams, AsyncOnly, CallsOnly)] == [False, True, True, False]
+    result = AgentCore(providers=[Inherits]).request(session(), {"stream": True})
+    assert result.final_messages[-1].content == "whole"
+
+
+def test_a_declaration_wins_over_the_hooks_and_is_checked():
+    class Says(BaseProvider):
+        streams = True
+
+        def stream_api(self, native_messages, state, *, request_id=None):
+            yield {"x": 1}
+
+        def call_api(self, native_messages, state, *, request_id=None):
+            return [], [], native_messages, state
+
+    class Refuses(Says):
+        streams = False
+
+    assert streams(Says) is True and streams(Refuses) is False
+    for bad, words in (
+        (type("Truthy", (Says,), {"streams": 1}), "must be True or False"),
+        (type("NoStream", (BaseProvider,), {"streams": True, "call_api": Says.call_api}), "none of stream_api"),
+        (type("NoCall", (BaseProvider,), {"streams": False, "stream_api": Says.stream_api}), "none of call_api"),
+    ):
+        with pytest.raises(ConfigError, match=words):
+            streams(bad)
+        with pytest.raises(ConfigError, match=words):
+            AgentCore(providers=[bad]).request(session(), {"stream": True})

@@ -35,14 +35,18 @@ from ..errors import (
     ProviderRequestCancelled,
 )
 from ..plugins.hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
-from ..plugins.stubs import streams_for_real
+from ..plugins.stubs import provider_streams
 from ..runtime.effects import Call, OpenIter, Pump
 from ..runtime.flight import Flight, RunCancelled
+from ..tools.toolkit import twin_calls
 from ..values.events import PartialEvent
 from ..values.frozen import _SCALARS, FrozenDict, FrozenList
 from ..values.messages import EMPTY_METADATA, PartialMessage
 
-__all__ = ["HotChain", "HotLoop", "call_provider", "closing_step", "hot_chain", "partial_message"]
+__all__ = [
+    "HotChain", "HotLoop", "call_once", "call_provider", "closing_step", "finalized", "hot_chain", "partial_message",
+    "pump_stream",
+]
 
 #: a chain prepared for the hot loop: (plugin, its bound ``process_chunk``), provider first
 HotChain = tuple[tuple[LivePlugin, Callable[..., Any]], ...]
@@ -229,73 +233,81 @@ def call_provider(
 ) -> Generator[Any, Any, tuple[FrozenList, FrozenList, FrozenDict]]:
     """One provider call up to the extensions' closing ``process_chunk(None, ...)``.
 
-    Streams when asked and the provider really streams (see
-    :func:`~agent_core.plugins.stubs.streams_for_real`), else ``call_api``; then the
-    provider's ``finalize``; then the closing step (:func:`closing_step`).
+    Streams when asked and the provider streams (it says so, see
+    :func:`~agent_core.plugins.stubs.provider_streams`), else ``call_api``
+    (:func:`call_once`); then the provider's ``finalize`` (:func:`finalized`);
+    then the closing step (:func:`closing_step`), whose partials are yielded
+    as events. One call, one request: a stream that yields nothing is never
+    followed by ``call_api`` (that would be a second, billable request).
     Returns ``(finals, native, state)``.
+
+    Raises:
+        EmptyResponseError: the stream sent no chunk and ``finalize`` no answer.
+        RunCancelled, PluginError, LLMError, ...: see :func:`provider_failure`.
     """
     spec = provider.spec
-    can_stream = (spec.defines("stream_api") and streams_for_real(spec.cls)) or spec.defines("astream_api")
-    can_call = spec.defines("call_api") or spec.defines("acall_api")
-    rid = request_id
-    seen: list[Any] = []
-    unseen: list[Any] = []
+    streamed = (stream and provider_streams(spec)) or not (spec.defines("call_api") or spec.defines("acall_api"))
     opening: Any = _NONE  # the partials of a call_api answer: they enter the closing step like any other
-    chunks = 0
-    streamed = (stream and can_stream) or not can_call
+    unseen: list[Any] = []
     if streamed:
-        sapi = provider.hook("stream_api") if spec.defines("stream_api") else None
-        aapi = provider.hook("astream_api") if spec.defines("astream_api") else None
-        try:
-            handle = yield OpenIter(
-                (lambda: sapi(native, state, request_id=rid)) if sapi else None,
-                (lambda: aapi(native, state, request_id=rid)) if aapi else None,
-                label=f"provider {provider.name!r} stream",
-            )
-        except Exception as exc:
-            raise provider_failure(flight, provider, "stream_api", exc) from exc
-        run = HotLoop(hot_chain(provider, exts), native, state, rid, iteration, flight)
-        try:
-            yield Pump(handle, run.feed)
-        except Exception as exc:
-            raise provider_failure(flight, provider, "stream_api", exc) from exc
+        run = yield from pump_stream(provider, exts, native, state, request_id, iteration, flight)
         native, state, seen, chunks = run.native, run.state, run.seen, run.chunks
-    # One call, one request: a stream that yields nothing is never followed
-    # by call_api (that would be a second, billable request). Providers
-    # whose stream_api is only a stub (see streams_for_real) were sent to
-    # call_api above instead.
     else:
-        capi = provider.hook("call_api") if spec.defines("call_api") else None
-        acapi = provider.hook("acall_api") if spec.defines("acall_api") else None
-        try:
-            out = yield Call(
-                (lambda: capi(native, state, request_id=rid)) if capi else None,
-                (lambda: acapi(native, state, request_id=rid)) if acapi else None,
-                label=f"provider {provider.name!r} call_api",
-            )
-        except Exception as exc:
-            raise provider_failure(flight, provider, "call_api", exc) from exc
-        if flight.cancelled:
-            raise RunCancelled
-        opening, finals, native, state = taken(provider, out, native, state, hook="call_api")
+        opening, finals, native, state = yield from call_once(provider, native, state, request_id, flight)
+        seen, chunks = [], 0
         unseen.extend(finals)
-
-    out = expect_tuple(provider, "finalize", call_hook(provider, "finalize", native, state, context=ctx), 3,
-                       "(final_messages, native_messages, state)")
-    unseen.extend(frozen_list(provider, "finalize", out[0], "final_messages"))
-    native = frozen_list(provider, "finalize", out[1], "native_messages", native)
-    state = frozen_map(provider, "finalize", out[2], "state")
+    finals, native, state = finalized(provider, native, state, ctx)
+    unseen.extend(finals)
     if streamed and not chunks and not seen and not unseen:
         raise EmptyResponseError(
             "the stream ended without sending a single chunk, and finalize produced no answer; "
-            "the call was not repeated",
+            "the call was not repeated (a provider whose stream_api is a placeholder declares "
+            "streams = False and answers through call_api)",
             provider=provider.name,
         )
     partials, pending, native, state, owner, hook = closing_step(
         provider, exts, opening, FrozenList.from_frozen(unseen), native, state)
     for p in partials:
-        yield PartialEvent(rid, partial_message(owner, p, hook), iteration)
+        yield PartialEvent(request_id, partial_message(owner, p, hook), iteration)
     return FrozenList.from_frozen([*seen, *pending]), native, state
+
+
+def pump_stream(
+    provider: LivePlugin, exts: list[LivePlugin], native: Any, state: Any, request_id: str, iteration: int,
+    flight: Flight,
+) -> Generator[Any, Any, HotLoop]:
+    """Open the provider's stream and pump every chunk through :meth:`HotLoop.feed`; the loop at the end."""
+    sync, asyn = twin_calls(provider, "stream_api", "astream_api", native, state, request_id=request_id)
+    try:
+        handle = yield OpenIter(sync, asyn, label=f"provider {provider.name!r} stream")
+        run = HotLoop(hot_chain(provider, exts), native, state, request_id, iteration, flight)
+        yield Pump(handle, run.feed)
+    except Exception as exc:
+        raise provider_failure(flight, provider, "stream_api", exc) from exc
+    return run
+
+
+def call_once(
+    provider: LivePlugin, native: Any, state: Any, request_id: str, flight: Flight,
+) -> Generator[Any, Any, tuple[Any, FrozenList, Any, Any]]:
+    """``call_api``: the whole answer at once, as ``(partials, finals, native, state)`` checked like a chunk's."""
+    sync, asyn = twin_calls(provider, "call_api", "acall_api", native, state, request_id=request_id)
+    try:
+        out = yield Call(sync, asyn, label=f"provider {provider.name!r} call_api")
+    except Exception as exc:
+        raise provider_failure(flight, provider, "call_api", exc) from exc
+    if flight.cancelled:
+        raise RunCancelled
+    return taken(provider, out, native, state, hook="call_api")
+
+
+def finalized(provider: LivePlugin, native: Any, state: Any, ctx: Any) -> tuple[FrozenList, Any, Any]:
+    """The provider's ``finalize(native, state, context=...)``, checked and frozen: ``(finals, native, state)``."""
+    out = expect_tuple(provider, "finalize", call_hook(provider, "finalize", native, state, context=ctx), 3,
+                       "(final_messages, native_messages, state)")
+    return (frozen_list(provider, "finalize", out[0], "final_messages"),
+            frozen_list(provider, "finalize", out[1], "native_messages", native),
+            frozen_map(provider, "finalize", out[2], "state"))
 
 
 def closing_step(

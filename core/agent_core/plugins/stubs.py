@@ -1,65 +1,51 @@
-"""Telling a stub hook from a real one, by reading its source once per class.
+"""Whether a provider streams: declared by the provider, read once per provider call, never guessed.
 
-The seed's minimal provider defines ``stream_api`` only as a placeholder
-(``yield from []``) and really answers through ``call_api``. The engine must
-not guess from an empty stream at run time (that costs a second, billable
-request when a real stream happens to send nothing), so it decides once per
-provider class, from the hook's source, whether ``stream_api`` is a stub.
+A streaming request calls ``stream_api`` (or ``astream_api``) only when the
+provider streams; otherwise ``call_api``. The engine must not find that out
+from an empty stream at run time (retrying with ``call_api`` would be a second,
+billable request whenever a real stream happens to send nothing), and it does
+not read the hook's code either. The provider says it:
+
+* ``streams = True``: its stream hooks are real; a streaming request uses them.
+* ``streams = False``: its ``stream_api`` is a placeholder (the seed's minimal
+  provider writes ``yield from []`` and answers through ``call_api``), so every
+  request uses ``call_api`` / ``acall_api``.
+* not declared: it streams when it defines ``stream_api`` or ``astream_api``
+  itself. The protocol base's ``stream_api`` (what a ``BaseProvider`` subclass
+  inherits, yielding nothing) is the hook's default, not a stream.
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
-import textwrap
-import weakref
+from ..errors import ConfigError
+from .hooks import PluginSpec
 
-__all__ = ["streams_for_real"]
+__all__ = ["provider_streams"]
 
-# provider class -> whether its stream_api is real; weak, so classes made on the fly can go
-_REAL_STREAM: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+_STREAM_HOOKS = ("stream_api", "astream_api")
+_CALL_HOOKS = ("call_api", "acall_api")
 
 
-def _empty(node: ast.expr | None) -> bool:
-    """``None``, ``[]``, ``()``, ``iter([])``: an expression that stands for "nothing"."""
-    if node is None or (isinstance(node, ast.Constant) and node.value is None):
-        return True
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return not node.elts
-    return (
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "iter"
-        and len(node.args) == 1 and not node.keywords and _empty(node.args[0])
-    )
+def provider_streams(spec: PluginSpec) -> bool:
+    """Whether a streaming request to this provider streams (see the module docstring).
 
-
-def streams_for_real(cls: type) -> bool:
-    """Whether a provider class's ``stream_api`` can yield anything (decided once per class).
-
-    The seed's minimal provider writes ``stream_api`` as a stub (``yield from
-    []``) and answers through ``call_api``. A ``stream_api`` whose whole body
-    is a stub (``pass``, ``...``, a docstring, ``return``/``return iter([])``,
-    ``yield from []`` / ``()``) counts as not implemented, so a streaming
-    request to that provider uses ``call_api``. Anything else is taken at its
-    word. When the source cannot be read, it counts as implemented.
+    Raises:
+        ConfigError: ``streams`` is not True, False or absent, or it promises
+            hooks the provider does not define (``True`` without
+            ``stream_api``/``astream_api``, ``False`` without
+            ``call_api``/``acall_api``); the message names the provider.
     """
-    known = _REAL_STREAM.get(cls)
-    if known is not None:
-        return known
-    real = True
-    try:
-        raw = inspect.getattr_static(cls, "stream_api")
-        func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-        fn = tree.body[0]
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            real = not all(
-                isinstance(st, ast.Pass)
-                or (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))
-                or (isinstance(st, ast.Return) and _empty(st.value))
-                or (isinstance(st, ast.Expr) and isinstance(st.value, ast.YieldFrom) and _empty(st.value.value))
-                for st in fn.body
-            )
-    except (OSError, TypeError, SyntaxError, IndexError, AttributeError):
-        real = True
-    _REAL_STREAM[cls] = real
-    return real
+    declared = getattr(spec.cls, "streams", None)
+    if declared is None:
+        return any(spec.defines(h) for h in _STREAM_HOOKS)
+    if declared is not True and declared is not False:
+        raise ConfigError(
+            f"provider {spec.name!r}: streams must be True or False, got {declared!r}", plugins=[spec.name]
+        )
+    needed = _STREAM_HOOKS if declared else _CALL_HOOKS
+    if not any(spec.defines(h) for h in needed):
+        raise ConfigError(
+            f"provider {spec.name!r} declares streams = {declared} but defines none of {', '.join(needed)}",
+            plugins=[spec.name],
+        )
+    return declared

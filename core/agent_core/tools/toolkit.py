@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..errors import ConfigError, InvalidValueError, PluginError
@@ -29,7 +30,10 @@ from ..runtime.effects import Call
 from ..values.frozen import FrozenList, freeze
 from ..values.messages import Message, ToolDescriptor
 
-__all__ = ["ENVELOPE", "LiveTool", "Routed", "build_catalog", "inspect_call", "payload_kwargs", "route", "truncation"]
+__all__ = [
+    "ENVELOPE", "LiveTool", "Routed", "build_catalog", "inspect_call", "payload_kwargs", "route", "truncation",
+    "twin_calls",
+]
 
 ENVELOPE = "provider_native_tool_result"
 
@@ -115,6 +119,18 @@ def interop_registry(
     return ToolInteropRegistry(tuple(contributions))
 
 
+def twin_calls(
+    plugin: LivePlugin, sync: str, asyn: str, *args: Any, **kwargs: Any
+) -> tuple[Callable[[], Any] | None, Callable[[], Any] | None]:
+    """A plugin's sync hook and its async twin bound to the same arguments, for a ``Call`` or ``OpenIter``.
+
+    Each is None when the plugin does not define it; the driver picks the one
+    its mode needs (see :mod:`agent_core.runtime.effects`).
+    """
+    return (partial(plugin.hook(sync), *args, **kwargs) if plugin.defines(sync) else None,
+            partial(plugin.hook(asyn), *args, **kwargs) if plugin.defines(asyn) else None)
+
+
 def build_catalog(
     tool_plugins: list[LivePlugin], config: Any, context: Mapping[str, Any], *, prepare: bool = True,
 ) -> Generator[Any, Any, list[LiveTool]]:
@@ -124,14 +140,9 @@ def build_catalog(
         state = freeze(call_hook(plugin, "init", config.merged(plugin.secrets) if plugin.secrets else config))
         prepared = None
         if prepare and (plugin.defines("prepare") or plugin.defines("prepare_async")):
-            sync = plugin.hook("prepare") if plugin.defines("prepare") else None
-            asyn = plugin.hook("prepare_async") if plugin.defines("prepare_async") else None
+            sync, asyn = twin_calls(plugin, "prepare", "prepare_async", config, state, context=context)
             try:
-                prepared = yield Call(
-                    (lambda s=sync, st=state: s(config, st, context=context)) if sync else None,
-                    (lambda a=asyn, st=state: a(config, st, context=context)) if asyn else None,
-                    label=f"tool {plugin.name!r} prepare",
-                )
+                prepared = yield Call(sync, asyn, label=f"tool {plugin.name!r} prepare")
             except Exception as exc:  # noqa: BLE001
                 raise PluginError(plugin.name, "prepare", exc) from exc
             prepared = freeze(prepared)
