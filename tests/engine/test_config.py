@@ -385,6 +385,7 @@ def test_an_undeclared_key_warns_naming_it_and_the_closest_known_key() -> None:
     )
     assert warning.message.key == "max_token" and warning.message.suggestion == "max_tokens"
     assert isinstance(warning.message, UserWarning)
+    assert warning.filename == __file__  # points at the caller's line, not at the engine
     assert res.warnings == (str(warning.message),)
     assert res.config["max_token"] == 5  # still passed along: a warning, not a change
 

@@ -22,6 +22,13 @@ Theory of operation
 5. Each chain is ordered by ``priority`` then name, never by registration
    or discovery order.
 
+:func:`resolve` is these steps in order: ``pick_provider`` (1),
+``Switches.candidates`` (2, ordered as in 5; the config's plugin lists are
+read once, into :class:`~agent_core.plugins.selection.Switches`),
+:class:`ConfigSeen` (the config as the candidates see it, read once),
+:func:`ask_models` (3) and :class:`Enablement` (4); the config of the enabled
+plugins is settled last (:meth:`ConfigSeen.settled`).
+
 A session may carry ``metadata["plugins"]``: an explicit list of the plugin
 ids enabled for requests on it (the original platform's rule). It replaces
 step 2's default: an unlisted extension, feature or tool is off (even when
@@ -46,13 +53,14 @@ or refused with :class:`ConfigError` under ``strict_config: true``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError, PluginError
 from ..values.frozen import FrozenDict, FrozenList, freeze
 from .config import (
+    FieldSpec,
     check_engine_keys,
     effective_config,
     owned_secrets,
@@ -63,7 +71,7 @@ from .config import (
 )
 from .hooks import LivePlugin, PluginSpec, call_hook
 from .selection import (
-    by_priority,
+    Switches,
     check_unknown,
     instantiate,
     model_list,
@@ -73,6 +81,7 @@ from .selection import (
     session_plugins,
     string_list,
 )
+from .stubs import provider_streams
 
 __all__ = ["PluginRef", "Resolution", "own_config", "resolve", "session_plugins"]
 
@@ -162,150 +171,24 @@ def resolve(
     if not isinstance(user_config, Mapping):
         raise ConfigError(f"config must be a mapping, got {type(user_config).__name__}")
     check_engine_keys(user_config)
-    provider_spec = pick_provider(registry.get("provider", ()), user_config)
-    disabled = set(user_config.get("disabled_plugins") or ())
-    forced = set(user_config.get("force_enabled_plugins") or ())
-    opted_in = set(user_config.get("enabled_plugins") or ())
+    provider_spec = pick_provider(registry.get("provider", ()), user_config)  # step 1
+    provider_streams(provider_spec)  # a wrong ``streams`` declaration fails here, before anything runs
+    switches = Switches.read(user_config, only)
     reasons: dict[str, str] = {provider_spec.name: "selected provider"}
-
-    candidates: dict[str, list[PluginSpec]] = {}
-    for kind in CHAIN_KINDS:
-        cands = []
-        for spec in registry.get(kind, ()):
-            if only is not None and spec.name not in only:
-                reasons[spec.name] = "off: not in the session's metadata 'plugins' list"
-            elif spec.name in disabled and spec.name not in forced:
-                reasons[spec.name] = "off: named in disabled_plugins"
-            elif only is not None:
-                cands.append(spec)
-            elif not spec.default_enabled and spec.name not in opted_in and spec.name not in forced:
-                reasons[spec.name] = "off: opt-in plugin (default_enabled = False) not named in enabled_plugins"
-            else:
-                cands.append(spec)
-        candidates[kind] = by_priority(cands)
-
-    provider = instantiate(provider_spec)
-    live: dict[str, LivePlugin] = {provider_spec.name: provider}
-    for kind in CHAIN_KINDS:
-        for spec in candidates[kind]:
-            live[spec.name] = instantiate(spec)
-    all_cands = [s for kind in CHAIN_KINDS for s in candidates[kind]]
-
-    schemas = {
-        name: parse_schema(name, call_hook(lp, "get_config_schema")) for name, lp in live.items()
-    }
-    live_fields = [f for n in live for f in schemas[n]]
-    known = {f.key for f in live_fields}
-    other_fields = registry_fields(registry, live) if any(k not in known for k in user_config) else []
-    known |= {f.key for f in other_fields}
-    notes = check_unknown(user_config, known)
-    secrets = secret_keys([*live_fields, *other_fields], user_config)
-    refuse_placeholders(user_config, secrets)
-    full_loose = effective_config(user_config, live_fields, strict=False)
-    loose = freeze(redact(full_loose, secrets))
-    for name, lp in live.items():
-        lp.secrets = freeze(owned_secrets(name, schemas[name], full_loose, secrets))
-
-    model_plugins = candidates["extension"] + candidates["feature"]
-    # keyed on the real values: two API keys may see different model lists (the key is a one-way digest)
-    key = models_key(provider_spec.name, [s.name for s in model_plugins], full_loose) if model_cache is not None else ""
-    cached = model_cache.get(key) if model_cache is not None else None
-    if cached is not None:
-        models = cached
-    else:
-        models = model_list(provider, call_hook(provider, "get_models", own_config(provider, loose)))
-        for spec in model_plugins:
-            models = model_list(
-                live[spec.name], call_hook(live[spec.name], "get_models", own_config(live[spec.name], loose), models)
-            )
-        models = freeze(list(models))
-        if model_cache is not None:
-            model_cache[key] = models
-
-    provider_tags = string_list(
-        provider, "get_tags", call_hook(provider, "get_tags", own_config(provider, loose), models)
-    )
-    own_tags = {
-        s.name: string_list(
-            live[s.name], "get_tags", call_hook(live[s.name], "get_tags", own_config(live[s.name], loose), models)
-        )
-        for s in all_cands
-    }
-    required = {s.name: string_list(live[s.name], "required_tags", call_hook(live[s.name], "required_tags"))
-                for s in all_cands}
-    forbidden = {s.name: string_list(live[s.name], "forbidden_tags", call_hook(live[s.name], "forbidden_tags"))
-                 for s in all_cands}
-
-    enabled = frozenset(s.name for s in all_cands)
-    history: list[frozenset[str]] = [enabled]
-    while True:
-        tags = set(provider_tags)
-        for name in enabled:
-            tags |= own_tags[name]
-        frozen_tags = FrozenList(sorted(tags))
-        ids = {
-            "providers": [provider_spec.name],
-            **{_PLURAL[k]: [s.name for s in candidates[k] if s.name in enabled] for k in CHAIN_KINDS},
-        }
-        context = freeze(
-            {
-                "enabled_plugin_ids": ids,
-                "disabled_plugins": sorted(disabled),
-                "force_enabled_plugins": sorted(forced),
-            }
-        )
-        nxt = set()
-        for spec in all_cands:
-            name = spec.name
-            if name in forced:
-                reasons[name] = "on: forced by force_enabled_plugins"
-                nxt.add(name)
-                continue
-            verdict = call_hook(live[name], "is_enabled", own_config(live[name], loose), frozen_tags, models, context)
-            if verdict is True:
-                reasons[name] = "on: is_enabled returned True"
-                nxt.add(name)
-            elif verdict is False:
-                reasons[name] = "off: is_enabled returned False (the plugin switched itself off for this config)"
-            elif verdict is None:
-                missing = required[name] - tags
-                present = forbidden[name] & tags
-                if missing:
-                    reasons[name] = f"off: missing required tags {sorted(missing)}"
-                elif present:
-                    reasons[name] = f"off: forbidden tags present {sorted(present)}"
-                else:
-                    reasons[name] = "on: tag rules satisfied" if required[name] else "on: enabled by default"
-                    nxt.add(name)
-            else:
-                raise PluginError(
-                    name, "is_enabled", TypeError("bad return value"),
-                    detail=f"must return True, False or None, got {verdict!r}",
-                )
-        new = frozenset(nxt)
-        if new == enabled:
-            break
-        if new in history:
-            cycle = history[history.index(new):]
-            flipping = sorted(set().union(*cycle) - frozenset.intersection(*cycle))
-            raise ConfigError(
-                "plugin enablement does not settle: "
-                f"{', '.join(flipping)} keep switching each other on and off through their tags",
-                plugins=flipping,
-            )
-        history.append(new)
-        enabled = new
+    candidates = {kind: switches.candidates(registry.get(kind, ()), reasons) for kind in CHAIN_KINDS}  # step 2
+    live = {provider_spec.name: instantiate(provider_spec)}
+    live.update((spec.name, instantiate(spec)) for kind in CHAIN_KINDS for spec in candidates[kind])
+    seen = ConfigSeen.read(registry, user_config, live)
+    provider = live[provider_spec.name]
+    models = ask_models(provider, [live[s.name] for s in candidates["extension"] + candidates["feature"]],
+                        seen, model_cache)  # step 3
+    enabled, tags = Enablement(provider, candidates, live, switches, seen.view, models).settle(reasons)  # step 4
 
     def refs(kind: str) -> tuple[PluginRef, ...]:
-        return tuple(PluginRef(s) for s in candidates[kind] if s.name in enabled)
+        return tuple(PluginRef(s) for s in candidates[kind] if s.name in enabled)  # in step 5's order
 
     extensions, features, tools = refs("extension"), refs("feature"), refs("tool")
     chain = [provider_spec.name, *extensions, *features, *tools]
-    chain_fields = [f for n in chain for f in schemas[n]]
-    full = effective_config(user_config, chain_fields, strict=True, secrets=secrets)
-    config = freeze(redact(full, secrets))
-    for name in chain:
-        live[name].secrets = freeze(owned_secrets(name, schemas[name], full, secrets))
     return Resolution(
         provider=PluginRef(provider_spec),
         extensions=extensions,
@@ -314,7 +197,171 @@ def resolve(
         tags=tuple(sorted(tags)),
         models=tuple(models),
         reasons=FrozenDict(reasons),
-        config=config,
+        config=seen.settled(user_config, chain, live),
         live={n: live[n] for n in chain},
-        warnings=notes,
+        warnings=seen.notes,
     )
+
+
+@dataclass(frozen=True)
+class ConfigSeen:
+    """The caller's config as the candidates see it while resolving: their schemas, the secrets, the redacted view.
+
+    Attributes:
+        schemas: plugin name -> its config fields.
+        secrets: the keys whose values are secret.
+        full: the effective config over every candidate's fields, secrets included.
+        view: ``full`` with secret values redacted, frozen: what hooks get (through :func:`own_config`).
+        notes: one sentence per key nothing declares.
+    """
+
+    schemas: Mapping[str, tuple[FieldSpec, ...]]
+    secrets: frozenset[str]
+    full: Mapping[str, Any]
+    view: FrozenDict
+    notes: tuple[str, ...]
+
+    @classmethod
+    def read(cls, registry: Mapping[str, Sequence[PluginSpec]], user_config: Mapping[str, Any],
+             live: Mapping[str, LivePlugin]) -> ConfigSeen:
+        """Ask each candidate's schema, check the keys, find the secrets; hand each plugin its own secrets.
+
+        Raises:
+            ConfigError: a key nothing declares under ``strict_config``, a
+                redacted placeholder sent as a secret, a value of the wrong type.
+        """
+        schemas = {name: parse_schema(name, call_hook(lp, "get_config_schema")) for name, lp in live.items()}
+        fields = [f for n in live for f in schemas[n]]
+        known = {f.key for f in fields}
+        others = registry_fields(registry, live) if any(k not in known for k in user_config) else []
+        known |= {f.key for f in others}
+        notes = check_unknown(user_config, known)
+        secrets = secret_keys([*fields, *others], user_config)
+        refuse_placeholders(user_config, secrets)
+        full = effective_config(user_config, fields, strict=False)
+        seen = cls(schemas, secrets, full, freeze(redact(full, secrets)), notes)
+        seen.hand_secrets(live, live, full)
+        return seen
+
+    def hand_secrets(self, live: Mapping[str, LivePlugin], names: Iterable[str], config: Mapping[str, Any]) -> None:
+        """Give each named plugin the secret values of ``config`` it declares itself (see :func:`own_config`)."""
+        for name in names:
+            live[name].secrets = freeze(owned_secrets(name, self.schemas[name], config, self.secrets))
+
+    def settled(self, user_config: Mapping[str, Any], chain: list[str], live: Mapping[str, LivePlugin]) -> FrozenDict:
+        """The request's config over the enabled plugins' fields only (strictly typed), redacted; secrets handed anew."""
+        full = effective_config(user_config, [f for n in chain for f in self.schemas[n]], strict=True,
+                                secrets=self.secrets)
+        self.hand_secrets(live, chain, full)
+        return freeze(redact(full, self.secrets))  # type: ignore[no-any-return]
+
+
+def ask_models(provider: LivePlugin, others: list[LivePlugin], seen: ConfigSeen,
+               cache: MutableMapping[str, Any] | None) -> Any:
+    """Step 3: the provider's ``get_models``, then each candidate extension's and feature's, in order.
+
+    With a ``cache``, the result is kept under a digest of the provider, the
+    candidates and the real config values (two API keys may see different
+    model lists; the key is one-way).
+    """
+    key = models_key(provider.name, [p.name for p in others], seen.full) if cache is not None else ""
+    cached = cache.get(key) if cache is not None else None
+    if cached is not None:
+        return cached
+    models = model_list(provider, call_hook(provider, "get_models", own_config(provider, seen.view)))
+    for p in others:
+        models = model_list(p, call_hook(p, "get_models", own_config(p, seen.view), models))
+    models = freeze(list(models))
+    if cache is not None:
+        cache[key] = models
+    return models
+
+
+class Enablement:
+    """Step 4: tags and enablement, a fixed point over the candidates (see the module docstring).
+
+    What does not change from round to round is asked once, here: each
+    plugin's ``get_tags``, ``required_tags`` and ``forbidden_tags``, for every
+    candidate in order, one hook after the other.
+    """
+
+    def __init__(self, provider: LivePlugin, candidates: Mapping[str, list[PluginSpec]],
+                 live: Mapping[str, LivePlugin], switches: Switches, view: FrozenDict, models: Any) -> None:
+        self.provider, self.candidates, self.switches, self.view, self.models = provider, candidates, switches, view, models
+        self.plugins = [live[s.name] for kind in CHAIN_KINDS for s in candidates[kind]]
+        self.provider_tags = _tags(provider, view, models)
+        self.own = {p.name: _tags(p, view, models) for p in self.plugins}
+        self.required = {p.name: string_list(p, "required_tags", call_hook(p, "required_tags")) for p in self.plugins}
+        self.forbidden = {p.name: string_list(p, "forbidden_tags", call_hook(p, "forbidden_tags")) for p in self.plugins}
+
+    def settle(self, reasons: dict[str, str]) -> tuple[frozenset[str], set[str]]:
+        """Rounds from "every candidate on" until the enabled set repeats; returns it and its tags.
+
+        Raises:
+            ConfigError: an older set came back (the plugins that keep flipping are named).
+            PluginError: ``is_enabled`` raised or returned something else than True, False or None.
+        """
+        enabled = frozenset(p.name for p in self.plugins)
+        history = [enabled]
+        while True:
+            tags = set(self.provider_tags).union(*(self.own[n] for n in enabled))
+            new = self.round(enabled, tags, reasons)
+            if new == enabled:
+                return enabled, tags
+            if new in history:
+                cycle = history[history.index(new):]
+                flipping = sorted(set().union(*cycle) - frozenset.intersection(*cycle))
+                raise ConfigError(
+                    "plugin enablement does not settle: "
+                    f"{', '.join(flipping)} keep switching each other on and off through their tags",
+                    plugins=flipping,
+                )
+            history.append(new)
+            enabled = new
+
+    def round(self, enabled: frozenset[str], tags: set[str], reasons: dict[str, str]) -> frozenset[str]:
+        """One round: which candidates are on given the tags ``enabled`` makes; ``reasons`` says why for each."""
+        frozen_tags = FrozenList(sorted(tags))
+        context = freeze({
+            "enabled_plugin_ids": {
+                "providers": [self.provider.name],
+                **{_PLURAL[k]: [s.name for s in self.candidates[k] if s.name in enabled] for k in CHAIN_KINDS},
+            },
+            "disabled_plugins": sorted(self.switches.disabled),
+            "force_enabled_plugins": sorted(self.switches.forced),
+        })
+        on = set()
+        for plugin in self.plugins:
+            name = plugin.name
+            if name in self.switches.forced:
+                verdict, reasons[name] = True, "on: forced by force_enabled_plugins"
+            else:
+                verdict = call_hook(plugin, "is_enabled", own_config(plugin, self.view), frozen_tags, self.models,
+                                    context)
+                verdict, reasons[name] = self.decided(plugin, verdict, tags)
+            if verdict:
+                on.add(name)
+        return frozenset(on)
+
+    def decided(self, plugin: LivePlugin, verdict: Any, tags: set[str]) -> tuple[bool, str]:
+        """``is_enabled``'s answer, or the tag rules when it has none: on or off, and why."""
+        if verdict is True:
+            return True, "on: is_enabled returned True"
+        if verdict is False:
+            return False, "off: is_enabled returned False (the plugin switched itself off for this config)"
+        if verdict is not None:
+            raise PluginError(
+                plugin.name, "is_enabled", TypeError("bad return value"),
+                detail=f"must return True, False or None, got {verdict!r}",
+            )
+        missing = self.required[plugin.name] - tags
+        present = self.forbidden[plugin.name] & tags
+        if missing:
+            return False, f"off: missing required tags {sorted(missing)}"
+        if present:
+            return False, f"off: forbidden tags present {sorted(present)}"
+        return True, "on: tag rules satisfied" if self.required[plugin.name] else "on: enabled by default"
+
+
+def _tags(plugin: LivePlugin, view: FrozenDict, models: Any) -> frozenset[str]:
+    return string_list(plugin, "get_tags", call_hook(plugin, "get_tags", own_config(plugin, view), models))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -18,8 +19,46 @@ from ..values.frozen import FrozenList, freeze
 from .config import FieldSpec, parse_schema, unknown_key_notes
 from .hooks import LivePlugin, PluginSpec, call_hook
 
-__all__ = ["by_priority", "check_unknown", "instantiate", "model_list", "models_key", "pick_provider",
+__all__ = ["Switches", "by_priority", "check_unknown", "instantiate", "model_list", "models_key", "pick_provider",
            "registry_fields", "session_plugins", "string_list"]
+
+
+@dataclass(frozen=True)
+class Switches:
+    """What the caller says about plugins: the config's three lists and the session's own list (``only``)."""
+
+    disabled: frozenset[str]
+    forced: frozenset[str]
+    opted_in: frozenset[str]
+    only: frozenset[str] | None
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any], only: frozenset[str] | None) -> Switches:
+        """``disabled_plugins``, ``force_enabled_plugins`` and ``enabled_plugins`` of ``config``, read once."""
+        return cls(frozenset(config.get("disabled_plugins") or ()), frozenset(config.get("force_enabled_plugins") or ()),
+                   frozenset(config.get("enabled_plugins") or ()), only)
+
+    def off(self, spec: PluginSpec) -> str | None:
+        """Why a registered plugin is not a candidate (a sentence for ``reasons``), or None when it is one."""
+        name = spec.name
+        if self.only is not None and name not in self.only:
+            return "off: not in the session's metadata 'plugins' list"
+        if name in self.disabled and name not in self.forced:
+            return "off: named in disabled_plugins"
+        if self.only is None and not spec.default_enabled and name not in self.opted_in and name not in self.forced:
+            return "off: opt-in plugin (default_enabled = False) not named in enabled_plugins"
+        return None
+
+    def candidates(self, specs: Sequence[PluginSpec], reasons: dict[str, str]) -> list[PluginSpec]:
+        """Step 2 for one kind: the plugins not switched off, by priority then name; ``reasons`` says why for the rest."""
+        kept = []
+        for spec in specs:
+            why = self.off(spec)
+            if why is None:
+                kept.append(spec)
+            else:
+                reasons[spec.name] = why
+        return by_priority(kept)
 
 
 def registry_fields(registry: Mapping[str, Sequence[PluginSpec]], skip: Mapping[str, Any]) -> list[FieldSpec]:
@@ -41,7 +80,7 @@ def check_unknown(user_config: Mapping[str, Any], known: set[str]) -> tuple[str,
     if notes and user_config.get("strict_config"):
         raise ConfigError("; ".join(note for _, _, note in notes) + " (strict_config is on)", key=notes[0][0])
     for key, suggestion, note in notes:
-        warnings.warn(UnknownConfigKeyWarning(note, key=key, suggestion=suggestion), stacklevel=4)
+        warnings.warn(UnknownConfigKeyWarning(note, key=key, suggestion=suggestion), stacklevel=5)
     return tuple(note for _, _, note in notes)
 
 
