@@ -106,107 +106,117 @@ def scripted_provider(
     ``from_config`` the turns come from each request's config ``script``.
     """
     fixed = tuple(reply(t) if isinstance(t, str) else t for t in turns)
+    cls = type(f"ScriptedProvider_{name}", (_Scripted,), {
+        "name": name, "script": fixed, "extra_tags": tuple(tags), "from_config": from_config,
+    })
+    cls.__qualname__ = cls.__name__
+    return cls
 
-    def turn_for(native_messages: Sequence[Mapping[str, Any]], state: Any) -> ScriptedTurn:
-        script = parse_script(state["config"].get("script")) if from_config else fixed
+
+def _native_final(turn: ScriptedTurn) -> dict[str, Any]:
+    """The assistant message a turn answers with, in the OpenAI Chat Completions shape."""
+    msg: dict[str, Any] = {"role": "assistant", "content": turn.content}
+    if turn.tool_calls:
+        msg["tool_calls"] = [dict(c) for c in turn.tool_calls]
+    if turn.usage:
+        msg["usage"] = dict(turn.usage)
+    if turn.metadata:
+        msg["metadata"] = dict(turn.metadata)
+    return msg
+
+
+class _Scripted:
+    """What :func:`scripted_provider` builds on: a provider playing ``script`` (or config ``script``).
+
+    Subclasses set ``name``, ``script``, ``extra_tags`` and ``from_config``.
+    Which turn it plays is the number of assistant messages in the native
+    history, so the provider keeps nothing between requests.
+    """
+
+    version = "1.0.0"
+    streams = True  # stream_api sends the reply word by word; call_api answers the same turn at once
+    name = "scripted"
+    script: tuple[ScriptedTurn, ...] = ()
+    extra_tags: tuple[str, ...] = ()
+    from_config = False
+
+    def _turn_for(self, native_messages: Sequence[Mapping[str, Any]], state: Any) -> ScriptedTurn:
+        script = parse_script(state["config"].get("script")) if self.from_config else self.script
         i = _turn_index(native_messages)
         return script[i] if i < len(script) else reply("(script exhausted)")
 
-    def native_final(turn: ScriptedTurn) -> dict[str, Any]:
-        msg: dict[str, Any] = {"role": "assistant", "content": turn.content}
-        if turn.tool_calls:
-            msg["tool_calls"] = [dict(c) for c in turn.tool_calls]
-        if turn.usage:
-            msg["usage"] = dict(turn.usage)
-        if turn.metadata:
-            msg["metadata"] = dict(turn.metadata)
-        return msg
+    def get_models(self, config: Any) -> list[dict[str, Any]]:
+        return [{"id": "scripted-1"}]
 
-    class ScriptedProvider:
-        version = "1.0.0"
+    def get_tags(self, config: Any, models: Any) -> list[str]:
+        return ["streaming", "tools", *self.extra_tags]
 
-        def get_models(self, config: Any) -> list[dict[str, Any]]:
-            return [{"id": "scripted-1"}]
+    def init(self, config: Any) -> dict[str, Any]:
+        if self.from_config:
+            parse_script(config.get("script"))  # a bad script fails before anything runs
+        return {"config": config, "answered": False}
 
-        def get_tags(self, config: Any, models: Any) -> list[str]:
-            return ["streaming", "tools", *tags]
+    def to_native_messages(self, messages: Any, state: Any, *, context: Any = None) -> list[dict[str, Any]]:
+        out = []
+        for m in messages:
+            n: dict[str, Any] = {"role": m["role"], "content": m["content"]}
+            meta = m.get("metadata") or {}
+            if meta.get("tool_calls"):
+                n["tool_calls"] = meta["tool_calls"]
+            if m["role"] == "tool":
+                n["tool_call_id"] = meta.get("tool_call_id")
+            out.append(n)
+        return out
 
-        def init(self, config: Any) -> dict[str, Any]:
-            if from_config:
-                parse_script(config.get("script"))  # a bad script fails before anything runs
-            return {"config": config, "answered": False}
+    def from_native_messages(self, native_messages: Any, state: Any, *, context: Any = None) -> list[dict[str, Any]]:
+        out = []
+        for n in native_messages:
+            meta = dict(n.get("metadata") or {})
+            if n.get("tool_calls"):
+                meta["tool_calls"] = n["tool_calls"]
+            if n.get("usage"):
+                meta["usage"] = n["usage"]
+            out.append({"role": n["role"], "content": n.get("content", ""), "metadata": meta})
+        return out
 
-        def to_native_messages(self, messages: Any, state: Any, *, context: Any = None) -> list[dict[str, Any]]:
-            out = []
-            for m in messages:
-                n: dict[str, Any] = {"role": m["role"], "content": m["content"]}
-                meta = m.get("metadata") or {}
-                if meta.get("tool_calls"):
-                    n["tool_calls"] = meta["tool_calls"]
-                if m["role"] == "tool":
-                    n["tool_call_id"] = meta.get("tool_call_id")
-                out.append(n)
-            return out
+    def initialize_request(
+        self, native_messages: Any, state: Any, *, request_id: str | None = None, context: Any = None
+    ) -> tuple[Any, Any]:
+        return native_messages, {**state, "answered": False}
 
-        def from_native_messages(self, native_messages: Any, state: Any, *, context: Any = None) -> list[dict[str, Any]]:
-            out = []
-            for n in native_messages:
-                meta = dict(n.get("metadata") or {})
-                if n.get("tool_calls"):
-                    meta["tool_calls"] = n["tool_calls"]
-                if n.get("usage"):
-                    meta["usage"] = n["usage"]
-                out.append({"role": n["role"], "content": n.get("content", ""), "metadata": meta})
-            return out
+    def stream_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Iterator[Any]:
+        turn = self._turn_for(native_messages, state)
+        words = turn.content.split(" ") if turn.content else []
+        for i, w in enumerate(words):
+            yield {"delta": w if i == 0 else " " + w}
+        yield {"end": True}
 
-        def initialize_request(
-            self, native_messages: Any, state: Any, *, request_id: str | None = None, context: Any = None
-        ) -> tuple[Any, Any]:
-            return native_messages, {**state, "answered": False}
+    def process_chunk(self, chunk: Any, native_messages: Any, state: Any) -> tuple[Any, Any, Any, Any]:
+        if "delta" in chunk:
+            return [{"role": "assistant", "content": chunk["delta"]}], [], native_messages, state
+        return [], [], native_messages, state
 
-        def stream_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Iterator[Any]:
-            turn = turn_for(native_messages, state)
-            words = turn.content.split(" ") if turn.content else []
-            for i, w in enumerate(words):
-                yield {"delta": w if i == 0 else " " + w}
-            yield {"end": True}
+    def finalize(self, native_messages: Any, state: Any, *, context: Any = None) -> tuple[Any, Any, Any]:
+        # After a stream the final is assembled here; after call_api it was
+        # already returned, so there is nothing left.
+        if state["answered"]:
+            return [], native_messages, state
+        final = _native_final(self._turn_for(native_messages, state))
+        return [final], [*native_messages, final], {**state, "answered": True}
 
-        def process_chunk(self, chunk: Any, native_messages: Any, state: Any) -> tuple[Any, Any, Any, Any]:
-            if "delta" in chunk:
-                return [{"role": "assistant", "content": chunk["delta"]}], [], native_messages, state
-            return [], [], native_messages, state
-
-        def finalize(self, native_messages: Any, state: Any, *, context: Any = None) -> tuple[Any, Any, Any]:
-            # After a stream the final is assembled here; after call_api it was
-            # already returned, so there is nothing left.
-            if state["answered"]:
-                return [], native_messages, state
-            final = native_final(turn_for(native_messages, state))
-            return [final], [*native_messages, final], {**state, "answered": True}
-
-        def call_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> tuple[Any, Any, Any, Any]:
-            final = native_final(turn_for(native_messages, state))
-            return [], [final], [*native_messages, final], {**state, "answered": True}
-
-    ScriptedProvider.name = name  # type: ignore[attr-defined]
-    ScriptedProvider.__name__ = ScriptedProvider.__qualname__ = f"ScriptedProvider_{name}"
-    return ScriptedProvider
+    def call_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> tuple[Any, Any, Any, Any]:
+        final = _native_final(self._turn_for(native_messages, state))
+        return [], [final], [*native_messages, final], {**state, "answered": True}
 
 
-def _script_provider() -> type:
-    base = scripted_provider(name="scripted", tags=["provider:scripted"], from_config=True)
+class ScriptProvider(_Scripted):
+    """``scripted``: the scripted provider, installed by entry point, its turns in config ``script``."""
 
-    class ScriptProvider(base):  # type: ignore[misc, valid-type]
-        """``scripted``: the scripted provider, installed by entry point, its turns in config ``script``."""
+    name = "scripted"
+    extra_tags = ("provider:scripted",)
+    from_config = True
 
-        def get_config_schema(self) -> dict[str, Any]:
-            return {"script": {"type": "array", "default": [],
-                               "description": "Model turns to play: texts, or {content, tool_calls, usage}."},
-                    "model": {"type": "string", "default": "scripted-1", "description": "Reported model id."}}
-
-    ScriptProvider.name = "scripted"  # type: ignore[attr-defined]
-    return ScriptProvider
-
-
-#: the ``scripted`` provider of the ``agent_core.providers`` entry points
-ScriptProvider = _script_provider()
+    def get_config_schema(self) -> dict[str, Any]:
+        return {"script": {"type": "array", "default": [],
+                           "description": "Model turns to play: texts, or {content, tool_calls, usage}."},
+                "model": {"type": "string", "default": "scripted-1", "description": "Reported model id."}}
