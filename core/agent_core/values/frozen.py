@@ -341,10 +341,20 @@ def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
         lst._hash = None
         lst._json = False
         return lst
+    return _freeze_other(value, _budget)
+
+
+def _freeze_other(value: Any, budget: int) -> Any:
+    """:func:`freeze` of what is not a plain dict, list or tuple: other mappings and sequences, sets, objects.
+
+    Out of :func:`freeze` so that its plain cases, which a plugin's state and
+    messages almost always are, stay one frame; ``budget`` is already counted
+    down for this level.
+    """
     if isinstance(value, Mapping) and not isinstance(value, FrozenDict):
         items = {}
         for k, v in value.items():
-            items[k] = v if v.__class__ in _KEPT else freeze(v, _budget)
+            items[k] = v if v.__class__ in _KEPT else freeze(v, budget)
         new = _new_dict(FrozenDict)
         _fill_dict(new, items)
         new._hash = None
@@ -353,7 +363,7 @@ def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     if isinstance(value, (list, tuple, pyrsistent.PVector)) and not isinstance(value, FrozenList):
         out = []
         for v in value:
-            out.append(v if v.__class__ in _KEPT else freeze(v, _budget))
+            out.append(v if v.__class__ in _KEPT else freeze(v, budget))
         lst = _new_list(FrozenList)
         _extend(lst, out)
         lst._hash = None
@@ -362,7 +372,7 @@ def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     if isinstance(value, (FrozenDict, FrozenList, FrozenVector, frozenset)):
         return value
     if isinstance(value, (set, pyrsistent.PSet)):
-        return frozenset(freeze(v, _budget) for v in value)
+        return frozenset(freeze(v, budget) for v in value)
     return value
 
 

@@ -52,77 +52,101 @@ def freeze_json(value: Any, what: str = "value") -> Any:
         raise InvalidValueError(f"{what}{r.path}: {r.reason}", path=f"{what}{r.path}") from None
 
 
-def _json(value: Any, budget: int) -> Any:
-    cls = value.__class__
-    if cls is str:
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise _Refused("text with a lone surrogate is not valid Unicode; JSON cannot carry it") from None
-        return value
-    if value is None or cls is bool or cls is int:
-        return value
-    if cls is float:
-        if math.isfinite(value):
+#: what a refusal's path starts from: the value freeze_json was handed (no ``[key]`` to add)
+_TOP: Any = object()
+
+
+def _json(value: Any, budget: int, key: Any = _TOP) -> Any:
+    """Check and normalise ``value``, the item at ``key`` of its container; ``budget`` levels may follow.
+
+    Scalars and trees already checked return here; a container goes to
+    :func:`_json_mapping` or :func:`_json_sequence`, which call this function
+    again for each item (two frames per level, so :data:`MAX_DEPTH`, not the
+    interpreter's recursion limit, ends a deep walk); the rest goes to
+    :func:`_json_other`. A refusal's path grows by ``[key]`` on its way out.
+    """
+    try:
+        cls = value.__class__
+        if cls is str:
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise _Refused("text with a lone surrogate is not valid Unicode; JSON cannot carry it") from None
             return value
-        raise _Refused(f"{value!r} is not a JSON number")
-    if (cls is FrozenDict or cls is FrozenList) and value._json:
-        return value
-    if budget <= 0:
-        raise _Refused(f"nested deeper than {MAX_DEPTH} levels (or contains itself)")
-    budget -= 1
-    if isinstance(value, Mapping):
-        items: dict[str, Any] = {}
-        changed = cls is not FrozenDict
-        for k, v in value.items():
-            if k.__class__ is not str:
-                if not isinstance(k, str):
-                    raise _Refused(f"the key {k!r} is a {type(k).__name__}; JSON object keys are strings")
-                k = str.__str__(k)
-                changed = True
-            vc = v.__class__
-            if not (vc is int or vc is bool or v is None or (vc is str and v.isascii())
-                    or ((vc is FrozenDict or vc is FrozenList) and v._json)):
-                try:
-                    nv = _json(v, budget)
-                except _Refused as r:
-                    r.path = f"[{k!r}]{r.path}"
-                    raise
-                if nv is not v:
-                    changed = True
-                    v = nv
-            items[k] = v
-        out = FrozenDict._trusted(items) if changed else value
-        out._json = True
-        return out
-    if isinstance(value, (list, tuple, FrozenVector, pyrsistent.PVector)):
-        seq: list[Any] = []
-        changed = cls is not FrozenList
-        for i, v in enumerate(value):
-            vc = v.__class__
-            if not (vc is int or vc is bool or v is None or (vc is str and v.isascii())
-                    or ((vc is FrozenDict or vc is FrozenList) and v._json)):
-                # the common cases above are checked inline: no call per item
-                try:
-                    nv = _json(v, budget)
-                except _Refused as r:
-                    r.path = f"[{i}]{r.path}"
-                    raise
-                if nv is not v:
-                    changed = True
-                    v = nv
-            seq.append(v)
-        out = FrozenList._trusted(seq) if changed else value
-        out._json = True
-        return out
+        if value is None or cls is bool or cls is int:
+            return value
+        if cls is float:
+            if math.isfinite(value):
+                return value
+            raise _Refused(f"{value!r} is not a JSON number")
+        if (cls is FrozenDict or cls is FrozenList) and value._json:
+            return value
+        if budget <= 0:
+            raise _Refused(f"nested deeper than {MAX_DEPTH} levels (or contains itself)")
+        if isinstance(value, Mapping):
+            return _json_mapping(value, budget - 1)
+        if isinstance(value, _SEQUENCES):
+            return _json_sequence(value, budget - 1)
+        return _json_other(value, budget - 1)
+    except _Refused as r:
+        if key is not _TOP:
+            r.path = f"[{key!r}]{r.path}"
+        raise
+
+
+#: item classes a container's loop keeps without a call (strings only when ASCII, frozen trees only when checked)
+_PLAIN = frozenset({int, bool, type(None)})
+_SEQUENCES = (list, tuple, FrozenVector, pyrsistent.PVector)
+
+
+def _json_mapping(value: Mapping[Any, Any], budget: int) -> FrozenDict:
+    """A checked FrozenDict of ``value`` (keys must be strings); ``value`` itself when nothing changed."""
+    items: dict[str, Any] = {}
+    changed = value.__class__ is not FrozenDict
+    for k, v in value.items():
+        if k.__class__ is not str:
+            if not isinstance(k, str):
+                raise _Refused(f"the key {k!r} is a {type(k).__name__}; JSON object keys are strings")
+            k = str.__str__(k)
+            changed = True
+        vc = v.__class__
+        if not (vc in _PLAIN or (vc is str and v.isascii()) or ((vc is FrozenDict or vc is FrozenList) and v._json)):
+            nv = _json(v, budget, k)
+            if nv is not v:
+                changed, v = True, nv
+        items[k] = v
+    out = FrozenDict.from_frozen(items) if changed else value
+    out._json = True
+    return out  # type: ignore[return-value]
+
+
+def _json_sequence(value: Any, budget: int) -> FrozenList:
+    """A checked FrozenList of a list, tuple or vector; ``value`` itself when nothing changed."""
+    seq: list[Any] = []
+    changed = value.__class__ is not FrozenList
+    for i, v in enumerate(value):
+        vc = v.__class__
+        # the common items are checked inline, as in _json_mapping: no call per item
+        if not (vc in _PLAIN or (vc is str and v.isascii()) or ((vc is FrozenDict or vc is FrozenList) and v._json)):
+            nv = _json(v, budget, i)
+            if nv is not v:
+                changed, v = True, nv
+        seq.append(v)
+    out = FrozenList.from_frozen(seq) if changed else value
+    out._json = True
+    return out
+
+
+def _json_other(value: Any, budget: int) -> Any:
+    """Sets (sorted by their items' JSON), subclasses of the scalars, agent-core's values; else a refusal."""
     if isinstance(value, (set, frozenset, pyrsistent.PSet)):
         try:
             members = [_json(v, budget) for v in value]
         except _Refused as r:
             r.path = f"{{set item}}{r.path}"
             raise
-        ordered = FrozenList._trusted(sorted(members, key=_json_key))
+        ordered = FrozenList.from_frozen(sorted(members, key=_json_key))
         ordered._json = True
         return ordered
     if isinstance(value, str):
