@@ -23,10 +23,14 @@ Order of work for one request (binding; the plugin hooks' docs refer to it):
       ``tool_pre`` lifecycle, execution, ``tool`` messages, ``tool_post``;
 5. ``done`` with the new session.
 
-Each stage lives in its own module: :mod:`~agent_core.plugins.chains` (a, b, e),
+Each stage lives in its own module: :mod:`~agent_core.tools.kit` (2),
+:mod:`~agent_core.plugins.chains` (3, a, b, e),
 :mod:`~agent_core.engine.hot_loop` (c, the start of d), :mod:`~agent_core.engine.finalize`
 (d-f), :mod:`~agent_core.tools.loop` and :mod:`~agent_core.tools.policy` (g),
-:mod:`~agent_core.plugins.lifecycle` (actions). This module strings them together.
+:mod:`~agent_core.plugins.lifecycle` (actions). This module strings them together, one
+method per step: :meth:`RequestRun._resolved` (1), ``_set_up`` (2-3), ``_answer_pending`` (tool
+calls an earlier request left), ``_provider_call`` (4: ``_native_for_call`` a-b,
+``_tools_asked`` g).
 
 The run never calls back into the engine: :class:`AgentCore` hands it a
 ``resolve`` callback, the approval callback and the object contexts carry as
@@ -38,6 +42,7 @@ per-turn work grows with the length of the conversation.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -53,20 +58,11 @@ from ..plugins.hooks import LivePlugin, cancel_provider_call
 from ..plugins.lifecycle import lifecycle_table
 from ..plugins.resolution import Resolution, own_config
 from ..runtime.effects import EffectCancelled
-from ..runtime.flight import Flight, RunCancelled, tool_timeout_of
+from ..runtime.flight import Flight, RunCancelled
+from ..tools.kit import ToolKit
 from ..tools.loop import pending_calls, run_tools
-from ..tools.policy import ToolKit, tool_failure
-from ..tools.toolkit import (
-    LiveTool,
-    accepted_formats,
-    adapt_all,
-    build_catalog,
-    emitted_formats,
-    inspect_call,
-    interop_registry,
-    prepare_tools,
-    truncation,
-)
+from ..tools.policy import tool_failure
+from ..tools.toolkit import inspect_call, truncation
 from ..values.events import (
     FINISHED,
     DoneEvent,
@@ -95,6 +91,19 @@ def error_info(exc: BaseException) -> ErrorInfo:
             type(exc).__name__, str(exc), exc.provider, None, exc.status_code, getattr(exc, "retry_after", None)
         )
     return ErrorInfo(type(exc).__name__, str(exc))
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What a request settles before its first provider call (steps 1-3), for every call after."""
+
+    provider: LivePlugin
+    exts: list[LivePlugin]
+    chain: list[LivePlugin]  # the extensions, then the features
+    kit: ToolKit
+    base_ctx: dict[str, Any]  # what each provider call's context starts from
+    max_iter: int  # max_iterations
+    stop_on_error: bool  # stop_on_tool_error
 
 
 class RequestRun:
@@ -177,6 +186,24 @@ class RequestRun:
         )
 
     def _run(self) -> Generator[Any, Any, Session]:
+        """Steps 1-4 of the module docstring; returns the new session (``done``, step 5, is :meth:`_events`')."""
+        res = yield from self._resolved()  # 1
+        req, state = yield from self._set_up(res)  # 2-3
+        session, go_on = yield from self._answer_pending(req, self.input_session, state)
+        if not go_on:
+            return session
+        # The stored record's digests are memoized on the message vector; computing them on the
+        # caller's vector (not only on the grown one) lets a request sent again from the same
+        # session find them, so it costs O(new messages), not O(history).
+        prefix_digest(session.messages, len(session.messages))
+        for iteration in range(1, req.max_iter + 1):  # 4
+            session, state, go_on = yield from self._provider_call(req, session, state, iteration)
+            if not go_on:
+                break
+        return session
+
+    def _resolved(self) -> Generator[Any, Any, Resolution]:
+        """Step 1: resolve the plugins and announce them (``start``); a cancel now reaches the provider too."""
         try:
             res = self.resolve()
         except Exception:
@@ -184,126 +211,143 @@ class RequestRun:
             wanted = self.user_config.get("provider") if isinstance(self.user_config, Mapping) else None
             yield StartEvent(self.request_id, str(wanted or ""), [], [], [])
             raise
-        live = res.live
-        provider: LivePlugin = live[res.provider]
-        self.flight.attach(partial(cancel_provider_call, provider, self.request_id))
-        exts: list[LivePlugin] = [live[n] for n in res.extensions]
-        feats: list[LivePlugin] = [live[n] for n in res.features]
-        chain = [*exts, *feats]
+        self.flight.attach(partial(cancel_provider_call, res.live[res.provider], self.request_id))
         yield StartEvent(
             self.request_id, str(res.provider), [str(n) for n in res.extensions],
             [str(n) for n in res.features], [str(n) for n in res.tools], list(res.warnings),
         )
-        config: FrozenDict = res.config
-        max_iter = int(config.get("max_iterations") or 10)
+        return res
 
-        prep_ctx = freeze({"core": self.core, "config": config, "provider": str(res.provider),
-                           "tags": list(res.tags), "models": list(res.models), "request_id": self.request_id})
-        tools: list[LiveTool] = yield from build_catalog([live[n] for n in res.tools], config, prep_ctx)
-        available = FrozenList.from_frozen([d for t in tools for d in t.schemas.values()])
-        effective = prepare_tools(feats, config, available, prep_ctx.merged({"available_tools": available,
-                                                                            "tools": available}))
-        registry = interop_registry(provider, exts, tools, config)
-        accepted = accepted_formats(provider, exts, config)
-        config = config.set("tools", adapt_all(registry, list(effective), accepted))
-        emitted = emitted_formats(provider, exts, config)
-
+    def _set_up(self, res: Resolution) -> Generator[Any, Any, tuple[Settled, Any]]:
+        """Steps 2-3: the tools (their schemas into ``config["tools"]``), then the init chain; returns its state."""
+        live = res.live
+        provider = live[res.provider]
+        exts: list[LivePlugin] = [live[n] for n in res.extensions]
+        chain = [*exts, *(live[n] for n in res.features)]
+        kit = yield from ToolKit.for_request(res, self.core, request_id=self.request_id, flight=self.flight,
+                                             stream=self.stream, approval=self.approval)
+        config = kit.config
         state = init_state(provider, chain, lambda p: own_config(p, config))
-        kit = ToolKit(
-            registry, tools, {(d.plugin_name, d.tool_name) for d in effective}, emitted, accepted,
-            lifecycle_table(chain, state), config, self.request_id, self.flight, self.stream, self.core,
-            self.approval, tool_timeout_of(config),
-        )
-        stop_on_error = bool(config.get("stop_on_tool_error"))
+        kit = kit.with_lifecycle(lifecycle_table(chain, state))
         base_ctx = {
             "core": self.core, "config": config, "request_id": self.request_id, "tags": list(res.tags),
-            "models": list(res.models), "available_tools": available, "tools": effective,
-            "tool_interop": registry, "stream": self.stream,
+            "models": list(res.models), "available_tools": kit.available, "tools": kit.offered,
+            "tool_interop": kit.registry, "stream": self.stream,
         }
-        session = self.input_session
-        pname = provider.name
+        return Settled(provider, exts, chain, kit, base_ctx, int(config.get("max_iterations") or 10),
+                     bool(config.get("stop_on_tool_error"))), state
 
-        pending = pending_calls(session, registry, emitted)
-        if pending is not None:
-            # An earlier request stopped (max_turns) before running these: answer them first, so the
-            # provider never sees a call without its result.
-            pos, calls = pending
-            skip = None if config.get("run_pending_tool_calls", True) else (
-                "tool call not executed: the request that asked for it stopped before running it, "
-                "and run_pending_tool_calls is off"
+    def _answer_pending(self, req: Settled, session: Session, state: Any) -> Generator[Any, Any, tuple[Session, bool]]:
+        """Tool calls an earlier request left unanswered (it stopped at ``max_turns``) are answered first.
+
+        So the provider never sees a call without its result. With
+        ``run_pending_tool_calls`` off each gets an error result instead of
+        running. Returns the session and whether the request goes on (not when
+        a tool failed under ``stop_on_tool_error``).
+        """
+        kit = req.kit
+        pending = pending_calls(session, kit.registry, kit.emitted)
+        if pending is None:
+            return session, True
+        pos, calls = pending
+        skip = None if kit.config.get("run_pending_tool_calls", True) else (
+            "tool call not executed: the request that asked for it stopped before running it, "
+            "and run_pending_tool_calls is off"
+        )
+        native, _ = load_native(session, req.provider.name)
+        session, _, failures = yield from run_tools(
+            kit, calls, session, native, state, 0, self.added, self.ephemeral, pos, skip)
+        return session, self._goes_on(req, failures)
+
+    def _provider_call(
+        self, req: Settled, session: Session, state: Any, iteration: int
+    ) -> Generator[Any, Any, tuple[Session, Any, bool]]:
+        """Step 4, once: the native history (a-b), the call and its finals (c-f), the tools they ask for (g).
+
+        Returns the session, the state and whether another provider call follows.
+        """
+        if self.flight.cancelled:
+            raise RunCancelled
+        ctx = freeze({**req.base_ctx, "iteration": iteration})
+        stored, native, state = self._native_for_call(req, session, state, ctx)
+        turn = Turn(stored, native, iteration, ctx)
+        finals, native, state = yield from call_provider(
+            req.provider, req.exts, native, state, stream=self.stream, request_id=self.request_id,
+            flight=self.flight, iteration=iteration, ctx=ctx,
+        )
+        self.usage[2] += 1
+        messages, session, native, state = finalize_turn(
+            req.provider, req.chain, req.kit.lifecycle, turn, finals, native, state, session,
+            request_id=self.request_id, stream=self.stream, core=self.core,
+        )
+        self.added.extend(messages)
+        for m in messages:
+            self._count_usage(m)
+            yield FinalEvent(self.request_id, m, iteration, session if self.final_sessions else None)
+        return (yield from self._tools_asked(req, messages, session, native, state, iteration))
+
+    def _native_for_call(self, req: Settled, session: Session, state: Any, ctx: Any) -> tuple[Any, Any, Any]:
+        """Steps 4a-b: the stored native history, and what this provider call sends; ``(stored, native, state)``.
+
+        The stored history grows by the core messages it does not cover yet;
+        the rest is for this call only: context a ``tool_pre`` action injected
+        for the next call, the ``llm_request`` injections, ``initialize_request``.
+        """
+        provider, chain = req.provider, req.chain
+        native, covered = load_native(session, provider.name)
+        if covered < len(session.messages) or not native:
+            native = FrozenList.joined(native, to_native(provider, chain, tail(session.messages, covered), state, ctx))
+        stored = native
+        if self.ephemeral:
+            native = FrozenList.joined(native, to_native(provider, chain, self.ephemeral, state, ctx))
+            self.ephemeral = []
+        front, back = request_injections(req.kit.lifecycle, session, stored, state, ctx, core=self.core,
+                                         request_id=self.request_id, stream=self.stream)
+        native = inject(provider, chain, native, front, back, state, ctx)
+        native, state = initialize_request(provider, chain, native, state, self.request_id, ctx)
+        return stored, native, state
+
+    def _tools_asked(
+        self, req: Settled, messages: list[Message], session: Session, native: Any, state: Any, iteration: int,
+    ) -> Generator[Any, Any, tuple[Session, Any, bool]]:
+        """Step 4g: run the tools the last final asks for, unless the request ends here (``outcome`` says why)."""
+        calls = _tool_calls(messages)
+        stop = self._stop_before_tools(req, messages, calls, iteration)
+        if stop is not None:
+            self.outcome = stop
+            return session, state, False
+        session, n_added, failures = yield from run_tools(
+            req.kit, list(enumerate(calls)), session, native, state, iteration, self.added, self.ephemeral
+        )
+        # keep the native record pointing at the same covered prefix
+        session = store_native(session, req.provider.name, native, len(session.messages) - n_added)
+        return session, state, self._goes_on(req, failures)
+
+    def _stop_before_tools(
+        self, req: Settled, messages: list[Message], calls: list[Any], iteration: int
+    ) -> Outcome | None:
+        """Why the request ends after this provider call instead of running ``calls``; None to run them."""
+        if not calls:
+            return FINISHED
+        inspected = [inspect_call(req.kit.registry, c, i, req.kit.emitted) for i, c in enumerate(calls)]
+        cut = truncation(_last_assistant_metadata(messages), calls, inspected)
+        if cut is not None:
+            # The partial answer stays in the session; nothing runs and the
+            # model is not called again with arguments it never finished.
+            return Outcome("stopped", "truncated", cut)
+        if iteration == req.max_iter:
+            return Outcome(
+                "stopped", "max_turns",
+                f"the model still asked for tools after {req.max_iter} provider call(s) (max_iterations)",
             )
-            native, _ = load_native(session, pname)
-            session, _, failures = yield from run_tools(
-                kit, calls, session, native, state, 0, self.added, self.ephemeral, pos, skip)
-            if failures and stop_on_error:
-                self.outcome = tool_failure(failures)
-                return session
+        return None
 
-        # The stored record's digests are memoized on the message vector; computing them on the
-        # caller's vector (not only on the grown one) lets a request sent again from the same
-        # session find them, so it costs O(new messages), not O(history).
-        prefix_digest(session.messages, len(session.messages))
-        for iteration in range(1, max_iter + 1):
-            if self.flight.cancelled:
-                raise RunCancelled
-            ctx = freeze({**base_ctx, "iteration": iteration})
-            native, covered = load_native(session, pname)
-            if covered < len(session.messages) or not native:
-                delta = to_native(provider, chain, tail(session.messages, covered), state, ctx)
-                native = FrozenList.joined(native, delta)
-            stored = native  # what initialize_request adds below is for this provider call only
-            if self.ephemeral:
-                # context a tool_pre action injected for the next provider call only
-                extra = to_native(provider, chain, self.ephemeral, state, ctx)
-                native = FrozenList.joined(native, extra)
-                self.ephemeral = []
-            front, back = request_injections(kit.lifecycle, session, stored, state, ctx, core=self.core,
-                                             request_id=self.request_id, stream=self.stream)
-            native = inject(provider, chain, native, front, back, state, ctx)
-            native, state = initialize_request(provider, chain, native, state, self.request_id, ctx)
-            turn = Turn(stored, native, iteration, ctx)
-
-            finals, native, state = yield from call_provider(
-                provider, exts, native, state, stream=self.stream, request_id=self.request_id,
-                flight=self.flight, iteration=iteration, ctx=ctx,
-            )
-            self.usage[2] += 1
-            messages, session, native, state = finalize_turn(
-                provider, chain, kit.lifecycle, turn, finals, native, state, session,
-                request_id=self.request_id, stream=self.stream, core=self.core,
-            )
-            self.added.extend(messages)
-            for m in messages:
-                self._count_usage(m)
-                yield FinalEvent(self.request_id, m, iteration, session if self.final_sessions else None)
-
-            calls = _tool_calls(messages)
-            if not calls:
-                self.outcome = FINISHED
-                return session
-            inspected = [inspect_call(registry, c, i, emitted) for i, c in enumerate(calls)]
-            cut = truncation(_last_assistant_metadata(messages), calls, inspected)
-            if cut is not None:
-                # The partial answer stays in the session; nothing runs and the
-                # model is not called again with arguments it never finished.
-                self.outcome = Outcome("stopped", "truncated", cut)
-                return session
-            if iteration == max_iter:
-                self.outcome = Outcome(
-                    "stopped", "max_turns",
-                    f"the model still asked for tools after {max_iter} provider call(s) (max_iterations)",
-                )
-                return session
-
-            session, n_added, failures = yield from run_tools(
-                kit, list(enumerate(calls)), session, native, state, iteration, self.added, self.ephemeral
-            )
-            # keep the native record pointing at the same covered prefix
-            session = store_native(session, pname, native, len(session.messages) - n_added)
-            if failures and stop_on_error:
-                self.outcome = tool_failure(failures)
-                return session
-        return session  # pragma: no cover - the loop always returns
+    def _goes_on(self, req: Settled, failures: list[str]) -> bool:
+        """False, with the ``tool_failure`` outcome, when a tool failed under ``stop_on_tool_error``."""
+        if failures and req.stop_on_error:
+            self.outcome = tool_failure(failures)
+            return False
+        return True
 
     def _count_usage(self, m: Message) -> None:
         usage = m.metadata.get("usage")

@@ -25,7 +25,8 @@ from ..values.frozen import FrozenDict
 from ..values.messages import Message, Session
 from ..values.views import session_view
 from .execute import preview_event, run_tool_call
-from .policy import PreOutcome, ToolKit, held, place, tool_post, tool_pre
+from .kit import ToolKit
+from .policy import PreOutcome, held, place, tool_post, tool_pre
 from .toolkit import Routed, inspect_call, route
 
 __all__ = ["pending_calls", "run_tools"]

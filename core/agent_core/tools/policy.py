@@ -3,8 +3,9 @@
 The tool loop (:mod:`agent_core.tools.loop`) runs a turn's calls; this
 module holds the policy it applies to each:
 
-* :class:`ToolKit`, everything settled once per request (routing table,
-  interop registry, lifecycle actions, the request's id, token and timeout);
+* the :class:`~agent_core.tools.kit.ToolKit` it is handed holds what is
+  settled once per request (routing table, interop registry, lifecycle
+  actions, the request's id, token and timeout);
 * :func:`tool_pre` (with :func:`approve`) and :func:`tool_post`, the
   lifecycle actions around one call;
 * :class:`PreOutcome` and :func:`read_hook_extras`, the ``tool_pre``
@@ -24,7 +25,7 @@ module holds the policy it applies to each:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Generator, Mapping
 from typing import Any
 
 import msgspec
@@ -32,18 +33,23 @@ import msgspec
 from ..errors import PluginError
 from ..plugins.hooks import LivePlugin
 from ..plugins.lifecycle import run_action
-from ..plugins.tool_interop import ToolInteropRegistry
 from ..runtime.effects import Call
-from ..runtime.flight import Flight
 from ..values.events import Outcome, ToolProgressEvent, ToolResultEvent
 from ..values.frozen import thaw
 from ..values.messages import Message, Session
 from ..values.views import session_view
-from .approval import TIMED_OUT, ApprovalRequest, acall_with_timeout, call_with_timeout, decision_allows
-from .toolkit import LiveTool, Routed, is_async_callable
+from .approval import (
+    TIMED_OUT,
+    ApprovalRequest,
+    acall_with_timeout,
+    call_with_timeout,
+    decision_allows,
+)
+from .kit import ToolKit
+from .toolkit import Routed, is_async_callable
 
 __all__ = [
-    "DEFAULT_APPROVAL_TIMEOUT", "PreOutcome", "ToolKit", "approve", "held", "message_metadata", "place",
+    "DEFAULT_APPROVAL_TIMEOUT", "PreOutcome", "approve", "held", "message_metadata", "place",
     "read_hook_extras", "tool_failure", "tool_post", "tool_pre",
 ]
 
@@ -54,25 +60,6 @@ _INJECTION_ROLES = ("system", "user", "assistant")
 _NOTICE_LEVELS = ("info", "warning", "error")
 #: tool message metadata the engine writes itself; an action cannot replace it
 _ENGINE_KEYS = ("tool_call_id", "tool_name")
-
-
-@dataclasses.dataclass
-class ToolKit:
-    """What running tool calls needs, settled once per request."""
-
-    registry: ToolInteropRegistry
-    tools: list[LiveTool]
-    names: set[tuple[str, str]]
-    emitted: list[str]
-    accepted: tuple[str, ...]
-    lifecycle: Mapping[str, Any]
-    config: Any
-    request_id: str = ""
-    flight: Flight | None = None
-    stream: bool = False
-    core: Any = None  # what contexts carry as ``core``
-    approval: Callable[..., Any] | None = None
-    timeout: float | None = None  # tool_timeout_s
 
 
 @dataclasses.dataclass

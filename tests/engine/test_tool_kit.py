@@ -1,0 +1,92 @@
+"""ToolKit.for_request: a request's tools set up in five steps, the same inside and outside a request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agent_core import AgentCore, ConfigError, Message, Session
+from agent_core.runtime.effects import complete_sync
+from agent_core.testing import reply, scripted_provider
+from agent_core.tools.kit import ToolKit
+
+
+def _plugins(log: list[Any]) -> tuple[type, type, type]:
+    base = scripted_provider(reply("done"))
+
+    class Provider(base):  # type: ignore[misc, valid-type]
+        def accepted_tool_schema_formats(self, config, state=None):
+            log.append("accepted")
+            return ["anthropic.messages"]
+
+        def emitted_tool_call_formats(self, config, state=None):
+            log.append(("emitted", [t["name"] for t in config["tools"]]))
+            return ["openai.chat_completions"]
+
+    class Search:
+        name = "search"
+
+        def init(self, config):
+            log.append("init")
+            return {}
+
+        def prepare(self, config, state, *, context=None):
+            log.append(("prepare", context.get("request_id")))
+            return {"ready": True}
+
+        def get_tool_schemas(self, state, *, prepared=None):
+            log.append(("schemas", prepared))
+            return [{"type": "function", "function": {"name": "find", "parameters": {"type": "object"}}},
+                    {"type": "function", "function": {"name": "drop", "parameters": {"type": "object"}}}]
+
+    class OnlyFind:
+        name = "only_find"
+
+        def prepare_tools(self, config, tools, context):
+            log.append(("prepare_tools", [d.tool_name for d in tools]))
+            return [d for d in tools if d.tool_name == "find"]
+
+    return Provider, Search, OnlyFind
+
+
+def test_the_five_steps_run_in_order_and_the_kit_holds_what_they_settled() -> None:
+    log: list[Any] = []
+    provider, search, only_find = _plugins(log)
+    core = AgentCore(providers=[provider], features=[only_find], tools=[search])
+    kit = complete_sync(ToolKit.for_request(core.resolve({}), "core", request_id="r9"))
+    assert log == [
+        "init", ("prepare", "r9"), ("schemas", {"ready": True}),  # 1: catalog
+        ("prepare_tools", ["find", "drop"]),  # 2: what is offered
+        "accepted",  # 4: formats (3, interop, has no contribution here)
+        ("emitted", ["find"]),  # 5: asked with the adapted schemas in config["tools"]
+    ]
+    assert [d.tool_name for d in kit.available] == ["find", "drop"]
+    assert [d.tool_name for d in kit.offered] == ["find"] and kit.names == {("search", "find")}
+    assert kit.config["tools"] == [{"name": "find", "input_schema": {"type": "object"}}]  # adapted to anthropic
+    assert (kit.accepted, kit.emitted, kit.request_id, kit.lifecycle) == (("anthropic.messages",), ["openai.chat_completions"], "r9", {})
+
+
+def test_a_request_and_get_tool_schemas_send_the_same_schemas() -> None:
+    log: list[Any] = []
+    provider, search, only_find = _plugins(log)
+    core = AgentCore(providers=[provider], features=[only_find], tools=[search])
+    outside = core.get_tool_schemas({})
+    sent: list[Any] = []
+
+    class Recording(provider):  # type: ignore[misc, valid-type]
+        def init(self, config):
+            sent.append(config["tools"])
+            return super().init(config)
+
+    AgentCore(providers=[Recording], features=[only_find], tools=[search]).request(Session("s", [Message("user", "hi")]))
+    assert sent == [outside] == [[{"name": "find", "input_schema": {"type": "object"}}]]
+    assert ("prepare", None) in log and ("prepare", None) == log[1]  # outside a request: no request id
+
+
+def test_a_bad_tool_timeout_fails_before_any_tool_starts() -> None:
+    log: list[Any] = []
+    provider, search, only_find = _plugins(log)
+    core = AgentCore(providers=[provider], tools=[search])
+    with pytest.raises(ConfigError, match="tool_timeout_s"):
+        complete_sync(ToolKit.for_request(core.resolve({"tool_timeout_s": -1}), None))
+    assert log == []
