@@ -16,7 +16,7 @@ same shape with msgspec without thawing first.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, Self, get_args
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -63,6 +63,30 @@ class _ReadsLikeDict:
         return default if value is None else value
 
 
+class _JsonForm:
+    """``to_dict``, ``to_json`` and ``from_json`` of a value, from its ``_json_view`` and ``from_dict``.
+
+    Each value type says once what its serialized shape is (``_json_view``, a
+    mapping of frozen parts) and how to read it back (``from_dict``); the rest
+    follows here, the same for all of them.
+    """
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, mutable, independent dict in the serialized shape."""
+        return thaw(self._json_view())  # type: ignore[attr-defined,no-any-return]
+
+    def to_json(self) -> bytes:
+        """JSON bytes of :meth:`to_dict`'s shape, encoded by msgspec without thawing first."""
+        return _json_encoder.encode(self._json_view())  # type: ignore[attr-defined]
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Self:
+        """Inverse of :meth:`to_json`; the errors of ``from_dict``, and ``ValueError`` on invalid JSON."""
+        return cls.from_dict(_decode(data, cls.__name__))  # type: ignore[attr-defined,no-any-return]
+
+
 def _check_role(role: Any, type_name: str) -> None:
     if not isinstance(role, str):
         raise TypeError(f"{type_name}.role must be a string, got {type(role).__name__}")
@@ -104,7 +128,7 @@ def _check_text(value: str, where: str) -> None:
             raise InvalidValueError(f"{where}: text with a lone surrogate is not valid Unicode", path=where) from None
 
 
-class Message(_ReadsLikeDict, msgspec.Struct, frozen=True):
+class Message(_ReadsLikeDict, _JsonForm, msgspec.Struct, frozen=True):
     """One conversation message.
 
     ``metadata`` carries everything that is not text: tool calls
@@ -159,11 +183,7 @@ class Message(_ReadsLikeDict, msgspec.Struct, frozen=True):
 
         This is what plugin hooks receive as a "core message dict".
         """
-        return FrozenDict._trusted(self._json_view())
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain, mutable, independent dict in the serialized shape."""
-        return thaw(self._json_view())
+        return FrozenDict.from_frozen(self._json_view())
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
@@ -190,15 +210,6 @@ class Message(_ReadsLikeDict, msgspec.Struct, frozen=True):
             tool_result=tool_result,  # type: ignore[arg-type]
         )
 
-    def to_json(self) -> bytes:
-        """JSON bytes of :meth:`to_dict`'s shape, encoded by msgspec."""
-        return _json_encoder.encode(self._json_view())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> Message:
-        """Inverse of :meth:`to_json`; same errors as :meth:`from_dict`."""
-        return cls.from_dict(_decode(data, "Message"))
-
     # -- functional updates --------------------------------------------------
 
     def with_metadata(self, mapping: Mapping[str, Any] | None = None, **kwargs: Any) -> Message:
@@ -215,7 +226,7 @@ class Message(_ReadsLikeDict, msgspec.Struct, frozen=True):
         return self.metadata.get("tool_calls") or FrozenList()
 
 
-class PartialMessage(_ReadsLikeDict, msgspec.Struct, frozen=True):
+class PartialMessage(_ReadsLikeDict, _JsonForm, msgspec.Struct, frozen=True):
     """A piece of a message still being streamed (content is the new text only)."""
 
     role: Role
@@ -243,9 +254,6 @@ class PartialMessage(_ReadsLikeDict, msgspec.Struct, frozen=True):
             out["metadata"] = self.metadata
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        return thaw(self._json_view())
-
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PartialMessage:
         return cls(
@@ -253,13 +261,6 @@ class PartialMessage(_ReadsLikeDict, msgspec.Struct, frozen=True):
             content=_require(data, "content", "PartialMessage"),
             metadata=data.get("metadata"),  # type: ignore[arg-type]
         )
-
-    def to_json(self) -> bytes:
-        return _json_encoder.encode(self._json_view())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> PartialMessage:
-        return cls.from_dict(_decode(data, "PartialMessage"))
 
 
 def _as_message(item: Any, index: int) -> Message:
@@ -270,7 +271,7 @@ def _as_message(item: Any, index: int) -> Message:
     raise TypeError(f"Session.messages[{index}] must be a Message or a message dict, got {type(item).__name__}")
 
 
-class Session(msgspec.Struct, frozen=True):
+class Session(_JsonForm, msgspec.Struct, frozen=True):
     """A conversation: an id, its messages, and session-level metadata.
 
     ``messages`` is a persistent vector: ``with_message`` shares structure with
@@ -301,14 +302,6 @@ class Session(msgspec.Struct, frozen=True):
             "metadata": self.metadata,
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain, mutable, independent dict: ``session_id``, ``messages``, ``metadata``."""
-        return {
-            "session_id": self.session_id,
-            "messages": [m.to_dict() for m in self.messages],
-            "metadata": thaw(self.metadata),
-        }
-
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Session:
         """Build a session from its serialized shape.
@@ -323,13 +316,6 @@ class Session(msgspec.Struct, frozen=True):
             raise TypeError(f"Session messages must be a list, got {type(raw).__name__}")
         messages = [Message.from_dict(m) for m in raw]
         return cls(session_id=session_id, messages=messages, metadata=data.get("metadata"))  # type: ignore[arg-type]
-
-    def to_json(self) -> bytes:
-        return _json_encoder.encode(self._json_view())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> Session:
-        return cls.from_dict(_decode(data, "Session"))
 
     # -- functional updates --------------------------------------------------
 
@@ -353,7 +339,7 @@ class Session(msgspec.Struct, frozen=True):
         return Session(self.session_id, list(messages), self.metadata)
 
 
-class ToolDescriptor(msgspec.Struct, frozen=True):
+class ToolDescriptor(_JsonForm, msgspec.Struct, frozen=True):
     """A tool schema as offered for one request, with the plugin that owns it.
 
     ``schema`` is kept in the format the tool gave (``metadata["format"]``
@@ -381,9 +367,6 @@ class ToolDescriptor(msgspec.Struct, frozen=True):
             "metadata": self.metadata,
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        return thaw(self._json_view())
-
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolDescriptor:
         return cls(
@@ -392,13 +375,6 @@ class ToolDescriptor(msgspec.Struct, frozen=True):
             schema=_require(data, "schema", "ToolDescriptor"),
             metadata=data.get("metadata"),  # type: ignore[arg-type]
         )
-
-    def to_json(self) -> bytes:
-        return _json_encoder.encode(self._json_view())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> ToolDescriptor:
-        return cls.from_dict(_decode(data, "ToolDescriptor"))
 
     def with_schema(self, schema: Mapping[str, Any]) -> ToolDescriptor:
         return ToolDescriptor(self.plugin_name, self.tool_name, schema, self.metadata)
