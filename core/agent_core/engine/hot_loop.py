@@ -154,13 +154,11 @@ class HotLoop:
     def feed(self, chunk: Any) -> Any:
         """Run one native chunk through the chain; return its events.
 
-        The provider's ``process_chunk(chunk, native, state)`` runs first, then
-        each extension's ``process_chunk(chunk, partials, finals, native,
-        state)``, each seeing what the one before returned. New finals and
-        native history are frozen; partials are built into events from what
-        the last plugin returned, and an invalid one is blamed on the last
-        plugin that changed them. Returns a tuple of one event (the usual
-        chunk) or a list of any number.
+        The provider's ``process_chunk(chunk, native, state)`` runs first, then each extension's
+        ``process_chunk(chunk, partials, finals, native, state)``, each seeing what the one before
+        returned. New finals and native history are frozen; partials are built into events from what
+        the last plugin returned, and an invalid one is blamed on the last plugin that changed them.
+        Returns a tuple of one event (the usual chunk) or a list of any number.
 
         Raises:
             RunCancelled: the request was cancelled.
@@ -174,10 +172,8 @@ class HotLoop:
         owner, fn = self.provider
         try:
             out = fn(chunk, native, state)
-        except _PASS:
-            raise
         except Exception as exc:
-            raise PluginError(owner.name, "process_chunk", exc) from exc
+            raise hot_failure(owner, exc)
         # The usual chunk, checked inline: history and state handed back as given, no new final.
         if (out.__class__ is tuple and len(out) == 4 and out[2] is native and out[3] is state
                 and out[1].__class__ is list and not out[1] and out[0].__class__ is list):
@@ -187,10 +183,8 @@ class HotLoop:
         for plugin, fn in self.exts:
             try:
                 out = fn(chunk, partials, finals, native, state)
-            except _PASS:
-                raise
             except Exception as exc:
-                raise PluginError(plugin.name, "process_chunk", exc) from exc
+                raise hot_failure(plugin, exc)
             if out.__class__ is tuple and len(out) == 4 and out[0] is partials and out[1] is finals \
                     and out[2] is native and out[3] is state:
                 continue  # a pass-through extension: nothing new to check
@@ -216,6 +210,19 @@ class HotLoop:
             return (PartialEvent(self.request_id, partial_message(owner, p), self.iteration),)
         rid, it = self.request_id, self.iteration
         return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
+
+
+def hot_failure(plugin: LivePlugin, exc: Exception) -> Exception:
+    """What an exception a hot hook raised becomes: a typed LLM failure as it is, else a PluginError.
+
+    Raised by the caller; a PluginError has ``exc`` as its ``__cause__``, as
+    ``raise ... from exc`` would set (written here once, not at every hook call).
+    """
+    if isinstance(exc, _PASS):
+        return exc
+    error = PluginError(plugin.name, "process_chunk", exc)
+    error.__cause__ = exc
+    return error
 
 
 def provider_failure(flight: Flight, provider: LivePlugin, hook: str, exc: BaseException) -> BaseException:
