@@ -67,6 +67,8 @@ MODULE_ALIASES: dict[str, str] = {
     "agent_core.actions": "agent_core.engine.actions",
     "agent_core.request_injection": "agent_core.engine.request_injection",
     "agent_core.plugin_info": "agent_core.engine.info",
+    # the plugin author's helpers moved into the public kit
+    "agent_core.streaming": "agent_core.plugin_kit.markers",
 }
 
 

@@ -7,8 +7,67 @@ one generator both sync and async. They live here so that bundled plugins, featu
 the store, the server and the testing kit import only :mod:`agent_core`, this kit and
 the public provider modules, as a third party's plugin would. The kit sits on top of
 the kernel: it may import any kernel room, and no kernel room imports it.
+
+Its modules, one job each, all re-exported here (import from ``agent_core.plugin_kit``,
+not from the modules): :mod:`.markers` (:class:`MarkerScanner`), :mod:`.pieces` (text
+pushed piece by piece), :mod:`.finals` (rewriting finals with the native history in
+step), :mod:`.metadata` (reasoning partials, extras read from native messages),
+:mod:`.hook_types` (short names for signatures), :mod:`.tool_formats` (format names and
+schema adapting) and :mod:`.tools` (:class:`Tool`, whose hooks take one
+:class:`ToolCall`). Provider wire helpers stay with their providers
+(:mod:`agent_core_providers.openai`, :mod:`agent_core_providers.anthropic`,
+:mod:`agent_core_providers.shapes`), which plugins import directly.
 """
 
-from ..runtime.effects import Call, CancellationToken, EffectCancelled, EffectTimeout, drive_async, drive_sync
+from ..runtime.effects import (
+    Call,
+    CancellationToken,
+    EffectCancelled,
+    EffectTimeout,
+    OpenIter,
+    Pump,
+    drive_async,
+    drive_sync,
+)
+from ..values.native_history import prefix_digest
+from .finals import replace_final, rewrite_finals, rewrite_last_assistant
+from .hook_types import ChunkOutput, Dict, Msgs
+from .markers import Hit, MarkerScanner
+from .metadata import annotate, reasoning_partial
+from .pieces import Pieces, push, text_of
+from .tool_formats import (
+    ANTHROPIC,
+    JSON_SCHEMA,
+    OPENAI_CHAT,
+    InspectedToolCall,
+    SchemaAdapter,
+    ToolCallReader,
+    ToolInteropContribution,
+    ToolInteropRegistry,
+    adapt_schema,
+    detect_schema_format,
+    schema_tool_name,
+)
+from .tools import Tool, ToolCall, failure, success
 
-__all__ = ["Call", "CancellationToken", "EffectCancelled", "EffectTimeout", "drive_async", "drive_sync"]
+__all__ = [
+    # markers in streamed text (markers)
+    "Hit", "MarkerScanner",
+    # text accumulated from pieces (pieces)
+    "Pieces", "push", "text_of",
+    # finals rewritten with the native history in step (finals)
+    "replace_final", "rewrite_finals", "rewrite_last_assistant",
+    # metadata: reasoning partials, extras read from native messages (metadata)
+    "annotate", "reasoning_partial",
+    # hook signatures (hook_types)
+    "ChunkOutput", "Dict", "Msgs",
+    # tool formats and interop (tool_formats)
+    "ANTHROPIC", "JSON_SCHEMA", "OPENAI_CHAT", "InspectedToolCall", "SchemaAdapter", "ToolCallReader",
+    "ToolInteropContribution", "ToolInteropRegistry", "adapt_schema", "detect_schema_format", "schema_tool_name",
+    # tools taking one call value (tools)
+    "Tool", "ToolCall", "failure", "success",
+    # effects and the sync/async drivers (agent_core.runtime.effects)
+    "Call", "CancellationToken", "EffectCancelled", "EffectTimeout", "OpenIter", "Pump", "drive_async", "drive_sync",
+    # which stored native history a session's messages continue (agent_core.values.native_history)
+    "prefix_digest",
+]

@@ -1,0 +1,67 @@
+"""Rewriting final messages while the native history keeps step.
+
+When a provider call ends, each final native message is also the last entry
+of the native history the provider's ``finalize`` built. An extension that
+completes or rewrites a final in the closing ``process_chunk(None, ...)``
+call (attaching assembled tool calls, moving reasoning out, masking a key)
+must replace it in both places, or the next request would send the old one.
+These helpers do the two together, and hand back the very lists they were
+given when nothing changed (the engine then skips freezing them again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["replace_final", "rewrite_finals", "rewrite_last_assistant"]
+
+#: ``rewrite(message)``: the new message, or the same object when there is nothing to change
+Rewrite = Callable[[Any], Any]
+
+
+def replace_final(native_messages: Sequence[Any], old: Mapping[str, Any], new: Mapping[str, Any]) -> Any:
+    """``native_messages`` with the final ``old`` (searched from the end) replaced by ``new``.
+
+    Returns the list given when ``old`` is not in it (nothing to keep in step).
+    """
+    for i in range(len(native_messages) - 1, -1, -1):
+        if native_messages[i] == old:
+            return [*native_messages[:i], new, *native_messages[i + 1 :]]
+    return native_messages
+
+
+def rewrite_finals(finals: Sequence[Any], native_messages: Sequence[Any], rewrite: Rewrite) -> tuple[Any, Any]:
+    """Each final through ``rewrite``; one that changed is replaced in the native history too.
+
+    Returns ``(finals, native_messages)``: the lists given when ``rewrite``
+    returned every message as it was (compared with ``is``).
+    """
+    changed: list[Any] | None = None
+    for i, old in enumerate(finals):
+        new = rewrite(old)
+        if new is not old:
+            if changed is None:
+                changed = list(finals)
+            changed[i] = new
+            native_messages = replace_final(native_messages, old, new)
+    return (finals if changed is None else changed), native_messages
+
+
+def rewrite_last_assistant(
+    finals: Sequence[Any], native_messages: Sequence[Any], rewrite: Rewrite
+) -> tuple[Any, Any]:
+    """The last ``assistant`` final through ``rewrite``, replaced in the finals and the native history.
+
+    That is the message a streamed answer's extras (tool calls, reasoning)
+    belong to. Returns the lists given when there is no assistant final or
+    ``rewrite`` returned it as it was (compared with ``is``).
+    """
+    for i in range(len(finals) - 1, -1, -1):
+        old = finals[i]
+        if old.get("role") == "assistant":
+            new = rewrite(old)
+            if new is old:
+                break
+            return [*finals[:i], new, *finals[i + 1 :]], replace_final(native_messages, old, new)
+    return finals, native_messages
