@@ -121,6 +121,7 @@ def schema_tool_name(schema: Mapping[str, Any], fmt: str | None) -> str | None:
 
 
 def _parts(schema: Mapping[str, Any], fmt: str) -> tuple[str | None, str | None, Mapping[str, Any]]:
+    """A tool's name, description and parameter schema, read from ``schema`` in format ``fmt``."""
     if fmt == OPENAI_CHAT:
         fn = schema["function"]
         return fn.get("name"), fn.get("description"), fn.get("parameters") or {"type": "object", "properties": {}}
@@ -130,44 +131,32 @@ def _parts(schema: Mapping[str, Any], fmt: str) -> tuple[str | None, str | None,
     return schema.get("title"), schema.get("description"), params
 
 
-def _to_openai(fmt: str) -> Callable[[Mapping[str, Any]], Mapping[str, Any]]:
+def _described(out: dict[str, Any], desc: str | None) -> dict[str, Any]:
+    if desc:
+        out["description"] = desc
+    return out
+
+
+#: each built-in format's layout of a tool's parts (the inverse of _parts); the description only when there is one
+_LAYOUTS: dict[str, Callable[[str | None, str | None, Mapping[str, Any]], Mapping[str, Any]]] = {
+    OPENAI_CHAT: lambda name, desc, params: {
+        "type": "function", "function": _described({"name": name, "parameters": dict(params)}, desc)},
+    ANTHROPIC: lambda name, desc, params: _described({"name": name, "input_schema": dict(params)}, desc),
+    JSON_SCHEMA: lambda name, desc, params: _described({"title": name, **params}, desc),
+}
+
+
+def _adapter(src: str, dst: str) -> Callable[[Mapping[str, Any]], Mapping[str, Any]]:
+    layout = _LAYOUTS[dst]
+
     def adapt(schema: Mapping[str, Any]) -> Mapping[str, Any]:
-        name, desc, params = _parts(schema, fmt)
-        fn: dict[str, Any] = {"name": name, "parameters": dict(params)}
-        if desc:
-            fn["description"] = desc
-        return {"type": "function", "function": fn}
-
-    return adapt
-
-
-def _to_anthropic(fmt: str) -> Callable[[Mapping[str, Any]], Mapping[str, Any]]:
-    def adapt(schema: Mapping[str, Any]) -> Mapping[str, Any]:
-        name, desc, params = _parts(schema, fmt)
-        out: dict[str, Any] = {"name": name, "input_schema": dict(params)}
-        if desc:
-            out["description"] = desc
-        return out
-
-    return adapt
-
-
-def _to_json_schema(fmt: str) -> Callable[[Mapping[str, Any]], Mapping[str, Any]]:
-    def adapt(schema: Mapping[str, Any]) -> Mapping[str, Any]:
-        name, desc, params = _parts(schema, fmt)
-        out: dict[str, Any] = {"title": name, **params}
-        if desc:
-            out["description"] = desc
-        return out
+        return layout(*_parts(schema, src))
 
     return adapt
 
 
 _BUILTIN_ADAPTERS = tuple(
-    SchemaAdapter(src, dst, make(src))
-    for src in (OPENAI_CHAT, ANTHROPIC, JSON_SCHEMA)
-    for dst, make in ((OPENAI_CHAT, _to_openai), (ANTHROPIC, _to_anthropic), (JSON_SCHEMA, _to_json_schema))
-    if src != dst
+    SchemaAdapter(src, dst, _adapter(src, dst)) for src in _LAYOUTS for dst in _LAYOUTS if src != dst
 )
 
 
