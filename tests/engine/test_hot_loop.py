@@ -123,10 +123,12 @@ def test_a_hook_exception_becomes_a_plugin_error_but_a_typed_llm_error_passes() 
     hot = loop(Provider, Raises)
     with pytest.raises(PluginError, match="boom") as info:
         hot.feed({"delta": "a"})
-    assert info.value.plugin == "raises"
+    assert info.value.plugin == "raises" and info.value.hook == "process_chunk"
+    assert info.value.__cause__ is Raises.error and info.value.__suppress_context__  # as ``raise ... from``
     Raises.error = RateLimitError("slow down", provider="p")
-    with pytest.raises(RateLimitError):
+    with pytest.raises(RateLimitError) as passed:
         hot.feed({"delta": "a"})
+    assert passed.value is Raises.error and passed.value.__cause__ is None
 
 
 def test_a_state_that_cannot_be_frozen_is_a_plugin_error() -> None:

@@ -17,12 +17,21 @@ import msgspec
 
 from ..errors import AsyncOnlyHookError, InvalidValueError, PluginError
 from ..plugins.hooks import LivePlugin, call_hook
-from ..runtime.effects import END, Call, CancellationToken, EffectCancelled, EffectTimeout, Guard, NextItem, OpenIter
+from ..runtime.effects import (
+    END,
+    Call,
+    CancellationToken,
+    EffectCancelled,
+    EffectTimeout,
+    Guard,
+    NextItem,
+    OpenIter,
+)
 from ..values.events import ToolCallEvent, ToolProgressEvent, ToolResultEvent
 from ..values.frozen import FrozenDict, thaw
 from ..values.json_values import freeze_json
 from ..values.messages import Message
-from .toolkit import ENVELOPE, Routed, payload_kwargs
+from .toolkit import ENVELOPE, Routed, payload_kwargs, twin_calls
 
 __all__ = ["execute", "preview_event", "run_tool_call", "tool_message"]
 
@@ -55,6 +64,10 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
 
 
+#: the hooks that run a call: a tool plugin with none of them cannot run any
+_RUN_HOOKS = ("stream_tool", "stream_tool_async", "execute_tool", "execute_tool_async")
+
+
 def _error(message: str) -> FrozenDict:
     return FrozenDict({"success": False, "error": message})
 
@@ -65,10 +78,14 @@ def execute(
 ) -> Generator[Any, Any, FrozenDict]:
     """Run one routed call; yields effects and progress events, returns the result dict.
 
-    The tool gets ``token`` as ``cancellation``. With ``timeout`` (seconds,
-    the request's ``tool_timeout_s``) a tool still running after it becomes an
-    error result; a cancelled token stops the wait at once
-    (:class:`~agent_core.runtime.effects.EffectCancelled` propagates).
+    A call that cannot run (it carries an error, or no tool takes it) is an
+    error result at once. Otherwise the tool's ``stream_tool`` runs when it has
+    one (:func:`_streamed`), else its ``execute_tool``; whatever it raises
+    becomes an error result, and what it returns is kept as the session will
+    keep it (:func:`_kept`). The tool gets ``token`` as ``cancellation``. With
+    ``timeout`` (seconds, the request's ``tool_timeout_s``) a tool still
+    running after it becomes an error result; a cancelled token stops the wait
+    at once (:class:`~agent_core.runtime.effects.EffectCancelled` propagates).
 
     Raises:
         PluginError: the tool returned a value that cannot be kept (see
@@ -77,49 +94,19 @@ def execute(
     call, tool = routed.call, routed.tool
     if call.error is not None:
         return _error(call.error)
-    if tool is None:
+    if tool is None or not any(tool.plugin.defines(h) for h in _RUN_HOOKS):
         return _error(f"Unknown tool: {call.tool_name}")
-    plugin = tool.plugin
-    kwargs = {**payload_kwargs(call), "cancellation": token, "context": context, "prepared": tool.prepared}
-    name = call.tool_name
-    guard = Guard(token, timeout) if token is not None or timeout is not None else None
+    plugin, name = tool.plugin, call.tool_name
     streams = plugin.defines("stream_tool") or plugin.defines("stream_tool_async")
-    hook = "stream_tool" if streams else "execute_tool"
+    args = (name, payload, tool.state)
+    kwargs = {**payload_kwargs(call), "cancellation": token, "context": context, "prepared": tool.prepared}
+    guard = Guard(token, timeout) if token is not None or timeout is not None else None
     try:
         if streams:
-            sync = plugin.hook("stream_tool") if plugin.defines("stream_tool") else None
-            asyn = plugin.hook("stream_tool_async") if plugin.defines("stream_tool_async") else None
-            label = f"tool {plugin.name!r} stream_tool"
-            handle = yield OpenIter(
-                (lambda: sync(name, payload, tool.state, **kwargs)) if sync else None,
-                (lambda: asyn(name, payload, tool.state, **kwargs)) if asyn else None,
-                label=label,
-            )
-            parts = []
-            result: Any = None
-            while True:
-                item = yield NextItem(handle, guard, label)
-                if item is END:
-                    break
-                if isinstance(item, Mapping) and "success" in item:
-                    result = item
-                    break
-                part = _kept(plugin, hook, name, item.get("part", item) if isinstance(item, Mapping) else item)
-                parts.append(part)
-                yield ToolProgressEvent(request_id, call.call_id, name, part)
-            if result is None:
-                result = {"success": True, "result": parts}
+            result = yield from _streamed(plugin, call, request_id, args, kwargs, guard)
         else:
-            sync = plugin.hook("execute_tool") if plugin.defines("execute_tool") else None
-            asyn = plugin.hook("execute_tool_async") if plugin.defines("execute_tool_async") else None
-            if sync is None and asyn is None:
-                return _error(f"Unknown tool: {name}")
-            result = yield Call(
-                (lambda: sync(name, payload, tool.state, **kwargs)) if sync else None,
-                (lambda: asyn(name, payload, tool.state, **kwargs)) if asyn else None,
-                label=f"tool {plugin.name!r} execute_tool",
-                guard=guard,
-            )
+            sync, asyn = twin_calls(plugin, "execute_tool", "execute_tool_async", *args, **kwargs)
+            result = yield Call(sync, asyn, label=f"tool {plugin.name!r} execute_tool", guard=guard)
     except (EffectCancelled, AsyncOnlyHookError, _Unkeepable):
         raise
     except EffectTimeout as exc:
@@ -130,7 +117,31 @@ def execute(
         return _error(f"{type(exc).__name__}: {exc}")
     if not isinstance(result, Mapping):
         result = {"success": True, "result": result}
-    return _kept(plugin, hook, name, result)  # type: ignore[no-any-return]
+    return _kept(plugin, "stream_tool" if streams else "execute_tool", name, result)  # type: ignore[no-any-return]
+
+
+def _streamed(
+    plugin: LivePlugin, call: Any, request_id: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+    guard: Guard | None,
+) -> Generator[Any, Any, Any]:
+    """``stream_tool``: each part is kept and announced (``tool_progress``) as it comes.
+
+    The result is the first item carrying ``success``, or, when the stream
+    ends without one, a success whose result is every part.
+    """
+    label = f"tool {plugin.name!r} stream_tool"
+    sync, asyn = twin_calls(plugin, "stream_tool", "stream_tool_async", *args, **kwargs)
+    handle = yield OpenIter(sync, asyn, label=label)
+    parts = []
+    while True:
+        item = yield NextItem(handle, guard, label)
+        if item is END:
+            return {"success": True, "result": parts}
+        if isinstance(item, Mapping) and "success" in item:
+            return item
+        part = _kept(plugin, "stream_tool", call.tool_name, item.get("part", item) if isinstance(item, Mapping) else item)
+        parts.append(part)
+        yield ToolProgressEvent(request_id, call.call_id, call.tool_name, part)
 
 
 class _Unkeepable(PluginError):
