@@ -40,13 +40,13 @@ silently losing ``m``), not to sandbox hostile code.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NoReturn, overload
+from typing import Any, overload
 from weakref import ref as _weak
 
 import pyrsistent
 
 from ..errors import InvalidValueError
-from .vector import FrozenVector
+from .vector import FrozenVector, refusing
 
 __all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "FrozenVector", "freeze", "thaw"]
 
@@ -58,26 +58,20 @@ _SCALARS = frozenset({str, int, float, bool, type(None), bytes})  # a set: one h
 
 
 def _refuse_dict(name: str) -> Any:
-    def method(self: FrozenDict, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            f"FrozenDict is immutable: {name}() would change a value other plugins "
-            "also see. Build a new mapping instead, e.g. {**state, 'key': value}, "
-            "and return it from your hook."
-        )
-
-    method.__name__ = name
-    return method
+    return refusing(
+        name,
+        f"FrozenDict is immutable: {name}() would change a value other plugins "
+        "also see. Build a new mapping instead, e.g. {**state, 'key': value}, "
+        "and return it from your hook.",
+    )
 
 
 def _refuse_list(name: str) -> Any:
-    def method(self: FrozenList, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            f"FrozenList is immutable: {name}() would change a value other plugins "
-            "also see. Return a new list instead, e.g. [*native_messages, msg]."
-        )
-
-    method.__name__ = name
-    return method
+    return refusing(
+        name,
+        f"FrozenList is immutable: {name}() would change a value other plugins "
+        "also see. Return a new list instead, e.g. [*native_messages, msg].",
+    )
 
 
 class FrozenDict(dict):  # type: ignore[type-arg]

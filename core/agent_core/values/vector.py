@@ -17,16 +17,27 @@ __all__ = ["FrozenVector"]
 T = TypeVar("T")
 
 
-def _refuse_vector(name: str) -> Any:
-    def method(self: FrozenVector, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            f"{name}() cannot change a session's messages: sessions are values. "
-            "Use session.with_message(msg) / session.with_messages(msgs), or "
-            "core.add_message(session, msg), which return a new Session."
-        )
+def refusing(name: str, message: str) -> Any:
+    """A stand-in for the mutating method ``name`` of an immutable value: it raises ``TypeError(message)``.
+
+    ``message`` says what to write instead. The frozen containers of
+    :mod:`agent_core.values.frozen` use it too.
+    """
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(message)
 
     method.__name__ = name
     return method
+
+
+def _refuse_vector(name: str) -> Any:
+    return refusing(
+        name,
+        f"{name}() cannot change a session's messages: sessions are values. "
+        "Use session.with_message(msg) / session.with_messages(msgs), or "
+        "core.add_message(session, msg), which return a new Session.",
+    )
 
 
 _NO_MEMO: pyrsistent.PVector = pyrsistent.pvector()
