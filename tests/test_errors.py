@@ -215,6 +215,9 @@ EXAMPLES = [
     errors.SessionNotFoundError("s1"),
     errors.CorruptRecordError("bad row", session_id="s1", revision=2, what="message 4"),
     errors.SchemaVersionError("too new", found=9, supported=1),
+    errors.ConfigNotAllowedError("config key 'base_url' is set by the operator", key="base_url"),
+    errors.StoreError("the store is closed", session_id="s2"),
+    errors.UnknownConfigKeyWarning("config key `max_token` is not declared", key="max_token", suggestion="max_tokens"),
 ]
 
 

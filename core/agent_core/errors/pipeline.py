@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .root import AgentCoreError
+from .root import AgentCoreError, RebuiltByKeywords
 from .root import rebuild as _rebuild
 
 __all__ = [
@@ -47,6 +47,8 @@ class ConfigError(AgentCoreError, ValueError):
         plugins: the plugins involved, when any are.
     """
 
+    _keywords = ("key", "plugins")
+
     def __init__(self, message: str, *, key: str | None = None, plugins: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.key = key
@@ -56,9 +58,6 @@ class ConfigError(AgentCoreError, ValueError):
 class AsyncOnlyHookError(ConfigError):
     """An async-only hook (a tool, a provider call) was reached from a sync call
     made inside a running event loop, where it cannot be run: use the async API."""
-
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), self.args, {"key": self.key, "plugins": self.plugins}), self.__dict__
 
 
 class ConfigNotAllowedError(ConfigError):
@@ -71,9 +70,6 @@ class ConfigNotAllowedError(ConfigError):
     operator can allow it. Nothing ran.
     """
 
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), self.args, {"key": self.key, "plugins": self.plugins}), self.__dict__
-
 
 class InvalidArgumentError(AgentCoreError, TypeError, ValueError):
     """A public call got an argument it cannot use (wrong type or value); ``argument`` names it.
@@ -82,12 +78,11 @@ class InvalidArgumentError(AgentCoreError, TypeError, ValueError):
     the caller's input, not the program, is wrong.
     """
 
+    _keywords = ("argument",)
+
     def __init__(self, message: str, *, argument: str) -> None:
         super().__init__(message)
         self.argument = argument
-
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), self.args, {"argument": self.argument}), self.__dict__
 
 
 class RequestInFlightError(InvalidArgumentError):
@@ -114,24 +109,22 @@ class InvalidValueError(AgentCoreError, ValueError):
     ``Message.metadata['usage']['cost']``.
     """
 
+    _keywords = ("path",)
+
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
-
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), self.args, {"path": self.path}), self.__dict__
 
 
 class ActionInputError(AgentCoreError, ValueError):
     """An action's params do not match the inputs it declares."""
 
+    _keywords = ("action", "input")
+
     def __init__(self, message: str, *, action: str, input: str | None = None) -> None:
         super().__init__(message)
         self.action = action
         self.input = input
-
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), self.args, {"action": self.action, "input": self.input}), self.__dict__
 
 
 class MissingFieldError(AgentCoreError, KeyError, ValueError):
@@ -164,7 +157,7 @@ class ProviderRequestCancelled(AgentCoreError, RuntimeError):
         return type(self), (self.request_id,), self.__dict__
 
 
-class UnknownConfigKeyWarning(UserWarning):
+class UnknownConfigKeyWarning(RebuiltByKeywords, UserWarning):
     """A config key that no installed plugin declares and the engine does not read.
 
     Usually a typo (``max_token`` for ``max_tokens``), which would otherwise
@@ -176,13 +169,12 @@ class UnknownConfigKeyWarning(UserWarning):
         suggestion: the closest known key, or None.
     """
 
+    _keywords = ("key", "suggestion")
+
     def __init__(self, message: str, *, key: str, suggestion: str | None = None) -> None:
         super().__init__(message)
         self.key = key
         self.suggestion = suggestion
-
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), self.args, {"key": self.key, "suggestion": self.suggestion}), self.__dict__
 
 
 class PluginContractError(AgentCoreError, AssertionError):

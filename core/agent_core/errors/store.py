@@ -13,12 +13,11 @@ __all__ = ["ConflictError", "CorruptRecordError", "SchemaVersionError", "Session
 class StoreError(AgentCoreError):
     """The session store (:mod:`agent_core.store`) could not do what was asked; ``session_id`` names the session."""
 
+    _keywords = ("session_id",)
+
     def __init__(self, message: str, *, session_id: str | None = None) -> None:
         super().__init__(message)
         self.session_id = session_id
-
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), self.args, {"session_id": self.session_id}), self.__dict__
 
 
 class ConflictError(StoreError):
@@ -58,23 +57,20 @@ class CorruptRecordError(StoreError):
     names the row (``message 12``, ``head``, ``native history 'openai' 3``).
     """
 
+    _keywords = ("session_id", "revision", "what")
+
     def __init__(self, message: str, *, session_id: str, revision: int | None, what: str) -> None:
         super().__init__(message, session_id=session_id)
         self.revision = revision
         self.what = what
 
-    def __reduce__(self) -> Any:
-        kwargs = {"session_id": self.session_id, "revision": self.revision, "what": self.what}
-        return _rebuild, (type(self), self.args, kwargs), self.__dict__
-
 
 class SchemaVersionError(StoreError):
     """The database was written by a newer agent-core (schema ``found`` > ``supported``); it is left untouched."""
+
+    _keywords = ("found", "supported")
 
     def __init__(self, message: str, *, found: int, supported: int) -> None:
         super().__init__(message)
         self.found = found
         self.supported = supported
-
-    def __reduce__(self) -> Any:
-        return _rebuild, (type(self), self.args, {"found": self.found, "supported": self.supported}), self.__dict__
