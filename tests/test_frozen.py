@@ -489,15 +489,15 @@ def test_begins_with_follows_the_lists_a_history_was_joined_from() -> None:
     from agent_core.values.frozen import begins_with
 
     base = freeze([{"n": i} for i in range(5)])
-    grown = FrozenList._joined(FrozenList._joined(base, freeze([{"n": 5}])), freeze([{"n": 6}]))
+    grown = FrozenList.joined(FrozenList.joined(base, freeze([{"n": 5}])), freeze([{"n": 6}]))
     assert begins_with(grown, base) and begins_with(grown, grown)
     assert begins_with(grown, [{"n": 0}, {"n": 1}])  # not an ancestor: compared item by item
     assert not begins_with(grown, [{"n": 1}])
     assert not begins_with(base, grown)  # longer than the list itself
     other = freeze([{"n": 0}, {"n": 9}])
-    assert not begins_with(FrozenList._joined(other, freeze([1])), [{"n": 0}, {"n": 1}])
+    assert not begins_with(FrozenList.joined(other, freeze([1])), [{"n": 0}, {"n": 1}])
     # the link is weak: a history keeps no ancestor alive, and a dead link falls back to comparing
-    keep = FrozenList._joined(freeze([{"gone": 1}]), freeze([2]))
+    keep = FrozenList.joined(freeze([{"gone": 1}]), freeze([2]))
     gc.collect()
     assert begins_with(keep, [{"gone": 1}]) and not begins_with(keep, [{"gone": 2}])
 
@@ -507,11 +507,11 @@ def test_a_grown_history_is_json_checked_in_place_when_its_new_items_are_already
     from agent_core.values.native_history import freeze_json_over
 
     base = freeze_json(freeze([{"role": "user", "content": "hi"}]))
-    grown = FrozenList._joined(base, freeze([{"role": "assistant", "content": "yo"}]))
+    grown = FrozenList.joined(base, freeze([{"role": "assistant", "content": "yo"}]))
     assert not grown._json
     out = freeze_json_over(grown, base)
     assert out is grown and out._json  # no copy of the history
-    bad = FrozenList._joined(base, freeze([{"role": "assistant", "content": float("nan")}]))
+    bad = FrozenList.joined(base, freeze([{"role": "assistant", "content": float("nan")}]))
     with pytest.raises(InvalidValueError):
         freeze_json_over(bad, base)
 
@@ -523,7 +523,7 @@ def test_begins_with_agrees_with_comparing_the_head(pieces: list[list[int]], dat
 
     chain = [freeze(pieces[0])]
     for piece in pieces[1:]:
-        chain.append(FrozenList._joined(chain[-1], freeze(piece)))
+        chain.append(FrozenList.joined(chain[-1], freeze(piece)))
     value = data.draw(st.sampled_from(chain))
     base = data.draw(st.one_of(st.sampled_from(chain), st.lists(st.integers(0, 3), max_size=8).map(freeze)))
     assert begins_with(value, base) == (list(value[: len(base)]) == list(base) and len(value) >= len(base))

@@ -38,7 +38,7 @@ def to_native(
     provider: LivePlugin, chain: Sequence[LivePlugin], core: Sequence[Message], state: Any, ctx: Any,
 ) -> FrozenList:
     """Convert core messages to native ones: provider, then every extension and feature in order."""
-    core_list = FrozenList._trusted([m.as_mapping() for m in core])
+    core_list = FrozenList.from_frozen([m.as_mapping() for m in core])
     native = frozen_list(provider, "to_native_messages",
                          call_hook(provider, "to_native_messages", core_list, state, context=ctx), "native messages")
     for p in chain:
@@ -56,7 +56,7 @@ def session_native(
     native, covered = load_native(session, provider.name)
     if covered < len(session.messages) or not native:
         delta = to_native(provider, chain, tail(session.messages, covered), state, ctx)
-        native = FrozenList._joined(native, delta)
+        native = FrozenList.joined(native, delta)
     return native
 
 

@@ -121,8 +121,8 @@ def freeze_over(value: Any, base: Sequence[Any]) -> Any:
     k = len(base)
     if value.__class__ is list and k and len(value) >= k and _head_equal(value, base, k):
         if len(value) == k:
-            return base if base.__class__ is FrozenList else FrozenList._trusted(base)
-        rest = FrozenList._trusted([v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]])
+            return base if base.__class__ is FrozenList else FrozenList.from_frozen(base)
+        rest = FrozenList.from_frozen([v if v.__class__ in _SCALARS else freeze(v) for v in value[k:]])
         if getattr(base, "_json", False):
             # A JSON-checked history stays checked when its new items are: storing it then
             # walks nothing. An item JSON cannot carry is left for the store to name.
@@ -130,7 +130,7 @@ def freeze_over(value: Any, base: Sequence[Any]) -> Any:
                 rest = freeze_json(rest)
             except InvalidValueError:
                 pass
-        return FrozenList._joined(base, rest)
+        return FrozenList.joined(base, rest)
     return freeze(value)
 
 
@@ -149,11 +149,11 @@ def freeze_json_over(value: Any, base: Any, what: str = "value") -> Any:
         return value
     if value.__class__ is FrozenList and base.__class__ is FrozenList and base._json and begins_with(value, base):
         tail = list.__getitem__(value, slice(len(base), None))
-        new = freeze_json(FrozenList._trusted(tail), what)
+        new = freeze_json(FrozenList.from_frozen(tail), what)
         if all(a is b for a, b in zip(new, tail)):
             value._json = True  # a fact about its items, which never change: no copy needed
             return value
-        out = FrozenList._joined(base, new)
+        out = FrozenList.joined(base, new)
         out._json = True
         return out
     return freeze_json(value, what)
@@ -171,11 +171,11 @@ def store_native(session: Session, provider: str, native: Any, core_count: int |
     previous = box.get(provider) if isinstance(box, Mapping) else None
     before = previous.get("messages") if isinstance(previous, Mapping) else None
     messages = freeze_json_over(freeze(native), before, f"native history of {provider!r}")
-    record = FrozenDict._trusted(
+    record = FrozenDict.from_frozen(
         {"messages": messages, "core_count": count, "prefix_digest": prefix_digest(session.messages, count)}
     )
     record._json = True  # its parts: a checked list, an int, a hex digest
-    return session.with_metadata({NATIVE_KEY: freeze_json(FrozenDict._trusted({provider: record}))})
+    return session.with_metadata({NATIVE_KEY: freeze_json(FrozenDict.from_frozen({provider: record}))})
 
 
 def persistable(stored: FrozenList, native: FrozenList, turn_start: int, request_time: FrozenList) -> FrozenList:
@@ -193,4 +193,4 @@ def persistable(stored: FrozenList, native: FrozenList, turn_start: int, request
         return native
     if not begins_with(native, request_time):
         return native
-    return FrozenList._joined(stored, list.__getitem__(native, slice(turn_start, None)))
+    return FrozenList.joined(stored, list.__getitem__(native, slice(turn_start, None)))

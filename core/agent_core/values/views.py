@@ -56,6 +56,6 @@ class MessagesView(Sequence[FrozenDict]):
 
 def session_view(session: Session) -> FrozenDict:
     """``session`` in its serialized shape, in O(1): messages are read through a :class:`MessagesView`."""
-    return FrozenDict._trusted(
+    return FrozenDict.from_frozen(
         {"session_id": session.session_id, "messages": MessagesView(session.messages), "metadata": session.metadata}
     )
