@@ -12,13 +12,23 @@ Its modules, one job each, all re-exported here (import from ``agent_core.plugin
 not from the modules): :mod:`.markers` (:class:`MarkerScanner`), :mod:`.pieces` (text
 pushed piece by piece), :mod:`.finals` (rewriting finals with the native history in
 step), :mod:`.metadata` (reasoning partials, extras read from native messages),
-:mod:`.hook_types` (short names for signatures), :mod:`.tool_formats` (format names and
-schema adapting) and :mod:`.tools` (:class:`Tool`, whose hooks take one
-:class:`ToolCall`). Provider wire helpers stay with their providers
+:mod:`.hook_types` (short names for signatures), :mod:`.tool_formats` (schema
+adapting), :mod:`.declared` (:class:`Extension` and :class:`Feature`, whose fixed tags,
+schema, UI elements and actions are class attributes) and :mod:`.tools` (:class:`Tool`,
+whose hooks take one :class:`ToolCall`). Provider wire helpers stay with their providers
 (:mod:`agent_core_providers.openai`, :mod:`agent_core_providers.anthropic`,
 :mod:`agent_core_providers.shapes`), which plugins import directly.
 """
 
+from ..engine.hot_loop import HotLoop
+from ..plugins.tool_interop import (
+    ANTHROPIC,
+    JSON_SCHEMA,
+    OPENAI_CHAT,
+    SchemaAdapter,
+    ToolCallReader,
+    detect_schema_format,
+)
 from ..runtime.effects import (
     Call,
     CancellationToken,
@@ -30,24 +40,13 @@ from ..runtime.effects import (
     drive_sync,
 )
 from ..values.native_history import prefix_digest
+from .declared import Extension, Feature
 from .finals import replace_final, rewrite_finals, rewrite_last_assistant
 from .hook_types import ChunkOutput, Dict, Msgs
 from .markers import Hit, MarkerScanner
 from .metadata import annotate, reasoning_partial
 from .pieces import Pieces, push, text_of
-from .tool_formats import (
-    ANTHROPIC,
-    JSON_SCHEMA,
-    OPENAI_CHAT,
-    InspectedToolCall,
-    SchemaAdapter,
-    ToolCallReader,
-    ToolInteropContribution,
-    ToolInteropRegistry,
-    adapt_schema,
-    detect_schema_format,
-    schema_tool_name,
-)
+from .tool_formats import adapt_schema
 from .tools import Tool, ToolCall, failure, success
 
 __all__ = [
@@ -61,13 +60,17 @@ __all__ = [
     "annotate", "reasoning_partial",
     # hook signatures (hook_types)
     "ChunkOutput", "Dict", "Msgs",
-    # tool formats and interop (tool_formats)
-    "ANTHROPIC", "JSON_SCHEMA", "OPENAI_CHAT", "InspectedToolCall", "SchemaAdapter", "ToolCallReader",
-    "ToolInteropContribution", "ToolInteropRegistry", "adapt_schema", "detect_schema_format", "schema_tool_name",
-    # tools taking one call value (tools)
-    "Tool", "ToolCall", "failure", "success",
+    # tool formats: their names, telling and adapting a schema's format, and what a plugin adds to the
+    # interop table (agent_core.plugins.tool_interop; tool_formats); InspectedToolCall and
+    # ToolInteropContribution are agent_core's own names
+    "ANTHROPIC", "JSON_SCHEMA", "OPENAI_CHAT", "SchemaAdapter", "ToolCallReader", "adapt_schema",
+    "detect_schema_format",
+    # plugin bases whose fixed hooks are declared as attributes (declared), and tools taking one call value (tools)
+    "Extension", "Feature", "Tool", "ToolCall", "failure", "success",
     # effects and the sync/async drivers (agent_core.runtime.effects)
     "Call", "CancellationToken", "EffectCancelled", "EffectTimeout", "OpenIter", "Pump", "drive_async", "drive_sync",
     # which stored native history a session's messages continue (agent_core.values.native_history)
     "prefix_digest",
+    # the engine's per-chunk loop over a provider and its extensions, and its closing step (agent_core.engine.hot_loop)
+    "HotLoop",
 ]

@@ -1,11 +1,11 @@
-"""The tool formats: their names, how a schema's format is told, and adapting a schema to another.
+"""Adapting a tool schema to the format an extension sends.
 
 A provider (or the extension that gives it tools) says which schema formats it
-sends as they are and which call format it emits; the engine adapts every
-tool's schemas to an accepted format before the request. The names and the
-interop table live in the kernel (:mod:`agent_core.plugins.tool_interop`);
-this module gives plugins the part they use, plus :func:`adapt_schema` for an
-extension that gets schemas in a format it did not ask for.
+sends as they are, and the engine adapts every tool's schemas to one of them
+before the request. An extension that still meets a schema in another format
+(one it adds itself, or one from a config written by hand) adapts it with
+:func:`adapt_schema`. The format names and the interop table live in the
+kernel (:mod:`agent_core.plugins.tool_interop`); the kit re-exports the names.
 """
 
 from __future__ import annotations
@@ -13,32 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..plugins.tool_interop import (
-    ANTHROPIC,
-    JSON_SCHEMA,
-    OPENAI_CHAT,
-    InspectedToolCall,
-    SchemaAdapter,
-    ToolCallReader,
-    ToolInteropContribution,
-    ToolInteropRegistry,
-    detect_schema_format,
-    schema_tool_name,
-)
+from ..plugins.tool_interop import ToolInteropRegistry, detect_schema_format
 
-__all__ = [
-    "ANTHROPIC",
-    "JSON_SCHEMA",
-    "OPENAI_CHAT",
-    "InspectedToolCall",
-    "SchemaAdapter",
-    "ToolCallReader",
-    "ToolInteropContribution",
-    "ToolInteropRegistry",
-    "adapt_schema",
-    "detect_schema_format",
-    "schema_tool_name",
-]
+__all__ = ["adapt_schema"]
 
 _BUILT_IN = ToolInteropRegistry()
 

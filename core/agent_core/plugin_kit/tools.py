@@ -19,10 +19,12 @@ method             the hook it becomes
 Only the methods a subclass writes become hooks. The engine reads which hooks
 a class defines to decide how to run it (a tool with ``stream_tool`` is
 streamed; one with only async hooks needs the async API), so a base that
-defined all five would misreport every tool. The other hooks
-(``get_tool_schemas``, ``format_tool_result``, ...) are written as usual;
-:class:`Tool` is a :class:`~agent_core.BaseTool`, so the ones left out keep
-the protocol's defaults.
+defined all five would misreport every tool. Fixed tags, config schema and UI
+elements may be declared as class attributes (``requires``, ``forbids``,
+``config_schema``, ``ui_elements``; see :mod:`agent_core.plugin_kit.declared`).
+The other hooks (``get_tool_schemas``, ``format_tool_result``, ...) are
+written as usual; :class:`Tool` is a :class:`~agent_core.BaseTool`, so the
+ones left out keep the protocol's defaults.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 import msgspec
 
 from ..plugins.protocols import BaseTool
+from .declared import DECLARED_HOOKS, install_declared
 
 __all__ = ["Tool", "ToolCall", "failure", "success"]
 
@@ -115,6 +118,10 @@ PACKED_HOOKS = {
 }
 
 
+#: the attributes a tool may declare (a tool has no actions)
+_TOOL_DECLARED = {attr: hook for attr, hook in DECLARED_HOOKS.items() if attr != "actions"}
+
+
 class Tool(BaseTool):
     """A tool plugin whose call hooks take one :class:`ToolCall` (see the module docstring for the methods)."""
 
@@ -123,3 +130,4 @@ class Tool(BaseTool):
         for method, hook in PACKED_HOOKS.items():
             if method in cls.__dict__ and hook not in cls.__dict__:
                 setattr(cls, hook, _Packed.__dict__[hook])
+        install_declared(cls, _TOOL_DECLARED)
