@@ -31,7 +31,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agent_core_plugins.file_access import Refused, confine, dir_entries, printable, read_text, root_of
+from agent_core.plugin_kit import Feature
+from agent_core_plugins.file_access import (
+    ROOT_SETTING,
+    Refused,
+    confine,
+    dir_entries,
+    printable,
+    read_text,
+    root_of,
+)
 
 __all__ = ["MAX_COMPLETIONS", "MAX_MENTIONED_FILES", "FileMentionsFeature", "mentions"]
 
@@ -75,23 +84,18 @@ def _partial(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-class FileMentionsFeature:
+class FileMentionsFeature(Feature):
     name = "file_mentions"
     version = "1.1.0"
     priority = 30
     default_enabled = False  # opt-in: enabled_plugins=["file_mentions"]
-
-    def get_config_schema(self) -> dict[str, Any]:
-        return {
-            "files_root": {"type": "string", "default": ".",
-                           "description": "Directory the file tools and @mentions may read (default: working dir)."},
-            "file_mentions_max_bytes": {"type": "integer", "default": 50_000,
-                                        "description": "Bytes of one mentioned file sent to the model at most."},
-        }
-
-    def get_ui_elements(self, config: Any) -> list[dict[str, Any]]:
-        return [{"type": "text", "key": "files_root", "label": "Files root",
-                 "description": "@mentions and the file tools read only under this directory."}]
+    config_schema = {
+        **ROOT_SETTING,
+        "file_mentions_max_bytes": {"type": "integer", "default": 50_000,
+                                    "description": "Bytes of one mentioned file sent to the model at most."},
+    }
+    ui_elements = ({"type": "text", "key": "files_root", "label": "Files root",
+                    "description": "@mentions and the file tools read only under this directory."},)
 
     # -- completion ---------------------------------------------------------------------
 

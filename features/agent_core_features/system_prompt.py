@@ -30,6 +30,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from agent_core.plugin_kit import Feature
+
 __all__ = ["PLACEHOLDERS", "SystemPromptFeature", "render_prompt"]
 
 #: the names a template may use, each written exactly ``{name}``
@@ -55,24 +57,19 @@ def render_prompt(template: str, model: Any, now: datetime | None = None) -> str
     return _PLACEHOLDER.sub(lambda found: values[found.group(1)], template)
 
 
-class SystemPromptFeature:
+class SystemPromptFeature(Feature):
     name = "system_prompt"
     version = "1.0.0"
     priority = 10  # early: later features see the prompt in place
-
-    def get_config_schema(self) -> dict[str, Any]:
-        return {"system_prompt": {"type": "string", "default": "",
-                                  "description": "System prompt for sessions without one; {date}, {time}, {model}."}}
+    config_schema = {"system_prompt": {"type": "string", "default": "",
+                                       "description": "System prompt for sessions without one; {date}, {time}, "
+                                                      "{model}."}}
+    ui_elements = ({"type": "textarea", "key": "system_prompt", "label": "System prompt",
+                    "description": "Used when the conversation has no system message. {date}, {time}, {model}."},)
+    actions = ({"id": "system_prompt_inject", "label": "Add the system prompt", "trigger": "llm_request"},)
 
     def is_enabled(self, config: Any, tags: Any, models: Any, context: Any) -> bool:
         return bool(config.get("system_prompt"))
-
-    def get_ui_elements(self, config: Any) -> list[dict[str, Any]]:
-        return [{"type": "textarea", "key": "system_prompt", "label": "System prompt",
-                 "description": "Used when the conversation has no system message. {date}, {time}, {model}."}]
-
-    def get_actions(self, state: Any) -> list[dict[str, Any]]:
-        return [{"id": "system_prompt_inject", "label": "Add the system prompt", "trigger": "llm_request"}]
 
     def execute_action(self, action_id: str, session: Any, native_messages: Any, params: Any, context: Any,
                        state: Any) -> dict[str, Any]:

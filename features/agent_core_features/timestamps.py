@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from agent_core.plugin_kit import Feature
+
 __all__ = ["TimestampsFeature", "utc_now"]
 
 
@@ -18,15 +20,12 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class TimestampsFeature:
+class TimestampsFeature(Feature):
     name = "timestamps"
     version = "1.0.0"
-    priority = 100
     default_enabled = False  # opt-in: enabled_plugins=["timestamps"]
-
-    def get_ui_elements(self, config: Any) -> list[dict[str, Any]]:
-        return [{"ui_type": "message_footer", "data": "metadata.timestamp", "template": "{{data}}",
-                 "label": "Time"}]
+    ui_elements = ({"ui_type": "message_footer", "data": "metadata.timestamp", "template": "{{data}}",
+                    "label": "Time"},)
 
     def from_native_messages(self, native_messages: Any, messages: Any, state: Any = None, *,
                              context: Any = None) -> list[Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agent_core.plugin_kit import Feature
 from agent_core.types import Message, Session
 
 __all__ = ["TitleFeature", "first_user_line"]
@@ -41,22 +42,16 @@ def _clean(text: str) -> str:
     return line if len(line) <= MAX_TITLE else line[: MAX_TITLE - 1].rstrip() + "…"
 
 
-class TitleFeature:
+class TitleFeature(Feature):
     name = "title"
     version = "1.0.0"
     priority = 150
     default_enabled = False  # opt-in: enabled_plugins=["title"]
-
-    def get_config_schema(self) -> dict[str, Any]:
-        return {"title_model": {"type": "string", "default": "",
-                                "description": "Model that writes the title; empty: the first user line."}}
-
-    def get_ui_elements(self, config: Any) -> list[dict[str, Any]]:
-        return [{"ui_type": "status_bar", "data": "session.metadata.title", "template": "{{data}}",
-                 "label": "Title"}]
-
-    def get_actions(self, state: Any) -> list[dict[str, Any]]:
-        return [{"id": "set_title", "label": "Set the title", "trigger": "response_finalize"}]
+    config_schema = {"title_model": {"type": "string", "default": "",
+                                     "description": "Model that writes the title; empty: the first user line."}}
+    ui_elements = ({"ui_type": "status_bar", "data": "session.metadata.title", "template": "{{data}}",
+                    "label": "Title"},)
+    actions = ({"id": "set_title", "label": "Set the title", "trigger": "response_finalize"},)
 
     def execute_action(self, action_id: str, session: Any, native_messages: Any, params: Any, context: Any,
                        state: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_core.errors import ConfigError
+from agent_core.plugin_kit import Feature
 
 __all__ = ["RULES", "ToolPolicyFeature", "rule_for"]
 
@@ -51,42 +52,36 @@ def rule_for(policy: Mapping[str, Any], tool_name: Any) -> str:
     return str(rule or policy.get("*") or "allow")
 
 
-class ToolPolicyFeature:
+class ToolPolicyFeature(Feature):
     name = "tool_policy"
     version = "1.0.0"
     priority = 20
-
-    def get_config_schema(self) -> dict[str, Any]:
-        return {
-            "tool_policy": {"type": "object", "default": {},
-                            "description": "{tool name or '*': 'allow' | 'deny' | 'ask'}"},
-            "approval_timeout_s": {"type": "number", "default": 300,
-                                   "description": "Seconds the approval callback has to answer an 'ask'."},
-            "approval_default": {"type": "string", "default": "deny", "enum": ["allow", "deny"],
-                                 "description": "What an unanswered 'ask' decides (no callback, or timeout)."},
-        }
+    config_schema = {
+        "tool_policy": {"type": "object", "default": {},
+                        "description": "{tool name or '*': 'allow' | 'deny' | 'ask'}"},
+        "approval_timeout_s": {"type": "number", "default": 300,
+                               "description": "Seconds the approval callback has to answer an 'ask'."},
+        "approval_default": {"type": "string", "default": "deny", "enum": ["allow", "deny"],
+                             "description": "What an unanswered 'ask' decides (no callback, or timeout)."},
+    }
+    ui_elements = (
+        {"type": "json", "key": "tool_policy", "label": "Tool policy",
+         "description": "Per tool (or '*'): allow, deny or ask."},
+        {"type": "number", "key": "approval_timeout_s", "label": "Approval timeout (s)"},
+        {"type": "select", "key": "approval_default", "label": "If nobody answers", "options": ["deny", "allow"]},
+    )
+    actions = (
+        {"id": "tool_policy_check", "label": "Apply the tool policy", "trigger": "tool_pre"},
+        {"id": "tool_policy_record", "label": "Record the tool policy decision", "trigger": "tool_post"},
+    )
 
     def is_enabled(self, config: Any, tags: Any, models: Any, context: Any) -> bool:
         return bool(config.get("tool_policy"))
-
-    def get_ui_elements(self, config: Any) -> list[dict[str, Any]]:
-        return [
-            {"type": "json", "key": "tool_policy", "label": "Tool policy",
-             "description": "Per tool (or '*'): allow, deny or ask."},
-            {"type": "number", "key": "approval_timeout_s", "label": "Approval timeout (s)"},
-            {"type": "select", "key": "approval_default", "label": "If nobody answers", "options": ["deny", "allow"]},
-        ]
 
     def init(self, config: Any, state: Any) -> Any:
         check_policy(config.get("tool_policy") or {}, config.get("approval_default", "deny"),
                      config.get("approval_timeout_s", 300))
         return state
-
-    def get_actions(self, state: Any) -> list[dict[str, Any]]:
-        return [
-            {"id": "tool_policy_check", "label": "Apply the tool policy", "trigger": "tool_pre"},
-            {"id": "tool_policy_record", "label": "Record the tool policy decision", "trigger": "tool_post"},
-        ]
 
     def execute_action(self, action_id: str, session: Any, native_messages: Any, params: Any, context: Any,
                        state: Any) -> dict[str, Any]:

@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_core.errors import ConfigError
+from agent_core.plugin_kit import Feature
 
 __all__ = ["MAX_PRICE", "PRICE_KEYS", "UsageFeature", "check_prices", "cost_of"]
 
@@ -148,29 +149,23 @@ def _models(config: Any, message: Mapping[str, Any]) -> tuple[Any, Any]:
     return (message.get("metadata") or {}).get("model"), config.get("model")
 
 
-class UsageFeature:
+class UsageFeature(Feature):
     name = "usage"
     version = "1.0.0"
     priority = 110  # after features that rewrite finals
+    config_schema = {"prices": {"type": "object", "default": {},
+                                "description": "Per model (or '*'): dollars per million input/output/cached tokens."}}
+    ui_elements = (
+        {"ui_type": "status_bar", "data": "session.metadata.usage",
+         "template": "{{data.input_tokens}} in / {{data.output_tokens}} out, ${{data.cost}}", "label": "Usage"},
+        {"ui_type": "message_footer", "data": "metadata.usage",
+         "template": "{{data.input_tokens}} in / {{data.output_tokens}} out, ${{data.cost}}", "label": "Tokens"},
+    )
+    actions = ({"id": "usage_total", "label": "Add up usage", "trigger": "response_finalize"},)
 
     def init(self, config: Any, state: Any) -> Any:
         check_prices(config.get("prices"))
         return state
-
-    def get_config_schema(self) -> dict[str, Any]:
-        return {"prices": {"type": "object", "default": {},
-                           "description": "Per model (or '*'): dollars per million input/output/cached tokens."}}
-
-    def get_ui_elements(self, config: Any) -> list[dict[str, Any]]:
-        return [
-            {"ui_type": "status_bar", "data": "session.metadata.usage",
-             "template": "{{data.input_tokens}} in / {{data.output_tokens}} out, ${{data.cost}}", "label": "Usage"},
-            {"ui_type": "message_footer", "data": "metadata.usage",
-             "template": "{{data.input_tokens}} in / {{data.output_tokens}} out, ${{data.cost}}", "label": "Tokens"},
-        ]
-
-    def get_actions(self, state: Any) -> list[dict[str, Any]]:
-        return [{"id": "usage_total", "label": "Add up usage", "trigger": "response_finalize"}]
 
     def execute_action(self, action_id: str, session: Any, native_messages: Any, params: Any, context: Any,
                        state: Any) -> dict[str, Any]:

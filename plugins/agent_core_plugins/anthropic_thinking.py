@@ -23,29 +23,40 @@ budget, and its blocks need care the text path does not:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from agent_core_providers.accumulate import push, text_of
+from agent_core.plugin_kit import (
+    ChunkOutput,
+    Dict,
+    Extension,
+    Msgs,
+    annotate,
+    push,
+    reasoning_partial,
+    text_of,
+)
 from agent_core_providers.anthropic import block_at, content_blocks, with_block
 
 __all__ = ["AnthropicThinkingExtension"]
 
-Dict = dict[str, Any]
 _THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
-class AnthropicThinkingExtension:
+class AnthropicThinkingExtension(Extension):
     """Extended thinking; on for models tagged ``thinking``, active when ``thinking_budget`` > 0."""
 
     name = "anthropic_thinking"
     version = "0.1.0"
     priority = 40
-    default_enabled = True
+    requires = ("provider:anthropic", "thinking")
+    config_schema = {
+        "thinking_budget": {
+            "type": "integer",
+            "default": 0,
+            "description": "tokens the model may think before answering (>= 1024); 0 turns thinking off",
+        },
+    }
 
-    def required_tags(self) -> list[str]:
-        return ["provider:anthropic", "thinking"]
-
-    def is_enabled(self, config: Dict, tags: list[str], models: list[Dict], context: Dict | None = None) -> bool | None:
+    def is_enabled(self, config: Dict, tags: list[str], models: Msgs, context: Dict | None = None) -> bool | None:
         """Off while no thinking is asked for; otherwise the tag rules decide.
 
         Thinking is asked for with ``thinking_budget`` > 0, or by hand through
@@ -57,24 +68,10 @@ class AnthropicThinkingExtension:
         asked = isinstance(extra, Mapping) and bool(extra.get("thinking"))
         return None if asked or int(config.get("thinking_budget") or 0) > 0 else False
 
-    def get_config_schema(self) -> Dict:
-        return {
-            "thinking_budget": {
-                "type": "integer",
-                "default": 0,
-                "description": "tokens the model may think before answering (>= 1024); 0 turns thinking off",
-            },
-        }
-
-    def to_native_messages(
-        self,
-        messages: list[Dict],
-        native_messages: list[Dict],
-        state: Dict | None = None,
-        *,
-        context: Dict | None = None,
-    ) -> list[Dict]:
-        out: list[Dict] = []
+    def to_native_messages(self, messages: Msgs, native_messages: Msgs, state: Dict | None = None, *,
+                           context: Dict | None = None) -> Msgs:
+        """An assistant message's saved ``thinking_blocks`` go back in front of its content (unless there)."""
+        out: Msgs = []
         for core, native in zip(messages, native_messages, strict=True):
             saved = (core.get("metadata") or {}).get("thinking_blocks")
             if core.get("role") == "assistant" and saved:
@@ -84,9 +81,8 @@ class AnthropicThinkingExtension:
             out.append(native)
         return out
 
-    def initialize_request(
-        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
-    ) -> tuple[list[Dict], Dict]:
+    def initialize_request(self, native_messages: Msgs, state: Dict, *,
+                           context: Dict | None = None) -> tuple[Msgs, Dict]:
         budget = int(state["config"].get("thinking_budget") or 0)
         if budget <= 0:
             return native_messages, state
@@ -98,78 +94,71 @@ class AnthropicThinkingExtension:
             payload["max_tokens"] = budget + max_tokens  # keep the answer's own room on top of the budget
         return native_messages, {**state, "request": {**request, "payload": payload}}
 
-    def process_chunk(
-        self,
-        native_chunk: Dict | None,
-        partial_messages: list[Dict],
-        final_messages: list[Dict],
-        native_messages: list[Dict],
-        state: Dict,
-    ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+    def process_chunk(self, native_chunk: Dict | None, partial_messages: Msgs, final_messages: Msgs,
+                      native_messages: Msgs, state: Dict) -> ChunkOutput:
         """Hot path: open, fill and sign thinking blocks; stream the thinking as partials."""
-        unchanged = partial_messages, final_messages, native_messages, state
-        if native_chunk is None:
-            return unchanged
-        kind = native_chunk.get("type")
-        if kind == "content_block_delta":
-            delta = native_chunk.get("delta") or {}
-            dtype = delta.get("type")
-            if dtype == "thinking_delta":
-                index = native_chunk.get("index", 0)
-                text = delta.get("thinking") or ""
-                block = block_at(state, index) or {"type": "thinking"}
-                new_state = with_block(state, index, {**block, "_thinking": push(block.get("_thinking"), text)})
-                partial = {"role": "assistant", "content": "", "metadata": {"reasoning": text}}
-                return [*partial_messages, partial], final_messages, native_messages, new_state
-            if dtype == "signature_delta":
-                index = native_chunk.get("index", 0)
-                block = block_at(state, index) or {"type": "thinking"}
-                signed = {**block, "signature": (block.get("signature") or "") + (delta.get("signature") or "")}
-                return partial_messages, final_messages, native_messages, with_block(state, index, signed)
-            return unchanged
-        if kind == "content_block_start":
-            block = native_chunk.get("content_block") or {}
-            if block.get("type") in _THINKING_TYPES:
-                opened = dict(block)
-                if block.get("type") == "thinking":
-                    opened["_thinking"] = push(None, block.get("thinking") or "")
-                return (
-                    partial_messages,
-                    final_messages,
-                    native_messages,
-                    with_block(state, native_chunk.get("index", 0), opened),
-                )
-        elif kind == "content_block_stop":
-            index = native_chunk.get("index", 0)
-            block = block_at(state, index)
-            if block is not None and block.get("type") == "thinking" and "_thinking" in block:
-                done = {k: v for k, v in block.items() if k != "_thinking"}
-                done["thinking"] = text_of(block["_thinking"])
-                done.setdefault("signature", "")
-                return partial_messages, final_messages, native_messages, with_block(state, index, done)
-        return unchanged
+        if native_chunk is not None:
+            kind = native_chunk.get("type")
+            if kind == "content_block_delta":
+                delta = native_chunk.get("delta") or {}
+                dtype = delta.get("type")
+                if dtype == "thinking_delta":
+                    text = delta.get("thinking") or ""
+                    state = _think(state, native_chunk.get("index", 0), text)
+                    return [*partial_messages, reasoning_partial(text)], final_messages, native_messages, state
+                if dtype == "signature_delta":
+                    state = _sign(state, native_chunk.get("index", 0), delta.get("signature") or "")
+            elif kind == "content_block_start":
+                state = _open(state, native_chunk.get("index", 0), native_chunk.get("content_block") or {})
+            elif kind == "content_block_stop":
+                state = _close(state, native_chunk.get("index", 0))
+        return partial_messages, final_messages, native_messages, state
 
-    def from_native_messages(
-        self,
-        native_messages: list[Dict],
-        messages: list[Dict],
-        state: Dict | None = None,
-        *,
-        context: Dict | None = None,
-    ) -> list[Dict]:
-        out: list[Dict] = []
-        for native, core in zip(native_messages, messages, strict=True):
-            content = native.get("content")
-            blocks = (
-                [b for b in content if isinstance(b, Mapping) and b.get("type") in _THINKING_TYPES]
-                if isinstance(content, list)
-                else []
-            )
-            if blocks:
-                text = "\n\n".join(b.get("thinking", "") for b in blocks if b.get("type") == "thinking")
-                metadata = {**(core.get("metadata") or {}), "thinking_blocks": blocks}
-                if text:
-                    metadata["reasoning"] = text
-                core = {**core, "metadata": metadata}
-            out.append(core)
-        return out
+    def from_native_messages(self, native_messages: Msgs, messages: Msgs, state: Dict | None = None, *,
+                             context: Dict | None = None) -> Msgs:
+        """Thinking blocks surface as ``metadata["thinking_blocks"]`` and their text as ``metadata["reasoning"]``."""
+        return annotate(native_messages, messages, _thinking_of)
+
+
+def _think(state: Dict, index: int, text: str) -> Dict:
+    """A ``thinking_delta``: the text pushed onto its block (opened if the start went missing)."""
+    block = block_at(state, index) or {"type": "thinking"}
+    return with_block(state, index, {**block, "_thinking": push(block.get("_thinking"), text)})
+
+
+def _sign(state: Dict, index: int, signature: str) -> Dict:
+    """A ``signature_delta``: appended to the block's signature."""
+    block = block_at(state, index) or {"type": "thinking"}
+    return with_block(state, index, {**block, "signature": (block.get("signature") or "") + signature})
+
+
+def _open(state: Dict, index: int, block: Dict) -> Dict:
+    """A ``content_block_start``: a thinking block enters the block table (other blocks are not ours)."""
+    if block.get("type") not in _THINKING_TYPES:
+        return state
+    opened = dict(block)
+    if block.get("type") == "thinking":
+        opened["_thinking"] = push(None, block.get("thinking") or "")
+    return with_block(state, index, opened)
+
+
+def _close(state: Dict, index: int) -> Dict:
+    """A ``content_block_stop``: a thinking block's pieces are joined into its ``thinking`` text."""
+    block = block_at(state, index)
+    if block is None or block.get("type") != "thinking" or "_thinking" not in block:
+        return state
+    done = {k: v for k, v in block.items() if k != "_thinking"}
+    done["thinking"] = text_of(block["_thinking"])
+    done.setdefault("signature", "")
+    return with_block(state, index, done)
+
+
+def _thinking_of(native: Dict) -> Dict | None:
+    content = native.get("content")
+    if not isinstance(content, list):
+        return None
+    blocks = [b for b in content if isinstance(b, Mapping) and b.get("type") in _THINKING_TYPES]
+    if not blocks:
+        return None
+    text = "\n\n".join(b.get("thinking", "") for b in blocks if b.get("type") == "thinking")
+    return {"thinking_blocks": blocks, "reasoning": text} if text else {"thinking_blocks": blocks}

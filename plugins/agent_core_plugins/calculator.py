@@ -29,6 +29,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from agent_core.plugin_kit import Tool, ToolCall, failure, success
+
 __all__ = ["MAX_EXPONENT", "MAX_EXPRESSION_CHARS", "MAX_RESULT_BITS", "CalculatorTool", "CalculationError", "evaluate"]
 
 MAX_EXPRESSION_CHARS = 1000
@@ -228,33 +230,29 @@ _SCHEMA = {
 }
 
 
-class CalculatorTool:
+class CalculatorTool(Tool):
     """Offers ``calculate``; a refused expression is an error result the model reads, never an exception."""
 
     name = "calculator"
     version = "1.0.0"
-    priority = 100
     default_enabled = False  # opt-in: enabled_plugins=["calculator"]
-
-    def get_config_schema(self) -> dict[str, Any]:
-        return {}
 
     def get_tool_schemas(self, state: Any) -> list[dict[str, Any]]:
         return [_SCHEMA]
 
-    def format_tool_call_preview(self, tool_name: Any, payload: Any, state: Any) -> str:
-        expr = payload.get("expression") if isinstance(payload, dict) else None
+    def preview(self, call: ToolCall) -> str:
+        expr = call.arguments.get("expression")
         return f"calculate {expr}" if isinstance(expr, str) else ""
 
-    def execute_tool(self, tool_name: Any, payload: Any, state: Any) -> dict[str, Any]:
-        if not isinstance(payload, dict) or not isinstance(payload.get("expression"), str):
-            return {"success": False, "error": "calculate needs an 'expression' string argument"}
-        expression = payload["expression"]
+    def run(self, call: ToolCall) -> dict[str, Any]:
+        expression = call.arguments.get("expression")
+        if not isinstance(expression, str):
+            return failure("calculate needs an 'expression' string argument")
         try:
             value = evaluate(expression)
         except CalculationError as exc:
-            return {"success": False, "error": f"calculate refused {_brief(expression)}: {exc}"}
-        return {"success": True, "result": str(value)}
+            return failure(f"calculate refused {_brief(expression)}: {exc}")
+        return success(str(value))
 
     def to_display_format(self, text: str, result: Any, state: Any) -> dict[str, Any]:
         return {"type": "text", "content": text, "single_line": text.splitlines()[0][:120] if text else ""}

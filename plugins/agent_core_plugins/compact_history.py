@@ -28,10 +28,9 @@ from typing import Any
 
 import msgspec
 from agent_core.errors import ConfigError
+from agent_core.plugin_kit import Dict, Extension
 
 __all__ = ["CompactHistoryExtension", "estimate_tokens", "split_turns"]
-
-Dict = dict[str, Any]
 
 DEFAULT_MAX_TOKENS = 32000
 DEFAULT_INSTRUCTIONS = (
@@ -129,34 +128,32 @@ def transcript(messages: Sequence[Any], limit: int) -> str:
     return data[-limit:].decode("utf-8", "ignore") if len(data) > limit else text
 
 
-class CompactHistoryExtension:
-    """The ``compact_native_history`` action: older turns of the native history dropped or summarized."""
+class CompactHistoryExtension(Extension):
+    """The ``compact_native_history`` action: older turns of the native history dropped or summarized.
+
+    Enabled by default: it only acts when an application runs its action.
+    """
 
     name = "compact_history"
     version = "0.1.0"
     priority = 97
-    default_enabled = True  # it only acts when an application runs its action
-
-    def get_config_schema(self) -> Dict:
-        return {
-            "max_context_tokens": {
-                "type": "integer", "minimum": 1, "default": DEFAULT_MAX_TOKENS,
-                "description": "token estimate (4 bytes of JSON a token) the compacted native history fits in",
-            },
-        }
-
-    def get_actions(self, state: Dict) -> list[Dict]:
-        return [{
-            "id": "compact_native_history",
-            "label": "Compact the history sent to the model",
-            "description": "drop (or summarize, with instructions) the oldest turns beyond max_context_tokens",
-            "inputs": {
-                "max_context_tokens": {"type": "integer", "description": "overrides the config value"},
-                "instructions": {"type": "string",
-                                 "description": "summarize the dropped turns following these instructions"},
-                "mode": {"type": "string", "default": "", "description": "'drop' or 'summarize'"},
-            },
-        }]
+    config_schema = {
+        "max_context_tokens": {
+            "type": "integer", "minimum": 1, "default": DEFAULT_MAX_TOKENS,
+            "description": "token estimate (4 bytes of JSON a token) the compacted native history fits in",
+        },
+    }
+    actions = ({
+        "id": "compact_native_history",
+        "label": "Compact the history sent to the model",
+        "description": "drop (or summarize, with instructions) the oldest turns beyond max_context_tokens",
+        "inputs": {
+            "max_context_tokens": {"type": "integer", "description": "overrides the config value"},
+            "instructions": {"type": "string",
+                             "description": "summarize the dropped turns following these instructions"},
+            "mode": {"type": "string", "default": "", "description": "'drop' or 'summarize'"},
+        },
+    },)
 
     def execute_action(self, action_id: str, session: Any, native_messages: Any, params: Any, context: Any,
                        state: Any = None) -> Dict:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 __all__ = [
-    "DIR_MAX_ENTRIES", "MAX_PATH_CHARS", "READ_SCAN_BYTES", "SNIFF_BYTES", "PathRefused", "Refused",
+    "DIR_MAX_ENTRIES", "MAX_PATH_CHARS", "READ_SCAN_BYTES", "ROOT_SETTING", "SNIFF_BYTES", "PathRefused", "Refused",
     "confine", "dir_entries", "file_kind", "inside", "open_regular", "printable", "quoted", "read_text",
     "root_of",
 ]
@@ -85,6 +85,13 @@ def _resolve(path: Path, shown: str) -> Path:
         if exc.errno == errno.ELOOP:
             raise PathRefused(f"{shown} is refused: it goes through a symlink loop") from exc
         raise PathRefused(f"{shown} cannot be resolved: {exc.strerror or exc}") from exc
+
+
+#: the config key both plugins reading under the root declare (``files`` and ``file_mentions``), in schema form
+ROOT_SETTING = {
+    "files_root": {"type": "string", "default": ".",
+                   "description": "Directory the file tools and @mentions may read (default: working dir)."},
+}
 
 
 def root_of(config: Any) -> Path:

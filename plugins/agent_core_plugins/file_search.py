@@ -36,7 +36,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from agent_core_plugins.file_access import PathRefused, Refused, dir_entries, inside, open_regular, printable, quoted
+from agent_core_plugins.file_access import (
+    PathRefused,
+    Refused,
+    dir_entries,
+    inside,
+    open_regular,
+    printable,
+    quoted,
+)
 
 try:
     import re2

@@ -18,7 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agent_core.plugin_kit import Tool, ToolCall, failure, success
+
 from agent_core_plugins.file_access import (
+    ROOT_SETTING,
     PathRefused,
     Refused,
     confine,
@@ -92,37 +95,35 @@ def _schemas(regex: bool) -> list[dict[str, Any]]:
 _SCHEMAS = {True: _schemas(True), False: _schemas(False)}
 
 
-class FilesTool:
+class FilesTool(Tool):
     """Reads, lists and searches files under ``files_root``; nothing outside it, nothing written."""
 
     name = "files"
     version = "1.1.0"
-    priority = 100
     default_enabled = False  # opt-in: enabled_plugins=["files"]
 
-    def get_config_schema(self) -> dict[str, Any]:
-        return {
-            "files_root": {"type": "string", "default": ".",
-                           "description": "Directory the file tools and @mentions may read (default: working dir)."},
-            "files_max_read_bytes": {"type": "integer", "default": 100_000,
-                                     "description": "Bytes read_file returns at most."},
-            "files_max_results": {"type": "integer", "default": 100,
-                                  "description": "Matches search_text returns at most."},
-            "files_search_max_bytes": {"type": "integer", "default": 32 * 2**20,
-                                       "description": "Bytes one search_text call reads at most."},
-            "files_search_seconds": {"type": "number", "default": 2,
-                                     "description": "Seconds one search_text call runs at most."},
-        }
+    config_schema = {
+        **ROOT_SETTING,
+        "files_max_read_bytes": {"type": "integer", "default": 100_000,
+                                 "description": "Bytes read_file returns at most."},
+        "files_max_results": {"type": "integer", "default": 100,
+                              "description": "Matches search_text returns at most."},
+        "files_search_max_bytes": {"type": "integer", "default": 32 * 2**20,
+                                   "description": "Bytes one search_text call reads at most."},
+        "files_search_seconds": {"type": "number", "default": 2,
+                                 "description": "Seconds one search_text call runs at most."},
+    }
 
     def get_tool_schemas(self, state: Any) -> list[dict[str, Any]]:
         return _SCHEMAS[has_regex()]
 
-    def format_tool_call_preview(self, tool_name: Any, payload: Any, state: Any) -> str:
-        p = payload if isinstance(payload, Mapping) else {}
+    def preview(self, call: ToolCall) -> str:
+        p = call.arguments
 
         def arg(key: str, default: str) -> str:
             return printable(str(p.get(key) or default))[:200]
 
+        tool_name = call.tool_name
         if tool_name == "read_file":
             lines = ""
             if p.get("start_line") or p.get("end_line"):
@@ -134,31 +135,30 @@ class FilesTool:
             return f"search /{arg('pattern', '')}/ in {arg('path', '.')}"
         return ""
 
-    def execute_tool(self, tool_name: Any, payload: Any, state: Any, *, cancellation: Any = None) -> dict[str, Any]:
-        config = state["config"]
-        p = payload if isinstance(payload, Mapping) else {}
+    def run(self, call: ToolCall) -> dict[str, Any]:
+        config, p, tool_name = call.config, call.arguments, call.tool_name
         try:
             root = root_of(config)
             if not root.is_dir():
-                return {"success": False, "error": f"files_root {quoted(str(root))} is not a directory"}
+                return failure(f"files_root {quoted(str(root))} is not a directory")
             if tool_name == "read_file":
                 return self._read(root, p, int(_setting(config, "files_max_read_bytes", 100_000)))
             if tool_name == "list_dir":
                 return self._list(root, p)
             if tool_name == "search_text":
-                return self._search(root, p, config, cancellation)
+                return self._search(root, p, config, call.cancellation)
         except Refused as exc:
-            return {"success": False, "error": printable(f"{tool_name}: {exc}")}
+            return failure(printable(f"{tool_name}: {exc}"))
         except OSError as exc:
-            return {"success": False, "error": printable(f"{tool_name}: {exc.strerror or exc}")}
-        return {"success": False, "error": f"files has no tool {quoted(str(tool_name))}"}
+            return failure(printable(f"{tool_name}: {exc.strerror or exc}"))
+        return failure(f"files has no tool {quoted(str(tool_name))}")
 
     @staticmethod
     def _read(root: Path, p: Mapping[str, Any], max_bytes: int) -> dict[str, Any]:
         text, cut = read_text(root, p.get("path"), max_bytes, _int_arg(p, "start_line"), _int_arg(p, "end_line"))
         if cut:
             text += f"\n[cut at {max_bytes} bytes; ask for a line range to read further]"
-        return {"success": True, "result": text}
+        return success(text)
 
     @staticmethod
     def _list(root: Path, p: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,7 +183,7 @@ class FilesTool:
                          f"of {len(entries)} read are shown]")
         elif len(entries) > LIST_MAX_NAMES:
             names.append(f"[{len(entries)} entries: the first {LIST_MAX_NAMES} by name are shown]")
-        return {"success": True, "result": "\n".join(names) if names else "(empty directory)"}
+        return success("\n".join(names) if names else "(empty directory)")
 
     @staticmethod
     def _search(root: Path, p: Mapping[str, Any], config: Mapping[str, Any], cancellation: Any) -> dict[str, Any]:
@@ -195,7 +195,7 @@ class FilesTool:
         budget = Budget(int(_setting(config, "files_search_max_bytes", 32 * 2**20)),
                         float(_setting(config, "files_search_seconds", 2)), cancellation)
         found = search(root, start, p.get("pattern"), p.get("literal", False), min(cap, wanted or cap), budget)
-        return {"success": True, "result": found}
+        return success(found)
 
     def to_display_format(self, text: str, result: Any, state: Any) -> dict[str, Any]:
         first = text.splitlines()[0] if text else ""

@@ -22,53 +22,48 @@ State: ``state["openai_reasoning"]`` holds the streamed text as ``Pieces``.
 
 from __future__ import annotations
 
-from typing import Any
-
-from agent_core_providers.accumulate import push, replace_final, text_of
+from agent_core.plugin_kit import (
+    ChunkOutput,
+    Dict,
+    Extension,
+    Msgs,
+    annotate,
+    push,
+    reasoning_partial,
+    rewrite_last_assistant,
+    text_of,
+)
 from agent_core_providers.openai import thinking_text
 
 __all__ = ["OpenAIReasoningExtension"]
 
-Dict = dict[str, Any]
 _FIELDS = ("reasoning_content", "reasoning")
 
 
-class OpenAIReasoningExtension:
+class OpenAIReasoningExtension(Extension):
     """Keeps streamed reasoning out of ``content`` and in ``metadata["reasoning"]``."""
 
     name = "openai_reasoning"
     version = "0.1.0"
     priority = 60
-    default_enabled = True
+    requires = ("provider:openai",)
+    config_schema = {
+        "reasoning_effort": {
+            "type": "string",
+            "description": '"minimal", "low", "medium" or "high" for reasoning models; not sent when unset',
+        },
+    }
 
-    def required_tags(self) -> list[str]:
-        return ["provider:openai"]
-
-    def get_config_schema(self) -> Dict:
-        return {
-            "reasoning_effort": {
-                "type": "string",
-                "description": '"minimal", "low", "medium" or "high" for reasoning models; not sent when unset',
-            },
-        }
-
-    def initialize_request(
-        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
-    ) -> tuple[list[Dict], Dict]:
+    def initialize_request(self, native_messages: Msgs, state: Dict, *,
+                           context: Dict | None = None) -> tuple[Msgs, Dict]:
         request = state["request"]
         effort = state["config"].get("reasoning_effort")
         if effort:
             request = {**request, "payload": {**request["payload"], "reasoning_effort": effort}}
         return native_messages, {**state, "request": request, "openai_reasoning": None}
 
-    def process_chunk(
-        self,
-        native_chunk: Dict | None,
-        partial_messages: list[Dict],
-        final_messages: list[Dict],
-        native_messages: list[Dict],
-        state: Dict,
-    ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+    def process_chunk(self, native_chunk: Dict | None, partial_messages: Msgs, final_messages: Msgs,
+                      native_messages: Msgs, state: Dict) -> ChunkOutput:
         """Hot path: collect a reasoning delta and echo it as a reasoning-only partial."""
         if native_chunk is None:
             return self._attach(partial_messages, final_messages, native_messages, state)
@@ -84,38 +79,27 @@ class OpenAIReasoningExtension:
             text = thinking_text(content)  # typed parts (Mistral): the thinking ones
             if not text:
                 return partial_messages, final_messages, native_messages, state
-        partial = {"role": "assistant", "content": "", "metadata": {"reasoning": text}}
         new_state = {**state, "openai_reasoning": push(state.get("openai_reasoning"), text)}
-        return [*partial_messages, partial], final_messages, native_messages, new_state
+        return [*partial_messages, reasoning_partial(text)], final_messages, native_messages, new_state
 
-    def _attach(self, partials: list[Dict], finals: list[Dict], native: list[Dict], state: Dict) -> tuple:
+    @staticmethod
+    def _attach(partials: Msgs, finals: Msgs, native: Msgs, state: Dict) -> ChunkOutput:
+        """Closing call: the streamed reasoning goes on the final answer as ``reasoning_content``."""
         pieces = state.get("openai_reasoning")
         if not pieces:
             return partials, finals, native, state
         text = text_of(pieces)
-        new_finals = list(finals)
-        for i in range(len(new_finals) - 1, -1, -1):
-            old = new_finals[i]
-            if old.get("role") == "assistant":
-                new_finals[i] = {**old, "reasoning_content": text}
-                native = replace_final(native, old, new_finals[i])
-                break
-        return partials, new_finals, native, {**state, "openai_reasoning": None}
+        finals, native = rewrite_last_assistant(finals, native, lambda old: {**old, "reasoning_content": text})
+        return partials, finals, native, {**state, "openai_reasoning": None}
 
-    def from_native_messages(
-        self,
-        native_messages: list[Dict],
-        messages: list[Dict],
-        state: Dict | None = None,
-        *,
-        context: Dict | None = None,
-    ) -> list[Dict]:
-        out: list[Dict] = []
-        for native, core in zip(native_messages, messages, strict=True):
-            text = next((native[f] for f in _FIELDS if isinstance(native.get(f), str) and native[f]), None)
-            if not text:
-                text = thinking_text(native.get("content"))
-            if text:
-                core = {**core, "metadata": {**(core.get("metadata") or {}), "reasoning": text}}
-            out.append(core)
-        return out
+    def from_native_messages(self, native_messages: Msgs, messages: Msgs, state: Dict | None = None, *,
+                             context: Dict | None = None) -> Msgs:
+        """``reasoning_content`` (or ``reasoning``, or thinking parts) of each answer as ``metadata["reasoning"]``."""
+        return annotate(native_messages, messages, _reasoning_of)
+
+
+def _reasoning_of(native: Dict) -> Dict | None:
+    text = next((native[f] for f in _FIELDS if isinstance(native.get(f), str) and native[f]), None)
+    if not text:
+        text = thinking_text(native.get("content"))
+    return {"reasoning": text} if text else None

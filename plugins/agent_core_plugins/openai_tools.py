@@ -42,13 +42,21 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from agent_core.plugins.tool_interop import OPENAI_CHAT
-from agent_core_providers.accumulate import push, replace_final, text_of
+from agent_core.plugin_kit import (
+    OPENAI_CHAT,
+    ChunkOutput,
+    Dict,
+    Extension,
+    Msgs,
+    annotate,
+    push,
+    rewrite_last_assistant,
+    text_of,
+)
 from agent_core_providers.openai import message_text
 
 __all__ = ["OpenAIToolsExtension"]
 
-Dict = dict[str, Any]
 _json = msgspec.json.Encoder()
 
 
@@ -91,24 +99,19 @@ def _tool_result_content(content: Any) -> Any:
     return message_text(content)
 
 
-class OpenAIToolsExtension:
+class OpenAIToolsExtension(Extension):
     """Function tools for Chat Completions; on whenever the provider is ``openai``."""
 
     name = "openai_tools"
     version = "0.1.0"
     priority = 50
-    default_enabled = True
-
-    def required_tags(self) -> list[str]:
-        return ["provider:openai"]
-
-    def get_config_schema(self) -> Dict:
-        return {
-            "tool_choice": {
-                "type": ["string", "object"],
-                "description": '"auto", "none", "required" or {"type": "function", "function": {"name": ...}}',
-            },
-        }
+    requires = ("provider:openai",)
+    config_schema = {
+        "tool_choice": {
+            "type": ["string", "object"],
+            "description": '"auto", "none", "required" or {"type": "function", "function": {"name": ...}}',
+        },
+    }
 
     def accepted_tool_schema_formats(self, config: Dict, state: Dict | None = None) -> list[str]:
         return [OPENAI_CHAT]
@@ -116,21 +119,15 @@ class OpenAIToolsExtension:
     def emitted_tool_call_formats(self, config: Dict, state: Dict | None = None) -> list[str]:
         return [OPENAI_CHAT]
 
-    def to_native_messages(
-        self,
-        messages: list[Dict],
-        native_messages: list[Dict],
-        state: Dict | None = None,
-        *,
-        context: Dict | None = None,
-    ) -> list[Dict]:
+    def to_native_messages(self, messages: Msgs, native_messages: Msgs, state: Dict | None = None, *,
+                           context: Dict | None = None) -> Msgs:
         """Put tool calls and tool results into their wire shape (messages and natives align 1:1).
 
         A call marked ``incomplete`` was never made: it is left out, and a
         result for it becomes a placeholder marked ``_omit`` that
         :meth:`initialize_request` drops from the payload.
         """
-        out: list[Dict] = []
+        out: Msgs = []
         cut_ids: set[Any] = set()
         for core, native in zip(messages, native_messages, strict=True):
             metadata = core.get("metadata") or {}
@@ -154,9 +151,8 @@ class OpenAIToolsExtension:
             out.append(native)
         return out
 
-    def initialize_request(
-        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
-    ) -> tuple[list[Dict], Dict]:
+    def initialize_request(self, native_messages: Msgs, state: Dict, *,
+                           context: Dict | None = None) -> tuple[Msgs, Dict]:
         """Offer the request's tools; start an empty call buffer; never send a result for a cut call.
 
         The payload's messages are 1:1 with the native history (the
@@ -182,14 +178,8 @@ class OpenAIToolsExtension:
                 payload = {**payload, "tool_choice": config["tool_choice"]}
         return native_messages, {**state, "request": {**request, "payload": payload}, "openai_tools": {}}
 
-    def process_chunk(
-        self,
-        native_chunk: Dict | None,
-        partial_messages: list[Dict],
-        final_messages: list[Dict],
-        native_messages: list[Dict],
-        state: Dict,
-    ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+    def process_chunk(self, native_chunk: Dict | None, partial_messages: Msgs, final_messages: Msgs,
+                      native_messages: Msgs, state: Dict) -> ChunkOutput:
         """Hot path: merge this chunk's ``tool_calls`` fragments into their calls.
 
         Most chunks carry text only and return at once. The closing call
@@ -235,7 +225,8 @@ class OpenAIToolsExtension:
         new_buffer = {"calls": calls, "at": at, "last": last}
         return partial_messages, final_messages, native_messages, {**state, "openai_tools": new_buffer}
 
-    def _attach(self, buffer: Any, partials: list[Dict], finals: list[Dict], native: list[Dict], state: Dict) -> tuple:
+    @staticmethod
+    def _attach(buffer: Any, partials: Msgs, finals: Msgs, native: Msgs, state: Dict) -> ChunkOutput:
         """Closing call: give the streamed calls to the final assistant message.
 
         The calls of a non-streamed answer are already on it; they get the
@@ -249,50 +240,42 @@ class OpenAIToolsExtension:
             }
             for _, c in sorted(((buffer or {}).get("calls") or {}).items())
         ]
-        new_finals = list(finals)
-        for i in range(len(new_finals) - 1, -1, -1):
-            old = new_finals[i]
-            if old.get("role") != "assistant":
-                continue
-            if streamed:
-                calls = streamed
-            elif old.get("tool_calls"):
-                calls = [_wire_call(c) for c in old["tool_calls"]]
-                for c in calls:
-                    c["id"] = c["id"] or _new_id()
-            else:
-                break
-            complete, cut = _split_cut(calls, old.get("_finish_reason"))
-            new = {k: v for k, v in old.items() if k != "tool_calls"}
-            if complete:
-                new["tool_calls"] = complete
-            if cut:
-                new["_incomplete_tool_calls"] = cut
-            if new != old:
-                new_finals[i] = new
-                native = replace_final(native, old, new)
-            break
+        finals, native = rewrite_last_assistant(finals, native, lambda old: _with_calls(old, streamed))
         if buffer:
             state = {**state, "openai_tools": None}
-        return partials, new_finals, native, state
+        return partials, finals, native, state
 
-    def from_native_messages(
-        self,
-        native_messages: list[Dict],
-        messages: list[Dict],
-        state: Dict | None = None,
-        *,
-        context: Dict | None = None,
-    ) -> list[Dict]:
+    def from_native_messages(self, native_messages: Msgs, messages: Msgs, state: Dict | None = None, *,
+                             context: Dict | None = None) -> Msgs:
         """Copy wire ``tool_calls`` into ``metadata["tool_calls"]`` (OpenAI shape, JSON text arguments).
 
         Calls cut short follow, marked ``"incomplete": true``.
         """
-        out: list[Dict] = []
-        for native, core in zip(native_messages, messages, strict=True):
-            if native.get("tool_calls") or native.get("_incomplete_tool_calls"):
-                calls = [_wire_call(c) for c in native.get("tool_calls") or ()]
-                calls.extend({**_wire_call(c), "incomplete": True} for c in native.get("_incomplete_tool_calls") or ())
-                core = {**core, "metadata": {**(core.get("metadata") or {}), "tool_calls": calls}}
-            out.append(core)
-        return out
+        return annotate(native_messages, messages, _calls_of)
+
+
+def _with_calls(old: Dict, streamed: Msgs) -> Dict:
+    """The final answer with its calls (``streamed``, else its own) in wire shape; cut calls set apart."""
+    if streamed:
+        calls = streamed
+    elif old.get("tool_calls"):
+        calls = [_wire_call(c) for c in old["tool_calls"]]
+        for c in calls:
+            c["id"] = c["id"] or _new_id()
+    else:
+        return old
+    complete, cut = _split_cut(calls, old.get("_finish_reason"))
+    new = {k: v for k, v in old.items() if k != "tool_calls"}
+    if complete:
+        new["tool_calls"] = complete
+    if cut:
+        new["_incomplete_tool_calls"] = cut
+    return new if new != old else old
+
+
+def _calls_of(native: Dict) -> Dict | None:
+    if not (native.get("tool_calls") or native.get("_incomplete_tool_calls")):
+        return None
+    calls = [_wire_call(c) for c in native.get("tool_calls") or ()]
+    calls.extend({**_wire_call(c), "incomplete": True} for c in native.get("_incomplete_tool_calls") or ())
+    return {"tool_calls": calls}

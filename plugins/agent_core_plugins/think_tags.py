@@ -6,7 +6,7 @@ wrapped in ``<think>...</think>``. An application would show it as the answer
 and send it back on the next turn. This extension, for any provider:
 
 * on the hot path, splits each streamed text delta with
-  :class:`agent_core.streaming.MarkerScanner`, so a tag cut anywhere across
+  :class:`agent_core.plugin_kit.MarkerScanner`, so a tag cut anywhere across
   chunks is found and a partial never shows half a tag; text inside a tag
   becomes a partial with empty ``content`` and ``metadata["reasoning"]`` (the
   shape ``openai_reasoning`` uses), text outside stays ``content``;
@@ -28,12 +28,19 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from agent_core.streaming import Hit, MarkerScanner
-from agent_core_providers.accumulate import replace_final
+from agent_core.plugin_kit import (
+    ChunkOutput,
+    Dict,
+    Extension,
+    Hit,
+    MarkerScanner,
+    Msgs,
+    reasoning_partial,
+    rewrite_finals,
+)
 
 __all__ = ["ThinkTagsExtension", "split_reasoning"]
 
-Dict = dict[str, Any]
 _KEY = "think_tags"
 _OUTSIDE = ("", "")
 
@@ -87,35 +94,25 @@ def split_reasoning(content: str, names: tuple[str, ...] = ("think",)) -> tuple[
     return "".join(t for r, t in runs if not r), "".join(t for r, t in runs if r)
 
 
-class ThinkTagsExtension:
+class ThinkTagsExtension(Extension):
     """Moves ``<think>...</think>`` out of streamed and final content into ``metadata["reasoning"]``."""
 
     name = "think_tags"
     version = "0.1.0"
     priority = 40  # before redact (90), which then masks both the answer and the reasoning
-    default_enabled = True
 
-    def forbidden_tags(self) -> list[str]:
-        return ["thinking"]
+    forbids = ("thinking",)
+    config_schema = {
+        "think_tags": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "default": ["think"],
+            "description": 'tag names whose content is reasoning: ["think"] matches <think>...</think>',
+        },
+    }
 
-    def get_config_schema(self) -> Dict:
-        return {
-            "think_tags": {
-                "type": "array",
-                "items": {"type": "string", "minLength": 1},
-                "default": ["think"],
-                "description": 'tag names whose content is reasoning: ["think"] matches <think>...</think>',
-            },
-        }
-
-    def process_chunk(
-        self,
-        native_chunk: Dict | None,
-        partial_messages: list[Dict],
-        final_messages: list[Dict],
-        native_messages: list[Dict],
-        state: Dict,
-    ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+    def process_chunk(self, native_chunk: Dict | None, partial_messages: Msgs, final_messages: Msgs,
+                      native_messages: Msgs, state: Dict) -> ChunkOutput:
         """Hot path: route each partial's new text to content or reasoning."""
         carry = state.get(_KEY) or _OUTSIDE
         if native_chunk is not None and not final_messages and not carry[0] and not carry[1]:
@@ -128,7 +125,7 @@ class ThinkTagsExtension:
                 return partial_messages, final_messages, native_messages, state
         scanner, roles = _scanner(_names(state.get("config")))
         held, open_tag = carry
-        out: list[Dict] = []
+        out: Msgs = []
         for p in partial_messages:
             content = p.get("content")
             if not content or not isinstance(content, str):
@@ -142,42 +139,22 @@ class ThinkTagsExtension:
             runs, open_tag = _route(scanner.flush(held), open_tag, roles)
             held, open_tag = "", ""
             _emit(out, {"role": "assistant"}, runs)
-            final_messages, native_messages = self._split_finals(final_messages, native_messages, state)
+            names = _names(state.get("config"))
+            final_messages, native_messages = rewrite_finals(
+                final_messages, native_messages, lambda m: _without_tags(m, names))
         new_carry = (held, open_tag) if held or open_tag else _OUTSIDE
         if new_carry != carry:
             state = {**state, _KEY: new_carry}
         return out, final_messages, native_messages, state
 
-    def _split_finals(self, finals: list[Dict], native: list[Dict], state: Dict) -> tuple[list[Dict], list[Dict]]:
-        names = _names(state.get("config"))
-        new_finals = []
-        changed = False
-        for m in finals:
-            content = m.get("content")
-            if isinstance(content, str) and "<" in content:
-                answer, reasoning = split_reasoning(content, names)
-                if reasoning or answer != content:
-                    before = m.get("reasoning_content")
-                    joined = f"{before}{reasoning}" if isinstance(before, str) and before else reasoning
-                    m = {**m, "content": answer, **({"reasoning_content": joined} if joined else {})}
-                    changed = True
-            new_finals.append(m)
-        if not changed:
-            return finals, native
-        # the finals are also the tail of the native history: replace them there too
-        for old, new in zip(finals, new_finals):
-            if old is not new:
-                native = replace_final(native, old, new)
-        return new_finals, native
+    def from_native_messages(self, native_messages: Msgs, messages: Msgs, state: Dict | None = None, *,
+                             context: Dict | None = None) -> Msgs:
+        """The reasoning moved to ``reasoning_content`` becomes ``metadata["reasoning"]`` (unless one is set).
 
-    def from_native_messages(
-        self,
-        native_messages: list[Dict],
-        messages: list[Dict],
-        state: Dict | None = None,
-        *,
-        context: Dict | None = None,
-    ) -> list[Dict]:
+        Pairs by position and passes any messages past the shorter list
+        through: this extension runs with any provider, whose conversion need
+        not be one to one.
+        """
         out: list[Dict] = []
         for native, core in zip(native_messages, messages):
             text = native.get("reasoning_content") if isinstance(native, dict) else None
@@ -189,10 +166,20 @@ class ThinkTagsExtension:
         return out
 
 
-def _emit(out: list[Dict], source: Dict, runs: list[tuple[bool, str]]) -> None:
+def _emit(out: Msgs, source: Dict, runs: list[tuple[bool, str]]) -> None:
     """Append the partials for routed runs of stream, keeping the source's other fields on answer text."""
     for reasoning, text in runs:
-        if reasoning:
-            out.append({"role": "assistant", "content": "", "metadata": {"reasoning": text}})
-        else:
-            out.append({**source, "content": text})
+        out.append(reasoning_partial(text) if reasoning else {**source, "content": text})
+
+
+def _without_tags(message: Dict, names: tuple[str, ...]) -> Dict:
+    """A final with the tagged reasoning moved from ``content`` to ``reasoning_content`` (the same object if none)."""
+    content = message.get("content")
+    if not (isinstance(content, str) and "<" in content):
+        return message
+    answer, reasoning = split_reasoning(content, names)
+    if not reasoning and answer == content:
+        return message
+    before = message.get("reasoning_content")
+    joined = f"{before}{reasoning}" if isinstance(before, str) and before else reasoning
+    return {**message, "content": answer, **({"reasoning_content": joined} if joined else {})}

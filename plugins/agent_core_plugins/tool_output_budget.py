@@ -30,10 +30,9 @@ from typing import Any
 
 import msgspec
 from agent_core.errors import ConfigError
+from agent_core.plugin_kit import Dict, Extension, Msgs
 
 __all__ = ["ToolOutputBudgetExtension", "cut_text"]
-
-Dict = dict[str, Any]
 
 DEFAULT_MAX_BYTES = 16384
 DEFAULT_MAX_LINES = 400
@@ -176,35 +175,32 @@ def _is_tool(message: Any) -> bool:
     return isinstance(message, Mapping) and message.get("role") == "tool"
 
 
-class ToolOutputBudgetExtension:
+class ToolOutputBudgetExtension(Extension):
     """Caps tool results on their way to the model, keeping head and tail; the core session keeps all."""
 
     name = "tool_output_budget"
     version = "0.1.0"
     priority = 95  # after the tools extensions (50) have built the native tool results
-    default_enabled = True
-
-    def get_config_schema(self) -> Dict:
-        return {
-            "tool_output_max_bytes": {
-                "type": "integer", "minimum": _FLOORS["tool_output_max_bytes"], "default": DEFAULT_MAX_BYTES,
-                "description": "largest tool result, in UTF-8 bytes, sent to the model (head and tail kept)",
-            },
-            "tool_output_max_lines": {
-                "type": "integer", "minimum": _FLOORS["tool_output_max_lines"], "default": DEFAULT_MAX_LINES,
-                "description": "most lines of a tool result sent to the model, the marker line included "
-                               "(first and last halves kept)",
-            },
-        }
+    config_schema = {
+        "tool_output_max_bytes": {
+            "type": "integer", "minimum": _FLOORS["tool_output_max_bytes"], "default": DEFAULT_MAX_BYTES,
+            "description": "largest tool result, in UTF-8 bytes, sent to the model (head and tail kept)",
+        },
+        "tool_output_max_lines": {
+            "type": "integer", "minimum": _FLOORS["tool_output_max_lines"], "default": DEFAULT_MAX_LINES,
+            "description": "most lines of a tool result sent to the model, the marker line included "
+                           "(first and last halves kept)",
+        },
+    }
+    actions = ({"id": "tool_output_budget_record", "label": "Note a tool result's original size",
+                "trigger": "tool_post"},)
 
     def init(self, config: Dict, state: Dict) -> Dict:
         check_limits(config)
         return state
 
-    def to_native_messages(
-        self, messages: list[Dict], native_messages: list[Dict], state: Dict | None = None, *,
-        context: Dict | None = None,
-    ) -> list[Dict]:
+    def to_native_messages(self, messages: Msgs, native_messages: Msgs, state: Dict | None = None, *,
+                           context: Dict | None = None) -> Msgs:
         """Cut the native form of each tool result over the budget; other messages pass untouched."""
         limits = _limits((state or {}).get("config"))
         # 1:1 with the core messages (as the bundled providers make them), a
@@ -215,10 +211,6 @@ class ToolOutputBudgetExtension:
         if all(new is old for new, old in zip(out, native_messages)):
             return native_messages
         return out
-
-    def get_actions(self, state: Dict) -> list[Dict]:
-        return [{"id": "tool_output_budget_record", "label": "Note a tool result's original size",
-                 "trigger": "tool_post"}]
 
     def execute_action(self, action_id: str, session: Any, native_messages: Any, params: Any, context: Any,
                        state: Any = None) -> Dict:
