@@ -30,8 +30,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import thaw
 from ..errors import ConfigError
-from ..values.frozen import thaw
 
 __all__ = ["ScriptProvider", "ScriptedTurn", "parse_script", "reply", "scripted_provider", "tool_call"]
 
