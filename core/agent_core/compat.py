@@ -73,10 +73,17 @@ MODULE_ALIASES: dict[str, str] = {
 
 
 def install_module_aliases() -> None:
-    """Make each old module path import the module that replaced it (called once by ``agent_core``)."""
+    """Make each old module path import the module that replaced it (called once by ``agent_core``).
+
+    The module is also set as an attribute of its parent package, as an import
+    would: code that does ``import agent_core.streaming`` and then reads
+    ``agent_core.streaming.MarkerScanner`` finds it.
+    """
     for old, new in MODULE_ALIASES.items():
         if old not in sys.modules:
             sys.modules[old] = importlib.import_module(new)
+        parent, _, child = old.rpartition(".")
+        setattr(sys.modules[parent], child, sys.modules[old])
 
 
 class PlatformNames:
