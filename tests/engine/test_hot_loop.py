@@ -17,7 +17,7 @@ def live(kind: str, cls: type) -> LivePlugin:
 
 def loop(provider: type, *extensions: type) -> HotLoop:
     chain = hot_chain(live("provider", provider), [live("extension", e) for e in extensions])
-    return HotLoop(chain, NATIVE, STATE, "r1", 3, Flight("r1"))
+    return HotLoop(chain, NATIVE, STATE, request_id="r1", iteration=3)
 
 
 class Provider:
@@ -187,7 +187,7 @@ def test_no_partials_make_no_event_several_make_several_and_a_cancel_stops_the_n
     assert list(hot.feed({"delta": ""})) == []
     assert [e.message.content for e in hot.feed({"delta": "abc"})] == ["a", "b", "c"]
     flight = Flight("r2")
-    hot = HotLoop(hot_chain(live("provider", Provider), []), NATIVE, STATE, "r2", 1, flight)
+    hot = HotLoop(hot_chain(live("provider", Provider), []), NATIVE, STATE, request_id="r2", token=flight.token)
     flight.token.cancel()
     with pytest.raises(RunCancelled):
         hot.feed({"delta": "a"})
@@ -200,7 +200,7 @@ def test_a_token_cancelled_from_another_thread_stops_the_next_chunk_and_wakes_wa
     from agent_core.runtime.flight import RunCancelled
 
     flight = Flight("r3")
-    hot = HotLoop(hot_chain(live("provider", Provider), []), NATIVE, STATE, "r3", 1, flight)
+    hot = HotLoop(hot_chain(live("provider", Provider), []), NATIVE, STATE, request_id="r3", token=flight.token)
     hot.feed({"delta": "a"})
     token = flight.token
     assert token.cancelled is False and token.wait(0) is False
@@ -255,3 +255,40 @@ def test_the_engine_reads_no_private_attribute_of_another_object() -> None:
                     and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
                 found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
     assert found == []
+
+
+def test_close_runs_the_extensions_once_more_with_no_chunk_each_handed_what_the_one_before_returned() -> None:
+    class Flushes:
+        name = "flushes"
+
+        def process_chunk(self, chunk, partials, finals, native_messages, state):
+            held = [{"role": "assistant", "content": "held"}] if chunk is None else []
+            return [*partials, *held], finals, native_messages, state
+
+    hot = loop(Provider, Flushes, Upper)
+    finals = freeze([{"role": "assistant", "content": "done"}])
+    partials, out_finals, native, state, owner, hook = hot.close(FrozenList(), finals, NATIVE, STATE)
+    ((upper_partials, upper_finals, _, _),) = seen  # Upper saw what Flushes released
+    assert upper_partials == [{"role": "assistant", "content": "held"}] and upper_finals is finals
+    assert partials == [{"role": "assistant", "content": "HELD"}] and (owner.name, hook) == ("upper", "process_chunk")
+    assert out_finals == finals and native is NATIVE and state["n"] == 1
+    assert hot.chunks == 0  # no chunk was fed
+
+
+def test_close_passes_a_typed_error_as_it_is_and_wraps_the_rest() -> None:
+    from agent_core import ConfigError
+
+    class Raises:
+        name = "raises"
+        error: Exception = ConfigError("bad key")
+
+        def process_chunk(self, chunk, partials, finals, native_messages, state):
+            raise self.error
+
+    hot = loop(Provider, Raises)
+    with pytest.raises(ConfigError):
+        hot.close(FrozenList(), FrozenList(), NATIVE, STATE)
+    Raises.error = KeyError("x")
+    with pytest.raises(PluginError) as info:
+        hot.close(FrozenList(), FrozenList(), NATIVE, STATE)
+    assert info.value.__cause__ is Raises.error

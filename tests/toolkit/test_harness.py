@@ -142,3 +142,58 @@ def test_scripted_provider_still_imports_from_the_package():
     from agent_core.testing import scripted_provider as again
 
     assert again is scripted_provider and reply("x").content == "x" and tool_call("f")["function"]["name"] == "f"
+
+
+def test_a_stream_runs_the_engines_hot_loop_so_it_ends_as_a_request_does():
+    """PrefixExt behind the bundled echo provider: the harness's finals and text are the request's."""
+    from agent_core import AgentCore
+
+    chunks = [{"delta": w} for w in ("Echo:", " hi")]
+    record = PluginHarness(PrefixExt, provider=EchoProvider).stream(
+        chunks, native=[{"role": "user", "content": "hi"}])
+    result = AgentCore(providers=[EchoProvider], extensions=[PrefixExt]).request(
+        Session("s", [Message(role="user", content="hi")]), {"stream": True})
+    assert record.finals[-1]["content"] == result.final_messages[-1].content == "[EXT] Echo: hi"
+    assert [c.chunk for c in record.calls] == [*chunks, None]
+    assert record.text == "Echo: hi"
+
+
+def test_what_the_engine_refuses_per_chunk_is_refused_here_too():
+    from agent_core import PluginError
+
+    class Robot:
+        name = "robot"
+
+        def process_chunk(self, chunk, partials, finals, native, state):
+            return [{"role": "robot", "content": "beep"}], finals, native, state
+
+    with pytest.raises(PluginError, match="invalid partial") as err:
+        PluginHarness(Robot).stream([{"n": 1}], partials=["a"])
+    assert (err.value.plugin, err.value.hook) == ("robot", "process_chunk")
+
+
+def test_an_invalid_partial_the_test_gave_is_blamed_on_the_test_not_the_extension():
+    from agent_core import PluginError
+
+    class Passes:
+        name = "passes"
+
+        def process_chunk(self, chunk, partials, finals, native, state):
+            return partials, finals, native, state
+
+    with pytest.raises(PluginError, match="invalid partial") as err:
+        PluginHarness(Passes).stream([{"n": 1}], partials=[{"role": "robot", "content": "x"}])
+    assert err.value.plugin == "the test's partials="
+
+
+def test_an_exception_a_hook_raises_at_the_closing_call_comes_out_as_it_is():
+    class Fails:
+        name = "fails"
+
+        def process_chunk(self, chunk, partials, finals, native, state):
+            if chunk is None:
+                raise KeyError("closing")
+            return partials, finals, native, state
+
+    with pytest.raises(KeyError, match="closing"):
+        PluginHarness(Fails).stream([{"n": 1}], partials=["a"])

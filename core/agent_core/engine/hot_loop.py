@@ -16,7 +16,7 @@ extension is handed the plain list of plain dicts the plugin before it made
 (the seed's ``List[Dict]``), and a pass-through extension costs one call and
 four identity checks.
 
-The stream ends with the closing step (:func:`closing_step`): the same chain
+The stream ends with the closing step (:meth:`HotLoop.close`): the same chain
 once more with ``native_chunk=None``, the extensions only, each handed the
 partials and finals the one before returned. What an extension held back and
 flushes there still passes every extension after it.
@@ -36,7 +36,7 @@ from ..errors import (
 )
 from ..plugins.hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from ..plugins.stubs import provider_streams
-from ..runtime.effects import Call, OpenIter, Pump
+from ..runtime.effects import Call, CancellationToken, OpenIter, Pump
 from ..runtime.flight import Flight, RunCancelled
 from ..tools.toolkit import twin_calls
 from ..values.events import PartialEvent
@@ -44,15 +44,17 @@ from ..values.frozen import _SCALARS, FrozenDict, FrozenList
 from ..values.messages import EMPTY_METADATA, PartialMessage
 
 __all__ = [
-    "HotChain", "HotLoop", "call_once", "call_provider", "closing_step", "finalized", "hot_chain", "partial_message",
+    "HotChain", "HotLoop", "call_once", "call_provider", "finalized", "hot_chain", "hot_failure", "partial_message",
     "pump_stream",
 ]
 
-#: a chain prepared for the hot loop: (plugin, its bound ``process_chunk``), provider first
-HotChain = tuple[tuple[LivePlugin, Callable[..., Any]], ...]
+#: a chain prepared for the hot loop: (plugin, its bound ``process_chunk``), provider first. The
+#: loop reads only a plugin's ``name`` (to blame it), so a test harness may put its own steps in.
+HotChain = tuple[tuple[Any, Callable[..., Any]], ...]
 
 _NONE = FrozenList()  # the empty list a plugin's ``[]`` becomes
 _PASS = (LLMError, ProviderRequestCancelled)  # typed failures a hot hook may raise as they are
+_PASS_CLOSING = (*_PASS, PluginError, ConfigError)  # at the closing step, as any cold hook call (call_hook)
 _SHAPE = "(partial_messages, final_messages, native_messages, state)"
 
 
@@ -140,16 +142,17 @@ class HotLoop:
 
     __slots__ = ("provider", "exts", "native", "state", "seen", "chunks", "request_id", "iteration", "token")
 
-    def __init__(self, chain: HotChain, native: Any, state: Any, request_id: str, iteration: int, flight: Flight):
+    def __init__(self, chain: HotChain, native: Any, state: Any, *, request_id: str = "", iteration: int = 0,
+                 token: CancellationToken | None = None) -> None:
         self.provider = chain[0]
         self.exts = chain[1:]
         self.native = native
         self.state = state
         self.seen: list[Any] = []
         self.chunks = 0
-        self.request_id = request_id
+        self.request_id = request_id  # what the events carry
         self.iteration = iteration
-        self.token = flight.token  # its ``cancelled`` is a plain bool, read per chunk
+        self.token = token if token is not None else CancellationToken()  # ``cancelled`` is read per chunk
 
     def feed(self, chunk: Any) -> Any:
         """Run one native chunk through the chain; return its events.
@@ -212,13 +215,48 @@ class HotLoop:
         return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
 
 
-def hot_failure(plugin: LivePlugin, exc: Exception) -> Exception:
-    """What an exception a hot hook raised becomes: a typed LLM failure as it is, else a PluginError.
+    def close(self, partials: Any, finals: Any, native: Any, state: Any) -> tuple[Any, FrozenList, Any, Any, Any, str]:
+        """The closing step: each extension's ``process_chunk(None, partials, finals, native, state)``, once, in order.
+
+        It is one more turn of the chain, for the end of the stream: what an
+        extension returns is what the next one is handed, partials included.
+        So text an extension held back and releases here (a tag it was unsure
+        of, a buffer) goes through every extension after it, as its partials
+        did during the stream, and nothing skips one that masks or reorders
+        text (``redact``); the partials of the whole call then join to its
+        final text. ``partials`` starts as the ``call_api`` answer's partials
+        (none after a stream), ``finals`` as what ``finalize`` and ``call_api``
+        returned that no extension has seen. Runs once per provider call, so
+        it is written for clarity, not speed.
+
+        Returns:
+            ``(partials, finals, native, state, owner, hook)``: the partials the
+            last extension returned, to be shown, and the plugin and hook to blame
+            for an invalid one (the last that changed them).
+
+        Raises:
+            PluginError: a hook raised or returned a bad shape (names plugin and hook);
+                a typed error (LLMError, ConfigError, ...) passes as it is.
+        """
+        owner, hook = self.provider[0], "call_api"
+        for plugin, fn in self.exts:
+            try:
+                out = fn(None, partials, finals, native, state)
+            except Exception as exc:
+                raise hot_failure(plugin, exc, _PASS_CLOSING)
+            if out.__class__ is not tuple or len(out) != 4 or out[0] is not partials:
+                owner, hook = plugin, "process_chunk"
+            partials, finals, native, state = taken(plugin, out, native, state)
+        return partials, finals, native, state, owner, hook
+
+
+def hot_failure(plugin: Any, exc: Exception, passing: tuple[type[Exception], ...] = _PASS) -> Exception:
+    """What an exception a chain's hook raised becomes: a typed failure (``passing``) as it is, else a PluginError.
 
     Raised by the caller; a PluginError has ``exc`` as its ``__cause__``, as
     ``raise ... from exc`` would set (written here once, not at every hook call).
     """
-    if isinstance(exc, _PASS):
+    if isinstance(exc, passing):
         return exc
     error = PluginError(plugin.name, "process_chunk", exc)
     error.__cause__ = exc
@@ -243,7 +281,7 @@ def call_provider(
     Streams when asked and the provider streams (it says so, see
     :func:`~agent_core.plugins.stubs.provider_streams`), else ``call_api``
     (:func:`call_once`); then the provider's ``finalize`` (:func:`finalized`);
-    then the closing step (:func:`closing_step`), whose partials are yielded
+    then the closing step (:meth:`HotLoop.close`), whose partials are yielded
     as events. One call, one request: a stream that yields nothing is never
     followed by ``call_api`` (that would be a second, billable request).
     Returns ``(finals, native, state)``.
@@ -254,44 +292,40 @@ def call_provider(
     """
     spec = provider.spec
     streamed = (stream and provider_streams(spec)) or not (spec.defines("call_api") or spec.defines("acall_api"))
+    run = HotLoop(hot_chain(provider, exts), native, state, request_id=request_id, iteration=iteration,
+                  token=flight.token)
     opening: Any = _NONE  # the partials of a call_api answer: they enter the closing step like any other
     unseen: list[Any] = []
     if streamed:
-        run = yield from pump_stream(provider, exts, native, state, request_id, iteration, flight)
-        native, state, seen, chunks = run.native, run.state, run.seen, run.chunks
+        yield from pump_stream(run, native, state, flight)
+        native, state = run.native, run.state
     else:
         opening, finals, native, state = yield from call_once(provider, native, state, request_id, flight)
-        seen, chunks = [], 0
         unseen.extend(finals)
     finals, native, state = finalized(provider, native, state, ctx)
     unseen.extend(finals)
-    if streamed and not chunks and not seen and not unseen:
+    if streamed and not run.chunks and not run.seen and not unseen:
         raise EmptyResponseError(
             "the stream ended without sending a single chunk, and finalize produced no answer; "
             "the call was not repeated (a provider whose stream_api is a placeholder declares "
             "streams = False and answers through call_api)",
             provider=provider.name,
         )
-    partials, pending, native, state, owner, hook = closing_step(
-        provider, exts, opening, FrozenList.from_frozen(unseen), native, state)
+    partials, pending, native, state, owner, hook = run.close(opening, FrozenList.from_frozen(unseen), native, state)
     for p in partials:
         yield PartialEvent(request_id, partial_message(owner, p, hook), iteration)
-    return FrozenList.from_frozen([*seen, *pending]), native, state
+    return FrozenList.from_frozen([*run.seen, *pending]), native, state
 
 
-def pump_stream(
-    provider: LivePlugin, exts: list[LivePlugin], native: Any, state: Any, request_id: str, iteration: int,
-    flight: Flight,
-) -> Generator[Any, Any, HotLoop]:
-    """Open the provider's stream and pump every chunk through :meth:`HotLoop.feed`; the loop at the end."""
-    sync, asyn = twin_calls(provider, "stream_api", "astream_api", native, state, request_id=request_id)
+def pump_stream(run: HotLoop, native: Any, state: Any, flight: Flight) -> Generator[Any, Any, None]:
+    """Open the provider's stream and pump every chunk through ``run``'s :meth:`HotLoop.feed`."""
+    provider = run.provider[0]
+    sync, asyn = twin_calls(provider, "stream_api", "astream_api", native, state, request_id=run.request_id)
     try:
         handle = yield OpenIter(sync, asyn, label=f"provider {provider.name!r} stream")
-        run = HotLoop(hot_chain(provider, exts), native, state, request_id, iteration, flight)
         yield Pump(handle, run.feed)
     except Exception as exc:
         raise provider_failure(flight, provider, "stream_api", exc) from exc
-    return run
 
 
 def call_once(
@@ -315,39 +349,3 @@ def finalized(provider: LivePlugin, native: Any, state: Any, ctx: Any) -> tuple[
     return (frozen_list(provider, "finalize", out[0], "final_messages"),
             frozen_list(provider, "finalize", out[1], "native_messages", native),
             frozen_map(provider, "finalize", out[2], "state"))
-
-
-def closing_step(
-    provider: LivePlugin, exts: list[LivePlugin], partials: Any, finals: Any, native: Any, state: Any,
-) -> tuple[Any, FrozenList, Any, Any, LivePlugin, str]:
-    """Each extension's ``process_chunk(None, partials, finals, native, state)``, once, in chain order.
-
-    The closing step is one more turn of the hot loop's chain, for the end of
-    the stream: what an extension returns is what the next one is handed,
-    partials included. So text an extension held back and releases here (a
-    tag it was unsure of, a buffer) goes through every extension after it,
-    as its partials did during the stream, and nothing skips one that masks
-    or reorders text (``redact``); the partials of the whole call then join
-    to its final text. ``partials`` starts as the ``call_api`` answer's
-    partials (none after a stream), ``finals`` as what ``finalize`` and
-    ``call_api`` returned that no extension has seen.
-
-    Runs once per provider call, so it is written for clarity, not speed.
-
-    Returns:
-        ``(partials, finals, native, state, owner, hook)``: the partials the
-        last extension returned, to be shown, and the plugin and hook to blame
-        for an invalid one (the last that changed them).
-
-    Raises:
-        PluginError: a hook raised or returned a bad shape (names plugin and hook).
-    """
-    owner, hook = provider, "call_api"
-    for ext in exts:
-        if not ext.defines("process_chunk"):
-            continue
-        out = call_hook(ext, "process_chunk", None, partials, finals, native, state)
-        if out.__class__ is not tuple or len(out) != 4 or out[0] is not partials:
-            owner, hook = ext, "process_chunk"
-        partials, finals, native, state = taken(ext, out, native, state)
-    return partials, finals, native, state, owner, hook

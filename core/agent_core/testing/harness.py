@@ -14,6 +14,8 @@ does what the engine does for one plugin, and nothing else:
 * a hook may declare fewer parameters than the protocol (no ``context``, no
   ``state``); the harness passes only what it accepts; a hook the plugin
   leaves out runs the protocol's default body;
+* :meth:`~PluginHarness.stream` runs the chunks through the engine's own hot
+  loop (:class:`~agent_core.plugin_kit.HotLoop`), so per chunk it checks what a request checks;
 * results come back thawed (plain dicts and lists), ready for ``==`` or a
   snapshot.
 
@@ -25,22 +27,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
+from types import SimpleNamespace
 from typing import Any
 
 from .. import (
     FrozenDict,
+    FrozenList,
     Message,
     PartialMessage,
     Session,
     freeze,
     thaw,
 )
-from ..errors import PluginContractError
+from ..errors import PluginContractError, PluginError
+from ..plugin_kit import HotLoop
 from ..plugins.config import effective_config, parse_schema
 from .inspection import PROTOCOLS, fit_call, plugin_kind, short
 from .records import FinalizeResult, HookCall, StreamRecord
 
 __all__ = ["FinalizeResult", "HookCall", "PluginHarness", "StreamRecord", "plugin_kind"]
+
+_SHAPE = "(partial_messages, final_messages, native_messages, state)"
+
 
 def _as_message(m: Any) -> Any:
     if isinstance(m, (Message, PartialMessage)):
@@ -56,6 +64,82 @@ def _messages(items: Any) -> list[Any]:
     if isinstance(items, (str, Mapping, Message, PartialMessage)):
         items = [items]
     return [_as_message(m) for m in items]
+
+
+class _Run:
+    """One :meth:`PluginHarness.stream`: its chain's steps, what they recorded, what a hook raised.
+
+    ``upstream`` is the harness of the provider that makes an extension's
+    inputs (None when the test gives them, or for a provider).
+    """
+
+    def __init__(self, harness: PluginHarness, upstream: PluginHarness | None) -> None:
+        self.harness, self.upstream = harness, upstream
+        self.calls: list[HookCall] = []
+        self.text: list[str] = []
+        self.finals: list[Any] = []
+        self.raised: BaseException | None = None  # what a hook raised, handed out as it is
+
+    def chain(self, partials: Sequence[Any] | None, chunks: int) -> tuple[Any, ...]:
+        """The hot loop's chain: the plugin (a provider), or what makes an extension's inputs, then the extension."""
+        tested = self.step(self.harness, record=True)
+        if self.harness.kind == "provider":
+            return (tested,)
+        if self.upstream is not None:
+            return self.step(self.upstream, record=False), tested
+        items = iter([_messages(p) for p in partials or [[]] * chunks])
+        given = SimpleNamespace(name="the test's partials=")  # blamed for an invalid partial no extension changed
+        return (given, lambda chunk, native, state: (freeze(next(items)), [], native, state)), tested
+
+    def step(self, plugin: PluginHarness, *, record: bool) -> tuple[Any, Callable[..., Any]]:
+        """``plugin``'s ``process_chunk`` as a chain step: frozen inputs, the harness's shape checks, a record."""
+        inputs = ("native_messages",) if plugin.kind == "provider" else (
+            "partial_messages", "final_messages", "native_messages")
+
+        def process_chunk(chunk: Any, *args: Any) -> Any:
+            try:
+                out = plugin.call("process_chunk", chunk, *args)
+                p, f, n, s = plugin._hot(plugin._tuple("process_chunk", out, 4, _SHAPE))
+            except Exception as exc:
+                self.raised = exc
+                raise
+            if record:
+                self.note("process_chunk", chunk, dict(zip(inputs, args)), p, f, n, s)
+            return out  # the engine checks and freezes it as it would in a request
+
+        return SimpleNamespace(name=plugin.name), process_chunk  # the hot loop reads only a step's name
+
+    def end(self, hot: HotLoop, finals: Any) -> tuple[Any, Any]:
+        """A provider's ``finalize``, or an extension's closing call with the finals; the last native and state."""
+        nat, state = hot.native, hot.state
+        if self.harness.kind == "provider":
+            f, n, s = self.harness._finalize_raw(nat, state)
+            self.note("finalize", None, {"native_messages": nat}, (), f, n, s)
+            return n, s
+        end = freeze(_messages(finals))
+        if self.upstream is not None:  # what the provider's finalize hands the closing call
+            end, nat, state = self.upstream._finalize_raw(nat, state)
+        _, _, nat, state, _, _ = self.through(lambda _: hot.close(FrozenList(), end, nat, state), None)
+        return nat, state
+
+    def note(self, hook: str, chunk: Any, inputs: dict[str, Any], p: Any, f: Any, n: Any, s: Any) -> None:
+        for m in p:
+            if isinstance(m.get("content"), str):
+                self.text.append(m["content"])
+        self.finals.extend(thaw(f))
+        self.calls.append(HookCall(hook, thaw(chunk), thaw(inputs), {
+            "partial_messages": thaw(p), "final_messages": thaw(f), "native_messages": thaw(n), "state": thaw(s),
+        }))
+
+    def through(self, fn: Callable[[Any], Any], chunk: Any) -> Any:
+        """``fn(chunk)``; when the engine wrapped what a hook raised, that exception comes out instead."""
+        self.raised = None
+        try:
+            return fn(chunk)
+        except PluginError as exc:
+            if self.raised is not None and exc.__cause__ is self.raised:
+                raise self.raised from None
+            raise
 
 
 class PluginHarness:
@@ -210,7 +294,7 @@ class PluginHarness:
 
     def stream(self, chunks: Sequence[Any] = (), *, partials: Sequence[Any] | None = None, finals: Any = None,
                native: Any = None) -> StreamRecord:
-        """Feed ``chunks`` through ``process_chunk`` as the engine does, ending with its closing call.
+        """Feed ``chunks`` through ``process_chunk`` with the engine's own hot loop, ending with its closing call.
 
         For an extension: one ``process_chunk(chunk, partials, finals, native,
         state)`` per chunk, then ``process_chunk(None, [], finals, native,
@@ -228,69 +312,39 @@ class PluginHarness:
         Both start, as each provider call in the engine does, with
         ``initialize_request(native, state)`` (its result is not a recorded
         call; its state, e.g. the request body a provider builds, is what the
-        chunks see and is in the record's final ``state``).
+        chunks see and is in the record's final ``state``). The chunks then go
+        through :meth:`HotLoop.feed <agent_core.plugin_kit.HotLoop.feed>` and the
+        closing call through :meth:`HotLoop.close <agent_core.plugin_kit.HotLoop.close>`,
+        so what the engine checks per chunk (partials it can show, finals and
+        state it can freeze) is checked here too. An exception a hook raises
+        comes out as it is; one the engine finds in a result is its
+        ``PluginError``.
 
         Returns:
             A :class:`StreamRecord`: every call's inputs and outputs, the
             joined text of all partials that came out, every final that came
             out, the last native history and state.
         """
+        self._check_stream_inputs(chunks, partials, finals)
         nat = freeze(_messages(native))
         state = self._state
         if self.provider is not None:  # the provider prepares the call first, then its extensions
             nat, state = self.provider._prepare(nat, state)
-        if self.kind in ("provider", "extension"):  # the engine prepares each provider call first
-            nat, state = self._prepare(nat, state)
-        calls: list[HookCall] = []
-        text: list[str] = []
-        out_finals: list[Any] = []
+        nat, state = self._prepare(nat, state)  # the engine prepares each provider call first
+        run = _Run(self, self.provider if partials is None and finals is None else None)
+        hot = HotLoop(run.chain(partials, len(chunks)), nat, state, request_id=str(self._context["request_id"]))
+        for chunk in chunks:
+            run.through(hot.feed, chunk)
+        nat, state = run.end(hot, finals)
+        return StreamRecord(tuple(run.calls), "".join(run.text), run.finals, thaw(nat), thaw(state))
 
-        def note(hook: str, chunk: Any, inputs: dict[str, Any], p: Any, f: Any, n: Any, s: Any) -> None:
-            for m in p:
-                if isinstance(m.get("content"), str):
-                    text.append(m["content"])
-            out_finals.extend(thaw(f))
-            calls.append(HookCall(hook, thaw(chunk), thaw(inputs), {
-                "partial_messages": thaw(p), "final_messages": thaw(f), "native_messages": thaw(n), "state": thaw(s),
-            }))
-
-        if self.kind == "provider":
-            if partials is not None or finals is not None:
-                raise ValueError("partials= and finals= are what a provider makes; pass only chunks for a provider")
-            for chunk in chunks:
-                out = self._tuple("process_chunk", self.call("process_chunk", chunk, nat, state), 4,
-                                  "(partial_messages, final_messages, native_messages, state)")
-                p, f, n, s = self._hot(out)
-                note("process_chunk", chunk, {"native_messages": nat}, p, f, n, s)
-                nat, state = n, s
-            f, n, s = self._finalize_raw(nat, state)
-            note("finalize", None, {"native_messages": nat}, [], f, n, s)
-            nat, state = n, s
-        elif self.kind == "extension":
-            per_chunk = list(partials or ())
-            if partials is not None and len(per_chunk) != len(chunks):
-                raise ValueError(f"partials= has {len(per_chunk)} items for {len(chunks)} chunks; give one per chunk")
-            upstream = self.provider if partials is None and finals is None else None
-            steps = [(c, _messages(per_chunk[i]) if per_chunk else [], []) for i, c in enumerate(chunks)]
-            steps.append((None, [], _messages(finals)))
-            for chunk, p_in, f_in in steps:
-                if upstream is not None:  # what the provider made of this chunk, or its finalize at the end
-                    if chunk is None:
-                        f_in, nat, state = upstream._finalize_raw(nat, state)
-                    else:
-                        p_in, f_in, nat, state = upstream._hot(upstream._tuple(
-                            "process_chunk", upstream.call("process_chunk", chunk, nat, state), 4,
-                            "(partial_messages, final_messages, native_messages, state)"))
-                p_in, f_in = freeze(p_in), freeze(f_in)
-                out = self._tuple("process_chunk", self.call("process_chunk", chunk, p_in, f_in, nat, state), 4,
-                                  "(partial_messages, final_messages, native_messages, state)")
-                p, f, n, s = self._hot(out)
-                note("process_chunk", chunk, {"partial_messages": p_in, "final_messages": f_in,
-                                              "native_messages": nat}, p, f, n, s)
-                nat, state = n, s
-        else:
+    def _check_stream_inputs(self, chunks: Sequence[Any], partials: Sequence[Any] | None, finals: Any) -> None:
+        if self.kind not in ("provider", "extension"):
             raise TypeError(f"{self.kind} plugins have no process_chunk; stream() is for providers and extensions")
-        return StreamRecord(tuple(calls), "".join(text), out_finals, thaw(nat), thaw(state))
+        if self.kind == "provider" and (partials is not None or finals is not None):
+            raise ValueError("partials= and finals= are what a provider makes; pass only chunks for a provider")
+        if partials is not None and len(partials) != len(chunks):
+            raise ValueError(f"partials= has {len(partials)} items for {len(chunks)} chunks; give one per chunk")
 
     def _prepare(self, nat: Any, state: Any) -> tuple[Any, Any]:
         out = self._tuple("initialize_request", self.call("initialize_request", nat, state, context=self._context),
