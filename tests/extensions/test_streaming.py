@@ -1,9 +1,9 @@
-"""agent_core.streaming.MarkerScanner: the same pieces however the stream is cut."""
+"""agent_core.plugin_kit.MarkerScanner: the same pieces however the stream is cut."""
 
 from __future__ import annotations
 
 import pytest
-from agent_core.streaming import Hit, MarkerScanner
+from agent_core.plugin_kit import Hit, MarkerScanner
 from agent_core.testing.strategies import splits
 from hypothesis import given
 from hypothesis import strategies as st
