@@ -8,7 +8,13 @@ request (not timed), ``put`` at the loaded revision (timed). Prints the median
 save time per N and the ratio 100,000 / 10, then the time and the Python
 memory (tracemalloc peak) of one ``get`` of the 100,000-message session.
 
-Run: ``.venv/bin/python benchmarks/bench_store.py [--postgres URL] [--rounds 30]``.
+Then what a whole turn costs over the same steps written by hand: ``run_turn``
+(and ``stream_turn``, drained) against ``get``, ``request`` (``stream_request``)
+and ``put`` called one after the other on a short session, interleaved, on a
+store in a dict (the turn's own cost, which a disk write would hide) and on
+SQLite; the ratio is what driving the turn as a generator of effects adds.
+
+Run: ``.venv/bin/python benchmarks/bench_store.py [--postgres URL] [--rounds 30] [--only turn]``.
 The figures are quoted in ``docs/performance.md``.
 """
 
@@ -23,9 +29,11 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 from agent_core import AgentCore, Message, Session
-from agent_core.store import open_store
+from agent_core.errors import ConflictError, SessionNotFoundError
+from agent_core.store import Stored, open_store, run_turn, stream_turn
 from agent_core_providers.echo import EchoProvider
 
 ECHO = {"provider": "echo"}
@@ -84,6 +92,74 @@ def bench(name: str, fresh_url: Callable[[str], str], rounds: int) -> None:
         h.store.close()
 
 
+def _timed(fn: Callable[..., object], *args: object) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def _by_hand(core: AgentCore, store: object, text: str, streamed: bool) -> None:
+    stored = store.get("turn")  # type: ignore[attr-defined]
+    asked = stored.session.with_message(Message("user", text))
+    if streamed:
+        session = [e for e in core.stream_request(asked, ECHO)][-1].session
+    else:
+        session = core.request(asked, ECHO).session
+    store.put(session, expected_revision=stored.revision)  # type: ignore[attr-defined]
+
+
+class MemoryStore:
+    """Sessions in a dict: the turn's own cost, with no disk write to hide it."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, Stored] = {}
+
+    def get(self, session_id: str) -> Stored:
+        if session_id not in self.sessions:
+            raise SessionNotFoundError(session_id)
+        return self.sessions[session_id]
+
+    def put(self, session: Session, *, expected_revision: int) -> int:
+        current = self.sessions[session.session_id].revision if session.session_id in self.sessions else 0
+        if current != expected_revision:
+            raise ConflictError(session.session_id, expected=expected_revision, current=current)
+        self.sessions[session.session_id] = Stored(session, current + 1)
+        return current + 1
+
+    def create(self, session: Session) -> int:
+        return self.put(session, expected_revision=0)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def bench_turn(name: str, url: str | None, rounds: int) -> None:
+    """A turn through ``run_turn`` / ``stream_turn`` against its steps by hand, on one short session."""
+    core = AgentCore(providers=[EchoProvider])
+    times: dict[str, list[float]] = {"by hand": [], "run_turn": [], "streamed by hand": [], "stream_turn": []}
+    with open_store(url) if url else MemoryStore() as store:
+        run_turn(core, store, "turn", "hello", ECHO)
+        for i in range(5 + rounds):  # the first 5 warm up
+            timed = {
+                "by hand": _timed(_by_hand, core, store, f"hand {i}", False),
+                "run_turn": _timed(run_turn, core, store, "turn", f"turn {i}", ECHO),
+                "streamed by hand": _timed(_by_hand, core, store, f"hand {i}", True),
+                "stream_turn": _timed(list, stream_turn(core, store, "turn", f"turn {i}", ECHO)),  # lazy until drained
+            }
+            for key, value in timed.items():
+                if i >= 5:
+                    times[key].append(value)
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    for k, v in medians.items():
+        print(f"{name:10s} {k:16s}: {v * 1e3:6.2f} ms (median of {rounds})")
+    print(f"{name:10s} run_turn / by hand: {medians['run_turn'] / medians['by hand']:.3f}x, "
+          f"stream_turn / by hand: {medians['stream_turn'] / medians['streamed by hand']:.3f}x")
+
+
 def _schema_url(url: str, tag: str) -> str:
     """A fresh schema per size in one PostgreSQL database."""
     import psycopg
@@ -98,9 +174,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres", help="postgresql:// URL (default: start a throwaway server if possible)")
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--only", choices=["save", "turn"], help="only the saves at two sizes, or only the turn")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        bench("sqlite", lambda tag: f"sqlite:///{tmp}/{tag}.db", args.rounds)
+        if args.only != "turn":
+            bench("sqlite", lambda tag: f"sqlite:///{tmp}/{tag}.db", args.rounds)
+        if args.only != "save":
+            bench_turn("memory", None, args.rounds * 10)
+            bench_turn("sqlite", f"sqlite:///{tmp}/turn.db", args.rounds)
+    if args.only == "turn":
+        return
     if args.postgres:
         bench("postgresql", lambda tag: _schema_url(args.postgres, tag), args.rounds)
         return

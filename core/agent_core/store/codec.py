@@ -26,10 +26,12 @@ from typing import Any
 
 import msgspec
 
-from .. import NATIVE_KEY, FrozenList, Message, freeze, thaw
+from .. import NATIVE_KEY, FrozenList, Message, Session, freeze, thaw
 from ..errors import CorruptRecordError
 
-__all__ = ["NativePart", "decode_json", "decode_message", "encode_json", "join_metadata", "split_metadata"]
+__all__ = [
+    "NativePart", "decode_json", "decode_message", "decode_session", "encode_json", "join_metadata", "split_metadata",
+]
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
@@ -109,3 +111,73 @@ def join_metadata(head: Mapping[str, Any], native: Mapping[str, Sequence[Any]], 
     if records:
         out[NATIVE_KEY] = {p: {"messages": freeze(list(native.get(p, ()))), **records[p]} for p in records}
     return out
+
+
+def decode_session(
+    session_id: str, head: Sequence[Any], rows: Sequence[Sequence[Any]], native_rows: Sequence[Sequence[Any]]
+) -> tuple[Session, int, dict[str, str]]:
+    """A stored session from its head row, its message rows and its native rows (both in ``seq`` order).
+
+    Returns ``(session, revision, generations)``: the generation of each
+    provider's native rows, which the next save compares (see ``native_head``).
+
+    Raises:
+        CorruptRecordError: a row is not what it should be, or the rows do not
+            match what the head says of them.
+    """
+    revision, count, meta_text, native_text = head
+    revision = int(revision)
+    messages = _messages(session_id, revision, count, rows)
+    metadata = decode_json(meta_text, session_id=session_id, revision=revision, what="head metadata")
+    native_meta = decode_json(native_text, session_id=session_id, revision=revision, what="head native index")
+    if not isinstance(metadata, dict) or not isinstance(native_meta, dict):
+        raise CorruptRecordError(
+            f"session {session_id!r}: the stored head (revision {revision}) is not a JSON object",
+            session_id=session_id, revision=revision, what="head",
+        )
+    native = _native_by_provider(session_id, native_rows)
+    records, generations = _native_records(session_id, revision, native_meta, native)
+    try:
+        session = Session(session_id, messages, join_metadata(metadata, native, records))
+    except (TypeError, ValueError) as exc:
+        raise CorruptRecordError(
+            f"session {session_id!r}: the stored metadata (revision {revision}) is not valid: {exc}",
+            session_id=session_id, revision=revision, what="head metadata",
+        ) from None
+    return session, revision, generations
+
+
+def _messages(session_id: str, revision: int, count: int, rows: Sequence[Sequence[Any]]) -> list[Message]:
+    """The message rows, decoded, after checking they are the ``count`` rows ``0..count-1`` the head lists."""
+    if len(rows) != count or (rows and (rows[0][0] != 0 or rows[-1][0] != count - 1)):
+        raise CorruptRecordError(
+            f"session {session_id!r}: the head (revision {revision}) lists {count} messages, "
+            f"but {len(rows)} message rows are stored",
+            session_id=session_id, revision=revision, what="messages",
+        )
+    return [decode_message(body, session_id=session_id, revision=int(rev), index=int(seq)) for seq, rev, body in rows]
+
+
+def _native_by_provider(session_id: str, native_rows: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
+    native: dict[str, list[Any]] = {}
+    for provider, seq, rev, body in native_rows:
+        what = f"native history {provider!r} {seq}"
+        native.setdefault(provider, []).append(decode_json(body, session_id=session_id, revision=int(rev), what=what))
+    return native
+
+
+def _native_records(
+    session_id: str, revision: int, native_meta: Mapping[str, Any], native: Mapping[str, list[Any]]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Per provider in the head's native index: its record and its rows' generation, once its row count matches."""
+    records, generations = {}, {}
+    for provider, entry in native_meta.items():
+        if not isinstance(entry, dict) or len(native.get(provider, ())) != entry.get("count"):
+            raise CorruptRecordError(
+                f"session {session_id!r}: the native history of {provider!r} (revision {revision}) "
+                "does not match its stored rows",
+                session_id=session_id, revision=revision, what=f"native history {provider!r}",
+            )
+        records[provider] = entry.get("record") or {}
+        generations[provider] = str(entry.get("gen", ""))
+    return records, generations

@@ -35,18 +35,26 @@ from collections import OrderedDict
 from typing import Any
 
 from .. import NATIVE_KEY, FrozenList, Session
-from ..errors import ConflictError, CorruptRecordError, InvalidArgumentError, SessionNotFoundError
+from ..errors import ConflictError, InvalidArgumentError, SessionNotFoundError
 
 # The one engine internal the store uses: the engine's own chained digest of a message prefix. A
 # load computes it (so the engine's native-history check after a load hashes nothing old) and a
 # save compares it with the head's (so it can tell an appended conversation from an edited one).
 from ..values.native_history import prefix_digest
-from .codec import decode_json, decode_message, join_metadata, native_head, split_metadata
+from .codec import (
+    decode_json,
+    decode_message,
+    decode_session,
+    native_head,
+    split_metadata,
+)
 from .schema import MIGRATIONS, migrate
 from .values import Revision, SessionInfo, Stored
 
 __all__ = ["SqlSessionStore"]
 
+_SELECT_MESSAGES = "SELECT seq, revision, body FROM agent_core_messages WHERE session_id = ? ORDER BY seq"
+_SELECT_REVISION = "SELECT revision FROM agent_core_sessions WHERE session_id = ?"
 _SEEN_LIMIT = 1024  # (session, revision) pairs whose native lists this store remembers
 _Natives = dict[str, tuple[FrozenList, str]]  # provider -> (native messages, generation of its rows)
 
@@ -72,6 +80,22 @@ def _check_revision(value: Any, name: str, *, allow_none: bool = False) -> None:
         return
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise InvalidArgumentError(f"{name} must be an integer >= 0, got {value!r}", argument=name)
+
+
+class _Save:
+    """What one ``put`` writes, worked out before its transaction opens (no database work in here)."""
+
+    __slots__ = ("count", "digest", "expected", "messages", "meta_text", "natives", "now", "revision", "sid")
+
+    def __init__(self, session: Session, expected_revision: int) -> None:
+        self.sid = _check_id(session.session_id)
+        self.messages = session.messages
+        self.count = len(self.messages)
+        self.digest = prefix_digest(self.messages, self.count)
+        self.meta_text, self.natives = split_metadata(session.metadata)
+        self.expected = expected_revision
+        self.revision = expected_revision + 1
+        self.now = time.time()
 
 
 class SqlSessionStore:
@@ -116,64 +140,26 @@ class SqlSessionStore:
             )
             if not head:
                 raise SessionNotFoundError(session_id)
-            rows = tx.rows(
-                "SELECT seq, revision, body FROM agent_core_messages WHERE session_id = ? ORDER BY seq", (session_id,)
-            )
+            rows = tx.rows(_SELECT_MESSAGES, (session_id,))
             native_rows = tx.rows(
                 "SELECT provider, seq, revision, body FROM agent_core_native WHERE session_id = ? "
                 "ORDER BY provider, seq",
                 (session_id,),
             )
-        revision, count, meta_text, native_text = head[0]
-        revision = int(revision)
-        if len(rows) != count or (rows and (rows[0][0] != 0 or rows[-1][0] != count - 1)):
-            raise CorruptRecordError(
-                f"session {session_id!r}: the head (revision {revision}) lists {count} messages, "
-                f"but {len(rows)} message rows are stored",
-                session_id=session_id, revision=revision, what="messages",
-            )
-        messages = [
-            decode_message(body, session_id=session_id, revision=int(rev), index=int(seq)) for seq, rev, body in rows
-        ]
-        metadata = decode_json(meta_text, session_id=session_id, revision=revision, what="head metadata")
-        native_meta = decode_json(native_text, session_id=session_id, revision=revision, what="head native index")
-        if not isinstance(metadata, dict) or not isinstance(native_meta, dict):
-            raise CorruptRecordError(
-                f"session {session_id!r}: the stored head (revision {revision}) is not a JSON object",
-                session_id=session_id, revision=revision, what="head",
-            )
-        native: dict[str, list[Any]] = {}
-        for provider, seq, rev, body in native_rows:
-            what = f"native history {provider!r} {seq}"
-            native.setdefault(provider, []).append(
-                decode_json(body, session_id=session_id, revision=int(rev), what=what)
-            )
-        records, generations = {}, {}
-        for provider, entry in native_meta.items():
-            if not isinstance(entry, dict) or len(native.get(provider, ())) != entry.get("count"):
-                raise CorruptRecordError(
-                    f"session {session_id!r}: the native history of {provider!r} (revision {revision}) "
-                    "does not match its stored rows",
-                    session_id=session_id, revision=revision, what=f"native history {provider!r}",
-                )
-            records[provider] = entry.get("record") or {}
-            generations[provider] = str(entry.get("gen", ""))
-        try:
-            session = Session(session_id, messages, join_metadata(metadata, native, records))
-        except (TypeError, ValueError) as exc:
-            raise CorruptRecordError(
-                f"session {session_id!r}: the stored metadata (revision {revision}) is not valid: {exc}",
-                session_id=session_id, revision=revision, what="head metadata",
-            ) from None
+        session, revision, generations = decode_session(session_id, head[0], rows, native_rows)
         # Seed the digest memo, so the engine's native-history check and the
         # next save cost only the messages added after this load.
         prefix_digest(session.messages, len(session.messages))
-        box = session.metadata.get(NATIVE_KEY) if records else None
-        self._remember(session_id, revision, {p: (box[p]["messages"], generations[p]) for p in records} if box else {})
+        box = session.metadata.get(NATIVE_KEY) if generations else None
+        self._remember(session_id, revision, {p: (box[p]["messages"], g) for p, g in generations.items()} if box else {})
         return Stored(session, revision)
 
     def put(self, session: Session, *, expected_revision: int) -> int:
         """Save ``session`` if the stored one is still at ``expected_revision`` (0: must not exist yet).
+
+        One write transaction (see the module docstring): the head is created,
+        or locked and checked and moved on; then the messages the stored ones
+        do not cover yet and one revision-history row are appended.
 
         Returns:
             The new revision (``expected_revision + 1``).
@@ -185,65 +171,76 @@ class SqlSessionStore:
         """
         _check_session(session)
         _check_revision(expected_revision, "expected_revision")
-        sid = session.session_id
-        _check_id(sid)
-        messages = session.messages
-        count = len(messages)
-        digest = prefix_digest(messages, count)
-        meta_text, natives = split_metadata(session.metadata)
-        seen = self._recall(sid, expected_revision)
-        new_revision = expected_revision + 1
-        now = time.time()
+        save = _Save(session, expected_revision)
+        seen = self._recall(save.sid, expected_revision)
         with self._backend.transaction(write=True) as tx:
             if expected_revision == 0:
-                generations = {p: _new_generation() for p in natives}
-                native_text = native_head(natives, generations)
-                inserted = tx.run(
-                    "INSERT INTO agent_core_sessions (session_id, revision, message_count, digest, metadata, native, "
-                    "created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING",
-                    (sid, count, digest, meta_text, native_text, now, now),
-                )
-                if not inserted:
-                    current = tx.rows("SELECT revision FROM agent_core_sessions WHERE session_id = ?", (sid,))
-                    raise ConflictError(sid, expected=0, current=int(current[0][0]) if current else None)
-                old_count, old_native = 0, {}
-                replaced = False
+                first, replaced, generations = self._create_head(tx, save)
             else:
-                head = tx.rows(
-                    "SELECT revision, message_count, digest, native FROM agent_core_sessions WHERE session_id = ?"
-                    + tx.for_update,
-                    (sid,),
-                )
-                if not head:
-                    raise SessionNotFoundError(sid)
-                current, old_count, old_digest, old_native_text = head[0]
-                if int(current) != expected_revision:
-                    raise ConflictError(sid, expected=expected_revision, current=int(current))
-                old_native = decode_json(old_native_text, session_id=sid, revision=expected_revision, what="head")
-                replaced = not (count >= old_count and prefix_digest(messages, old_count) == old_digest)
-                if replaced:
-                    tx.run("DELETE FROM agent_core_messages WHERE session_id = ?", (sid,))
-                    old_count = 0
-                generations = self._write_native(tx, sid, new_revision, natives, old_native, seen)
-                native_text = native_head(natives, generations)
-                tx.run(
-                    "UPDATE agent_core_sessions SET revision = ?, message_count = ?, digest = ?, metadata = ?, "
-                    "native = ?, updated_at = ? WHERE session_id = ?",
-                    (new_revision, count, digest, meta_text, native_text, now, sid),
-                )
+                first, replaced, generations = self._advance_head(tx, save, seen)
             tx.many(
                 "INSERT INTO agent_core_messages (session_id, seq, revision, body) VALUES (?, ?, ?, ?)",
-                ((sid, i, new_revision, messages[i].to_json().decode("utf-8")) for i in range(old_count, count)),
+                ((save.sid, i, save.revision, save.messages[i].to_json().decode("utf-8"))
+                 for i in range(first, save.count)),
             )
-            if expected_revision == 0:
-                self._write_native(tx, sid, new_revision, natives, {}, {}, generations)
             tx.run(
                 "INSERT INTO agent_core_revisions (session_id, revision, first_index, added, replaced, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, new_revision, old_count, count - old_count, int(replaced), now),
+                (save.sid, save.revision, first, save.count - first, int(replaced), save.now),
             )
-        self._remember(sid, new_revision, {p: (msgs, generations[p]) for p, (msgs, _) in natives.items()})
-        return new_revision
+        self._remember(save.sid, save.revision, {p: (msgs, generations[p]) for p, (msgs, _) in save.natives.items()})
+        return save.revision
+
+    def _create_head(self, tx: Any, save: _Save) -> tuple[int, bool, dict[str, str]]:
+        """Insert the head at revision 1 (ConflictError if the id is taken) and every native row.
+
+        Returns ``(0, False, generations)``: the index of the first message row to
+        write, whether stored rows were replaced, each provider's generation.
+        """
+        generations = {p: _new_generation() for p in save.natives}
+        inserted = tx.run(
+            "INSERT INTO agent_core_sessions (session_id, revision, message_count, digest, metadata, native, "
+            "created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING",
+            (save.sid, save.count, save.digest, save.meta_text, native_head(save.natives, generations), save.now,
+             save.now),
+        )
+        if not inserted:
+            current = tx.rows(_SELECT_REVISION, (save.sid,))
+            raise ConflictError(save.sid, expected=0, current=int(current[0][0]) if current else None)
+        self._write_native(tx, save.sid, save.revision, save.natives, {}, {}, generations)
+        return 0, False, generations
+
+    def _advance_head(self, tx: Any, save: _Save, seen: _Natives) -> tuple[int, bool, dict[str, str]]:
+        """Lock the head, check its revision, write the native rows, move the head to the new revision.
+
+        When the stored messages are not a prefix of the new ones (their digests
+        differ) the message rows are deleted, to be written again from 0.
+        Returns ``(first, replaced, generations)``: the index of the first message
+        row to write, whether the rows were deleted, each provider's generation.
+        """
+        head = tx.rows(
+            "SELECT revision, message_count, digest, native FROM agent_core_sessions WHERE session_id = ?"
+            + tx.for_update,
+            (save.sid,),
+        )
+        if not head:
+            raise SessionNotFoundError(save.sid)
+        current, old_count, old_digest, old_native_text = head[0]
+        if int(current) != save.expected:
+            raise ConflictError(save.sid, expected=save.expected, current=int(current))
+        old_native = decode_json(old_native_text, session_id=save.sid, revision=save.expected, what="head")
+        replaced = not (save.count >= old_count and prefix_digest(save.messages, old_count) == old_digest)
+        if replaced:
+            tx.run("DELETE FROM agent_core_messages WHERE session_id = ?", (save.sid,))
+            old_count = 0
+        generations = self._write_native(tx, save.sid, save.revision, save.natives, old_native, seen)
+        tx.run(
+            "UPDATE agent_core_sessions SET revision = ?, message_count = ?, digest = ?, metadata = ?, "
+            "native = ?, updated_at = ? WHERE session_id = ?",
+            (save.revision, save.count, save.digest, save.meta_text, native_head(save.natives, generations), save.now,
+             save.sid),
+        )
+        return old_count, replaced, generations
 
     @staticmethod
     def _write_native(
@@ -319,9 +316,7 @@ class SqlSessionStore:
         _check_id(session_id)
         _check_revision(expected_revision, "expected_revision", allow_none=True)
         with self._backend.transaction(write=True) as tx:
-            head = tx.rows(
-                "SELECT revision FROM agent_core_sessions WHERE session_id = ?" + tx.for_update, (session_id,)
-            )
+            head = tx.rows(_SELECT_REVISION + tx.for_update, (session_id,))
             if not head:
                 raise SessionNotFoundError(session_id)
             if expected_revision is not None and int(head[0][0]) != expected_revision:
@@ -333,7 +328,7 @@ class SqlSessionStore:
         """Every saved revision of the session, oldest first, with the messages it added."""
         _check_id(session_id)
         with self._backend.transaction(write=False) as tx:
-            head = tx.rows("SELECT revision FROM agent_core_sessions WHERE session_id = ?", (session_id,))
+            head = tx.rows(_SELECT_REVISION, (session_id,))
             if not head:
                 raise SessionNotFoundError(session_id)
             revs = tx.rows(
@@ -341,9 +336,7 @@ class SqlSessionStore:
                 "WHERE session_id = ? ORDER BY revision",
                 (session_id,),
             )
-            rows = tx.rows(
-                "SELECT seq, revision, body FROM agent_core_messages WHERE session_id = ? ORDER BY seq", (session_id,)
-            )
+            rows = tx.rows(_SELECT_MESSAGES, (session_id,))
         by_revision: dict[int, list[Any]] = {}
         for seq, rev, body in rows:
             msg = decode_message(body, session_id=session_id, revision=int(rev), index=int(seq))

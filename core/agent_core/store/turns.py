@@ -43,6 +43,9 @@ from .values import Stored
 
 __all__ = ["TurnResult", "TurnRetryEvent", "TurnSavedEvent", "arun_turn", "astream_turn", "run_turn", "stream_turn"]
 
+MessageLike = Message | Mapping[str, Any] | str  # a Message, a message dict, or a user message's text
+ConfigLike = Mapping[str, Any] | None
+
 
 class TurnResult(msgspec.Struct, frozen=True):
     """What :func:`run_turn` returns: the saved session, its revision, the request's result."""
@@ -132,9 +135,10 @@ class _Turn:
     """
 
     def __init__(
-        self, core: AgentCore, store: SessionStore, session_id: str, message: Message, config: Any, retries: int,
-        *, request_id: str | None = None, streamed: bool,
+        self, core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike,
+        retries: int, *, request_id: str | None = None, streamed: bool,
     ) -> None:
+        message = _check(session_id, message, retries)
         self.core, self.store, self.session_id, self.message = core, store, session_id, message
         self.config, self.retries, self.request_id, self.streamed = config, retries, request_id, streamed
         self.result: TurnResult | None = None
@@ -185,12 +189,7 @@ class _Turn:
 
 
 def run_turn(
-    core: AgentCore,
-    store: SessionStore,
-    session_id: str,
-    message: Message | Mapping[str, Any] | str,
-    config: Mapping[str, Any] | None = None,
-    *,
+    core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike = None, *,
     retries: int = 3,
 ) -> TurnResult:
     """Load ``session_id`` (a new session when absent), add ``message``, run the request, save.
@@ -207,7 +206,7 @@ def run_turn(
         Whatever ``core.request`` raises (LLMError, PluginError...): nothing is saved.
         InvalidArgumentError: a bad ``session_id``, ``message`` or ``retries``.
     """
-    turn = _Turn(core, store, session_id, _check(session_id, message, retries), config, retries, streamed=False)
+    turn = _Turn(core, store, session_id, message, config, retries, streamed=False)
     for _event in drive_sync(turn.steps()):
         pass
     assert turn.result is not None  # a turn that is not streamed ends saved or raises
@@ -215,16 +214,11 @@ def run_turn(
 
 
 async def arun_turn(
-    core: AgentCore,
-    store: SessionStore,
-    session_id: str,
-    message: Message | Mapping[str, Any] | str,
-    config: Mapping[str, Any] | None = None,
-    *,
+    core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike = None, *,
     retries: int = 3,
 ) -> TurnResult:
     """Async twin of :func:`run_turn` (the request's async path and the store's async methods)."""
-    turn = _Turn(core, store, session_id, _check(session_id, message, retries), config, retries, streamed=False)
+    turn = _Turn(core, store, session_id, message, config, retries, streamed=False)
     async with aclosing(drive_async(turn.steps())) as events:
         async for _event in events:
             pass
@@ -233,14 +227,8 @@ async def arun_turn(
 
 
 def stream_turn(
-    core: AgentCore,
-    store: SessionStore,
-    session_id: str,
-    message: Message | Mapping[str, Any] | str,
-    config: Mapping[str, Any] | None = None,
-    *,
-    retries: int = 3,
-    request_id: str | None = None,
+    core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike = None, *,
+    retries: int = 3, request_id: str | None = None,
 ) -> Iterator[Event | TurnRetryEvent | TurnSavedEvent]:
     """:func:`run_turn` as a stream: the request's events, then ``saved`` (a :class:`TurnSavedEvent`).
 
@@ -254,24 +242,16 @@ def stream_turn(
     Raises:
         ConflictError: still losing after ``retries`` retries (after the last ``done``).
     """
-    turn = _Turn(core, store, session_id, _check(session_id, message, retries), config, retries,
-                 request_id=request_id, streamed=True)
+    turn = _Turn(core, store, session_id, message, config, retries, request_id=request_id, streamed=True)
     yield from drive_sync(turn.steps())
 
 
 async def astream_turn(
-    core: AgentCore,
-    store: SessionStore,
-    session_id: str,
-    message: Message | Mapping[str, Any] | str,
-    config: Mapping[str, Any] | None = None,
-    *,
-    retries: int = 3,
-    request_id: str | None = None,
+    core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike = None, *,
+    retries: int = 3, request_id: str | None = None,
 ) -> AsyncIterator[Event | TurnRetryEvent | TurnSavedEvent]:
     """Async twin of :func:`stream_turn`."""
-    turn = _Turn(core, store, session_id, _check(session_id, message, retries), config, retries,
-                 request_id=request_id, streamed=True)
+    turn = _Turn(core, store, session_id, message, config, retries, request_id=request_id, streamed=True)
     async with aclosing(drive_async(turn.steps())) as events:
         async for event in events:
             yield event
