@@ -10,6 +10,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
 from starlette.requests import Request
@@ -93,65 +94,72 @@ class FacadeRoutes:
     async def _chat_stream(self, rid: str, client_rid: str, model: str, first: list[Any],
                            events: AsyncIterator[Any], include_usage: bool, watcher: asyncio.Future[None],
                            store: Any) -> AsyncIterator[bytes]:
-        """The answer as ``chat.completion.chunk`` frames; ``rid`` is the engine's id, ``client_rid`` the client's."""
+        """The answer as ``chat.completion.chunk`` frames; ``rid`` is the engine's id, ``client_rid`` the client's.
+
+        The frames are :meth:`_chat_frames`'; this generator owns the request's end: a client that
+        goes away before ``[DONE]`` cancels the upstream request too.
+        """
         finished = False
-        created = int(time.time())
-        engine_rid, rid = rid, client_rid  # the chunks and errors name the client's id
         try:
-            yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": ""}))
-            streamed, reply, usage = False, None, None
-
-            async def all_events() -> AsyncIterator[Any]:
-                for event in first:
-                    yield event
-                async for event in events:
-                    yield event
-
-            async for event in all_events():
-                if event.type == "partial":
-                    text = event.message.content
-                    if isinstance(text, str) and text:
-                        streamed = True
-                        yield sse_frame(chunk(rid, model, created, {"content": text}))
-                elif event.type == "final" and event.message.role == "assistant":
-                    reply = event.message
-                    if not streamed and isinstance(reply.content, str) and reply.content:
-                        yield sse_frame(chunk(rid, model, created, {"content": reply.content}))
-                    calls = wire_calls(reply)
-                    if calls:
-                        delta = [{"index": i, **c} for i, c in enumerate(calls)]
-                        yield sse_frame(chunk(rid, model, created, {"tool_calls": delta}))
-                elif event.type == "error":
-                    yield sse_error(event.error.type, event.error.message)
-                    finished = True
-                    yield b"data: [DONE]\n\n"
-                    return
-                elif event.type == "done":
-                    usage = event.usage
-                    if event.outcome.reason == "cancelled":  # DELETE /v1/requests/{id}: not a normal end
-                        yield sse_error("request_cancelled", f"request {rid} was cancelled: {event.outcome.detail}")
-                        finished = True
-                        yield b"data: [DONE]\n\n"
-                        return
-                    if store is not None:  # X-Session-Id: kept before the stream says it is over
-                        try:
-                            await self._save_exchange(store, event.session)
-                        except (StoreError, InvalidArgumentError) as exc:
-                            yield sse_error(type(exc).__name__, str(exc))
-                            finished = True
-                            yield b"data: [DONE]\n\n"
-                            return
-            yield sse_frame(chunk(rid, model, created, {}, finish_reason(reply)))
-            if include_usage and usage is not None:
-                yield sse_frame(chunk(rid, model, created, None, usage=usage_body(usage)))
-            finished = True
-            yield b"data: [DONE]\n\n"
+            frames = self._chat_frames(client_rid, model, _chained(first, events), include_usage, store)
+            async with aclosing(frames):
+                async for frame in frames:
+                    finished = frame is _DONE  # the last frame, however the stream ends
+                    yield frame
         finally:
             watcher.cancel()
-            self._running.discard(engine_rid)
+            self._running.discard(rid)
             if not finished:  # the client went away mid-stream: stop the upstream request too
-                self.core.cancel_request(engine_rid)
+                self.core.cancel_request(rid)
             await events.aclose()  # type: ignore[attr-defined]
+
+    async def _chat_frames(self, rid: str, model: str, events: AsyncIterator[Any], include_usage: bool,
+                           store: Any) -> AsyncIterator[bytes]:
+        """The role chunk, the reply's chunks as they come, the finish chunk (and usage), then ``[DONE]``.
+
+        An error, a cancelled request or a failed X-Session-Id save ends the stream early: an
+        error frame, then ``[DONE]``. The chunks and errors name ``rid``, the client's id.
+        """
+        created = int(time.time())
+        yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": ""}))
+        streamed, reply, usage = False, None, None
+        async for event in events:
+            if event.type == "partial":
+                text = event.message.content
+                if isinstance(text, str) and text:
+                    streamed = True
+                    yield sse_frame(chunk(rid, model, created, {"content": text}))
+            elif event.type == "final" and event.message.role == "assistant":
+                reply = event.message
+                for frame in _reply_frames(rid, model, created, reply, streamed):
+                    yield frame
+            elif event.type in ("error", "done"):
+                usage = event.usage if event.type == "done" else usage
+                stop = await self._chat_stop(rid, event, store)
+                if stop is not None:
+                    yield stop
+                    yield _DONE
+                    return
+        yield sse_frame(chunk(rid, model, created, {}, finish_reason(reply)))
+        if include_usage and usage is not None:
+            yield sse_frame(chunk(rid, model, created, None, usage=usage_body(usage)))
+        yield _DONE
+
+    async def _chat_stop(self, rid: str, event: Any, store: Any) -> bytes | None:
+        """The error frame that ends the stream at ``event`` (an error, a cancelled or unsaved request), or None.
+
+        A done event is where an X-Session-Id exchange is saved: before the stream says it is over.
+        """
+        if event.type == "error":
+            return sse_error(event.error.type, event.error.message)
+        if event.outcome.reason == "cancelled":  # DELETE /v1/requests/{id}: not a normal end
+            return sse_error("request_cancelled", f"request {rid} was cancelled: {event.outcome.detail}")
+        if store is not None:
+            try:
+                await self._save_exchange(store, event.session)
+            except (StoreError, InvalidArgumentError) as exc:
+                return sse_error(type(exc).__name__, str(exc))
+        return None
 
     async def _with_stored_metadata(self, store: Any, session: Session) -> Session:
         try:
@@ -193,3 +201,26 @@ class FacadeRoutes:
                 if isinstance(mid, str) and policy.offers(provider, mid):
                     data.append({"id": f"{provider}/{mid}", "object": "model", "created": 0, "owned_by": provider})
         return JSONResponse({"object": "list", "data": data})
+
+
+_DONE = b"data: [DONE]\n\n"
+
+
+async def _chained(first: list[Any], events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The events ``until_output`` already read, then the rest."""
+    for event in first:
+        yield event
+    async for event in events:
+        yield event
+
+
+def _reply_frames(rid: str, model: str, created: int, reply: Any, streamed: bool) -> list[bytes]:
+    """A final reply's frames: its text when no partial carried it, then its tool calls."""
+    frames = []
+    if not streamed and isinstance(reply.content, str) and reply.content:
+        frames.append(sse_frame(chunk(rid, model, created, {"content": reply.content})))
+    calls = wire_calls(reply)
+    if calls:
+        delta = [{"index": i, **c} for i, c in enumerate(calls)]
+        frames.append(sse_frame(chunk(rid, model, created, {"tool_calls": delta})))
+    return frames
