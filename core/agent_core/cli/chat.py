@@ -211,6 +211,7 @@ def _compact(core: Any, store: Any, session_id: str, config: dict[str, Any], wor
 
 
 def _chat(args: argparse.Namespace) -> int:
+    """``agent-core chat``: the core and the store, the session opened, then a turn per line until ``/exit``."""
     out, err = sys.stdout, sys.stderr
     config = layered_config(args)
     core = make_core(args, approval=_Approver(err), provider=config["provider"])
@@ -218,59 +219,80 @@ def _chat(args: argparse.Namespace) -> int:
     status = [e for e in core.get_ui_schema(config) if e.get("ui_type") == "status_bar"]
     store = open_cli_store(args.store)
     try:
-        session_id = args.session or uuid.uuid4().hex[:12]
-        try:
-            stored = store.get(session_id).session
-            err.write(f"resuming session {session_id} ({len(stored.messages)} messages)\n")
-            for message in stored.messages[-10:]:
-                err.write("  " + describe(message, width=160) + "\n")
-        except SessionNotFoundError:
-            if args.system:
-                store.create(Session(session_id=session_id, messages=[Message("system", args.system)]))
-            err.write(f"new session {session_id}\n")
-        err.write(f"provider {config['provider']}{' / ' + str(config['model']) if config.get('model') else ''}; "
-                  f"{_HELP}\n")
+        session_id = _open_session(store, args, err)
+        model = f" / {config['model']}" if config.get("model") else ""
+        err.write(f"provider {config['provider']}{model}; {_HELP}\n")
         err.flush()
         _readline(core, config)
-        while True:
-            try:
-                line = input("> ")
-            except EOFError:
-                out.write("\n")
-                break
-            except KeyboardInterrupt:
-                out.write("\n")
-                continue
-            line = line.strip()
+        while (line := _prompt(out)) is not None:
             if not line:
                 continue
             if line in ("/exit", "/quit"):
                 break
-            if line == "/session":
-                out.write(session_id + "\n")
-                continue
-            if line == "/help":
-                out.write(_HELP + "\n")
-                continue
-            if line.split()[0] == "/compact":
-                try:
-                    err.write(_compact(core, store, session_id, config, line.split()[1:]) + "\n")
-                except AgentCoreError as exc:
-                    err.write(f"error: {exc}\n")
-                continue
-            try:
-                session = _turn(core, store, session_id, line, config, out, err)
-            except AgentCoreError as exc:  # the conversation goes on after a failed turn
-                err.write(f"error: {exc}\n")
-                continue
-            if session is not None and status:
-                line_ = render_status(status, session)
-                if line_:
-                    err.write(f"[{line_}]\n")
-            err.flush()
+            if not _command(line, core, store, session_id, config, out, err):
+                _say(core, store, session_id, line, config, status, out, err)
     finally:
         store.close()
     return 0
+
+
+def _open_session(store: Any, args: argparse.Namespace, err: Any) -> str:
+    """The session to talk in: ``--session`` resumed (its last messages shown), or a new one (with ``--system``)."""
+    session_id = args.session or uuid.uuid4().hex[:12]
+    try:
+        stored = store.get(session_id).session
+    except SessionNotFoundError:
+        if args.system:
+            store.create(Session(session_id=session_id, messages=[Message("system", args.system)]))
+        err.write(f"new session {session_id}\n")
+        return session_id
+    err.write(f"resuming session {session_id} ({len(stored.messages)} messages)\n")
+    for message in stored.messages[-10:]:
+        err.write("  " + describe(message, width=160) + "\n")
+    return session_id
+
+
+def _prompt(out: Any) -> str | None:
+    """The next line typed, stripped; None at Ctrl-D, and "" after Ctrl-C at the prompt (which clears the line)."""
+    try:
+        return input("> ").strip()
+    except EOFError:
+        out.write("\n")
+        return None
+    except KeyboardInterrupt:
+        out.write("\n")
+        return ""
+
+
+def _command(line: str, core: Any, store: Any, session_id: str, config: dict[str, Any], out: Any, err: Any) -> bool:
+    """Run ``line`` when it is one of the chat's commands (``/session``, ``/help``, ``/compact``); else False."""
+    if line == "/session":
+        out.write(session_id + "\n")
+    elif line == "/help":
+        out.write(_HELP + "\n")
+    elif line.split()[0] == "/compact":
+        try:
+            err.write(_compact(core, store, session_id, config, line.split()[1:]) + "\n")
+        except AgentCoreError as exc:
+            err.write(f"error: {exc}\n")
+    else:
+        return False
+    return True
+
+
+def _say(core: Any, store: Any, session_id: str, line: str, config: dict[str, Any], status: list[Any], out: Any,
+         err: Any) -> None:
+    """One turn for ``line``, then the status bar; a failed turn is reported and the conversation goes on."""
+    try:
+        session = _turn(core, store, session_id, line, config, out, err)
+    except AgentCoreError as exc:
+        err.write(f"error: {exc}\n")
+        return
+    if session is not None and status:
+        shown = render_status(status, session)
+        if shown:
+            err.write(f"[{shown}]\n")
+    err.flush()
 
 
 def add_chat(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
