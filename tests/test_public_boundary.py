@@ -50,8 +50,6 @@ KNOWN = {
     "core/agent_core/server/settings.py": "agent_core.plugins.config_policy",
     "core/agent_core/server/tenants.py": "agent_core.plugins.config_policy, agent_core.store.values, "
                                          "agent_core.values.messages",
-    # the store: prefix_digest is in the plugin kit
-    "core/agent_core/store/sql_store.py": "agent_core.values.native_history",
     # the testing kit's harness (another change reworks it): effective_config and parse_schema
     "core/agent_core/testing/harness.py": "agent_core.plugins.config",
 }

@@ -37,10 +37,10 @@ from typing import Any
 from .. import NATIVE_KEY, FrozenList, Session
 from ..errors import ConflictError, InvalidArgumentError, SessionNotFoundError
 
-# The one engine internal the store uses: the engine's own chained digest of a message prefix. A
-# load computes it (so the engine's native-history check after a load hashes nothing old) and a
-# save compares it with the head's (so it can tell an appended conversation from an edited one).
-from ..values.native_history import prefix_digest
+# The engine's own chained digest of a message prefix, public in the plugin kit. A load computes it
+# (so the engine's native-history check after a load hashes nothing old) and a save compares it
+# with the head's (so it can tell an appended conversation from an edited one).
+from ..plugin_kit import prefix_digest
 from .codec import (
     decode_json,
     decode_message,
