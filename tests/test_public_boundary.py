@@ -50,8 +50,6 @@ KNOWN = {
     "core/agent_core/server/settings.py": "agent_core.plugins.config_policy",
     "core/agent_core/server/tenants.py": "agent_core.plugins.config_policy, agent_core.store.values, "
                                          "agent_core.values.messages",
-    # the testing kit's harness (another change reworks it): effective_config and parse_schema
-    "core/agent_core/testing/harness.py": "agent_core.plugins.config",
 }
 
 

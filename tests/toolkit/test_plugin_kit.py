@@ -36,8 +36,8 @@ PUBLIC = [
     "ANTHROPIC", "Call", "CancellationToken", "ChunkOutput", "Dict", "EffectCancelled", "EffectTimeout", "Extension",
     "Feature", "Hit", "HotLoop", "JSON_SCHEMA", "MarkerScanner", "Msgs", "OPENAI_CHAT", "OpenIter", "Pieces", "Pump",
     "SchemaAdapter", "Tool", "ToolCall", "ToolCallReader", "adapt_schema", "annotate", "detect_schema_format",
-    "drive_async", "drive_sync", "failure", "prefix_digest", "push", "reasoning_partial", "replace_final",
-    "rewrite_finals", "rewrite_last_assistant", "success", "text_of",
+    "drive_async", "drive_sync", "effective_config", "failure", "parse_schema", "prefix_digest", "push",
+    "reasoning_partial", "replace_final", "rewrite_finals", "rewrite_last_assistant", "success", "text_of",
 ]
 
 

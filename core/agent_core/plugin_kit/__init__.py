@@ -3,7 +3,8 @@
 A plugin needs more than the hook contract: a way to find markers in text cut at any
 point, to accumulate streamed text cheaply, to replace a final message, the names of
 the tool formats, and, for code that does I/O, the effects and the two drivers that run
-one generator both sync and async. They live here so that bundled plugins, features,
+one generator both sync and async, and what the testing kit needs to run a plugin as a
+request does (the hot loop, the config a schema gives). They live here so that bundled plugins, features,
 the store, the server and the testing kit import only :mod:`agent_core`, this kit and
 the public provider modules, as a third party's plugin would. The kit sits on top of
 the kernel: it may import any kernel room, and no kernel room imports it.
@@ -21,6 +22,7 @@ whose hooks take one :class:`ToolCall`). Provider wire helpers stay with their p
 """
 
 from ..engine.hot_loop import HotLoop
+from ..plugins.config import effective_config, parse_schema
 from ..plugins.tool_interop import (
     ANTHROPIC,
     JSON_SCHEMA,
@@ -73,4 +75,7 @@ __all__ = [
     "prefix_digest",
     # the engine's per-chunk loop over a provider and its extensions, and its closing step (agent_core.engine.hot_loop)
     "HotLoop",
+    # a plugin's declared config schema read, and the config it then sees: defaults filled in, types checked
+    # (agent_core.plugins.config)
+    "effective_config", "parse_schema",
 ]

@@ -40,8 +40,7 @@ from .. import (
     thaw,
 )
 from ..errors import PluginContractError, PluginError
-from ..plugin_kit import HotLoop
-from ..plugins.config import effective_config, parse_schema
+from ..plugin_kit import HotLoop, effective_config, parse_schema
 from .inspection import PROTOCOLS, fit_call, plugin_kind, short
 from .records import FinalizeResult, HookCall, StreamRecord
 
