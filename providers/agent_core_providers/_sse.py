@@ -12,8 +12,8 @@ stream is *complete* (OpenAI's ``data: [DONE]``, Anthropic's ``message_stop``)
 so that a body that ends before that is reported instead of silently
 truncating the answer.
 
-Neither class touches a socket, so the sync and async transports in
-:mod:`._http` drive the very same code, and tests can feed them bytes.
+Neither class touches a socket, so a streamed call (:mod:`._streaming`)
+feeds them the same way sync and async, and tests can feed them bytes.
 
 Work per byte is constant: an unterminated tail longer than 64 KiB is kept
 as a list of pieces, each later read without a line end is only appended,

@@ -46,11 +46,21 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
-
+from ._anthropic_content import (
+    CLIENT_BLOCK_TYPES,
+    anthropic_content,
+    citations,
+    content_blocks,
+    image_block,
+    merge_turns,
+    message_text,
+    normalize_usage,
+    server_tool_blocks,
+    system_text,
+)
 from ._base import HTTPProvider
 from ._errors import error_from_event
-from ._sampling import ANTHROPIC_FIELDS, EXTRA_BODY, optional_fields, with_extra_body
+from ._sampling import ANTHROPIC_FIELDS, EXTRA_BODY, optional_fields
 from ._sse import JSONEventReader
 from .accumulate import push, replace_final, text_of
 from .shapes import anthropic_answer_fault, anthropic_event_fault, malformed
@@ -72,16 +82,8 @@ __all__ = [
 ]
 
 Dict = dict[str, Any]
-_json = msgspec.json.Encoder()
 # Models announced before extended thinking existed.
 _NO_THINKING = re.compile(r"claude-(?:instant|2|3-(?:opus|sonnet|haiku)|3-5)", re.IGNORECASE)
-_DATA_URL = re.compile(r"data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)", re.DOTALL)
-#: Block types that are the client's business: text, thinking, and the
-#: client-side tool calls the engine runs. Every other block type in an
-#: answer (``server_tool_use``, ``web_search_tool_result``, ``mcp_tool_use``,
-#: ``*_tool_result``, types not invented yet) was produced and handled on
-#: Anthropic's side: it is kept as received and never run here.
-CLIENT_BLOCK_TYPES = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
 
 
 # -- helpers shared with the anthropic_* extensions ----------------------------------
@@ -101,125 +103,6 @@ def with_block(state: Mapping[str, Any], index: int, block: Mapping[str, Any]) -
     """A new state whose block table has ``block`` at ``index``."""
     buffer = state["anthropic"]
     return {**state, "anthropic": {**buffer, "blocks": {**buffer["blocks"], index: block}}}
-
-
-def content_blocks(content: Any) -> list[Any]:
-    """Content as a list of blocks, without empty text blocks (the API rejects them)."""
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    if isinstance(content, list):
-        return [b for b in content if not (isinstance(b, Mapping) and b.get("type") == "text" and not b.get("text"))]
-    if content is None:
-        return []
-    return [{"type": "text", "text": _json.encode(content).decode()}]
-
-
-def message_text(content: Any) -> str:
-    """The text of a content value: a string, or its text blocks joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text")
-    if isinstance(content, Mapping) and content.get("type") == "provider_native_tool_result":
-        return message_text(content.get("content"))
-    return "" if content is None else _json.encode(content).decode()
-
-
-def server_tool_blocks(content: Any) -> list[Any]:
-    """The blocks of ``content`` that the API handled itself (see :data:`CLIENT_BLOCK_TYPES`)."""
-    if not isinstance(content, list):
-        return []
-    return [b for b in content if isinstance(b, Mapping) and b.get("type") not in CLIENT_BLOCK_TYPES]
-
-
-def _citations(content: Any) -> list[Any]:
-    if not isinstance(content, list):
-        return []
-    out: list[Any] = []
-    for b in content:
-        if isinstance(b, Mapping) and b.get("type") == "text" and b.get("citations"):
-            out.extend(b["citations"])
-    return out
-
-
-def image_block(url: str) -> Dict:
-    """An image block for ``url``: ``data:`` URLs inline as base64, others by URL."""
-    match = _DATA_URL.match(url)
-    if match:
-        return {"type": "image", "source": {"type": "base64", "media_type": match["media"], "data": match["data"]}}
-    return {"type": "image", "source": {"type": "url", "url": url}}
-
-
-def anthropic_content(message: Mapping[str, Any]) -> Any:
-    """A core message's ``content`` (+ ``multipartContent``) as Messages API content.
-
-    Text stays a string; with multipart items it becomes blocks: the text
-    first, then text and image blocks (``data:`` URLs inline as base64,
-    others by URL). Items of other types are left out.
-    """
-    content = message.get("content")
-    multipart = message.get("multipartContent")
-    if not multipart:
-        return content if isinstance(content, (str, list)) else message_text(content)
-    blocks = content_blocks(content)
-    for item in multipart:
-        if not isinstance(item, Mapping):
-            continue
-        value = item.get("content")
-        if item.get("type") == "text" and value:
-            blocks.append({"type": "text", "text": str(value)})
-        elif item.get("type") == "image":
-            url = value.get("url") if isinstance(value, Mapping) else value
-            if isinstance(url, str) and url:
-                blocks.append(image_block(url))
-    return blocks
-
-
-def merge_turns(native_messages: list[Mapping[str, Any]]) -> list[Dict]:
-    """Non-system natives as the API wants them: no empty messages, roles alternating.
-
-    Consecutive messages of one role become one message whose content is
-    their blocks in order; a lone message keeps its content as it is.
-    Only ``role`` and ``content`` are sent.
-    """
-    out: list[Dict] = []
-    for m in native_messages:
-        content = m.get("content")
-        if not content_blocks(content):
-            continue
-        role = m.get("role", "user")
-        if out and out[-1]["role"] == role:
-            out[-1] = {"role": role, "content": content_blocks(out[-1]["content"]) + content_blocks(content)}
-        else:
-            out.append({"role": role, "content": content if isinstance(content, str) else content_blocks(content)})
-    return out
-
-
-def _system(native_messages: list[Mapping[str, Any]]) -> Any:
-    texts = [message_text(m.get("content")) for m in native_messages if m.get("role") == "system"]
-    return "\n\n".join(t for t in texts if t)
-
-
-def normalize_usage(usage: Mapping[str, Any]) -> Dict:
-    """Messages API usage as ``{"input_tokens", "output_tokens", ...}``.
-
-    Cache reads and writes become ``cache_read_tokens`` / ``cache_write_tokens``;
-    other keys are kept as they are.
-    """
-    out: Dict = {
-        "input_tokens": int(usage.get("input_tokens") or 0),
-        "output_tokens": int(usage.get("output_tokens") or 0),
-    }
-    renamed = {"cache_read_input_tokens": "cache_read_tokens", "cache_creation_input_tokens": "cache_write_tokens"}
-    for key, value in usage.items():
-        if key in out:
-            continue
-        if key in renamed:
-            if value:
-                out[renamed[key]] = value
-        else:
-            out[key] = value
-    return out
 
 
 def _is_preamble(event: Mapping[str, Any]) -> bool:
@@ -298,57 +181,6 @@ class AnthropicProvider(HTTPProvider):
             tags.append("thinking")
         return tags
 
-    def to_native_messages(self, messages: list[Dict], state: Dict, *, context: Dict | None = None) -> list[Dict]:
-        """One native message per core message, in order.
-
-        Tool results become plain user text here, so the provider works
-        alone; ``anthropic_tools`` turns them into ``tool_result`` blocks,
-        relying on this 1:1 order. An assistant answer's
-        ``metadata["server_tools"]`` go back in front of its text, so a
-        history rebuilt from core messages still shows the API its own
-        server tool calls and results.
-        """
-        out: list[Dict] = []
-        for m in messages:
-            role = m.get("role", "user")
-            if role == "tool":
-                out.append({"role": "user", "content": message_text(m.get("content"))})
-            elif role == "system":
-                out.append({"role": "system", "content": message_text(m.get("content"))})
-            elif role == "assistant" and (m.get("metadata") or {}).get("server_tools"):
-                server = list(m["metadata"]["server_tools"])
-                out.append({"role": role, "content": [*server, *content_blocks(anthropic_content(m))]})
-            else:
-                out.append({"role": role, "content": anthropic_content(m)})
-        return out
-
-    def initialize_request(
-        self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None, context: Dict | None = None
-    ) -> tuple[list[Dict], Dict]:
-        """Build ``state["request"]``: system on top, turns merged; reset the block table."""
-        config = state["config"]
-        stream = (context or {}).get("stream")
-        if stream is None:
-            stream = config.get("stream", True)
-        payload: Dict = {
-            "model": config.get("model") or self.default_model,
-            "max_tokens": config.get("max_tokens") or self.default_max_tokens,
-            "messages": merge_turns([m for m in native_messages if m.get("role") != "system"]),
-        }
-        system = _system(native_messages)
-        if system:
-            payload["system"] = system
-        if config.get("temperature") is not None:
-            payload["temperature"] = config["temperature"]
-        payload.update(optional_fields(config, ANTHROPIC_FIELDS))
-        request = {
-            "url": f"{self.base_url(config)}/v1/messages",
-            "payload": self._api_payload_mode(with_extra_body(payload, config), bool(stream)),
-            "headers": self._request_headers(config, self._api_base_headers(config)),
-        }
-        return native_messages, {**state, "request": request, "anthropic": {"blocks": {}},
-                                 "anthropic_text": None, "anthropic_text_at": None}
-
     def process_chunk(
         self, native_chunk: Dict, native_messages: list[Dict], state: Dict
     ) -> tuple[list, list, list, Dict]:
@@ -422,36 +254,65 @@ class AnthropicProvider(HTTPProvider):
             message["_usage"] = buffer["usage"]
         return [message], [*native_messages, message], {**state, "anthropic": None}
 
-    def from_native_messages(
-        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
-    ) -> list[Dict]:
-        """Core messages with the text blocks as content; stop reason and usage in metadata.
-
-        Blocks the API handled itself (server tools, MCP calls, unknown
-        types) are listed, as received, in ``metadata["server_tools"]``, and
-        the citations of the text blocks in ``metadata["citations"]``.
-        """
-        out: list[Dict] = []
-        for m in native_messages:
-            metadata: Dict = {}
-            content = m.get("content")
-            if isinstance(content, list):
-                server = server_tool_blocks(content)
-                if server:
-                    metadata["server_tools"] = server
-                citations = _citations(content)
-                if citations:
-                    metadata["citations"] = citations
-            if m.get("_stop_reason"):
-                metadata["stop_reason"] = m["_stop_reason"]
-            if m.get("_usage"):
-                metadata["usage"] = normalize_usage(m["_usage"])
-            out.append(
-                {"role": m.get("role", "assistant"), "content": message_text(m.get("content")), "metadata": metadata}
-            )
-        return out
-
     # -- API specifics for HTTPProvider ------------------------------------------------
+
+    def _api_url(self, base_url: str) -> str:
+        return f"{base_url}/v1/messages"
+
+    def _api_payload(self, native_messages: list[Dict], config: Mapping[str, Any]) -> Dict:
+        """System text on top, the other turns merged (see :func:`merge_turns`)."""
+        payload: Dict = {
+            "model": config.get("model") or self.default_model,
+            "max_tokens": config.get("max_tokens") or self.default_max_tokens,
+            "messages": merge_turns([m for m in native_messages if m.get("role") != "system"]),
+        }
+        system = system_text(native_messages)
+        if system:
+            payload["system"] = system
+        if config.get("temperature") is not None:
+            payload["temperature"] = config["temperature"]
+        payload.update(optional_fields(config, ANTHROPIC_FIELDS))
+        return payload
+
+    def _api_fresh_buffer(self) -> Dict:
+        return {"anthropic": {"blocks": {}}, "anthropic_text": None, "anthropic_text_at": None}
+
+    def _api_native_message(self, message: Mapping[str, Any]) -> Dict:
+        """A Messages API message; ``anthropic_tools`` turns tool results into ``tool_result`` blocks.
+
+        System messages stay in place (the payload moves their text to the
+        top). An assistant answer's ``metadata["server_tools"]`` go back in
+        front of its text, so a history rebuilt from core messages still
+        shows the API its own server tool calls and results.
+        """
+        role = message.get("role", "user")
+        if role == "system":
+            return {"role": "system", "content": message_text(message.get("content"))}
+        server = (message.get("metadata") or {}).get("server_tools") if role == "assistant" else None
+        if server:
+            return {"role": role, "content": [*server, *content_blocks(anthropic_content(message))]}
+        return {"role": role, "content": anthropic_content(message)}
+
+    def _api_text(self, content: Any) -> str:
+        return message_text(content)
+
+    def _api_metadata(self, message: Mapping[str, Any]) -> Dict:
+        """Stop reason and usage; the blocks the API handled itself, as received, in ``server_tools``;
+        the citations of the text blocks in ``citations``."""
+        metadata: Dict = {}
+        content = message.get("content")
+        if isinstance(content, list):
+            server = server_tool_blocks(content)
+            if server:
+                metadata["server_tools"] = server
+            found = citations(content)
+            if found:
+                metadata["citations"] = found
+        if message.get("_stop_reason"):
+            metadata["stop_reason"] = message["_stop_reason"]
+        if message.get("_usage"):
+            metadata["usage"] = normalize_usage(message["_usage"])
+        return metadata
 
     def _api_auth_headers(self, api_key: str) -> Dict:
         return {"x-api-key": api_key}

@@ -7,6 +7,6 @@ the loop shuts down its async generators (``asyncio.run`` does); call these
 to close earlier (e.g. in a server's shutdown hook).
 """
 
-from ._http import aclose_clients, close_clients
+from ._pool import aclose_clients, close_clients
 
 __all__ = ["aclose_clients", "close_clients"]

@@ -40,7 +40,7 @@ import msgspec
 
 from ._base import HTTPProvider
 from ._errors import error_from_event
-from ._sampling import EXTRA_BODY, OPENAI_FIELDS, optional_fields, with_extra_body
+from ._sampling import EXTRA_BODY, OPENAI_FIELDS, optional_fields
 from ._sse import JSONEventReader
 from .accumulate import push, replace_final, text_of
 from .shapes import malformed, openai_answer_fault, openai_chunk_fault
@@ -220,46 +220,6 @@ class OpenAIProvider(HTTPProvider):
     def get_tags(self, config: Dict, models: list[Dict]) -> list[str]:
         return ["provider:openai", "streaming", "tools"]
 
-    def to_native_messages(self, messages: list[Dict], state: Dict, *, context: Dict | None = None) -> list[Dict]:
-        """One Chat Completions message per core message, in order.
-
-        Tool results become plain user text here, so the provider works
-        alone; the ``openai_tools`` extension turns them into ``tool``
-        messages with their ``tool_call_id``, relying on this 1:1 order.
-        """
-        out: list[Dict] = []
-        for m in messages:
-            role = m.get("role", "user")
-            if role == "tool":
-                out.append({"role": "user", "content": message_text(m.get("content"))})
-            else:
-                out.append({"role": role, "content": openai_content(m)})
-        return out
-
-    def initialize_request(
-        self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None, context: Dict | None = None
-    ) -> tuple[list[Dict], Dict]:
-        """Build ``state["request"]`` (url, payload, non-secret headers) and reset the buffer."""
-        config = state["config"]
-        stream = (context or {}).get("stream")
-        if stream is None:
-            stream = config.get("stream", True)
-        payload: Dict = {
-            "model": config.get("model") or self.default_model,
-            "messages": [_wire(m) for m in native_messages],
-        }
-        if config.get("temperature") is not None:
-            payload["temperature"] = config["temperature"]
-        if config.get("max_tokens"):
-            payload["max_tokens"] = config["max_tokens"]
-        payload.update(optional_fields(config, OPENAI_FIELDS))
-        request = {
-            "url": f"{self.base_url(config)}/chat/completions",
-            "payload": self._api_payload_mode(with_extra_body(payload, config), bool(stream)),
-            "headers": self._request_headers(config, self._api_base_headers(config)),
-        }
-        return native_messages, {**state, "request": request, "openai": {}, "openai_text": None}
-
     def process_chunk(
         self, native_chunk: Dict, native_messages: list[Dict], state: Dict
     ) -> tuple[list, list, list, Dict]:
@@ -312,25 +272,43 @@ class OpenAIProvider(HTTPProvider):
             message["_usage"] = buffer["usage"]
         return [message], [*native_messages, message], {**state, "openai": None, "openai_text": None}
 
-    def from_native_messages(
-        self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
-    ) -> list[Dict]:
-        """Core messages with text content; finish reason, usage and any refusal in metadata."""
-        out: list[Dict] = []
-        for m in native_messages:
-            metadata: Dict = {}
-            if m.get("refusal") and isinstance(m["refusal"], str):
-                metadata["refusal"] = m["refusal"]
-            if m.get("_finish_reason"):
-                metadata["finish_reason"] = m["_finish_reason"]
-            if m.get("_usage"):
-                metadata["usage"] = normalize_usage(m["_usage"])
-            out.append(
-                {"role": m.get("role", "assistant"), "content": message_text(m.get("content")), "metadata": metadata}
-            )
-        return out
-
     # -- API specifics for HTTPProvider ------------------------------------------------
+
+    def _api_url(self, base_url: str) -> str:
+        return f"{base_url}/chat/completions"
+
+    def _api_payload(self, native_messages: list[Dict], config: Mapping[str, Any]) -> Dict:
+        payload: Dict = {
+            "model": config.get("model") or self.default_model,
+            "messages": [_wire(m) for m in native_messages],
+        }
+        if config.get("temperature") is not None:
+            payload["temperature"] = config["temperature"]
+        if config.get("max_tokens"):
+            payload["max_tokens"] = config["max_tokens"]
+        payload.update(optional_fields(config, OPENAI_FIELDS))
+        return payload
+
+    def _api_fresh_buffer(self) -> Dict:
+        return {"openai": {}, "openai_text": None}
+
+    def _api_native_message(self, message: Mapping[str, Any]) -> Dict:
+        """A Chat Completions message; ``openai_tools`` turns tool results into ``tool`` messages."""
+        return {"role": message.get("role", "user"), "content": openai_content(message)}
+
+    def _api_text(self, content: Any) -> str:
+        return message_text(content)
+
+    def _api_metadata(self, message: Mapping[str, Any]) -> Dict:
+        """Finish reason, usage and any refusal."""
+        metadata: Dict = {}
+        if message.get("refusal") and isinstance(message["refusal"], str):
+            metadata["refusal"] = message["refusal"]
+        if message.get("_finish_reason"):
+            metadata["finish_reason"] = message["_finish_reason"]
+        if message.get("_usage"):
+            metadata["usage"] = normalize_usage(message["_usage"])
+        return metadata
 
     def _api_auth_headers(self, api_key: str) -> Dict:
         return {"authorization": f"Bearer {api_key}"}

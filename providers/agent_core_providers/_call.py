@@ -1,0 +1,46 @@
+"""What one API request is: :class:`HTTPCall`, the value every transport step reads.
+
+A call is built fresh for each request by the provider (``_base.py``) and
+never changes: the attempts, the retry rule and the error mapping only read
+it. It carries the credentials (in ``headers``, added at send time) and the
+strings to scrub from every error (``secrets``), so its ``repr`` leaves both
+out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import httpx
+
+__all__ = ["MAX_RETRY_SLEEP", "HTTPCall", "build_request"]
+
+#: Default longest wait before a retry (``max_retry_wait_s``); a longer ``retry-after`` fails fast.
+MAX_RETRY_SLEEP = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPCall:
+    """Everything needed to send one API request (built fresh for each call).
+
+    ``secrets`` are scrubbed from every error text; ``repr`` leaves out the
+    headers and the secrets, so a logged call never shows a key.
+    ``max_retry_wait`` caps a ``retry-after`` worth waiting for; ``deadline``
+    (seconds, ``None`` for none) bounds the whole call, retries included.
+    """
+
+    provider: str
+    url: str
+    body: bytes
+    headers: Mapping[str, str] = field(repr=False)
+    max_retries: int = 2
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    method: str = "POST"
+    max_retry_wait: float = MAX_RETRY_SLEEP
+    deadline: float | None = None
+
+
+def build_request(client: httpx.Client | httpx.AsyncClient, call: HTTPCall) -> httpx.Request:
+    """The httpx request for ``call`` (built again for each attempt: a request is sent once)."""
+    return client.build_request(call.method, call.url, headers=call.headers, content=call.body)

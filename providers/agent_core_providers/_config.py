@@ -1,0 +1,210 @@
+"""An HTTP provider's config, read and checked: credentials, time limits, the common schema.
+
+Credentials never enter shared state. ``api_key`` and ``extra_headers`` are
+marked ``"secret": true`` in the config schema, so the engine hands their
+values to the provider alone (every other plugin sees ``"<redacted>"``);
+the provider keeps them in a :class:`Credentials` value on its instance,
+which lives for one request. Every ``extra_headers`` value counts as a
+credential (``X-Auth-Key``, ``Ocp-Apim-Subscription-Key``... cannot all be
+guessed from their names).
+
+A key read from a file or an environment variable often ends in a newline:
+surrounding whitespace is stripped, and any other control character is
+refused with a :class:`~agent_core.errors.ConfigError` that never quotes the
+value, before httpx sees it (httpx would quote the whole header in its
+error, and the request would be retried as a network failure).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from agent_core.errors import ConfigError
+
+from ._call import MAX_RETRY_SLEEP
+
+__all__ = [
+    "SECRET_CONFIG_KEYS",
+    "Credentials",
+    "clean_header_value",
+    "common_schema",
+    "deadline_of",
+    "extra_headers",
+    "max_retries_of",
+    "max_retry_wait_of",
+    "normal_url",
+    "seconds",
+]
+
+Dict = dict[str, Any]
+
+#: Config keys that hold credentials and so are kept out of ``state["config"]``.
+SECRET_CONFIG_KEYS = frozenset({"api_key", "extra_headers"})
+# "/v1/v1/": a base_url that already ends in the version segment the provider appends.
+_DOUBLED_VERSION = re.compile(r"/(v\d+)/\1(?=/|$)")
+# RFC 9110 token characters: what a header name may hold.
+_TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+class Credentials:
+    """Auth headers for one request and the strings to scrub from errors; ``repr`` never shows them."""
+
+    __slots__ = ("headers", "secrets")
+
+    def __init__(self, headers: Mapping[str, str], secrets: tuple[str, ...]) -> None:
+        self.headers = dict(headers)
+        self.secrets = secrets
+
+    def __repr__(self) -> str:
+        return f"<credentials: {len(self.headers)} header(s), redacted>"
+
+
+def clean_header_value(value: Any, what: str, plugin: str, key: str) -> str:
+    """``value`` as a header value: surrounding whitespace stripped, nothing else changed.
+
+    Raises:
+        ConfigError: a control or non-ASCII character remains; the message
+            names ``what`` and the character's code point, never the value.
+    """
+    text = str(value).strip()
+    for i, ch in enumerate(text):
+        if ch < " " or ch == "\x7f" or not ch.isascii():
+            kind = "a control character" if ch < " " or "\x7f" <= ch <= "\x9f" else "a non-ASCII character"
+            raise ConfigError(
+                f"[{plugin}] {what} contains {kind} (U+{ord(ch):04X}) at position {i}; an HTTP header cannot "
+                "carry it (the value is not shown)",
+                key=key,
+                plugins=[plugin],
+            )
+    return text
+
+
+def extra_headers(config: Mapping[str, Any], plugin: str) -> dict[str, str]:
+    """``config["extra_headers"]`` checked and cleaned.
+
+    Raises:
+        ConfigError: not a mapping, a name that is not a header name, or a
+            value that is not a string or number; the message never quotes a value.
+    """
+    extra = config.get("extra_headers")
+    if not extra:
+        return {}
+    if not isinstance(extra, Mapping):
+        raise _headers_error(
+            plugin, f" must map header names to values, got {type(extra).__name__} (the value is not shown)"
+        )
+    out: dict[str, str] = {}
+    for n, (name, value) in enumerate(extra.items(), 1):
+        if not isinstance(name, str) or not name or not set(name) <= _TOKEN_CHARS:
+            raise _headers_error(
+                plugin,
+                f": header name number {n} is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+            )
+        if value is None or isinstance(value, (Mapping, list, tuple)):
+            raise _headers_error(plugin, f": the value of header {name!r} must be a string or a number")
+        out[name] = clean_header_value(value, f"config key 'extra_headers' ({name!r})", plugin, "extra_headers")
+    return out
+
+
+def _headers_error(plugin: str, what: str) -> ConfigError:
+    """``what`` is said of ``extra_headers`` (it starts with its own separator)."""
+    return ConfigError(f"[{plugin}] config key 'extra_headers'{what}", key="extra_headers", plugins=[plugin])
+
+
+def seconds(config: Mapping[str, Any], key: str) -> float | None:
+    """A config value in seconds: a number >= 0 (``inf`` allowed), or ``None`` when unset.
+
+    Raises:
+        ConfigError: the value is not a number, is NaN, or is negative.
+    """
+    value = config.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):  # "30" from an env-style config file
+        try:
+            value = float(value)
+        except ValueError:
+            value = None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"config key {key!r} must be a number of seconds", key=key)
+    if math.isnan(value) or value < 0:
+        raise ConfigError(f"config key {key!r} must be a number of seconds >= 0, got {value!r}", key=key)
+    return float(value)
+
+
+def max_retry_wait_of(config: Mapping[str, Any]) -> float:
+    """``max_retry_wait_s``, default :data:`~._call.MAX_RETRY_SLEEP`."""
+    value = seconds(config, "max_retry_wait_s")
+    return MAX_RETRY_SLEEP if value is None else value
+
+
+def deadline_of(config: Mapping[str, Any]) -> float | None:
+    """``deadline_s``; ``None`` (no deadline) when unset, zero or infinite."""
+    value = seconds(config, "deadline_s")
+    return None if not value or math.isinf(value) else value
+
+
+def max_retries_of(config: Mapping[str, Any], default: int) -> int:
+    """``max_retries`` as a whole number >= 0 (negative counts as 0), ``default`` when unset.
+
+    Raises:
+        ConfigError: not a whole number (``inf``, NaN, ``"many"``).
+    """
+    value = config.get("max_retries")
+    if value is None:
+        return default
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError("config key 'max_retries' must be a whole number >= 0", key="max_retries") from None
+
+
+def normal_url(url: str) -> str:
+    """``url`` without a repeated version segment (``.../v1/v1/messages`` -> ``.../v1/messages``)."""
+    return _DOUBLED_VERSION.sub(r"/\1", url, count=1) if "/v" in url else url
+
+
+def common_schema(prefix: str, base_url: str, model: str, timeout: float, max_retries: int) -> Dict:
+    """The config keys every HTTP provider takes, with the provider's defaults and env prefix."""
+    return {
+        "base_url": {"type": "string", "description": f"API root; default ${prefix}_BASE_URL, else {base_url}"},
+        "api_key": {
+            "type": "string",
+            "secret": True,
+            "description": f"API key; default ${prefix}_API_KEY. Never stored in state or sessions.",
+        },
+        "model": {"type": "string", "default": model, "description": "model id"},
+        "temperature": {"type": "number", "description": "sampling temperature (API default when unset)"},
+        "timeout": {
+            "type": "number",
+            "default": timeout,
+            "description": "seconds to wait for each network step (connect at most 15 s)",
+        },
+        "max_retries": {
+            "type": "integer",
+            "default": max_retries,
+            "description": "retries on 429/5xx/connection errors, only before any output",
+        },
+        "max_retry_wait_s": {
+            "type": "number",
+            "default": MAX_RETRY_SLEEP,
+            "description": "longest retry-after worth waiting for; a longer one fails at once with RateLimitError",
+        },
+        "deadline_s": {
+            "type": "number",
+            "description": "seconds one API call may take in all, retries included (default: no limit)",
+        },
+        "extra_headers": {
+            "type": "object",
+            "secret": True,
+            "description": "extra HTTP headers for every request; credentials (never in state or errors)",
+        },
+        "list_models": {
+            "type": "boolean",
+            "default": False,
+            "description": "get_models asks the server's /models endpoint instead of using `model`",
+        },
+    }

@@ -1,0 +1,201 @@
+"""The retry rule: which failed attempts are sent again, after how long, and what is raised.
+
+An attempt that fails with a retryable error (429, 5xx/529, a dropped
+connection, a timeout) is repeated up to ``max_retries`` times, after the
+API's ``retry-after`` or an exponential backoff (:func:`retry_delay`), but
+only while no output has been yielded (the streaming attempt says so). A
+``retry-after`` longer than ``max_retry_wait_s`` is not slept through: the
+error is raised at once, with its ``retry_after`` and a note saying why.
+
+A pooled keep-alive connection that the server had already closed (it fails
+before the first byte of the answer) is not a retry: the request goes again
+at once on a fresh connection, a bounded number of times.
+
+:func:`retried` is that rule as a generator of effects, run by a driver of
+:mod:`agent_core.plugin_kit` (see :mod:`._exchange`); each kind of call
+brings its :class:`Attempt`. Every error it raises is typed and scrubbed of
+the call's secrets (:func:`~._errors.scrub_error`), whoever built it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Generator
+from typing import Any
+
+import httpx
+from agent_core.errors import LLMError
+
+from ._call import MAX_RETRY_SLEEP, HTTPCall
+from ._errors import error_from_transport, scrub, scrub_error
+from ._exchange import Exchange
+from ._inflight import InFlight
+from ._sse import JSONEventReader
+
+__all__ = ["Attempt", "Retries", "retried", "retry_delay"]
+
+log = logging.getLogger("agent_core_providers")
+
+#: Stale pooled connections replaced per call without counting as a retry.
+_MAX_STALE = 4
+_BACKOFF_BASE = 0.5
+
+
+def retry_delay(error: LLMError, attempt: int, max_retries: int, max_wait: float = MAX_RETRY_SLEEP) -> float | None:
+    """Seconds to wait before retry number ``attempt + 1``, or ``None`` for "give up".
+
+    Retries only errors marked ``retryable``; honours ``retry_after`` when the
+    API gave one, unless it is longer than ``max_wait`` (then gives up, so the
+    caller learns at once how long the API wants); else backs off
+    exponentially, never longer than ``max_wait``.
+    """
+    if attempt >= max_retries or not error.retryable:
+        return None
+    after = getattr(error, "retry_after", None)
+    if after is not None:
+        return None if after > max_wait else max(0.0, float(after))
+    return min(_BACKOFF_BASE * (2**attempt), max_wait)
+
+
+class Retries:
+    """The bookkeeping of one call's attempts, shared by every kind of call.
+
+    An attempt begins by checking for a cancel. A failed one is first a
+    candidate for an immediate resend (:meth:`resend`), else a typed,
+    scrubbed error (:meth:`error`) that is either waited out or raised
+    (:meth:`delay`).
+    """
+
+    __slots__ = ("call", "record", "attempt", "stale")
+
+    def __init__(self, call: HTTPCall, record: InFlight) -> None:
+        self.call, self.record = call, record
+        self.attempt = self.stale = 0
+
+    def begin(self) -> None:
+        """Raise when the call was cancelled or ran out of time; else start a fresh attempt."""
+        self.record.raise_if_cancelled()
+        self.record.begin_attempt()
+
+    def resend(self, exc: Exception) -> bool:
+        """True when ``exc`` only means a stale pooled connection: send again at once."""
+        if isinstance(exc, httpx.HTTPError) and _stale(exc, self.record) and self.stale < _MAX_STALE:
+            self.stale += 1
+            log.debug("%s: pooled connection was closed by the server; sending again", self.call.provider)
+            return True
+        return False
+
+    def error(self, exc: Exception, reader: JSONEventReader | None = None) -> LLMError:
+        """The typed error a failed attempt raised (an LLMError) or caused (a transport failure), scrubbed."""
+        if isinstance(exc, LLMError):
+            return scrub_error(exc, self.call.secrets)
+        return _transport_error(self.call, exc, reader)  # type: ignore[arg-type]
+
+    def delay(self, error: LLMError) -> float:
+        """How long to wait before the next attempt.
+
+        Raises:
+            LLMError: ``error`` itself when it is not retried (with a note when
+                the API asked for a longer wait than ``max_retry_wait``).
+        """
+        call = self.call
+        delay = retry_delay(error, self.attempt, call.max_retries, call.max_retry_wait)
+        if delay is None:
+            raise _wait_error(call, error)
+        log.info("%s: retry %d/%d in %.2fs after: %s", call.provider, self.attempt + 1, call.max_retries, delay, error)
+        self.attempt += 1
+        return delay
+
+
+class Attempt:
+    """One try at a call: a generator of effects and events (:meth:`run`), and what a failure leaves.
+
+    The base is a one-shot attempt's view of a failure: no reader, nothing
+    to salvage, no output seen. A streamed attempt overrides all three.
+    """
+
+    __slots__ = ()
+
+    reader: JSONEventReader | None = None
+
+    def run(self) -> Generator[Any, Any, None]:
+        raise NotImplementedError
+
+    def salvage(self, failure: Exception) -> list[Any] | None:
+        """The events still owed when ``failure`` came after a complete answer, else ``None``."""
+        return None
+
+    def output_seen(self) -> bool:
+        """True once the caller has seen output: retrying would repeat it."""
+        return False
+
+
+def retried(exchange: Exchange, new_attempt: Callable[[], Attempt]) -> Generator[Any, Any, None]:
+    """Attempts of ``exchange.call`` until one succeeds, under the retry rule: written once for every call.
+
+    Yields the effects for a driver to run and the attempt's events for the
+    caller. When an attempt fails with a typed error or a transport failure,
+    its response is let go and then, in this order: a cancel or a passed
+    deadline raises; a stream whose events already complete the answer ends
+    with them; a stale pooled connection is sent again at once; else the
+    typed, scrubbed error is raised when output was already seen or the rule
+    gives up, or waited out before the next attempt.
+
+    Raises:
+        LLMError: the last attempt's typed error.
+        LLMTimeoutError: the call's deadline passed.
+        ProviderRequestCancelled: the call was cancelled.
+    """
+    record = exchange.record
+    retries = Retries(exchange.call, record)
+    yield exchange.start()
+    while True:
+        retries.begin()
+        attempt = new_attempt()
+        try:
+            yield from attempt.run()
+            return
+        except (httpx.HTTPError, LLMError) as exc:
+            failure = exc
+        yield exchange.release()
+        record.raise_if_cancelled()
+        tail = attempt.salvage(failure)
+        if tail is not None:
+            yield from tail  # the answer was complete; only the body's tail broke off
+            return
+        if retries.resend(failure):
+            continue
+        error = retries.error(failure, attempt.reader)
+        if attempt.output_seen():
+            raise error  # never retry after the caller saw output (raised here: no exception context)
+        if (yield exchange.sleep(retries.delay(error))):
+            record.raise_if_cancelled()
+
+
+def _stale(exc: httpx.HTTPError, record: InFlight) -> bool:
+    """A reused pooled connection failed before any byte of the answer: the server had closed it."""
+    return (
+        isinstance(exc, httpx.TransportError)
+        and not isinstance(exc, httpx.TimeoutException)
+        and record.reused
+        and not record.received
+    )
+
+
+def _transport_error(call: HTTPCall, exc: httpx.HTTPError, reader: JSONEventReader | None) -> LLMError:
+    """A transport failure, naming the half-received event when the body broke off."""
+    error = error_from_transport(call.provider, exc, call.secrets)
+    reason = reader.incomplete_reason() if reader is not None and reader.pending.strip() else None
+    if reason is not None:
+        error = type(error)(scrub(f"{error.message}; {reason}", call.secrets), provider=call.provider)
+    return error
+
+
+def _wait_error(call: HTTPCall, error: LLMError) -> LLMError:
+    """``error`` with a note saying why it was not waited out, when the API asked for too long a wait."""
+    after = getattr(error, "retry_after", None)
+    if after is not None and after > call.max_retry_wait and error.retryable:
+        note = f"; not retried: the API asks to wait {after:g}s, more than max_retry_wait_s ({call.max_retry_wait:g}s)"
+        error.message += note
+        error.args = (error.message, *error.args[1:])
+    return error
