@@ -30,6 +30,7 @@ from agent_core.errors import (
     RateLimitError,
 )
 from agent_core_providers._errors import RETRY_AFTER_CEILING
+from agent_core_providers._retry import Retries
 from agent_core_providers._sse import MAX_LINE_BYTES
 from agent_core_providers.openai import OpenAIProvider
 
@@ -121,6 +122,32 @@ def test_cancel_bites_before_the_headers_and_closes_the_connection(server, kit, 
             break
         time.sleep(0.02)
     assert server.peer_closed, "the cancelled request's connection was left open"
+
+
+@pytest.mark.parametrize(
+    ("kit", "use_async", "stream"), CANCEL_CASES,
+    ids=["openai-sync-stream", "anthropic-async-stream", "anthropic-sync-call", "openai-async-call"],
+)
+def test_a_cancel_just_before_the_request_is_written_does_not_wait_for_an_answer(
+    server, kit, use_async, stream, monkeypatch
+):
+    # The cancel lands after the attempt began and before its first write. The watched
+    # connection refuses the write, and httpcore, which swallows a failed request write
+    # to read an early answer, must not then wait out the read timeout (30 s here) for
+    # an answer to a request that was never sent.
+    began = Retries.begin
+
+    def begin_then_cancel(self: Retries) -> None:
+        began(self)
+        self.record.cancel()
+
+    monkeypatch.setattr(Retries, "begin", begin_then_cancel)
+    server.enqueue(json_reply({"never": "sent"}))
+    started = time.monotonic()
+    with pytest.raises(ProviderRequestCancelled):
+        turn(kit, server, use_async, stream=stream, timeout=30)
+    assert time.monotonic() - started < 5.0
+    assert server.requests == []
 
 
 # -- issue 7.8: a complete answer is returned at once ------------------------------------------------
