@@ -8,8 +8,8 @@ and async ones per event loop (an ``AsyncClient``'s connections belong to the
 loop that opened them).
 
 Watched streams: the pooled clients' transports open their connections
-through :class:`_WatchingBackend`, which wraps each network stream. While a
-driver in :mod:`._http` sends a request it sets :data:`_current` to the
+through :class:`_WatchingBackend`, which wraps each network stream. While an
+exchange (:mod:`._exchange`) sends a request it sets :data:`_current` to the
 call's in-flight record (:func:`bound`); the first write of the request on a
 stream hands the stream to that record (``record.watch(stream)``). From then
 on a cancel (or the ``deadline_s`` timer) can shut the socket down even
@@ -67,7 +67,7 @@ _LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE
 
 
 class Watcher(Protocol):
-    """What a watched stream reports to (the in-flight record of :mod:`._http`)."""
+    """What a watched stream reports to (the in-flight record, :mod:`._inflight`)."""
 
     stream: Any
     received: bool
@@ -169,42 +169,32 @@ class _WatchedAsyncStream(httpcore.AsyncNetworkStream):
 
 
 class _WatchingBackend(httpcore.NetworkBackend):
+    """The pool's network backend, its new connections wrapped (arguments passed on as httpcore gives them)."""
+
     def __init__(self, inner: httpcore.NetworkBackend) -> None:
         self._inner = inner
 
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Any = None,
-    ) -> httpcore.NetworkStream:
-        return _WatchedStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        return _WatchedStream(self._inner.connect_tcp(*args, **kwargs))
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
-        return _WatchedStream(self._inner.connect_unix_socket(path, timeout, socket_options))
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        return _WatchedStream(self._inner.connect_unix_socket(*args, **kwargs))
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
 
 
 class _AsyncWatchingBackend(httpcore.AsyncNetworkBackend):
+    """Async twin of :class:`_WatchingBackend`."""
+
     def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
         self._inner = inner
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Any = None,
-    ) -> httpcore.AsyncNetworkStream:
-        return _WatchedAsyncStream(await self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+    async def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+        return _WatchedAsyncStream(await self._inner.connect_tcp(*args, **kwargs))
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
-        return _WatchedAsyncStream(await self._inner.connect_unix_socket(path, timeout, socket_options))
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+        return _WatchedAsyncStream(await self._inner.connect_unix_socket(*args, **kwargs))
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)

@@ -16,7 +16,7 @@ this gate, the hooks may trust the shapes they read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -104,6 +104,47 @@ def _content_fault(content: Any) -> str | None:
     return None
 
 
+def _message_fault(message: Dict) -> str | None:
+    """The first fault of a message's (or a streamed delta's) content and tool calls."""
+    fault = _content_fault(message.get("content"))
+    if fault is None and message.get("tool_calls") is not None:
+        fault = _tool_calls_fault(message["tool_calls"])
+    return fault
+
+
+def _choice_fault(answer: Dict) -> str | None:
+    choices = answer.get("choices")
+    if type(choices) is not list or not choices:
+        return "the answer has no choices list"
+    choice = choices[0]
+    if type(choice) is not dict or type(choice.get("message")) is not dict:
+        return "choices[0] has no message object"
+    fault = _message_fault(choice["message"])
+    if fault is None and choice.get("finish_reason") is not None and type(choice["finish_reason"]) is not str:
+        fault = "finish_reason is not a string"
+    return fault
+
+
+def _content_list_fault(answer: Dict) -> str | None:
+    content = answer.get("content")
+    if type(content) is not list:
+        return "the answer has no content list"
+    for block in content:
+        if type(block) is not dict or type(block.get("type")) is not str:
+            return "a content block is not a typed object"
+    return None
+
+
+def _answer_fault(answer: Any, body_fault: Callable[[Dict], str | None]) -> str | None:
+    """A non-streamed answer's first fault: not an object, then its API's ``body_fault``, then its usage."""
+    if type(answer) is not dict:
+        return "the answer is not an object"
+    fault = body_fault(answer)
+    if fault is None and answer.get("usage") is not None:
+        fault = _usage_fault(answer["usage"])
+    return fault
+
+
 def openai_chunk_fault(chunk: Dict) -> str | None:
     """The first shape fault of a Chat Completions stream chunk (an object), or None."""
     choices = chunk.get("choices")
@@ -114,17 +155,13 @@ def openai_chunk_fault(chunk: Dict) -> str | None:
             if type(choice) is not dict:
                 return "a choice is not an object"
             delta = choice.get("delta")
-            if delta is not None:
-                if type(delta) is not dict:
-                    return "delta is not an object"
+            if delta is not None and type(delta) is not dict:
+                return "delta is not an object"
+            if delta:
                 content = delta.get("content")
-                if content is not None and type(content) is not str:
-                    fault = _content_fault(content)
-                    if fault:
-                        return fault
-                calls = delta.get("tool_calls")
-                if calls is not None:
-                    fault = _tool_calls_fault(calls)
+                # the usual text delta skips the call: this runs for every chunk
+                if (content is not None and type(content) is not str) or delta.get("tool_calls") is not None:
+                    fault = _message_fault(delta)
                     if fault:
                         return fault
             finish = choice.get("finish_reason")
@@ -139,31 +176,6 @@ def openai_chunk_fault(chunk: Dict) -> str | None:
     if groq is not None and type(groq) is dict and groq.get("usage") is not None:
         return _usage_fault(groq["usage"])
     return None
-
-
-def openai_answer_fault(answer: Any) -> str | None:
-    """The first shape fault of a non-streamed Chat Completions answer, or None."""
-    if type(answer) is not dict:
-        return "the answer is not an object"
-    choices = answer.get("choices")
-    if type(choices) is not list or not choices:
-        return "the answer has no choices list"
-    choice = choices[0]
-    if type(choice) is not dict or type(choice.get("message")) is not dict:
-        return "choices[0] has no message object"
-    message = choice["message"]
-    fault = _content_fault(message.get("content"))
-    if fault:
-        return fault
-    if message.get("tool_calls") is not None:
-        fault = _tool_calls_fault(message["tool_calls"])
-        if fault:
-            return fault
-    finish = choice.get("finish_reason")
-    if finish is not None and type(finish) is not str:
-        return "finish_reason is not a string"
-    usage = answer.get("usage")
-    return _usage_fault(usage) if usage is not None else None
 
 
 def anthropic_event_fault(event: Dict) -> str | None:
@@ -202,15 +214,11 @@ def anthropic_event_fault(event: Dict) -> str | None:
     return None
 
 
+def openai_answer_fault(answer: Any) -> str | None:
+    """The first shape fault of a non-streamed Chat Completions answer, or None."""
+    return _answer_fault(answer, _choice_fault)
+
+
 def anthropic_answer_fault(answer: Any) -> str | None:
     """The first shape fault of a non-streamed Messages answer, or None."""
-    if type(answer) is not dict:
-        return "the answer is not an object"
-    content = answer.get("content")
-    if type(content) is not list:
-        return "the answer has no content list"
-    for block in content:
-        if type(block) is not dict or type(block.get("type")) is not str:
-            return "a content block is not a typed object"
-    usage = answer.get("usage")
-    return _usage_fault(usage) if usage is not None else None
+    return _answer_fault(answer, _content_list_fault)
