@@ -23,18 +23,13 @@ budget, and its blocks need care the text path does not:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from agent_core.plugin_kit import (
-    ChunkOutput,
-    Dict,
-    Extension,
-    Msgs,
-    annotate,
-    push,
-    reasoning_partial,
-    text_of,
-)
+from agent_core.plugin_kit import Extension, annotate, push, reasoning_partial, text_of
 from agent_core_providers.anthropic import block_at, content_blocks, with_block
+
+if TYPE_CHECKING:
+    from agent_core.plugin_kit import ChunkOutput, Dict, Msgs
 
 __all__ = ["AnthropicThinkingExtension"]
 

@@ -21,10 +21,13 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent_core.plugin_kit import Dict, push, text_of
+from agent_core.plugin_kit import push, text_of
 from agent_core_providers.anthropic import block_at, blocks_of, with_block
+
+if TYPE_CHECKING:
+    from agent_core.plugin_kit import Dict
 
 __all__ = ["NOTES", "close_open_blocks", "fill_block", "input_text", "new_id", "open_block", "settle", "stop_block"]
 

@@ -43,15 +43,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.plugin_kit import (
     ANTHROPIC,
     OPENAI_CHAT,
-    ChunkOutput,
-    Dict,
     Extension,
-    Msgs,
     adapt_schema,
     annotate,
     rewrite_last_assistant,
@@ -72,6 +69,9 @@ from agent_core_plugins.anthropic_tool_blocks import (
     settle,
     stop_block,
 )
+
+if TYPE_CHECKING:
+    from agent_core.plugin_kit import ChunkOutput, Dict, Msgs
 
 __all__ = ["AnthropicToolsExtension"]
 

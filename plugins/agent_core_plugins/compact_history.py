@@ -24,11 +24,14 @@ call that asked, tools off, one provider call).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from agent_core.errors import ConfigError
-from agent_core.plugin_kit import Dict, Extension
+from agent_core.plugin_kit import Extension
+
+if TYPE_CHECKING:
+    from agent_core.plugin_kit import Dict
 
 __all__ = ["CompactHistoryExtension", "estimate_tokens", "split_turns"]
 

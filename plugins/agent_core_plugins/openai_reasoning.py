@@ -22,11 +22,10 @@ State: ``state["openai_reasoning"]`` holds the streamed text as ``Pieces``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agent_core.plugin_kit import (
-    ChunkOutput,
-    Dict,
     Extension,
-    Msgs,
     annotate,
     push,
     reasoning_partial,
@@ -34,6 +33,9 @@ from agent_core.plugin_kit import (
     text_of,
 )
 from agent_core_providers.openai import thinking_text
+
+if TYPE_CHECKING:
+    from agent_core.plugin_kit import ChunkOutput, Dict, Msgs
 
 __all__ = ["OpenAIReasoningExtension"]
 

@@ -39,21 +39,21 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from agent_core.plugin_kit import (
     OPENAI_CHAT,
-    ChunkOutput,
-    Dict,
     Extension,
-    Msgs,
     annotate,
     push,
     rewrite_last_assistant,
     text_of,
 )
 from agent_core_providers.openai import message_text
+
+if TYPE_CHECKING:
+    from agent_core.plugin_kit import ChunkOutput, Dict, Msgs
 
 __all__ = ["OpenAIToolsExtension"]
 

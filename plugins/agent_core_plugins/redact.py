@@ -34,16 +34,9 @@ streamed tool call's arguments (tuples of strings and flags).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent_core.plugin_kit import (
-    ChunkOutput,
-    Dict,
-    Extension,
-    Msgs,
-    reasoning_partial,
-    rewrite_finals,
-)
+from agent_core.plugin_kit import Extension, reasoning_partial, rewrite_finals
 
 from agent_core_plugins.key_formats import KEY_FORMATS, PREFIX_SEARCH, RULES, KeyFormat
 from agent_core_plugins.redactor import (
@@ -54,6 +47,9 @@ from agent_core_plugins.redactor import (
     mask_arguments,
     mask_deep,
 )
+
+if TYPE_CHECKING:
+    from agent_core.plugin_kit import ChunkOutput, Dict, Msgs
 
 __all__ = ["KEY_FORMATS", "MASK", "KeyFormat", "RedactExtension", "Redactor"]
 

@@ -26,18 +26,18 @@ the tag name we are inside (``""`` outside).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.plugin_kit import (
-    ChunkOutput,
-    Dict,
     Extension,
     Hit,
     MarkerScanner,
-    Msgs,
     reasoning_partial,
     rewrite_finals,
 )
+
+if TYPE_CHECKING:
+    from agent_core.plugin_kit import ChunkOutput, Dict, Msgs
 
 __all__ = ["ThinkTagsExtension", "split_reasoning"]
 

@@ -26,11 +26,14 @@ message: OpenAI's ``role: "tool"`` message content, and Anthropic's
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from agent_core.errors import ConfigError
-from agent_core.plugin_kit import Dict, Extension, Msgs
+from agent_core.plugin_kit import Extension
+
+if TYPE_CHECKING:
+    from agent_core.plugin_kit import Dict, Msgs
 
 __all__ = ["ToolOutputBudgetExtension", "cut_text"]
 
