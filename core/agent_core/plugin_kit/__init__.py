@@ -1,13 +1,14 @@
 """The plugin kit: everything a plugin author (and every bundled plugin) builds with, in one public place.
 
 A plugin needs more than the hook contract: a way to find markers in text cut at any
-point, to accumulate streamed text cheaply, to replace a final message, the names of
-the tool formats, and, for code that does I/O, the effects and the two drivers that run
-one generator both sync and async, and what the testing kit needs to run a plugin as a
-request does (the hot loop, the config a schema gives). They live here so that bundled plugins, features,
-the store, the server and the testing kit import only :mod:`agent_core`, this kit and
-the public provider modules, as a third party's plugin would. The kit sits on top of
-the kernel: it may import any kernel room, and no kernel room imports it.
+point, to accumulate streamed text cheaply, to rewrite a final message, the names of the
+tool formats, bases that turn fixed data and one call value into hooks; code that does
+I/O needs the effects and the two drivers that run one generator both sync and async;
+the testing kit needs what runs a plugin as a request does (the hot loop, the config a
+schema gives). They live here so that bundled plugins, features, the store, the server
+and the testing kit import only :mod:`agent_core`, this kit and the public provider
+modules, as a third party's plugin would. The kit sits on top of the kernel: it may
+import any kernel room, and no kernel room imports it.
 
 Its modules, one job each, all re-exported here (import from ``agent_core.plugin_kit``,
 not from the modules): :mod:`.markers` (:class:`MarkerScanner`), :mod:`.pieces` (text
