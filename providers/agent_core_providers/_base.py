@@ -28,9 +28,9 @@ from typing import Any, ClassVar
 
 import httpx
 import msgspec
+from agent_core import BaseProvider
 from agent_core.errors import LLMError
 from agent_core.plugin_kit import drive_async, drive_sync
-from agent_core.plugins.protocols import BaseProvider
 
 from ._call import HTTPCall
 from ._config import (
