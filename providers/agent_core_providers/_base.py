@@ -234,14 +234,17 @@ class HTTPProvider(BaseProvider):
     def from_native_messages(
         self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
     ) -> list[Dict]:
-        """Core messages with the answers' text as content, and what else they carry in metadata."""
-        text = self._api_text
-        return [
-            {"role": m.get("role", "assistant"), "content": text(m.get("content")), "metadata": self._api_metadata(m)}
-            for m in native_messages
-        ]
+        """Core messages with the answers' text as content; the API's notes and the usage in metadata."""
+        return [self._core_message(m) for m in native_messages]
 
     # -- internals --------------------------------------------------------------------
+
+    def _core_message(self, native: Mapping[str, Any]) -> Dict:
+        metadata = self._api_metadata(native)
+        if native.get("_usage"):
+            metadata["usage"] = self._api_usage(native["_usage"])
+        return {"role": native.get("role", "assistant"), "content": self._api_text(native.get("content")),
+                "metadata": metadata}
 
     def _after_call(
         self, native_messages: list[Dict], state: Dict, answer: Any
@@ -346,7 +349,11 @@ class HTTPProvider(BaseProvider):
         raise NotImplementedError
 
     def _api_metadata(self, message: Mapping[str, Any]) -> Dict:
-        """The core metadata of a native message (stop reason, usage...)."""
+        """The core metadata of a native message (its stop reason...), without the usage."""
+        raise NotImplementedError
+
+    def _api_usage(self, usage: Mapping[str, Any]) -> Dict:
+        """The API's usage as ``{"input_tokens", "output_tokens", ...}``."""
         raise NotImplementedError
 
     def _api_events_from_answer(self, answer: Any) -> list[Dict]:

@@ -296,8 +296,11 @@ class AnthropicProvider(HTTPProvider):
     def _api_text(self, content: Any) -> str:
         return message_text(content)
 
+    def _api_usage(self, usage: Mapping[str, Any]) -> Dict:
+        return normalize_usage(usage)
+
     def _api_metadata(self, message: Mapping[str, Any]) -> Dict:
-        """Stop reason and usage; the blocks the API handled itself, as received, in ``server_tools``;
+        """The stop reason; the blocks the API handled itself, as received, in ``server_tools``;
         the citations of the text blocks in ``citations``."""
         metadata: Dict = {}
         content = message.get("content")
@@ -310,8 +313,6 @@ class AnthropicProvider(HTTPProvider):
                 metadata["citations"] = found
         if message.get("_stop_reason"):
             metadata["stop_reason"] = message["_stop_reason"]
-        if message.get("_usage"):
-            metadata["usage"] = normalize_usage(message["_usage"])
         return metadata
 
     def _api_auth_headers(self, api_key: str) -> Dict:

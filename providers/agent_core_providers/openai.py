@@ -299,15 +299,16 @@ class OpenAIProvider(HTTPProvider):
     def _api_text(self, content: Any) -> str:
         return message_text(content)
 
+    def _api_usage(self, usage: Mapping[str, Any]) -> Dict:
+        return normalize_usage(usage)
+
     def _api_metadata(self, message: Mapping[str, Any]) -> Dict:
-        """Finish reason, usage and any refusal."""
+        """The finish reason and any refusal."""
         metadata: Dict = {}
         if message.get("refusal") and isinstance(message["refusal"], str):
             metadata["refusal"] = message["refusal"]
         if message.get("_finish_reason"):
             metadata["finish_reason"] = message["_finish_reason"]
-        if message.get("_usage"):
-            metadata["usage"] = normalize_usage(message["_usage"])
         return metadata
 
     def _api_auth_headers(self, api_key: str) -> Dict:
