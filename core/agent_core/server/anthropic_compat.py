@@ -25,8 +25,10 @@ __all__ = [
     "DROPPABLE",
     "FIELDS",
     "AnthropicBody",
-    "MessageStream",
+    "calls_of",
+    "content_blocks",
     "error_type_for",
+    "input_of",
     "message_body",
     "messages_config",
     "messages_session",
@@ -262,18 +264,18 @@ def stop_reason(reply: Message | None) -> str:
         return str(meta["stop_reason"])
     if meta.get("finish_reason") == "length":
         return "max_tokens"
-    if _calls(reply):
+    if calls_of(reply):
         return "tool_use"
     return "end_turn"
 
 
-def _calls(reply: Message | None) -> list[dict[str, Any]]:
+def calls_of(reply: Message | None) -> list[dict[str, Any]]:
     if reply is None:
         return []
     return [c for c in reply.metadata.get("tool_calls") or () if not c.get("incomplete")]
 
 
-def _input_of(call: Any) -> dict[str, Any]:
+def input_of(call: Any) -> dict[str, Any]:
     try:
         value = json.loads(call["function"].get("arguments") or "{}")
     except ValueError:
@@ -291,8 +293,8 @@ def content_blocks(reply: Message | None) -> list[dict[str, Any]]:
         blocks.append({"type": "thinking", "thinking": reasoning, "signature": ""})
     if isinstance(reply.content, str) and reply.content:
         blocks.append({"type": "text", "text": reply.content})
-    for call in _calls(reply):
-        blocks.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": _input_of(call)})
+    for call in calls_of(reply):
+        blocks.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": input_of(call)})
     return blocks
 
 
@@ -316,89 +318,3 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: 
 
 def error_type_for(status: int) -> str:
     return _ERROR_TYPES.get(status, "api_error")
-
-
-def sse(event: str, data: dict[str, Any]) -> bytes:
-    return b"event: " + event.encode() + b"\ndata: " + json.dumps(data).encode() + b"\n\n"
-
-
-class MessageStream:
-    """Engine events in, Messages API server-sent events out, in the order the API sends them.
-
-    Text and reasoning open a block the first time they arrive and stream as deltas; a block
-    closes when another kind starts. Tool calls are sent once complete (the engine hands them
-    over with the final message), each as a ``tool_use`` block whose input arrives in one
-    ``input_json_delta``.
-    """
-
-    def __init__(self, request_id: str, model: str) -> None:
-        self.request_id = request_id
-        self.model = model
-        self.index = -1
-        self.open: str | None = None  # the kind of the block being streamed: "text", "thinking" or None
-        self.streamed_text = False
-        self.streamed_reasoning = False
-
-    def start(self) -> bytes:
-        message = {"id": f"msg_{self.request_id}", "type": "message", "role": "assistant", "model": self.model,
-                   "content": [], "stop_reason": None, "stop_sequence": None,
-                   "usage": {"input_tokens": 0, "output_tokens": 0}}
-        return sse("message_start", {"type": "message_start", "message": message})
-
-    def _switch(self, kind: str | None, block: dict[str, Any] | None = None) -> bytes:
-        out = b""
-        if self.open is not None:
-            out += sse("content_block_stop", {"type": "content_block_stop", "index": self.index})
-            self.open = None
-        if kind is not None and block is not None:
-            self.index += 1
-            self.open = kind
-            out += sse("content_block_start", {"type": "content_block_start", "index": self.index,
-                                               "content_block": block})
-        return out
-
-    def _delta(self, delta: dict[str, Any]) -> bytes:
-        return sse("content_block_delta", {"type": "content_block_delta", "index": self.index, "delta": delta})
-
-    def text(self, text: str) -> bytes:
-        self.streamed_text = True
-        out = b"" if self.open == "text" else self._switch("text", {"type": "text", "text": ""})
-        return out + self._delta({"type": "text_delta", "text": text})
-
-    def thinking(self, text: str) -> bytes:
-        self.streamed_reasoning = True
-        out = b"" if self.open == "thinking" else self._switch("thinking",
-                                                               {"type": "thinking", "thinking": "", "signature": ""})
-        return out + self._delta({"type": "thinking_delta", "thinking": text})
-
-    def partial(self, message: Message) -> bytes:
-        out = b""
-        reasoning = message.metadata.get("reasoning") if message.metadata else None
-        if isinstance(reasoning, str) and reasoning:
-            out += self.thinking(reasoning)
-        if isinstance(message.content, str) and message.content:
-            out += self.text(message.content)
-        return out
-
-    def final(self, reply: Message) -> bytes:
-        """What the final message adds: text or reasoning not streamed before, then its tool calls."""
-        out = b""
-        reasoning = reply.metadata.get("reasoning")
-        if not self.streamed_reasoning and isinstance(reasoning, str) and reasoning:
-            out += self.thinking(reasoning)
-        if not self.streamed_text and isinstance(reply.content, str) and reply.content:
-            out += self.text(reply.content)
-        for call in _calls(reply):
-            out += self._switch("tool_use", {"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
-                                             "input": {}})
-            out += self._delta({"type": "input_json_delta", "partial_json": json.dumps(_input_of(call))})
-        return out
-
-    def end(self, reply: Message | None, usage: Any) -> bytes:
-        out = self._switch(None)
-        delta = {"type": "message_delta", "delta": {"stop_reason": stop_reason(reply), "stop_sequence": None},
-                 "usage": {"output_tokens": usage.output_tokens if usage is not None else 0}}
-        return out + sse("message_delta", delta) + sse("message_stop", {"type": "message_stop"})
-
-    def error(self, kind: str, message: str) -> bytes:
-        return sse("error", {"type": "error", "error": {"type": kind, "message": message}})

@@ -22,16 +22,22 @@ from .anthropic_compat import (
     DROPPABLE,
     FIELDS,
     AnthropicBody,
-    MessageStream,
     error_type_for,
     message_body,
     messages_config,
     messages_session,
 )
+from .anthropic_stream import MessageStream
 from .bodies import parse_body
 from .errors import status_for_name
 from .fields import declared_for, fit_to_provider
-from .http import SSE_HEADERS, request_id_of, session_id_of, until_output, watch_disconnect
+from .http import (
+    SSE_HEADERS,
+    request_id_of,
+    session_id_of,
+    until_output,
+    watch_disconnect,
+)
 from .openai_compat import reply_of, split_model
 
 __all__ = ["MessagesRoutes", "anthropic_error", "as_anthropic"]
