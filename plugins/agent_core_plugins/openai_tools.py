@@ -191,38 +191,7 @@ class OpenAIToolsExtension(Extension):
         deltas = choices and (choices[0].get("delta") or {}).get("tool_calls")
         if not deltas:
             return partial_messages, final_messages, native_messages, state
-        buffer = state.get("openai_tools") or {}
-        calls = dict(buffer.get("calls") or {})
-        at = dict(buffer.get("at") or {})
-        last = buffer.get("last")
-        for delta in deltas:
-            index = delta.get("index")
-            call_id = delta.get("id") or None
-            fn = delta.get("function") or {}
-            position = None
-            if index is not None:
-                position = at.get(index)
-                if position is not None and call_id and calls[position]["id"] not in (None, call_id):
-                    position = None  # another call at the same index
-            elif call_id:
-                position = next((p for p, c in calls.items() if c["id"] == call_id), None)
-            elif not (fn.get("name") and last is not None and calls[last]["name"]):
-                position = last  # a bare fragment continues the latest call; a new name starts one
-            if position is None:
-                position = len(calls)
-                entry = {"id": None, "name": None, "arguments": None}
-            else:
-                entry = calls[position]
-            # Some servers repeat the id and name in every fragment: keep the first.
-            calls[position] = {
-                "id": entry["id"] or call_id,
-                "name": entry["name"] or fn.get("name") or None,
-                "arguments": push(entry["arguments"], fn.get("arguments") or ""),
-            }
-            if index is not None:
-                at[index] = position
-            last = position
-        new_buffer = {"calls": calls, "at": at, "last": last}
+        new_buffer = _merged(state.get("openai_tools") or {}, deltas)
         return partial_messages, final_messages, native_messages, {**state, "openai_tools": new_buffer}
 
     @staticmethod
@@ -279,3 +248,42 @@ def _calls_of(native: Dict) -> Dict | None:
     calls = [_wire_call(c) for c in native.get("tool_calls") or ()]
     calls.extend({**_wire_call(c), "incomplete": True} for c in native.get("_incomplete_tool_calls") or ())
     return {"tool_calls": calls}
+
+
+def _merged(buffer: Dict, deltas: Msgs) -> Dict:
+    """The call buffer with one chunk's ``tool_calls`` fragments merged in (see the module docstring for the rule).
+
+    A function of its own, so that the per-chunk ``process_chunk`` keeps no
+    closure cell (the search by id below needs one) on the text-only path.
+    """
+    calls = dict(buffer.get("calls") or {})
+    at = dict(buffer.get("at") or {})
+    last = buffer.get("last")
+    for delta in deltas:
+        index = delta.get("index")
+        call_id = delta.get("id") or None
+        fn = delta.get("function") or {}
+        position = None
+        if index is not None:
+            position = at.get(index)
+            if position is not None and call_id and calls[position]["id"] not in (None, call_id):
+                position = None  # another call at the same index
+        elif call_id:
+            position = next((p for p, c in calls.items() if c["id"] == call_id), None)
+        elif not (fn.get("name") and last is not None and calls[last]["name"]):
+            position = last  # a bare fragment continues the latest call; a new name starts one
+        if position is None:
+            position = len(calls)
+            entry = {"id": None, "name": None, "arguments": None}
+        else:
+            entry = calls[position]
+        # Some servers repeat the id and name in every fragment: keep the first.
+        calls[position] = {
+            "id": entry["id"] or call_id,
+            "name": entry["name"] or fn.get("name") or None,
+            "arguments": push(entry["arguments"], fn.get("arguments") or ""),
+        }
+        if index is not None:
+            at[index] = position
+        last = position
+    return {"calls": calls, "at": at, "last": last}

@@ -34,11 +34,12 @@ streamed tool call's arguments (tuples of strings and flags).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agent_core.plugin_kit import Extension, reasoning_partial, rewrite_finals
 
-from agent_core_plugins.key_formats import KEY_FORMATS, PREFIX_SEARCH, RULES, KeyFormat
+from agent_core_plugins.key_formats import KEY_FORMATS, RULES, KeyFormat, find_prefix
 from agent_core_plugins.redactor import (
     EMPTY,
     MASK,
@@ -89,7 +90,7 @@ class RedactExtension(Extension):
             p = partial_messages[0]
             c = p.get("content")
             if c.__class__ is str and not p.get("metadata"):
-                m = PREFIX_SEARCH.search(c)
+                m = find_prefix(c)
                 if m is None:
                     return partial_messages, final_messages, native_messages, state
                 start = m.start()
@@ -98,7 +99,7 @@ class RedactExtension(Extension):
                     return released, final_messages, native_messages, {**state, _KEY: c[start:]}
         if carries is None and not patterns and native_chunk is not None and not final_messages:
             # Fast path: nothing held and no key can start in this chunk: pass it on as it is.
-            search = PREFIX_SEARCH.search
+            search = find_prefix
             for p in partial_messages:
                 c = p.get("content")
                 if c and c.__class__ is str and search(c):
@@ -122,8 +123,9 @@ class RedactExtension(Extension):
         end = native_chunk is None or bool(final_messages)  # the stream (or this message) is over
         out, new = _stream(machine, partial_messages, carries, end)
         if end:
-            final_messages, native_messages = rewrite_finals(
-                final_messages, native_messages, lambda m: _mask_message(machine, m))
+            # partial, not a lambda: a closure would make ``machine`` a cell, built on every chunk
+            final_messages, native_messages = rewrite_finals(final_messages, native_messages,
+                                                             partial(_mask_message, machine))
         if new != state.get(_KEY):
             state = {**state, _KEY: new}
         return out, final_messages, native_messages, state
@@ -217,7 +219,7 @@ def _quick(p: Dict, carries: Any) -> tuple[Msgs, Any] | None:
     else:
         return None
     text = held + content if held else content
-    m = PREFIX_SEARCH.search(text)
+    m = find_prefix(text)
     if m is None:
         cut = len(text)
     elif m.end() == len(text) and m.group() not in RULES:

@@ -34,7 +34,7 @@ from typing import Any
 
 from agent_core.errors import ConfigError
 
-from agent_core_plugins.key_formats import PREFIX_SEARCH, RULES, KeyRule
+from agent_core_plugins.key_formats import RULES, KeyRule, find_prefix
 
 __all__ = ["EMPTY", "MASK", "Redactor", "fresh", "mask_arguments", "mask_deep"]
 
@@ -93,7 +93,7 @@ class Redactor:
         what the split tests check) while keeping the work linear in the text's
         length however many keys it holds.
         """
-        if self.pattern is None and not PREFIX_SEARCH.search(text):
+        if self.pattern is None and not find_prefix(text):
             return text  # no key prefix anywhere: nothing to do
         out, carry = [], EMPTY
         for i in range(0, len(text), 512):
@@ -155,7 +155,7 @@ def _take(rule: KeyRule, body: str, text: str) -> int:
 
 
 def _keys(text: str, carry: tuple, final: bool) -> tuple[str, tuple]:
-    """The built-in key shapes: a prefix found by :data:`PREFIX_SEARCH`, then the key's run of characters."""
+    """The built-in key shapes: a prefix found by :func:`find_prefix`, then the key's run of characters."""
     held, prefix, pending, masked, held2 = carry
     out: list[str] = []
     if held:
@@ -183,7 +183,7 @@ def _keys(text: str, carry: tuple, final: bool) -> tuple[str, tuple]:
             if not masked:
                 out.append(pending)  # the run ended without looking like a key: ordinary text
             prefix, pending, masked = "", "", False
-        m = PREFIX_SEARCH.search(text)
+        m = find_prefix(text)
         if m is None or (final and m.group() not in RULES):
             out.append(text)  # no prefix; or only the start of one, and the stream is over
             return "".join(out), ("", "", "", False, held2)

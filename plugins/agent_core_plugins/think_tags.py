@@ -25,7 +25,7 @@ the tag name we are inside (``""`` outside).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 from agent_core.plugin_kit import (
@@ -139,9 +139,9 @@ class ThinkTagsExtension(Extension):
             runs, open_tag = _route(scanner.flush(held), open_tag, roles)
             held, open_tag = "", ""
             _emit(out, {"role": "assistant"}, runs)
-            names = _names(state.get("config"))
+            # partial, not a lambda: a closure would make a cell of its variable on every chunk
             final_messages, native_messages = rewrite_finals(
-                final_messages, native_messages, lambda m: _without_tags(m, names))
+                final_messages, native_messages, partial(_without_tags, names=_names(state.get("config"))))
         new_carry = (held, open_tag) if held or open_tag else _OUTSIDE
         if new_carry != carry:
             state = {**state, _KEY: new_carry}
