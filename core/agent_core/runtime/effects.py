@@ -291,24 +291,56 @@ def _async_only(label: str) -> Exception:
 
 
 class _Driver:
-    __slots__ = ("handles",)
+    """One pipeline being driven: its generator, what goes in at the next resume, the iterators it opened."""
 
-    def __init__(self) -> None:
+    __slots__ = ("gen", "send", "error", "handles")
+
+    def __init__(self, gen: Generator[Any, Any, Any]) -> None:
+        self.gen = gen
+        self.send: Any = None  # the last effect's result, sent in at the next resume
+        self.error: BaseException | None = None  # or its error, thrown in instead
         self.handles: list[_Handle] = []
+
+    def resume(self) -> Any:
+        """Run the pipeline to its next yield, handing it the last result or error; StopIteration when it ends."""
+        send, error = self.send, self.error
+        self.send = self.error = None
+        return self.gen.throw(error) if error is not None else self.gen.send(send)
+
+    def perform_sync(self, effect: Effect) -> None:
+        """Perform ``effect``; its result or error goes back in at the next resume."""
+        try:
+            self.send = effect.run_sync(self)
+        except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
+            self.error = exc
+
+    async def perform_async(self, effect: Effect) -> None:
+        try:
+            self.send = await effect.run_async(self)
+        except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
+            self.error = exc
+
+    def close_sync(self) -> None:
+        """Close the pipeline, then every iterator it opened."""
+        self.gen.close()
+        for h in self.handles:
+            _close_sync(h)
+
+    async def close_async(self) -> None:
+        self.gen.close()
+        for h in self.handles:
+            await _close_async(h)
 
 
 def drive_sync(gen: Generator[Any, Any, Any]) -> Generator[Any, None, Any]:
     """Run the pipeline synchronously, yielding its events; returns what ``gen`` returns."""
-    driver = _Driver()
-    send: Any = None
-    error: BaseException | None = None
+    driver = _Driver(gen)
     try:
         while True:
             try:
-                item = gen.throw(error) if error is not None else gen.send(send)
+                item = driver.resume()
             except StopIteration as stop:
                 return stop.value
-            send, error = None, None
             if item.__class__ is Pump:
                 # the hot loop, inline: one generator frame fewer per chunk than a helper
                 h, step = item.handle, item.step
@@ -321,21 +353,16 @@ def drive_sync(gen: Generator[Any, Any, Any]) -> Generator[Any, None, Any]:
                             yield events[0]  # the usual chunk: one event, no iterator
                 except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
                     _close_sync(h)
-                    error = exc
+                    driver.error = exc
                 except BaseException:
                     _close_sync(h)
                     raise
             elif isinstance(item, Effect):
-                try:
-                    send = item.run_sync(driver)
-                except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
-                    error = exc
+                driver.perform_sync(item)
             else:
                 yield item
     finally:
-        gen.close()
-        for h in driver.handles:
-            _close_sync(h)
+        driver.close_sync()
 
 
 def complete_sync(gen: Generator[Any, Any, Any]) -> Any:
@@ -350,30 +377,22 @@ def complete_sync(gen: Generator[Any, Any, Any]) -> Any:
 
 async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
     """Run the same pipeline on an event loop, yielding its events."""
-    driver = _Driver()
-    send: Any = None
-    error: BaseException | None = None
+    driver = _Driver(gen)
     try:
         while True:
             try:
-                item = gen.throw(error) if error is not None else gen.send(send)
+                item = driver.resume()
             except StopIteration:
                 return
-            send, error = None, None
             if item.__class__ is Pump:
                 try:
                     async for ev in _pump_async(item):
                         yield ev
                 except Exception as exc:  # noqa: BLE001
-                    error = exc
+                    driver.error = exc
             elif isinstance(item, Effect):
-                try:
-                    send = await item.run_async(driver)
-                except Exception as exc:  # noqa: BLE001
-                    error = exc
+                await driver.perform_async(item)
             else:
                 yield item
     finally:
-        gen.close()
-        for h in driver.handles:
-            await _close_async(h)
+        await driver.close_async()
