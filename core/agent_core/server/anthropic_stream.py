@@ -35,6 +35,7 @@ class MessageStream:
         self.open: str | None = None  # the kind of the block being streamed: "text", "thinking" or None
         self.streamed_text = False
         self.streamed_reasoning = False
+        self.ended = False  # message_stop or an error event sent: the stream is complete
 
     def start(self) -> bytes:
         message = {"id": f"msg_{self.request_id}", "type": "message", "role": "assistant", "model": self.model,
@@ -93,9 +94,11 @@ class MessageStream:
 
     def end(self, reply: Message | None, usage: Any) -> bytes:
         out = self._switch(None)
+        self.ended = True
         delta = {"type": "message_delta", "delta": {"stop_reason": stop_reason(reply), "stop_sequence": None},
                  "usage": {"output_tokens": usage.output_tokens if usage is not None else 0}}
         return out + sse("message_delta", delta) + sse("message_stop", {"type": "message_stop"})
 
     def error(self, kind: str, message: str) -> bytes:
+        self.ended = True
         return sse("error", {"type": "error", "error": {"type": kind, "message": message}})

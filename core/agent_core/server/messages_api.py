@@ -9,7 +9,6 @@ the same cancelling by ``X-Request-Id``. Tools are the client's: calls go back a
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,7 +16,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..errors import InvalidArgumentError, StoreError
 from .anthropic_compat import (
     DROPPABLE,
     FIELDS,
@@ -31,14 +29,9 @@ from .anthropic_stream import MessageStream
 from .bodies import parse_body
 from .errors import status_for_name
 from .fields import declared_for, fit_to_provider
-from .http import (
-    SSE_HEADERS,
-    request_id_of,
-    session_id_of,
-    until_output,
-    watch_disconnect,
-)
+from .http import SSE_HEADERS, session_id_of
 from .openai_compat import reply_of, split_model
+from .turns import FacadeTurn, TurnRoutes, chained
 
 __all__ = ["MessagesRoutes", "anthropic_error", "as_anthropic"]
 
@@ -61,7 +54,7 @@ def as_anthropic(response: Response) -> Response:
     return anthropic_error(response.status_code, message, headers)
 
 
-class MessagesRoutes:
+class MessagesRoutes(TurnRoutes):
     """The Messages facade's route; mixed into the server, whose attributes and facade helpers it uses."""
 
     async def messages(self, request: Request) -> Response:
@@ -71,82 +64,43 @@ class MessagesRoutes:
         config = self.config_for(request, client)
         fit_to_provider(config, client, declared_for(self.core, config), FIELDS, DROPPABLE)
         config.update(max_iterations=1, run_pending_tool_calls=False, stream=bool(body.stream))
-        sid = session_id_of(request)
-        session = messages_session(sid or uuid.uuid4().hex, body, self.settings.max_messages)
-        store = self.store_for(request) if sid is not None else None
-        if store is not None:
-            session = await self._with_stored_metadata(store, session)
-        client_rid = request_id_of(request)
-        rid = self.tenant(request).scope(client_rid)
-        headers = {"x-request-id": client_rid, "request-id": client_rid}
-        watcher = asyncio.ensure_future(watch_disconnect(request, lambda: self.core.cancel_request(rid)))
-        self._running.add(rid)
-        if not config["stream"]:
-            try:
-                result = await self.core.arequest(session, config, request_id=rid)
-            finally:
-                watcher.cancel()
-                self._running.discard(rid)
-            if store is not None:
-                headers["x-session-revision"] = str(await self._save_exchange(store, result.session))
+        session = messages_session(session_id_of(request) or uuid.uuid4().hex, body, self.settings.max_messages)
+        turn = await self._facade_turn(request, session, config)
+        headers = {"x-request-id": turn.client_rid, "request-id": turn.client_rid}
+        if not body.stream:
+            result, saved = await self._run_whole(request, turn)
             reply = reply_of(result.final_messages)
-            return JSONResponse(message_body(client_rid, body.model, reply, result.usage), headers=headers)
-        try:
-            events = self.core.astream_request(session, config, request_id=rid)
-            first, failed = await until_output(events)
-        except BaseException:
-            watcher.cancel()
-            self._running.discard(rid)
-            raise
+            return JSONResponse(message_body(turn.client_rid, body.model, reply, result.usage),
+                                headers={**headers, **saved})
+        first, failed = await self._open_stream(request, turn)
         if failed is not None:
-            watcher.cancel()
-            self._running.discard(rid)
             return as_anthropic(failed)
-        stream = self._messages_stream(rid, MessageStream(client_rid, body.model), first, events, watcher, store)
-        return StreamingResponse(stream, media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
+        out = MessageStream(turn.client_rid, body.model)
+        frames = self._messages_frames(turn, out, chained(first, turn.events))
+        return StreamingResponse(self._stream_out(turn, frames, lambda _frame: out.ended),
+                                 media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
 
-    async def _messages_stream(self, rid: str, out: MessageStream, first: list[Any], events: AsyncIterator[Any],
-                               watcher: asyncio.Future[None], store: Any) -> AsyncIterator[bytes]:
-        """The answer as the Messages API's events; ``rid`` is the engine's id."""
-        finished = False
+    async def _messages_frames(self, turn: FacadeTurn, out: MessageStream,
+                               events: AsyncIterator[Any]) -> AsyncIterator[bytes]:
+        """The answer as the Messages API's events, from ``message_start`` to ``message_stop``.
+
+        An error, a cancelled request or a failed X-Session-Id save ends it early with an
+        ``error`` event, as the Messages API does mid-stream.
+        """
+        yield out.start()
         reply = None
-        try:
-            yield out.start()
-
-            async def all_events() -> AsyncIterator[Any]:
-                for event in first:
-                    yield event
-                async for event in events:
-                    yield event
-
-            async for event in all_events():
-                if event.type == "partial":
-                    yield out.partial(event.message)
-                elif event.type == "final" and event.message.role == "assistant":
-                    reply = event.message
-                    yield out.final(reply)
-                elif event.type == "error":
-                    finished = True
-                    yield out.error(error_type_for(status_for_name(event.error.type)), event.error.message)
+        async for event in events:
+            if event.type == "partial":
+                yield out.partial(event.message)
+            elif event.type == "final" and event.message.role == "assistant":
+                reply = event.message
+                yield out.final(reply)
+            elif event.type in ("error", "done"):
+                stop = await self._early_end(turn, event)
+                if stop is not None:
+                    kind, message = stop
+                    yield out.error(error_type_for(status_for_name(kind)), message)
                     return
-                elif event.type == "done":
-                    if event.outcome.reason == "cancelled":
-                        finished = True
-                        yield out.error("api_error", f"request {out.request_id} was cancelled: {event.outcome.detail}")
-                        return
-                    if store is not None:
-                        try:
-                            await self._save_exchange(store, event.session)
-                        except (StoreError, InvalidArgumentError) as exc:
-                            finished = True
-                            yield out.error("api_error", str(exc))
-                            return
-                    finished = True
+                if event.type == "done":
                     yield out.end(reply, event.usage)
-        finally:
-            watcher.cancel()
-            self._running.discard(rid)
-            if not finished:
-                self.core.cancel_request(rid)
-            await events.aclose()  # type: ignore[attr-defined]
-
+                    return

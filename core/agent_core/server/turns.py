@@ -1,0 +1,172 @@
+"""One facade request's run, shared by the OpenAI and the Anthropic facades.
+
+The two facades differ in their bodies and their frames, not in how a turn runs:
+both scope the client's request id to its tenant, keep an ``X-Session-Id`` exchange
+in the store, cancel upstream when the client hangs up, answer an error that comes
+before the first output with a status, and end a stream early on an error, a
+cancelled request or a failed save. That is written once here; each facade turns
+the events into its own wire shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from .. import NATIVE_KEY
+from ..errors import (
+    ConflictError,
+    InvalidArgumentError,
+    SessionNotFoundError,
+    StoreError,
+)
+from ..types import Session
+from .http import request_id_of, session_id_of, until_output, watch_disconnect
+
+__all__ = ["FacadeTurn", "TurnRoutes"]
+
+
+class FacadeTurn:
+    """A facade request on its way through the engine.
+
+    ``client_rid`` is the id the client sent (or was given) and sees in every answer;
+    ``rid`` is the engine's, scoped to the tenant so no tenant can cancel another's
+    request. ``store`` is set only when the client asked for its exchange to be kept.
+    """
+
+    __slots__ = ("client_rid", "config", "events", "rid", "session", "store", "watcher")
+
+    def __init__(self, client_rid: str, rid: str, session: Session, config: dict[str, Any], store: Any) -> None:
+        self.client_rid = client_rid
+        self.rid = rid
+        self.session = session
+        self.config = config
+        self.store = store
+        self.watcher: asyncio.Future[None] | None = None
+        self.events: Any = None
+
+
+class TurnRoutes:
+    """Mixed into the server: the turn-running steps both facades use."""
+
+    async def _facade_turn(self, request: Request, session: Session, config: dict[str, Any]) -> FacadeTurn:
+        """The turn for ``session``; with ``X-Session-Id`` it is stored, and keeps the stored metadata."""
+        store = self.store_for(request) if session_id_of(request) is not None else None
+        if store is not None:  # the exchange is kept under that id: carry the stored metadata (a title...)
+            session = await self._with_stored_metadata(store, session)
+        client_rid = request_id_of(request)
+        return FacadeTurn(client_rid, self.tenant(request).scope(client_rid), session, config, store)
+
+    def _watch(self, request: Request, turn: FacadeTurn) -> None:
+        """Cancel the turn upstream if the client hangs up; the turn counts as running until ``_release``."""
+        turn.watcher = asyncio.ensure_future(watch_disconnect(request, lambda: self.core.cancel_request(turn.rid)))
+        self._running.add(turn.rid)
+
+    def _release(self, turn: FacadeTurn) -> None:
+        if turn.watcher is not None:
+            turn.watcher.cancel()
+        self._running.discard(turn.rid)
+
+    async def _run_whole(self, request: Request, turn: FacadeTurn) -> tuple[Any, dict[str, str]]:
+        """Run a non-streamed turn; its result and the headers the answer carries (the stored revision)."""
+        self._watch(request, turn)
+        try:
+            result = await self.core.arequest(turn.session, turn.config, request_id=turn.rid)
+        finally:
+            self._release(turn)
+        headers = {}
+        if turn.store is not None:
+            headers["x-session-revision"] = str(await self._save_exchange(turn.store, result.session))
+        return result, headers
+
+    async def _open_stream(self, request: Request, turn: FacadeTurn) -> tuple[list[Any], Response | None]:
+        """Start a streamed turn and read up to its first output.
+
+        A failure before that is returned as a response with its status (the body has not
+        started, so a 429 or a 400 can still say so); then the turn is already released.
+        """
+        self._watch(request, turn)
+        try:
+            turn.events = self.core.astream_request(turn.session, turn.config, request_id=turn.rid)
+            first, failed = await until_output(turn.events)
+        except BaseException:
+            self._release(turn)
+            raise
+        if failed is not None:
+            self._release(turn)
+        return first, failed
+
+    async def _stream_out(self, turn: FacadeTurn, frames: AsyncIterator[bytes],
+                          is_last: Callable[[bytes], bool]) -> AsyncIterator[bytes]:
+        """Send ``frames``, and own the request's end: a client gone before the last frame cancels upstream."""
+        finished = False
+        try:
+            async with aclosing(frames):
+                async for frame in frames:
+                    finished = is_last(frame)
+                    yield frame
+        finally:
+            self._release(turn)
+            if not finished:
+                self.core.cancel_request(turn.rid)
+            await turn.events.aclose()
+
+    async def _early_end(self, turn: FacadeTurn, event: Any) -> tuple[str, str] | None:
+        """Why the stream ends at ``event`` without an answer, as (error type, message), or None.
+
+        An error event, a cancelled request (``DELETE /v1/requests/{id}``) and a failed save
+        end it; a done event is where an ``X-Session-Id`` exchange is saved, before the
+        stream says it is over.
+        """
+        if event.type == "error":
+            return event.error.type, event.error.message
+        if event.type != "done":
+            return None
+        if event.outcome.reason == "cancelled":
+            return "request_cancelled", f"request {turn.client_rid} was cancelled: {event.outcome.detail}"
+        if turn.store is not None:
+            try:
+                await self._save_exchange(turn.store, event.session)
+            except (StoreError, InvalidArgumentError) as exc:
+                return type(exc).__name__, str(exc)
+        return None
+
+    async def _with_stored_metadata(self, store: Any, session: Session) -> Session:
+        try:
+            stored = await store.aget(session.session_id)
+        except SessionNotFoundError:
+            return session
+        meta = {k: v for k, v in stored.session.metadata.items() if k != NATIVE_KEY}
+        return Session(session.session_id, list(session.messages), meta)
+
+    async def _save_exchange(self, store: Any, session: Session) -> int:
+        """Store a facade exchange (X-Session-Id): the client's conversation plus the reply.
+
+        The client sent the whole conversation, so it is the truth: a save that loses a race is
+        simply made again on the newer revision (no model call is repeated).
+        """
+        last: ConflictError | None = None
+        for _ in range(self.retries + 1):
+            try:
+                expected = (await store.aget(session.session_id)).revision
+            except SessionNotFoundError:
+                expected = 0
+            try:
+                return int(await store.aput(session, expected_revision=expected))
+            except ConflictError as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+
+async def chained(first: list[Any], events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The events ``until_output`` already read, then the rest."""
+    for event in first:
+        yield event
+    async for event in events:
+        yield event
