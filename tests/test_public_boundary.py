@@ -38,19 +38,7 @@ AREAS = {
 
 # Files that still cross the boundary, each with what it imports. Strict: a file that no
 # longer does fails here until its entry is removed, so the list only ever shrinks.
-KNOWN = {
-    # the server: NATIVE_KEY, encode_event, thaw, Session, AgentCore and ConfigPolicy are agent_core's
-    # own names; DEFAULT_CLIENT_KEYS and the config field checks are not public yet; Revision,
-    # SessionInfo and Stored are agent_core.store's
-    "core/agent_core/server/app.py": "agent_core.engine.core",
-    "core/agent_core/server/facade.py": "agent_core.values.native_history",
-    "core/agent_core/server/fields.py": "agent_core.plugins.config",
-    "core/agent_core/server/http.py": "agent_core.values.frozen",
-    "core/agent_core/server/sessions_api.py": "agent_core.values.events, agent_core.values.native_history",
-    "core/agent_core/server/settings.py": "agent_core.plugins.config_policy",
-    "core/agent_core/server/tenants.py": "agent_core.plugins.config_policy, agent_core.store.values, "
-                                         "agent_core.values.messages",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _module_of(path: Path) -> str:

@@ -23,7 +23,8 @@ whose hooks take one :class:`ToolCall`). Provider wire helpers stay with their p
 """
 
 from ..engine.hot_loop import HotLoop
-from ..plugins.config import effective_config, parse_schema
+from ..plugins.config import ENGINE_KEYS, effective_config, parse_schema
+from ..plugins.config_policy import DEFAULT_CLIENT_KEYS
 from ..plugins.tool_interop import (
     ANTHROPIC,
     JSON_SCHEMA,
@@ -77,6 +78,7 @@ __all__ = [
     # the engine's per-chunk loop over a provider and its extensions, and its closing step (agent_core.engine.hot_loop)
     "HotLoop",
     # a plugin's declared config schema read, and the config it then sees: defaults filled in, types checked
-    # (agent_core.plugins.config)
-    "effective_config", "parse_schema",
+    # (agent_core.plugins.config); the keys the engine reads for itself, and those a ConfigPolicy lets a
+    # client set unless told otherwise (agent_core.plugins.config_policy)
+    "effective_config", "parse_schema", "ENGINE_KEYS", "DEFAULT_CLIENT_KEYS",
 ]

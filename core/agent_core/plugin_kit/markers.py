@@ -54,7 +54,7 @@ class MarkerScanner:
     longest (so ``</think>`` beats a marker ``</``).
     """
 
-    __slots__ = ("markers", "_firsts", "_prefixes", "_longest", "_pattern")
+    __slots__ = ("_firsts", "_longest", "_pattern", "_prefixes", "markers")
 
     def __init__(self, markers: Iterable[str]) -> None:
         found = tuple(dict.fromkeys(markers))

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..engine.core import AgentCore
+from .. import AgentCore
 from ..errors import ConfigError
 from .bodies import json_depth
 from .client_tools import ClientTools

@@ -28,7 +28,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 
 def declared_for(core: Any, config: Mapping[str, Any]) -> set[str]:
     """The config keys declared by the plugins that run for ``config`` (and the engine's own)."""
-    from ..plugins.config import ENGINE_KEYS
+    from ..plugin_kit import ENGINE_KEYS
 
     running = {str(ref) for ref in core.resolve(config).enabled}
     return {e["key"] for e in core.get_config_schema() if e["plugin"] in running} | set(ENGINE_KEYS)

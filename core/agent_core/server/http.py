@@ -31,7 +31,7 @@ from ..types import Message, Session
 from .errors import ApiError, error_body, error_response, status_for_name
 from .tenants import ID_PATTERN
 
-__all__ = ["ConflictNote", "END_OF_STREAM", "LIBRARY_ERRORS", "Raised", "SSE_HEADERS", "checked_id", "drain", "etag", "if_match", "message_of", "path_id", "on_error", "plain", "pump", "request_id_of", "retry_after", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect"]
+__all__ = ["END_OF_STREAM", "LIBRARY_ERRORS", "SSE_HEADERS", "ConflictNote", "Raised", "checked_id", "drain", "etag", "if_match", "message_of", "on_error", "path_id", "plain", "pump", "request_id_of", "retry_after", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect"]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -168,7 +168,7 @@ class ConflictNote:
 
 
 def plain(value: Any) -> Any:
-    from ..values.frozen import thaw
+    from .. import thaw
 
     return thaw(value)
 

@@ -18,7 +18,7 @@ from ..types import Message, Session
 from .bodies import ChatBody, ChatMessage, ChatPart
 from .errors import ApiError
 
-__all__ = ["chat_config", "chat_session", "split_model", "completion_body", "chunk", "finish_reason", "reply_of", "usage_body"]
+__all__ = ["chat_config", "chat_session", "chunk", "completion_body", "finish_reason", "reply_of", "split_model", "usage_body"]
 
 # OpenAI body key -> config key, passed only when some installed plugin declares the config key.
 _SAMPLING = {

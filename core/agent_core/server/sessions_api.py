@@ -12,12 +12,11 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from .. import NATIVE_KEY, encode_event
 from ..errors import (
     ConflictError,
 )
 from ..types import Session
-from ..values.events import encode_event
-from ..values.native_history import NATIVE_KEY
 from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
 from .errors import ApiError, error_body
 from .http import (

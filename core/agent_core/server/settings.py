@@ -13,8 +13,9 @@ from typing import Any
 
 import msgspec
 
+from .. import ConfigPolicy
 from ..errors import ConfigError
-from ..plugins.config_policy import DEFAULT_CLIENT_KEYS, ConfigPolicy
+from ..plugin_kit import DEFAULT_CLIENT_KEYS
 
 __all__ = ["LOOPBACK_NAMES", "ServeSettings", "is_loopback"]
 

@@ -26,10 +26,9 @@ from typing import Any
 
 import msgspec
 
+from .. import ConfigPolicy, Session
 from ..errors import ConfigError, ConflictError, SessionNotFoundError, StoreError
-from ..plugins.config_policy import ConfigPolicy
-from ..store.values import Revision, SessionInfo, Stored
-from ..values.messages import Session
+from ..store import Revision, SessionInfo, Stored
 
 __all__ = ["ID_PATTERN", "TENANT_PATTERN", "Tenant", "TenantStore", "TokenTable", "load_tokens_file"]
 
@@ -157,7 +156,7 @@ def tenant_policy(base: ConfigPolicy, models: Sequence[str] | None, allow: Seque
     if models is not None:
         policy = msgspec.structs.replace(policy, models=tuple(models))
     if allow is not None:
-        from ..plugins.config_policy import DEFAULT_CLIENT_KEYS
+        from ..plugin_kit import DEFAULT_CLIENT_KEYS
 
         policy = msgspec.structs.replace(policy, allow=DEFAULT_CLIENT_KEYS | frozenset(allow))
     return policy
