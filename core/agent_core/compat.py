@@ -104,6 +104,10 @@ class PlatformNames:
         """
         return self._stream(session, config, None, final_sessions=True)  # type: ignore[attr-defined]
 
+    def execute_session_action(self, *args: Any, **kwargs: Any) -> Any:
+        """The original platform's name for ``execute_action``: the same arguments, the same ``ActionResult``."""
+        return self.execute_action(*args, **kwargs)  # type: ignore[attr-defined]
+
     def slice_session(
         self, session: Session, start: int | None = None, end: int | None = None, *, session_id: str | None = None
     ) -> Session:

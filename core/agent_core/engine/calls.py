@@ -168,18 +168,6 @@ class EngineCalls:
         return execute_action(self.resolve(config, session=session), session, action_id, params, context,
                               PluginCore(self, config=config or {}))
 
-    def execute_session_action(
-        self,
-        session: Session,
-        action_id: str,
-        params: Mapping[str, Any] | None = None,
-        config: Mapping[str, Any] | None = None,
-        *,
-        context: Mapping[str, Any] | None = None,
-    ) -> ActionResult:
-        """The original platform's name for :meth:`execute_action` (same arguments, same result)."""
-        return self.execute_action(session, action_id, params, config, context=context)
-
     def execute_lifecycle_actions(
         self,
         session: Session,

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import PluginError
 from ..plugins.chains import to_native
 from ..plugins.hooks import LivePlugin
 from ..plugins.lifecycle import Lifecycle, run_action
+from ..tools.policy import checked_text
 from ..values.frozen import FrozenList
 from ..values.messages import Message, Session
 from ..values.views import session_view
@@ -57,14 +57,7 @@ def request_injections(
             "iteration": ctx["iteration"], "stream": stream,
         }
         res = run_action(plugin, action, session, native, lctx, state)
-        text = res.get("context_injection")
-        if text is None:
-            continue
-        role = res.get("context_injection_role") or "system"
-        if not isinstance(text, str) or role not in _ROLES:
-            raise PluginError(plugin.name, "execute_action", ValueError(role),
-                              detail="llm_request: context_injection must be text and context_injection_role one "
-                                     f"of {', '.join(_ROLES)}; got {type(text).__name__} / {role!r}")
+        text, role = checked_text(plugin, res, "context_injection", "context_injection_role", _ROLES, "llm_request: ")
         if text:
             (front if role == "system" else back).append(Message(role, text, {"injected_by": plugin.name}))
     return front, back

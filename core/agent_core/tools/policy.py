@@ -91,28 +91,33 @@ def message_metadata(plugin: LivePlugin, res: Mapping[str, Any], lifecycle: str)
     return extra
 
 
+def checked_text(plugin: LivePlugin, res: Mapping[str, Any], key: str, kind_key: str,
+                 kinds: tuple[str, ...], where: str = "") -> tuple[str | None, str]:
+    """An action result's text under ``key`` and its kind under ``kind_key`` (the first of ``kinds`` by default).
+
+    The text is None when the result has none; a text that is not a string, or a kind not in
+    ``kinds``, is the plugin's error, named with both keys.
+    """
+    text = res.get(key)
+    kind = res.get(kind_key) or kinds[0]
+    if text is not None and (not isinstance(text, str) or kind not in kinds):
+        raise PluginError(plugin.name, "execute_action", ValueError(kind),
+                          detail=f"{where}{key} must be text and {kind_key} one of {', '.join(kinds)}; "
+                                 f"got {type(text).__name__} / {kind!r}")
+    return text, kind
+
+
 def read_hook_extras(plugin: LivePlugin, res: Mapping[str, Any], verdict: Any, out: PreOutcome) -> None:
     """Collect a tool_pre result's context injection, user message and output suppression."""
-    text = res.get("context_injection")
-    if verdict == "inject_context" and not (isinstance(text, str) and text):
+    text, role = checked_text(plugin, res, "context_injection", "context_injection_role", _INJECTION_ROLES)
+    if verdict == "inject_context" and not text:
         raise PluginError(plugin.name, "execute_action", ValueError("no context_injection"),
                           detail="tool_pre action 'inject_context' needs a non-empty 'context_injection' text")
-    if text is not None:
-        role = res.get("context_injection_role") or "system"
-        if not isinstance(text, str) or role not in _INJECTION_ROLES:
-            raise PluginError(plugin.name, "execute_action", ValueError(role),
-                              detail="context_injection must be text and context_injection_role one of "
-                                     f"{', '.join(_INJECTION_ROLES)}; got {type(text).__name__} / {role!r}")
-        if text:
-            msg = Message(role, text, {"injected_by": plugin.name})
-            out.injections.append((plugin.name, msg, bool(res.get("ephemeral"))))
-    note = res.get("user_message")
+    if text:
+        msg = Message(role, text, {"injected_by": plugin.name})
+        out.injections.append((plugin.name, msg, bool(res.get("ephemeral"))))
+    note, level = checked_text(plugin, res, "user_message", "user_message_level", _NOTICE_LEVELS)
     if note is not None:
-        level = res.get("user_message_level") or "info"
-        if not isinstance(note, str) or level not in _NOTICE_LEVELS:
-            raise PluginError(plugin.name, "execute_action", ValueError(level),
-                              detail="user_message must be text and user_message_level one of "
-                                     f"{', '.join(_NOTICE_LEVELS)}; got {type(note).__name__} / {level!r}")
         out.notices.append((plugin.name, note, level))
     if res.get("suppress_output"):
         out.suppress = True
