@@ -65,7 +65,7 @@ def test_delete_cancels_a_streaming_completion(facade: str, upstream: Any) -> No
         rest = [line for line in lines if line.startswith("data: ")]
     assert time.monotonic() - started < 20
     assert rest[-1] == "data: [DONE]"
-    assert json.loads(rest[-2][6:])["error"]["type"] == "request_cancelled"
+    assert json.loads(rest[-2][6:])["error"]["code"] == "request_cancelled"
     assert httpx.delete(f"{facade}/v1/requests/{rid}").status_code == 404
 
 
@@ -104,7 +104,7 @@ def test_delete_cancels_a_non_streaming_completion_named_by_the_client(facade: s
     assert httpx.delete(f"{facade}/v1/requests/mine-1").status_code == 204
     t.join(timeout=20)
     assert answers[0].status_code == 499
-    assert answers[0].json()["error"]["type"] == "ProviderRequestCancelled"
+    assert answers[0].json()["error"]["agent_core_type"] == "ProviderRequestCancelled"
     assert httpx.delete(f"{facade}/v1/requests/mine-1").status_code == 404
 
 

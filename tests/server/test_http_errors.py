@@ -1,4 +1,8 @@
-"""Every refusal is a JSON ``{"error": {"type", "message"}}`` naming the problem; the token guards every route."""
+"""Every refusal is a JSON ``{"error": {...}}`` naming the problem; the token guards every route.
+
+The server's own routes name the problem in ``type``; the OpenAI facade writes OpenAI's
+``type`` and puts the server's short name in ``code`` (its class in ``agent_core_type``).
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,9 @@ def _error(r: httpx.Response, status: int, kind: str, *words: str) -> None:
     assert r.status_code == status, r.text
     assert r.headers["content-type"].startswith("application/json")
     error = r.json()["error"]
-    assert error["type"] == kind
+    assert kind in (error["type"], error.get("code"), error.get("agent_core_type")), error
+    if r.url.path.startswith("/v1/chat/"):
+        assert {"message", "type", "param", "code"} <= error.keys()
     for word in words:
         assert word in error["message"]
     assert "Traceback" not in r.text

@@ -161,6 +161,10 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     serve.add_argument("--models", metavar="LIST",
                        help="the models clients may choose, comma-separated provider or provider/model patterns "
                             "(default: any model of any installed provider)")
+    serve.add_argument("--default-provider", metavar="NAME",
+                       help="the provider of a model name without one, e.g. gpt-4o-mini (default: the config's provider)")
+    serve.add_argument("--model-alias", action="append", metavar="NAME=PROVIDER/MODEL",
+                       help="a model name clients may send for provider/model (repeat)")
     serve.add_argument("--allowed-host", action="append", metavar="NAME",
                        help="a Host name to answer besides the loopback names (repeat; '*' for any)")
     serve.add_argument("--cors-origin", action="append", metavar="ORIGIN",
@@ -183,6 +187,19 @@ _LIMIT_FLAGS = (
 )
 
 
+def _aliases(pairs: list[str] | None) -> dict[str, str] | None:
+    """``--model-alias NAME=PROVIDER/MODEL`` flags as a mapping (None when none was given)."""
+    if not pairs:
+        return None
+    aliases = {}
+    for pair in pairs:
+        name, sep, target = pair.partition("=")
+        if not sep or not name.strip() or not target.strip():
+            raise ConfigError(f"--model-alias wants NAME=PROVIDER/MODEL, got {pair!r}", key="model_aliases")
+        aliases[name.strip()] = target.strip()
+    return aliases
+
+
 def _serve(args: argparse.Namespace) -> int:
     """``agent-core serve``: needs the ``server`` extra (Starlette + uvicorn)."""
     import os
@@ -200,6 +217,8 @@ def _serve(args: argparse.Namespace) -> int:
         allowed_hosts=tuple(args.allowed_host) if args.allowed_host else None,
         cors_origins=tuple(args.cors_origin) if args.cors_origin else None,
         tokens_file=args.tokens_file,
+        default_provider=args.default_provider,
+        model_aliases=_aliases(args.model_alias),
         insecure=args.insecure,
         max_body_bytes=args.max_body_bytes, max_json_depth=args.max_json_depth, max_messages=args.max_messages,
         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, max_concurrent=args.max_concurrent,

@@ -39,9 +39,10 @@ DEFAULT_CLIENT_KEYS: frozenset[str] = frozenset({
     "provider", "model",
     "temperature", "top_p", "top_k", "seed", "stop", "stop_sequences",
     "presence_penalty", "frequency_penalty",
-    "max_tokens", "max_completion_tokens", "reasoning_effort", "thinking_budget",
+    "max_tokens", "max_completion_tokens", "reasoning_effort", "thinking_budget", "verbosity",
+    "logit_bias", "logprobs", "top_logprobs", "modalities", "audio", "prediction", "web_search_options",
     "tool_choice", "response_format", "parallel_tool_calls",
-    "user", "metadata",
+    "user", "metadata", "safety_identifier", "prompt_cache_key", "service_tier",
     "client_tools",
 })
 

@@ -27,7 +27,6 @@ __all__ = [
     "AnthropicBody",
     "calls_of",
     "content_blocks",
-    "error_type_for",
     "input_of",
     "message_body",
     "messages_config",
@@ -218,17 +217,17 @@ FIELDS = {"stop_sequences": "stop_sequences", "temperature": "temperature", "top
 DROPPABLE = ("max_tokens", "user")
 
 
-def messages_config(body: AnthropicBody) -> dict[str, Any]:
+def messages_config(body: AnthropicBody, model: str) -> dict[str, Any]:
     """The client's part of the config (the server's policy decides what of it runs).
 
-    ``model`` names the provider and then the model, as on the Chat Completions facade
-    (``anthropic/claude-sonnet-4-5``, ``openai/gpt-4o-mini``, ``echo``). Keys are named as
+    ``model`` is the server's name for the model the client asked for, as on the Chat
+    Completions facade (``anthropic/claude-sonnet-4-5``, ``openai/gpt-4o-mini``, ``echo``). Keys are named as
     the Messages API names them; :func:`~agent_core.server.fields.fit_to_provider` fits them
     to the provider that runs.
     """
     if body.max_tokens < 1:
         raise _bad("max_tokens must be at least 1", "max_tokens")
-    config: dict[str, Any] = {"model": body.model, "max_tokens": body.max_tokens}
+    config: dict[str, Any] = {"model": model, "max_tokens": body.max_tokens}
     for key in ("temperature", "top_p", "top_k"):
         if getattr(body, key) is not None:
             config[key] = getattr(body, key)
@@ -307,14 +306,3 @@ def message_body(request_id: str, model: str, reply: Message | None, usage: Any)
     return {"id": f"msg_{request_id}", "type": "message", "role": "assistant", "model": model,
             "content": content_blocks(reply), "stop_reason": stop_reason(reply), "stop_sequence": None,
             "usage": usage_of(usage)}
-
-
-# HTTP status -> Anthropic's error type
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "not_found_error", 408: "timeout_error", 409: "invalid_request_error",
-                413: "request_too_large", 415: "invalid_request_error", 429: "rate_limit_error",
-                499: "api_error", 502: "api_error", 503: "overloaded_error", 504: "timeout_error"}
-
-
-def error_type_for(status: int) -> str:
-    return _ERROR_TYPES.get(status, "api_error")

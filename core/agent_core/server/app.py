@@ -36,7 +36,7 @@ from .http import (
     path_id,
     plain,
 )
-from .messages_api import MessagesRoutes, as_anthropic
+from .messages_api import MessagesRoutes
 from .sessions_api import SessionRoutes
 from .settings import ServeSettings
 from .tenants import Tenant, TenantStore, TokenTable, load_tokens_file
@@ -89,6 +89,8 @@ class _Server(FacadeRoutes, MessagesRoutes, SessionRoutes):
         rid = path_id(request, "request_id")
         internal = self.tenant(request).scope(rid)
         if self.core.cancel_request(internal):
+            for choice in range(1, self.settings.max_choices):  # the other choices of an n > 1 request
+                self.core.cancel_request(self.tenant(request).scope(f"{rid}.{choice}"))
             return Response(status_code=204)
         if self.relay is not None:
             try:
@@ -161,6 +163,7 @@ class _Server(FacadeRoutes, MessagesRoutes, SessionRoutes):
             Route("/v1/chat/completions", self.chat, methods=["POST"]),
             Route("/v1/messages", self.messages, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", self.model, methods=["GET"]),
             Route("/v1/requests/{request_id}", self.cancel, methods=["DELETE"]),
             Route("/v1/sessions", self.create_session, methods=["POST"]),
             Route("/v1/sessions", self.list_sessions, methods=["GET"]),
@@ -172,12 +175,6 @@ class _Server(FacadeRoutes, MessagesRoutes, SessionRoutes):
             Route("/v1/ui-schema", self.ui_schema, methods=["GET"]),
             Route("/v1/actions", self.actions, methods=["GET"]),
         ]
-
-
-async def _on_error(request: Request, exc: Exception) -> Response:
-    """Every refusal as JSON: the Messages facade's in Anthropic's shape, the rest in the routes' own."""
-    response = await on_error(request, exc)
-    return as_anthropic(response) if request.url.path == "/v1/messages" else response
 
 
 def create_app(core: AgentCore | None = None, store: Any = None, token: str | None = None, *,
@@ -223,7 +220,7 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
 
         server.relay = PgCancelRelay(cancel_url, core.cancel_request)
     handlers: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        cls: _on_error for cls in (Exception, HTTPException, ApiError, *LIBRARY_ERRORS)
+        cls: on_error for cls in (Exception, HTTPException, ApiError, *LIBRARY_ERRORS)
     }
     app = Starlette(routes=server.routes(), exception_handlers=dict(handlers), lifespan=server.lifespan)
     app.state.server = server

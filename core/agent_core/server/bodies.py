@@ -5,8 +5,9 @@ then converted into the route's :class:`msgspec.Struct`, so a wrong type
 anywhere is a 400 whose message gives the path of the field
 (``Expected `str`, got `int` - at `$.messages[1].role```). The routes then
 trust what they get. The sessions API's own bodies refuse unknown fields (a
-typo is named rather than ignored); the Chat Completions body takes the
-fields the facade knows and leaves the rest of OpenAI's many fields alone.
+typo is named rather than ignored). The facades' bodies declare every field
+their API documents; :func:`parse_fields` hands back the others too, so a
+field no plugin can honour is refused by name rather than dropped.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "TurnBody",
     "json_depth",
     "parse_body",
+    "parse_fields",
 ]
 
 T = TypeVar("T")
@@ -49,11 +51,13 @@ class ChatToolCall(msgspec.Struct):
 
 
 class ChatMessage(msgspec.Struct):
-    role: Literal["system", "developer", "user", "assistant", "tool"]
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ChatPart] | None = None
     tool_calls: list[ChatToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+    function_call: ChatFunctionCall | None = None  # the legacy functions API's one call
+    refusal: str | None = None
 
 
 class FunctionSpec(msgspec.Struct, omit_defaults=True):
@@ -73,7 +77,7 @@ class StreamOptions(msgspec.Struct):
 
 
 class ChatBody(msgspec.Struct):
-    """The fields of a Chat Completions request the facade reads."""
+    """A Chat Completions request: every field OpenAI documents (what each becomes: ``docs/server.md``)."""
 
     model: str
     messages: list[ChatMessage]
@@ -87,14 +91,28 @@ class ChatBody(msgspec.Struct):
     stop: str | list[str] | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
+    logit_bias: dict[str, float] | None = None
     tool_choice: str | dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     user: str | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    reasoning_effort: str | None = None
+    verbosity: str | None = None
+    service_tier: str | None = None
     n: int | None = None
     logprobs: bool | None = None
     top_logprobs: int | None = None
     tools: list[ChatTool] | None = None
+    functions: list[FunctionSpec] | None = None  # the legacy form of tools
+    function_call: str | dict[str, Any] | None = None  # the legacy form of tool_choice
+    store: bool | None = None
+    metadata: dict[str, str] | None = None
+    modalities: list[str] | None = None
+    audio: dict[str, Any] | None = None
+    prediction: dict[str, Any] | None = None
+    web_search_options: dict[str, Any] | None = None
 
 
 class TurnBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -137,6 +155,13 @@ def json_depth(value: Any, limit: int) -> int:
     return deepest
 
 
+def parse_fields(raw: bytes, kind: type[T], *, max_depth: int) -> tuple[T, dict[str, Any]]:
+    """``raw`` as a ``kind`` value, and the top-level fields ``kind`` does not declare (by name)."""
+    value = _object_of(raw, max_depth, empty_ok=False)
+    known = set(kind.__struct_fields__)  # type: ignore[attr-defined]
+    return _converted(value, kind), {k: v for k, v in value.items() if k not in known}
+
+
 def parse_body(raw: bytes, kind: type[T], *, max_depth: int, empty_ok: bool = False) -> T:
     """``raw`` as a ``kind`` value.
 
@@ -144,9 +169,13 @@ def parse_body(raw: bytes, kind: type[T], *, max_depth: int, empty_ok: bool = Fa
         ApiError: 400 ``invalid_json`` (not JSON, not an object, too deep) or
             ``invalid_request_error`` (a field of the wrong type or value, named by its path).
     """
+    return _converted(_object_of(raw, max_depth, empty_ok=empty_ok), kind)
+
+
+def _object_of(raw: bytes, max_depth: int, *, empty_ok: bool) -> dict[str, Any]:
     if not raw.strip():
         if empty_ok:
-            return msgspec.convert({}, kind)
+            return {}
         raise ApiError(400, "invalid_json", "the request body is empty; send a JSON object")
     try:
         value = _decode(raw)
@@ -159,6 +188,10 @@ def parse_body(raw: bytes, kind: type[T], *, max_depth: int, empty_ok: bool = Fa
     if json_depth(value, max_depth) > max_depth:
         raise ApiError(400, "invalid_json",
                        f"the request body nests deeper than {max_depth} levels (max_json_depth)")
+    return value
+
+
+def _converted(value: dict[str, Any], kind: type[T]) -> T:
     try:
         return msgspec.convert(value, kind)
     except msgspec.ValidationError as exc:

@@ -92,25 +92,10 @@ def error_body(type: str, message: str, **extra: Any) -> dict[str, Any]:
 
 
 def error_response(exc: BaseException) -> JSONResponse:
-    """The response for ``exc``; ``retry-after`` rides along when the API gave one."""
-    if isinstance(exc, ApiError):
-        extra_param = {"param": exc.param} if exc.param is not None else {}
-        return JSONResponse(error_body(exc.type, exc.message, **extra_param), exc.status, headers=exc.headers)
-    headers: dict[str, str] = {}
-    extra: dict[str, Any] = {}
-    if isinstance(exc, ConfigError) and exc.key is not None:
-        extra["param"] = exc.key
-    retry_after = getattr(exc, "retry_after", None)
-    if retry_after is not None:
-        headers["retry-after"] = f"{max(0, int(-(-float(retry_after) // 1)))}"
-    if isinstance(exc, ConflictError):
-        extra["current_revision"] = exc.current
-        if exc.current is not None:
-            headers["etag"] = f'"{exc.current}"'
-    provider = getattr(exc, "provider", None)
-    if provider:
-        extra["provider"] = provider
-    return JSONResponse(error_body(type(exc).__name__, str(exc), **extra), status_for(exc), headers=headers)
+    """The response for ``exc`` on the server's own routes; ``retry-after`` rides along when the API gave one."""
+    from .failures import failure_of, render
+
+    return render(failure_of(exc), "native")
 
 
 def sse_error(type_name: str, message: str) -> bytes:

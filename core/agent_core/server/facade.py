@@ -1,7 +1,9 @@
-"""``/v1/chat/completions`` and ``/v1/models``: the OpenAI-compatible facade over the engine.
+"""``/v1/chat/completions``: the OpenAI-compatible facade over the engine.
 
-The client's conversation arrives whole in each request; ``X-Session-Id``
-also keeps the exchange in the store (see ``docs/server.md``).
+The client's conversation arrives whole in each request; ``X-Session-Id`` also keeps
+the exchange in the store (see ``docs/server.md``). What each request field becomes is
+in :mod:`.chat_fields`; how a name becomes a model, in :mod:`.models`. ``n`` choices are
+``n`` turns run side by side, their streams merged into one, as the API interleaves them.
 """
 
 from __future__ import annotations
@@ -9,107 +11,134 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from .bodies import ChatBody, parse_body
-from .errors import sse_error
+from .bodies import ChatBody, parse_fields
+from .chat_fields import chat_config, droppable
+from .errors import ApiError
+from .failures import sse_error_frame
+from .fields import declared_for, fit_to_provider
 from .http import SSE_HEADERS, session_id_of, sse_frame
+from .models import ModelRoutes
 from .openai_compat import (
-    chat_config,
     chat_session,
+    choice_finish,
     chunk,
     completion_body,
-    finish_reason,
+    reply_of,
     usage_body,
     wire_calls,
 )
-from .turns import FacadeTurn, TurnRoutes, chained
+from .turns import FacadeTurn, TurnRoutes, chained, merged
 
 
-class FacadeRoutes(TurnRoutes):
+class FacadeRoutes(TurnRoutes, ModelRoutes):
     """The facade's routes; mixed into the server, whose attributes they use."""
 
     async def chat(self, request: Request) -> Response:
-        body = parse_body(await request.body(), ChatBody, max_depth=self.settings.max_json_depth)
-        client = chat_config(body, self.core.plugins("provider"), self._declared())
+        body, rest = parse_fields(await request.body(), ChatBody, max_depth=self.settings.max_json_depth)
+        client = chat_config(body, rest, self._resolve_model(body.model), self._declared())
         config = self.config_for(request, client)
+        declared = declared_for(self.core, config)
+        fit_to_provider(config, client, declared, {}, droppable)
+        self._facade_defaults(config, declared)
         config.update(max_iterations=1, run_pending_tool_calls=False, stream=bool(body.stream))
         session = chat_session(session_id_of(request) or uuid.uuid4().hex, body.messages, self.settings.max_messages)
-        turn = await self._facade_turn(request, session, config)
-        headers = {"x-request-id": turn.client_rid}
+        turns = [await self._facade_turn(request, session, config, choice=i) for i in range(self._choices(request, body))]
+        for turn in turns:
+            turn.group = [t.rid for t in turns]
+        headers = {"x-request-id": turns[0].client_rid}
+        legacy = body.functions is not None
         if not body.stream:
-            result, saved = await self._run_whole(request, turn)
-            return JSONResponse(completion_body(turn.client_rid, body.model, result.final_messages, result.usage),
-                                headers={**headers, **saved})
-        first, failed = await self._open_stream(request, turn)
+            results = await self._run_all(request, turns)
+            replies = [reply_of(result.final_messages) for result, _ in results]
+            answer = completion_body(turns[0].client_rid, body.model, replies,
+                                     usage_body(*(result.usage for result, _ in results)), legacy)
+            return JSONResponse(answer, headers={**headers, **results[0][1]})
+        opened = await asyncio.gather(*(self._open_stream(request, t) for t in turns))
+        failed = next((f for _, f in opened if f is not None), None)
         if failed is not None:
+            await self._abandon(turns)
             return failed
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        frames = self._chat_frames(turn, body.model, chained(first, turn.events), include_usage)
-        return StreamingResponse(self._stream_out(turn, frames, lambda frame: frame is _DONE),
+        events = merged([chained(first, t.events) for (first, _), t in zip(opened, turns, strict=True)])
+        frames = self._chat_frames(turns, body.model, events, include_usage, legacy)
+        return StreamingResponse(self._stream_out(turns, frames, lambda frame: frame is _DONE),
                                  media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
 
-    async def _chat_frames(self, turn: FacadeTurn, model: str, events: AsyncIterator[Any],
-                           include_usage: bool) -> AsyncIterator[bytes]:
-        """The role chunk, the reply's chunks as they come, the finish chunk (and usage), then ``[DONE]``.
+    def _choices(self, request: Request, body: ChatBody) -> int:
+        """How many choices (``n``) the request asks for, within the operator's ``max_choices``."""
+        n = 1 if body.n is None else body.n
+        if not 1 <= n <= self.settings.max_choices:
+            raise ApiError(400, "invalid_request_error",
+                           f"n: must be from 1 to {self.settings.max_choices} on this server (max_choices), got {n}",
+                           param="n")
+        if n > 1 and session_id_of(request) is not None:
+            raise ApiError(400, "invalid_request_error",
+                           "n: a stored exchange (X-Session-Id) keeps one reply; ask for n=1", param="n")
+        return n
+
+    async def _run_all(self, request: Request, turns: Sequence[FacadeTurn]) -> list[tuple[Any, dict[str, str]]]:
+        """Run every choice's turn side by side; one failing stops the others."""
+        try:
+            return list(await asyncio.gather(*(self._run_whole(request, t) for t in turns)))
+        except BaseException:
+            for turn in turns:
+                self.core.cancel_request(turn.rid)
+            raise
+
+    async def _chat_frames(self, turns: Sequence[FacadeTurn], model: str, events: AsyncIterator[tuple[int, Any]],
+                           include_usage: bool, legacy: bool) -> AsyncIterator[bytes]:
+        """A role chunk per choice, the replies' chunks as they come, a finish chunk per choice, usage, ``[DONE]``.
 
         An error, a cancelled request or a failed X-Session-Id save ends the stream early: an
         error frame, then ``[DONE]``. The chunks and errors name the client's request id.
         """
-        rid, created = turn.client_rid, int(time.time())
-        yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": ""}))
-        streamed, reply, usage = False, None, None
-        async for event in events:
+        rid, created, n = turns[0].client_rid, int(time.time()), len(turns)
+        for i in range(n):
+            yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": ""}, index=i))
+        streamed, replies, usages = [False] * n, [None] * n, [None] * n
+        async for i, event in events:
             if event.type == "partial":
                 text = event.message.content
                 if isinstance(text, str) and text:
-                    streamed = True
-                    yield sse_frame(chunk(rid, model, created, {"content": text}))
+                    streamed[i] = True
+                    yield sse_frame(chunk(rid, model, created, {"content": text}, index=i))
             elif event.type == "final" and event.message.role == "assistant":
-                reply = event.message
-                for frame in _reply_frames(rid, model, created, reply, streamed):
+                replies[i] = event.message
+                for frame in _reply_frames(rid, model, created, event.message, streamed[i], i, legacy):
                     yield frame
             elif event.type in ("error", "done"):
-                usage = event.usage if event.type == "done" else usage
-                stop = await self._early_end(turn, event)
+                stop = await self._early_end(turns[i], event)
                 if stop is not None:
-                    yield sse_error(*stop)
+                    yield sse_error_frame(stop, "openai")
                     yield _DONE
                     return
-        yield sse_frame(chunk(rid, model, created, {}, finish_reason(reply)))
-        if include_usage and usage is not None:
-            yield sse_frame(chunk(rid, model, created, None, usage=usage_body(usage)))
+                if event.type == "done":
+                    usages[i] = event.usage
+                    yield sse_frame(chunk(rid, model, created, {}, choice_finish(replies[i], legacy), index=i))
+        if include_usage:
+            yield sse_frame(chunk(rid, model, created, None, usage=usage_body(*usages)))
         yield _DONE
-
-    async def models(self, request: Request) -> Response:
-        policy = self.tenant(request).policy
-        data = []
-        for provider in self.core.plugins("provider"):
-            try:
-                listed = await asyncio.to_thread(self.core.get_models, {**self.config, "provider": provider})
-            except Exception:  # noqa: BLE001 - a provider without credentials lists nothing, the rest still list
-                continue
-            for m in listed:
-                mid = m.get("id") if isinstance(m, Mapping) else None
-                if isinstance(mid, str) and policy.offers(provider, mid):
-                    data.append({"id": f"{provider}/{mid}", "object": "model", "created": 0, "owned_by": provider})
-        return JSONResponse({"object": "list", "data": data})
 
 
 _DONE = b"data: [DONE]\n\n"
 
 
-def _reply_frames(rid: str, model: str, created: int, reply: Any, streamed: bool) -> list[bytes]:
-    """A final reply's frames: its text when no partial carried it, then its tool calls."""
+def _reply_frames(rid: str, model: str, created: int, reply: Any, streamed: bool, index: int,
+                  legacy: bool) -> list[bytes]:
+    """A final reply's frames: its text when no partial carried it, then its tool calls (or legacy function call)."""
     frames = []
     if not streamed and isinstance(reply.content, str) and reply.content:
-        frames.append(sse_frame(chunk(rid, model, created, {"content": reply.content})))
+        frames.append(sse_frame(chunk(rid, model, created, {"content": reply.content}, index=index)))
     calls = wire_calls(reply)
-    if calls:
+    if calls and legacy:
+        frames.append(sse_frame(chunk(rid, model, created, {"function_call": calls[0]["function"]}, index=index)))
+    elif calls:
         delta = [{"index": i, **c} for i, c in enumerate(calls)]
-        frames.append(sse_frame(chunk(rid, model, created, {"tool_calls": delta})))
+        frames.append(sse_frame(chunk(rid, model, created, {"tool_calls": delta}, index=index)))
     return frames

@@ -10,7 +10,7 @@ be dropped without a word.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .errors import ApiError
@@ -35,18 +35,19 @@ def declared_for(core: Any, config: Mapping[str, Any]) -> set[str]:
 
 
 def fit_to_provider(config: dict[str, Any], client_keys: Iterable[str], declared: set[str],
-                    fields: Mapping[str, str], droppable: Iterable[str] = ()) -> None:
+                    fields: Mapping[str, str], droppable: Callable[[str, Any], bool]) -> None:
     """Rename each key the client set to one the running plugins read, or refuse it (400 naming the field).
 
-    ``fields`` maps a config key to the wire field it came from, for the message;
-    ``droppable`` keys change nothing a provider without them could honour (a token
-    limit for a provider that counts no tokens, a user id), so they are left out.
+    ``fields`` maps a config key to the wire field it came from, for the message (the key
+    itself when absent); ``droppable(key, value)`` says whether leaving the key out changes
+    nothing a provider without it could honour (a token limit for a provider that counts no
+    tokens, a user id, ``tool_choice: "auto"``).
     """
     for key in list(client_keys):
         if key in declared or key not in config or key in ("model", "provider"):
             continue
         target = next((alias for alias in ALIASES.get(key, ()) if alias in declared), None)
-        if target is None and key in droppable:
+        if target is None and droppable(key, config[key]):
             del config[key]
             continue
         if target is None:

@@ -27,9 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from starlette.responses import JSONResponse
-
-from .errors import error_body
+from .failures import Failure, dialect_of, render
 from .settings import LOOPBACK_NAMES, ServeSettings
 from .tenants import Tenant, TokenTable
 
@@ -41,11 +39,13 @@ TENANT_KEY = "agent_core.tenant"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
-async def _refuse(send: Any, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> None:
+async def _refuse(scope: Any, send: Any, status: int, kind: str, message: str,
+                  headers: dict[str, str] | None = None) -> None:
+    """Answer before the app runs, in the dialect of the route asked for (an OpenAI client reads OpenAI's shape)."""
     extra = dict(headers or {})
     if status in (408, 413):  # the rest of the body is not read: the connection cannot carry another request
         extra["connection"] = "close"
-    response = JSONResponse(error_body(kind, message), status, headers=extra)
+    response = render(Failure(status=status, kind=kind, message=message, headers=extra), dialect_of(scope.get("path", "")))
     await response({"type": "http"}, _no_receive, send)
 
 
@@ -110,13 +110,13 @@ class Gate:
             return
         raw_host = (_header(scope, b"host") or b"").decode("latin-1")
         if not self._host_ok(_host_name(raw_host)):
-            await _refuse(send, 400, "invalid_host",
+            await _refuse(scope, send, 400, "invalid_host",
                           f"the Host header {raw_host[:100]!r} is not a name this server answers to; "
                           "its operator can add one with --allowed-host")
             return
         origin = _header(scope, b"origin")
         if origin is not None and not self._origin_ok(origin.decode("latin-1"), raw_host, scope.get("scheme", "http")):
-            await _refuse(send, 403, "origin_not_allowed",
+            await _refuse(scope, send, 403, "origin_not_allowed",
                           f"requests from web pages at {origin.decode('latin-1')[:100]!r} are not allowed; "
                           "its operator can allow that origin with --cors-origin")
             return
@@ -152,7 +152,7 @@ class Admission:
             return
         limits = self.settings
         if self.running >= limits.max_concurrent:
-            await _refuse(send, 503, "server_busy",
+            await _refuse(scope, send, 503, "server_busy",
                           f"this server process is handling {limits.max_concurrent} requests already; retry shortly",
                           {"retry-after": "1"})
             return
@@ -165,30 +165,30 @@ class Admission:
     async def _admit(self, scope: Any, receive: Any, send: Any) -> None:
         tenant = self._tenant(scope)
         if tenant is None:
-            await _refuse(send, 401, "authentication_error",
+            await _refuse(scope, send, 401, "authentication_error",
                           "missing or wrong bearer token (Authorization: Bearer ...)", {"www-authenticate": "Bearer"})
             return
         method = scope["method"]
         content_type = _header(scope, b"content-type")
         json_type = content_type is not None and content_type.split(b";")[0].strip().lower() == b"application/json"
         if method in _BODY_METHODS and content_type is not None and not json_type:
-            await _refuse(send, 415, "unsupported_media_type",
+            await _refuse(scope, send, 415, "unsupported_media_type",
                           f"the request body must be JSON sent as Content-Type: application/json, "
                           f"got {content_type.decode('latin-1')[:100]!r}")
             return
         declared = _header(scope, b"content-length")
         if declared is not None:
             if not declared.strip().isdigit():
-                await _refuse(send, 400, "invalid_request_error", "the Content-Length header is not a number")
+                await _refuse(scope, send, 400, "invalid_request_error", "the Content-Length header is not a number")
                 return
             if int(declared) > self.settings.max_body_bytes:
-                await _refuse(send, 413, "request_too_large", self._too_large())
+                await _refuse(scope, send, 413, "request_too_large", self._too_large())
                 return
-        body = await self._read_body(receive, send)
+        body = await self._read_body(scope, receive, send)
         if body is None:
             return
         if body and method in _BODY_METHODS and not json_type:
-            await _refuse(send, 415, "unsupported_media_type",
+            await _refuse(scope, send, 415, "unsupported_media_type",
                           "the request body must be JSON sent as Content-Type: application/json")
             return
         scope[TENANT_KEY] = tenant
@@ -207,7 +207,7 @@ class Admission:
         return (f"the request body is larger than this server's limit of {self.settings.max_body_bytes} bytes "
                 "(max_body_bytes)")
 
-    async def _read_body(self, receive: Any, send: Any) -> bytes | None:
+    async def _read_body(self, scope: Any, receive: Any, send: Any) -> bytes | None:
         """The whole body, or None after answering 413 (too large), 408 (too slow) or nothing (gone)."""
         limit = self.settings.max_body_bytes
         parts: list[bytes] = []
@@ -221,13 +221,13 @@ class Admission:
                     chunk = message.get("body", b"")
                     size += len(chunk)
                     if size > limit:
-                        await _refuse(send, 413, "request_too_large", self._too_large())
+                        await _refuse(scope, send, 413, "request_too_large", self._too_large())
                         return None
                     parts.append(chunk)
                     if not message.get("more_body", False):
                         return b"".join(parts)
         except TimeoutError:
-            await _refuse(send, 408, "request_timeout",
+            await _refuse(scope, send, 408, "request_timeout",
                           f"the request body did not arrive within {self.settings.body_timeout_s:g} s "
                           "(body_timeout_s)")
             return None

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from ..errors import (
     ActionInputError,
@@ -28,10 +27,11 @@ from ..errors import (
     StoreError,
 )
 from ..types import Message, Session
-from .errors import ApiError, error_body, error_response, status_for_name
+from .errors import ApiError
+from .failures import Failure, dialect_of, failure_of, failure_of_info, render
 from .tenants import ID_PATTERN
 
-__all__ = ["END_OF_STREAM", "LIBRARY_ERRORS", "SSE_HEADERS", "ConflictNote", "Raised", "checked_id", "drain", "etag", "if_match", "message_of", "on_error", "path_id", "plain", "pump", "request_id_of", "retry_after", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect"]
+__all__ = ["END_OF_STREAM", "LIBRARY_ERRORS", "SSE_HEADERS", "ConflictNote", "Raised", "checked_id", "drain", "etag", "if_match", "message_of", "on_error", "path_id", "plain", "pump", "request_id_of", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect"]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -81,11 +81,6 @@ def checked_id(value: str, what: str) -> str:
     return _client_id(value, what, "invalid_session_id")
 
 
-def retry_after(seconds: float | None) -> dict[str, str]:
-    """``retry-after`` in whole seconds, rounded up, when the upstream API said how long."""
-    return {} if seconds is None else {"retry-after": str(max(0, math.ceil(seconds)))}
-
-
 def etag(revision: int) -> dict[str, str]:
     return {"etag": f'"{revision}"'}
 
@@ -99,7 +94,8 @@ async def watch_disconnect(request: Request, on_gone: Callable[[], Any]) -> None
             return
 
 
-async def until_output(events: AsyncIterator[Any], rid: list[str] | None = None) -> tuple[list[Any], Response | None]:
+async def until_output(events: AsyncIterator[Any], rid: list[str] | None = None,
+                       dialect: str = "native") -> tuple[list[Any], Response | None]:
     """Read events up to the first output; a failure before it becomes an error response with its status.
 
     Until the first byte of the body is sent, the status can still say what went wrong
@@ -117,8 +113,7 @@ async def until_output(events: AsyncIterator[Any], rid: list[str] | None = None)
         info = first[-1].error
         async for _ in events:
             pass
-        return first, JSONResponse(error_body(info.type, info.message), status_for_name(info.type),
-                                   headers=retry_after(info.retry_after))
+        return first, render(failure_of_info(info), dialect)
     return first, None
 
 
@@ -192,10 +187,15 @@ def session_of(session_id: str, messages: list[Message], metadata: Mapping[str, 
 
 
 async def on_error(request: Request, exc: Exception) -> Response:
+    """Every refusal as JSON, in the dialect of the route (OpenAI's, Anthropic's or the server's own)."""
+    dialect = dialect_of(request.url.path)
     if isinstance(exc, HTTPException):
         kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         detail = f"{request.method} {request.url.path}: {exc.detail}"
-        return JSONResponse(error_body(kind, detail), exc.status_code, headers=dict(exc.headers or {}))
-    if isinstance(exc, (ApiError,)) or type(exc).__module__.startswith("agent_core"):
-        return error_response(exc)
-    return JSONResponse(error_body("internal_error", f"{type(exc).__name__} while serving {request.url.path}"), 500)
+        failure = Failure(status=exc.status_code, kind=kind, message=detail, headers=dict(exc.headers or {}))
+    elif isinstance(exc, ApiError) or type(exc).__module__.startswith("agent_core"):
+        failure = failure_of(exc)
+    else:
+        failure = Failure(status=500, kind="internal_error",
+                          message=f"{type(exc).__name__} while serving {request.url.path}")
+    return render(failure, dialect)

@@ -20,38 +20,19 @@ from .anthropic_compat import (
     DROPPABLE,
     FIELDS,
     AnthropicBody,
-    error_type_for,
     message_body,
     messages_config,
     messages_session,
 )
 from .anthropic_stream import MessageStream
 from .bodies import parse_body
-from .errors import status_for_name
+from .failures import anthropic_body
 from .fields import declared_for, fit_to_provider
 from .http import SSE_HEADERS, session_id_of
-from .openai_compat import reply_of, split_model
+from .openai_compat import reply_of
 from .turns import FacadeTurn, TurnRoutes, chained
 
-__all__ = ["MessagesRoutes", "anthropic_error", "as_anthropic"]
-
-
-def anthropic_error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    """An error in the Messages API's shape: ``{"type": "error", "error": {"type", "message"}}``."""
-    return JSONResponse({"type": "error", "error": {"type": error_type_for(status), "message": message}}, status,
-                        headers=headers)
-
-
-def as_anthropic(response: Response) -> Response:
-    """An error response of the routes' shape (``{"error": {...}}``) in the Messages API's shape."""
-    import json
-
-    try:
-        message = json.loads(bytes(response.body))["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        message = "the request failed"
-    headers = {k: v for k, v in response.headers.items() if k in ("retry-after", "etag")}
-    return anthropic_error(response.status_code, message, headers)
+__all__ = ["MessagesRoutes"]
 
 
 class MessagesRoutes(TurnRoutes):
@@ -59,10 +40,11 @@ class MessagesRoutes(TurnRoutes):
 
     async def messages(self, request: Request) -> Response:
         body = parse_body(await request.body(), AnthropicBody, max_depth=self.settings.max_json_depth)
-        split_model(body.model, self.core.plugins("provider"))
-        client = messages_config(body)
+        client = messages_config(body, self._resolve_model(body.model))
         config = self.config_for(request, client)
-        fit_to_provider(config, client, declared_for(self.core, config), FIELDS, DROPPABLE)
+        declared = declared_for(self.core, config)
+        fit_to_provider(config, client, declared, FIELDS, lambda key, _value: key in DROPPABLE)
+        self._facade_defaults(config, declared)
         config.update(max_iterations=1, run_pending_tool_calls=False, stream=bool(body.stream))
         session = messages_session(session_id_of(request) or uuid.uuid4().hex, body, self.settings.max_messages)
         turn = await self._facade_turn(request, session, config)
@@ -74,10 +56,10 @@ class MessagesRoutes(TurnRoutes):
                                 headers={**headers, **saved})
         first, failed = await self._open_stream(request, turn)
         if failed is not None:
-            return as_anthropic(failed)
+            return failed
         out = MessageStream(turn.client_rid, body.model)
         frames = self._messages_frames(turn, out, chained(first, turn.events))
-        return StreamingResponse(self._stream_out(turn, frames, lambda _frame: out.ended),
+        return StreamingResponse(self._stream_out([turn], frames, lambda _frame: out.ended),
                                  media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
 
     async def _messages_frames(self, turn: FacadeTurn, out: MessageStream,
@@ -98,8 +80,8 @@ class MessagesRoutes(TurnRoutes):
             elif event.type in ("error", "done"):
                 stop = await self._early_end(turn, event)
                 if stop is not None:
-                    kind, message = stop
-                    yield out.error(error_type_for(status_for_name(kind)), message)
+                    error = anthropic_body(stop)["error"]
+                    yield out.error(error["type"], error["message"])
                     return
                 if event.type == "done":
                     yield out.end(reply, event.usage)

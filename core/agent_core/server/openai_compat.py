@@ -9,38 +9,19 @@ SSE chunks. Kept apart from the routes so the shapes can be read in one place.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
+from .. import thaw as plain
 from ..types import Message, Session
-from .bodies import ChatBody, ChatMessage, ChatPart
+from .bodies import ChatMessage, ChatPart, ChatToolCall
 from .errors import ApiError
 
-__all__ = ["chat_config", "chat_session", "chunk", "completion_body", "finish_reason", "reply_of", "split_model", "usage_body"]
+__all__ = ["chat_session", "choice_finish", "chunk", "completion_body", "finish_reason", "logprobs_of", "reply_message",
+           "reply_of", "usage_body"]
 
-# OpenAI body key -> config key, passed only when some installed plugin declares the config key.
-_SAMPLING = {
-    "max_tokens": "max_tokens",
-    "max_completion_tokens": "max_tokens",
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "seed": "seed",
-    "stop": "stop",
-    "presence_penalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty",
-}
-# OpenAI body keys passed as config keys of the same name when a plugin declares them; when none
-# does, a value that changes the answer is refused (400 naming the key) instead of being dropped.
-_PASSED = ("tool_choice", "response_format", "parallel_tool_calls", "user")
-_HARMLESS: dict[str, Any] = {
-    "tool_choice": lambda v: v == "auto",
-    "response_format": lambda v: isinstance(v, Mapping) and v.get("type") == "text",
-    "parallel_tool_calls": lambda v: v is True,
-    "user": lambda v: True,
-}
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool",
+          "function": "tool"}
 
 
 def _bad(message: str, param: str | None = None) -> ApiError:
@@ -68,14 +49,23 @@ def chat_session(session_id: str, messages: list[ChatMessage], max_messages: int
         raise _bad(f"messages: {len(messages)} messages is more than this server takes in one request "
                    f"({max_messages}, max_messages)", "messages")
     built = []
+    legacy_id = None  # the id given to the last legacy function_call, which a "function" message answers
     for i, m in enumerate(messages):
         where = f"messages[{i}]"
         metadata: dict[str, Any] = {}
-        if m.role == "assistant" and m.tool_calls:
+        calls = list(m.tool_calls or ())
+        if m.role == "assistant" and m.function_call is not None:
+            legacy_id = f"call_legacy_{i}"
+            calls.append(ChatToolCall(legacy_id, m.function_call))
+        if m.role == "assistant" and calls:
             metadata["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
-                for c in m.tool_calls
+                for c in calls
             ]
+        if m.role == "function":
+            if legacy_id is None:
+                raise _bad(f"{where}: a function message must follow an assistant function_call", where)
+            metadata["tool_call_id"], legacy_id = legacy_id, None
         if m.role == "tool":
             if m.tool_call_id is None:
                 raise _bad(f"{where}: a tool message needs tool_call_id", f"{where}.tool_call_id")
@@ -88,48 +78,6 @@ def chat_session(session_id: str, messages: list[ChatMessage], max_messages: int
         return Session(session_id, built, {})
     except (TypeError, ValueError) as exc:
         raise _bad(f"messages: {exc}", "messages") from None
-
-
-def split_model(model: str, providers: Sequence[str]) -> None:
-    """Refuse (404) a ``model`` whose provider part names no installed provider."""
-    if not model:
-        raise _bad("model is required: a provider name, or provider/model (e.g. 'echo', 'openai/gpt-4o-mini')",
-                   "model")
-    provider = model.partition("/")[0]
-    if provider not in providers:
-        raise ApiError(404, "model_not_found",
-                       f"model {model!r}: no provider named {provider!r} (installed: {', '.join(providers)})",
-                       param="model")
-
-
-def chat_config(body: ChatBody, providers: Sequence[str], declared: set[str]) -> dict[str, Any]:
-    """The client's part of the config for a request body (the server's policy decides what of it runs).
-
-    ``model`` names the provider and then, optionally, the model (``echo``, ``openai/gpt-4o-mini``);
-    an unknown provider is refused by name (404).
-    """
-    split_model(body.model, providers)
-    config: dict[str, Any] = {"model": body.model}
-    for key, target in _SAMPLING.items():
-        value = getattr(body, key)
-        if value is not None and target in declared:
-            config[target] = value
-    if body.n is not None and body.n != 1:
-        raise _bad(f"n: only one choice is supported (n=1), got {body.n!r}", "n")
-    if body.logprobs or body.top_logprobs:
-        raise _bad("logprobs: token log-probabilities are not relayed by this server; leave logprobs unset",
-                   "logprobs")
-    for key in _PASSED:
-        value = getattr(body, key)
-        if value is None:
-            continue
-        if key in declared:
-            config[key] = value
-        elif not _HARMLESS[key](value):
-            raise _bad(f"{key}: no installed plugin supports it, so {value!r} cannot be honoured", key)
-    if body.tools:
-        config["client_tools"] = [msgspec.to_builtins(t) for t in body.tools]
-    return config
 
 
 def reply_of(final_messages: Sequence[Message]) -> Message | None:
@@ -163,31 +111,58 @@ def finish_reason(message: Message | None) -> str:
     return "stop"
 
 
-def usage_body(usage: Any) -> dict[str, int]:
-    return {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
-            "total_tokens": usage.input_tokens + usage.output_tokens}
+def usage_body(*usages: Any) -> dict[str, int]:
+    """The API's usage object, summed over the turns of several choices."""
+    prompt = sum(u.input_tokens for u in usages if u is not None)
+    completion = sum(u.output_tokens for u in usages if u is not None)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def completion_body(request_id: str, model: str, final_messages: Sequence[Message], usage: Any) -> dict[str, Any]:
-    reply = reply_of(final_messages)
-    content = reply.content if reply is not None else None
-    message: dict[str, Any] = {"role": "assistant", "content": content if isinstance(content, str) else None}
+def reply_message(reply: Message | None, legacy: bool = False) -> dict[str, Any]:
+    """The reply as the API's ``message``: ``content`` null beside tool calls, ``refusal`` always there.
+
+    ``legacy``: the request used ``functions``, so a call comes back as its ``function_call``.
+    """
+    text = reply.content if reply is not None and isinstance(reply.content, str) else ""
     calls = wire_calls(reply)
-    if calls:
+    refusal = reply.metadata.get("refusal") if reply is not None else None
+    message: dict[str, Any] = {"role": "assistant", "content": text or (None if calls or refusal else ""),
+                               "refusal": refusal if isinstance(refusal, str) else None}
+    if calls and legacy:
+        message["function_call"] = calls[0]["function"]
+    elif calls:
         message["tool_calls"] = calls
-    return {
-        "id": f"chatcmpl-{request_id}", "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(reply), "logprobs": None}],
-        "usage": usage_body(usage),
-    }
+    return message
+
+
+def choice_finish(reply: Message | None, legacy: bool = False) -> str:
+    reason = finish_reason(reply)
+    return "function_call" if legacy and reason == "tool_calls" else reason
+
+
+def logprobs_of(reply: Message | None) -> Any:
+    """The token log-probabilities the provider kept for the reply (``{"content": [...]}``), or None."""
+    value = reply.metadata.get("logprobs") if reply is not None else None
+    return plain(value) if value is not None else None
+
+
+def completion_body(request_id: str, model: str, replies: Sequence[Message | None], usage: Any,
+                    legacy: bool = False) -> dict[str, Any]:
+    """A ``chat.completion``: one choice per reply (``n``), usage summed over them."""
+    choices = [{"index": i, "message": reply_message(r, legacy), "finish_reason": choice_finish(r, legacy),
+                "logprobs": logprobs_of(r)} for i, r in enumerate(replies)]
+    return {"id": f"chatcmpl-{request_id}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": choices, "usage": usage, "service_tier": None,
+            "system_fingerprint": None}
 
 
 def chunk(request_id: str, model: str, created: int, delta: dict[str, Any] | None,
-          finish: str | None = None, usage: dict[str, int] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": f"chatcmpl-{request_id}", "object": "chat.completion.chunk", "created": created, "model": model,
-        "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
-    }
+          finish: str | None = None, usage: dict[str, int] | None = None, index: int = 0,
+          logprobs: Any = None) -> dict[str, Any]:
+    choices = [] if delta is None else [{"index": index, "delta": delta, "finish_reason": finish,
+                                         "logprobs": logprobs}]
+    body: dict[str, Any] = {"id": f"chatcmpl-{request_id}", "object": "chat.completion.chunk", "created": created,
+                            "model": model, "choices": choices}
     if usage is not None:
         body["usage"] = usage
     return body

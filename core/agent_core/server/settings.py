@@ -47,6 +47,12 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         body_timeout_s: how long a request may take to send its body (408 beyond).
         max_concurrent: requests handled at once by one process (503 with ``retry-after``
             beyond); a stream counts until it ends.
+        default_provider: the provider of a model name that names none (``gpt-4o-mini``);
+            when unset, the operator config's ``provider``, if any.
+        model_aliases: model names clients may send for a ``provider/model`` (``{"fast":
+            "openai/gpt-4o-mini"}``); listed by ``GET /v1/models``.
+        max_choices: the largest ``n`` of a Chat Completions request (each choice is a
+            model call of its own).
     """
 
     allow_config: tuple[str, ...] = ()
@@ -61,9 +67,12 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     max_concurrent: int = 256
+    default_provider: str | None = None
+    model_aliases: dict[str, str] = {}
+    max_choices: int = 8
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_json_depth", "max_messages", "max_concurrent"):
+        for name in ("max_body_bytes", "max_json_depth", "max_messages", "max_concurrent", "max_choices"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"serve setting {name!r} must be at least 1, got {getattr(self, name)}", key=name)
         for name in ("header_timeout_s", "body_timeout_s"):
@@ -71,6 +80,10 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             if not 0 < value < 86400:
                 raise ConfigError(f"serve setting {name!r} must be a number of seconds above 0, got {value}",
                                   key=name)
+        for alias, target in self.model_aliases.items():
+            if not target or target.startswith("/"):
+                raise ConfigError(f"model alias {alias!r} must name provider/model, got {target!r}",
+                                  key="model_aliases")
         for origin in self.cors_origins:
             if origin != "*" and not origin.startswith(("http://", "https://")):
                 raise ConfigError(f"cors origin {origin!r} must be '*' or start with http:// or https://",

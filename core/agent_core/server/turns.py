@@ -11,7 +11,7 @@ the events into its own wire shape.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -26,9 +26,13 @@ from ..errors import (
     StoreError,
 )
 from ..types import Session
+from .failures import Failure, dialect_of, failure_of, failure_of_info
 from .http import request_id_of, session_id_of, until_output, watch_disconnect
 
-__all__ = ["FacadeTurn", "TurnRoutes"]
+__all__ = ["FACADE_DEFAULTS", "FacadeTurn", "TurnRoutes", "chained", "merged"]
+
+#: config the facades run with unless the operator's config sets the key (see ``_facade_defaults``)
+FACADE_DEFAULTS: dict[str, Any] = {"rate_limit_retries": 0}
 
 
 class FacadeTurn:
@@ -39,9 +43,11 @@ class FacadeTurn:
     request. ``store`` is set only when the client asked for its exchange to be kept.
     """
 
-    __slots__ = ("client_rid", "config", "events", "rid", "session", "store", "watcher")
+    __slots__ = ("client_rid", "config", "dialect", "events", "group", "rid", "session", "store", "watcher")
 
-    def __init__(self, client_rid: str, rid: str, session: Session, config: dict[str, Any], store: Any) -> None:
+    def __init__(self, client_rid: str, rid: str, session: Session, config: dict[str, Any], store: Any,
+                 dialect: str) -> None:
+        self.dialect = dialect  # the API the client speaks: its errors are written in that shape
         self.client_rid = client_rid
         self.rid = rid
         self.session = session
@@ -49,22 +55,49 @@ class FacadeTurn:
         self.store = store
         self.watcher: asyncio.Future[None] | None = None
         self.events: Any = None
+        self.group = [rid]  # the engine ids of every choice of the request, the first one's own first
 
 
 class TurnRoutes:
     """Mixed into the server: the turn-running steps both facades use."""
 
-    async def _facade_turn(self, request: Request, session: Session, config: dict[str, Any]) -> FacadeTurn:
-        """The turn for ``session``; with ``X-Session-Id`` it is stored, and keeps the stored metadata."""
+    async def _facade_turn(self, request: Request, session: Session, config: dict[str, Any], *,
+                           choice: int = 0) -> FacadeTurn:
+        """The turn for ``session``; with ``X-Session-Id`` it is stored, and keeps the stored metadata.
+
+        ``choice`` numbers the turns of one request that asks for several answers (``n``): the
+        first keeps the request's id, so ``DELETE /v1/requests/{id}`` reaches it; the others
+        are ``{id}.{choice}``.
+        """
         store = self.store_for(request) if session_id_of(request) is not None else None
         if store is not None:  # the exchange is kept under that id: carry the stored metadata (a title...)
             session = await self._with_stored_metadata(store, session)
         client_rid = request_id_of(request)
-        return FacadeTurn(client_rid, self.tenant(request).scope(client_rid), session, config, store)
+        rid = self.tenant(request).scope(client_rid if choice == 0 else f"{client_rid}.{choice}")
+        return FacadeTurn(client_rid, rid, session, config, store, dialect_of(request.url.path))
+
+    def _facade_defaults(self, config: dict[str, Any], declared: set[str]) -> None:
+        """The facades' retry policy, where the operator set none (``docs/server.md``).
+
+        The clients of an API gateway retry on their own (the SDKs do, with the upstream's
+        ``retry-after``), so a 429 passed on at once keeps one client retry one upstream
+        request; retrying it here too would multiply them.
+        """
+        for key, value in FACADE_DEFAULTS.items():
+            if key in declared and key not in self.config:
+                config[key] = value
 
     def _watch(self, request: Request, turn: FacadeTurn) -> None:
-        """Cancel the turn upstream if the client hangs up; the turn counts as running until ``_release``."""
-        turn.watcher = asyncio.ensure_future(watch_disconnect(request, lambda: self.core.cancel_request(turn.rid)))
+        """Cancel the turn upstream if the client hangs up; the turn counts as running until ``_release``.
+
+        One request has one connection to listen to: the first choice's watcher cancels them all.
+        """
+        if turn.rid == turn.group[0]:
+            def gone() -> None:
+                for rid in turn.group:
+                    self.core.cancel_request(rid)
+
+            turn.watcher = asyncio.ensure_future(watch_disconnect(request, gone))
         self._running.add(turn.rid)
 
     def _release(self, turn: FacadeTurn) -> None:
@@ -93,7 +126,7 @@ class TurnRoutes:
         self._watch(request, turn)
         try:
             turn.events = self.core.astream_request(turn.session, turn.config, request_id=turn.rid)
-            first, failed = await until_output(turn.events)
+            first, failed = await until_output(turn.events, dialect=turn.dialect)
         except BaseException:
             self._release(turn)
             raise
@@ -101,7 +134,7 @@ class TurnRoutes:
             self._release(turn)
         return first, failed
 
-    async def _stream_out(self, turn: FacadeTurn, frames: AsyncIterator[bytes],
+    async def _stream_out(self, turns: Sequence[FacadeTurn], frames: AsyncIterator[bytes],
                           is_last: Callable[[bytes], bool]) -> AsyncIterator[bytes]:
         """Send ``frames``, and own the request's end: a client gone before the last frame cancels upstream."""
         finished = False
@@ -111,29 +144,40 @@ class TurnRoutes:
                     finished = is_last(frame)
                     yield frame
         finally:
-            self._release(turn)
             if not finished:
-                self.core.cancel_request(turn.rid)
-            await turn.events.aclose()
+                await self._abandon(turns)
+            else:
+                for turn in turns:
+                    self._release(turn)
+                    await turn.events.aclose()
 
-    async def _early_end(self, turn: FacadeTurn, event: Any) -> tuple[str, str] | None:
-        """Why the stream ends at ``event`` without an answer, as (error type, message), or None.
+    async def _abandon(self, turns: Sequence[FacadeTurn]) -> None:
+        """Stop the turns that are still running (another choice failed, or the client left)."""
+        for turn in turns:
+            self._release(turn)
+            self.core.cancel_request(turn.rid)
+            if turn.events is not None:
+                await turn.events.aclose()
+
+    async def _early_end(self, turn: FacadeTurn, event: Any) -> Failure | None:
+        """Why the stream ends at ``event`` without an answer, or None.
 
         An error event, a cancelled request (``DELETE /v1/requests/{id}``) and a failed save
         end it; a done event is where an ``X-Session-Id`` exchange is saved, before the
         stream says it is over.
         """
         if event.type == "error":
-            return event.error.type, event.error.message
+            return failure_of_info(event.error)
         if event.type != "done":
             return None
         if event.outcome.reason == "cancelled":
-            return "request_cancelled", f"request {turn.client_rid} was cancelled: {event.outcome.detail}"
+            return Failure(status=499, kind="request_cancelled",
+                           message=f"request {turn.client_rid} was cancelled: {event.outcome.detail}")
         if turn.store is not None:
             try:
                 await self._save_exchange(turn.store, event.session)
             except (StoreError, InvalidArgumentError) as exc:
-                return type(exc).__name__, str(exc)
+                return failure_of(exc)
         return None
 
     async def _with_stored_metadata(self, store: Any, session: Session) -> Session:
@@ -170,3 +214,39 @@ async def chained(first: list[Any], events: AsyncIterator[Any]) -> AsyncIterator
         yield event
     async for event in events:
         yield event
+
+
+_END = object()
+
+
+async def merged(streams: Sequence[AsyncIterator[Any]]) -> AsyncIterator[tuple[int, Any]]:
+    """The items of several streams as they come, each with the index of its stream."""
+    if len(streams) == 1:
+        async for item in streams[0]:
+            yield 0, item
+        return
+    queue: asyncio.Queue[tuple[int, Any]] = asyncio.Queue()
+
+    async def pump(index: int, stream: AsyncIterator[Any]) -> None:
+        try:
+            async for item in stream:
+                await queue.put((index, item))
+        except Exception as exc:  # noqa: BLE001 - handed to the reader, who raises it
+            await queue.put((index, exc))
+        finally:
+            await queue.put((index, _END))
+
+    tasks = [asyncio.ensure_future(pump(i, s)) for i, s in enumerate(streams)]
+    try:
+        left = len(tasks)
+        while left:
+            index, item = await queue.get()
+            if item is _END:
+                left -= 1
+            elif isinstance(item, Exception):
+                raise item
+            else:
+                yield index, item
+    finally:
+        for task in tasks:
+            task.cancel()

@@ -1,0 +1,96 @@
+"""Model names as clients write them, and the ``/v1/models`` routes.
+
+The server's own name for a model is ``provider/model`` (``openai/gpt-4o-mini``) or a
+provider alone (``echo``). Clients written for one API send that API's bare names
+(``gpt-4o-mini``, ``claude-sonnet-4-5``), and some tools add a provider prefix of their
+own, so a client configured for ``openai/gpt-4o-mini`` through LiteLLM ends up sending
+``gpt-4o-mini``. The operator can therefore name aliases and a default provider; a name
+is read as: an alias, then ``provider/model`` with an installed provider, then the
+default provider's model. Anything else is a 404 naming the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .errors import ApiError
+
+__all__ = ["ModelRoutes", "resolve_model"]
+
+
+def resolve_model(model: str, providers: Sequence[str], *, aliases: Mapping[str, str] | None = None,
+                  default_provider: str | None = None) -> str:
+    """The server's name (``provider/model`` or ``provider``) for the model a client asked for.
+
+    Raises:
+        ApiError: 400 without a model; 404 when no installed provider answers to it.
+    """
+    if not model:
+        raise ApiError(400, "invalid_request_error",
+                       "model is required: a provider name, or provider/model (e.g. 'echo', 'openai/gpt-4o-mini')",
+                       param="model")
+    if aliases and model in aliases:
+        return aliases[model]
+    if model.partition("/")[0] in providers:
+        return model
+    if default_provider is not None and default_provider in providers:
+        return f"{default_provider}/{model}"
+    installed = ", ".join(providers)
+    hint = "" if default_provider else "; name it as provider/model, or start the server with --default-provider"
+    raise ApiError(404, "model_not_found",
+                   f"model {model!r}: no provider named {model.partition('/')[0]!r} (installed: {installed}){hint}",
+                   param="model")
+
+
+def _model_object(model_id: str, provider: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": provider}
+
+
+class ModelRoutes:
+    """``GET /v1/models`` and ``GET /v1/models/{id}``; mixed into the server."""
+
+    def _resolve_model(self, model: str) -> str:
+        settings = self.settings
+        return resolve_model(model, self.core.plugins("provider"), aliases=settings.model_aliases,
+                             default_provider=settings.default_provider or self.config.get("provider"))
+
+    async def _listed(self, provider: str) -> list[str] | None:
+        """The model ids ``provider`` lists, or None when it cannot list (no credentials, no network)."""
+        try:
+            listed = await asyncio.to_thread(self.core.get_models, {**self.config, "provider": provider})
+        except Exception:  # noqa: BLE001 - a provider that cannot list is answered for, not fatal
+            return None
+        return [m["id"] for m in listed if isinstance(m, Mapping) and isinstance(m.get("id"), str)]
+
+    async def models(self, request: Request) -> Response:
+        policy = self.tenant(request).policy
+        data = []
+        for provider in self.core.plugins("provider"):
+            for mid in await self._listed(provider) or ():
+                if policy.offers(provider, mid):
+                    data.append(_model_object(f"{provider}/{mid}", provider))
+        for alias, target in self.settings.model_aliases.items():
+            provider, _, mid = target.partition("/")
+            if policy.offers(provider, mid or None):
+                data.append(_model_object(alias, provider))
+        return JSONResponse({"object": "list", "data": data})
+
+    async def model(self, request: Request) -> Response:
+        """One model: the id as the client wrote it (an SDK percent-encodes a slash; the route gets it decoded)."""
+        asked = request.path_params["model_id"]
+        name = self._resolve_model(asked)
+        provider, _, mid = name.partition("/")
+        missing = ApiError(404, "model_not_found", f"model {asked!r} does not exist or is not offered here",
+                           param="model")
+        if not self.tenant(request).policy.offers(provider, mid or None):
+            raise missing
+        if mid and self.config.get("list_models"):  # only then is the provider's list the upstream's own
+            listed = await self._listed(provider)
+            if listed is not None and mid not in listed:
+                raise missing
+        return JSONResponse(_model_object(asked, provider))
