@@ -109,6 +109,8 @@ def test_errors_come_in_anthropics_shape_with_the_upstreams_wait(client: anthrop
         client.messages.create(model="openai/m", max_tokens=10, messages=HI)
     assert limited.value.response.headers["retry-after"] == "7"
     assert limited.value.body["error"]["type"] == "rate_limit_error"
+    assert limited.value.body["error"]["message"] == "slow down"  # the upstream's words, verbatim
+    assert len(server.requests) == 1  # passed on at once: the client's own retries are the only ones
     with pytest.raises(anthropic.NotFoundError):
         client.messages.create(model="nosuch/m", max_tokens=10, messages=HI)
     r = httpx.post(f"{facade}/v1/messages", json={"model": "echo", "messages": HI})
@@ -120,7 +122,13 @@ def test_errors_come_in_anthropics_shape_with_the_upstreams_wait(client: anthrop
     assert r.status_code == 400 and "messages[0].content[0]" in r.json()["error"]["message"]
     r = httpx.post(f"{facade}/v1/messages", json={"model": "echo", "max_tokens": 5, "messages": HI,
                                                   "system": "x", "base_url": "http://evil.example"})
-    assert r.status_code == 200  # a field the Messages API does not have is not a config key
+    # a field the Messages API does not have is never dropped: refused by the policy when it is a config key...
+    assert r.status_code == 403 and "base_url" in r.json()["error"]["message"], r.text
+    assert r.json()["error"]["type"] == "permission_error"
+    # ...and by name when nothing reads it; Anthropic's server-side features are refused by name too
+    for extra, field in (({"frobnicate": 1}, "frobnicate"), ({"mcp_servers": [{"url": "x"}]}, "mcp_servers")):
+        r = httpx.post(f"{facade}/v1/messages", json={"model": "echo", "max_tokens": 5, "messages": HI, **extra})
+        assert r.status_code == 400 and r.json()["error"]["message"].startswith(f"{field}:"), r.text
 
 
 def test_x_session_id_keeps_the_exchange_and_x_api_key_is_a_token(store: Any, tmp_path: Any) -> None:

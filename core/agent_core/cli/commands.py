@@ -184,6 +184,7 @@ _LIMIT_FLAGS = (
     ("--header-timeout", float, "seconds a client may take to send a request's headers (default 10)"),
     ("--body-timeout", float, "seconds a client may take to send a request's body (default 30)"),
     ("--max-concurrent", int, "requests handled at once by this process; 503 beyond (default 256)"),
+    ("--max-choices", int, "most choices (n) in one Chat Completions request, each a model call (default 8)"),
 )
 
 
@@ -222,6 +223,7 @@ def _serve(args: argparse.Namespace) -> int:
         insecure=args.insecure,
         max_body_bytes=args.max_body_bytes, max_json_depth=args.max_json_depth, max_messages=args.max_messages,
         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, max_concurrent=args.max_concurrent,
+        max_choices=args.max_choices,
     )
     run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace,
                settings=settings)

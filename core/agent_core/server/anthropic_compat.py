@@ -95,7 +95,7 @@ class AnthropicMetadata(msgspec.Struct):
 
 
 class AnthropicBody(msgspec.Struct):
-    """The fields of a Messages request the facade reads."""
+    """A Messages request: every field Anthropic documents (what each becomes: ``docs/server.md``)."""
 
     model: str
     messages: list[AnthropicMessage]
@@ -110,6 +110,11 @@ class AnthropicBody(msgspec.Struct):
     tool_choice: AnthropicToolChoice | None = None
     thinking: ThinkingConfig | None = None
     metadata: AnthropicMetadata | None = None
+    service_tier: str | None = None
+    # Anthropic's server-side features: no provider here can run them, so a request that sets one is refused
+    container: Any = None
+    context_management: Any = None
+    mcp_servers: Any = None
 
 
 def _bad(message: str, param: str) -> ApiError:
@@ -211,10 +216,10 @@ def _tool_choice(choice: AnthropicToolChoice) -> Any:
 
 
 #: config key -> the Messages API field it comes from (for errors); the keys a provider may ignore
-FIELDS = {"stop_sequences": "stop_sequences", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
+FIELDS = {"service_tier": "service_tier", "stop_sequences": "stop_sequences", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
           "tool_choice": "tool_choice", "thinking_budget": "thinking", "client_tools": "tools",
           "max_tokens": "max_tokens", "user": "metadata.user_id"}
-DROPPABLE = ("max_tokens", "user")
+DROPPABLE = ("max_tokens", "user", "service_tier")
 
 
 def messages_config(body: AnthropicBody, model: str) -> dict[str, Any]:
@@ -227,7 +232,12 @@ def messages_config(body: AnthropicBody, model: str) -> dict[str, Any]:
     """
     if body.max_tokens < 1:
         raise _bad("max_tokens must be at least 1", "max_tokens")
+    for field in ("container", "context_management", "mcp_servers"):
+        if getattr(body, field) is not None:
+            raise _bad(f"{field}: Anthropic's server-side {field.replace('_', ' ')} are not run by this server", field)
     config: dict[str, Any] = {"model": model, "max_tokens": body.max_tokens}
+    if body.service_tier is not None:
+        config["service_tier"] = body.service_tier
     for key in ("temperature", "top_p", "top_k"):
         if getattr(body, key) is not None:
             config[key] = getattr(body, key)

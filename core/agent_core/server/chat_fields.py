@@ -27,6 +27,7 @@ import msgspec
 
 from .bodies import ChatBody
 from .errors import ApiError
+from .fields import with_extra_fields
 
 __all__ = ["ASKS_NOTHING", "DROPPABLE", "IGNORED", "PASSED", "chat_config", "droppable"]
 
@@ -92,9 +93,5 @@ def chat_config(body: ChatBody, rest: Mapping[str, Any], model: str, installed: 
     tools = legacy_tools if legacy_tools is not None else [msgspec.to_builtins(t) for t in body.tools or ()]
     if tools:
         config["client_tools"] = tools
-    for key, value in rest.items():
-        if key in config or key in ("provider", "client_tools") or key not in installed:
-            raise ApiError(400, "invalid_request_error",
-                           f"{key}: not a Chat Completions field, and no plugin of this server reads it", param=key)
-        config[key] = value
+    with_extra_fields(config, rest, installed, "Chat Completions")
     return config

@@ -50,9 +50,14 @@ def _retry_after(seconds: Any) -> dict[str, str]:
     return {"retry-after": str(max(0, int(-(-float(seconds) // 1))))}
 
 
+#: upstream headers that would name the upstream's request where the client expects its own
+_NOT_PASSED = frozenset({"x-request-id", "request-id"})
+
+
 def _upstream_headers(upstream: Any) -> dict[str, str]:
-    headers = getattr(upstream, "headers", None)
-    return dict(headers) if headers else {}
+    """The upstream's rate-limit and retry headers, which a client's retry logic reads."""
+    headers = getattr(upstream, "headers", None) or {}
+    return {k: v for k, v in headers.items() if k not in _NOT_PASSED}
 
 
 def failure_of(exc: BaseException) -> Failure:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import ApiError
 
-__all__ = ["ALIASES", "declared_for", "fit_to_provider"]
+__all__ = ["ALIASES", "declared_for", "fit_to_provider", "with_extra_fields"]
 
 #: a config key -> the keys that mean the same for another provider, in order of preference
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -56,3 +56,16 @@ def fit_to_provider(config: dict[str, Any], client_keys: Iterable[str], declared
                            f"{field}: the selected model's provider does not support it, so it cannot be honoured",
                            param=field)
         config[target] = config.pop(key)
+
+
+def with_extra_fields(config: dict[str, Any], rest: Mapping[str, Any], installed: set[str], api: str) -> None:
+    """Add the body fields ``api`` does not document, each as the config key of its name.
+
+    Only a key some installed plugin reads (``installed``) is taken (``top_k`` for a provider
+    that reads it); any other is a 400 naming the field, as a typo would be, never dropped.
+    """
+    for key, value in rest.items():
+        if key in config or key in ("provider", "client_tools") or key not in installed:
+            raise ApiError(400, "invalid_request_error",
+                           f"{key}: not a field of the {api} API, and no plugin of this server reads it", param=key)
+        config[key] = value

@@ -25,9 +25,9 @@ from .anthropic_compat import (
     messages_session,
 )
 from .anthropic_stream import MessageStream
-from .bodies import parse_body
+from .bodies import parse_fields
 from .failures import anthropic_body
-from .fields import declared_for, fit_to_provider
+from .fields import declared_for, fit_to_provider, with_extra_fields
 from .http import SSE_HEADERS, session_id_of
 from .openai_compat import reply_of
 from .turns import FacadeTurn, TurnRoutes, chained
@@ -39,8 +39,9 @@ class MessagesRoutes(TurnRoutes):
     """The Messages facade's route; mixed into the server, whose attributes and facade helpers it uses."""
 
     async def messages(self, request: Request) -> Response:
-        body = parse_body(await request.body(), AnthropicBody, max_depth=self.settings.max_json_depth)
+        body, rest = parse_fields(await request.body(), AnthropicBody, max_depth=self.settings.max_json_depth)
         client = messages_config(body, self._resolve_model(body.model))
+        with_extra_fields(client, rest, self._declared(), "Messages")
         config = self.config_for(request, client)
         declared = declared_for(self.core, config)
         fit_to_provider(config, client, declared, FIELDS, lambda key, _value: key in DROPPABLE)
