@@ -119,10 +119,12 @@ class PlatformNames:
         history, which describes the whole conversation and would not match.
         The original session is untouched.
         """
-        from .engine.calls import check_session
+        from .errors import InvalidArgumentError
         from .values.messages import Session
         from .values.native_history import NATIVE_KEY
 
-        check_session(session, "slice_session")
+        if not isinstance(session, Session):  # checked here: this module stands below the engine
+            raise InvalidArgumentError(f"slice_session expects a Session, got {type(session).__name__}",
+                                       argument="session")
         meta = {k: v for k, v in session.metadata.items() if k != NATIVE_KEY}
         return Session(session_id or uuid.uuid4().hex, list(session.messages)[start:end], meta)

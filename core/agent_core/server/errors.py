@@ -1,7 +1,6 @@
 """HTTP statuses and JSON bodies for the library's typed errors.
 
-Every failure leaves the server as ``{"error": {"type", "message"}}`` with a
-4xx/5xx status that says whose fault it was: the caller's (400, 401, 404, 409),
+Every failure leaves the server with a 4xx/5xx status that says whose fault it was: the caller's (400, 401, 404, 409),
 the upstream model API's (429, 502, 503, 504), or a plugin's (500). Never a
 traceback: the message is the typed error's own text, which names the
 problem and never holds a secret (the errors are built that way).
@@ -9,10 +8,7 @@ problem and never holds a secret (the errors are built that way).
 
 from __future__ import annotations
 
-import json
 from typing import Any
-
-from starlette.responses import JSONResponse
 
 from ..errors import (
     ActionInputError,
@@ -35,7 +31,7 @@ from ..errors import (
     StoreError,
 )
 
-__all__ = ["ApiError", "error_body", "error_response", "sse_error", "status_for", "status_for_class", "status_for_name"]
+__all__ = ["ApiError", "error_body", "status_for", "status_for_class", "status_for_name"]
 
 
 class ApiError(Exception):
@@ -89,15 +85,3 @@ _STATUSES: tuple[tuple[Any, int], ...] = (
 
 def error_body(type: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"error": {"type": type, "message": message, **extra}}
-
-
-def error_response(exc: BaseException) -> JSONResponse:
-    """The response for ``exc`` on the server's own routes; ``retry-after`` rides along when the API gave one."""
-    from .failures import failure_of, render
-
-    return render(failure_of(exc), "native")
-
-
-def sse_error(type_name: str, message: str) -> bytes:
-    """An error after the stream began: the status is already sent, so it travels as a chunk."""
-    return b"data: " + json.dumps(error_body(type_name, message)).encode() + b"\n\n"

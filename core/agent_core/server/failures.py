@@ -22,6 +22,9 @@ from typing import Any
 import msgspec
 from starlette.responses import JSONResponse
 
+from ..errors import ConfigError, ConflictError
+from .errors import ApiError, status_for, status_for_name
+
 __all__ = ["Failure", "dialect_of", "failure_of", "failure_of_info", "render", "sse_error_frame"]
 
 
@@ -62,9 +65,6 @@ def _upstream_headers(upstream: Any) -> dict[str, str]:
 
 def failure_of(exc: BaseException) -> Failure:
     """The failure a raised error stands for (a server refusal or a library error)."""
-    from ..errors import ConfigError, ConflictError
-    from .errors import ApiError, status_for
-
     if isinstance(exc, ApiError):
         return Failure(status=exc.status, kind=exc.type, message=exc.message, param=exc.param,
                        headers=dict(exc.headers))
@@ -82,8 +82,6 @@ def failure_of(exc: BaseException) -> Failure:
 
 def failure_of_info(info: Any) -> Failure:
     """The failure an ``error`` event describes (its exception is gone; its ``ErrorInfo`` is left)."""
-    from .errors import status_for_name
-
     upstream = getattr(info, "upstream", None)
     headers = {**_retry_after(info.retry_after), **_upstream_headers(upstream)}
     return Failure(status=status_for_name(info.type), kind=info.type, message=info.message,
