@@ -19,13 +19,16 @@ from agent_core.errors import (
     PluginError,
     ProviderRequestCancelled,
     ProviderUnavailableError,
+    QuotaExceededError,
     RateLimitError,
+    UpstreamDetail,
 )
 
 # (name, the built-in or project base it must derive from)
 HIERARCHY = [
     ("LLMError", Exception),
     ("RateLimitError", LLMError),
+    ("QuotaExceededError", RateLimitError),
     ("AuthenticationError", LLMError),
     ("ContextLengthError", LLMError),
     ("ContentFilterError", LLMError),
@@ -55,6 +58,7 @@ HIERARCHY = [
 
 LLM_SUBCLASSES = [
     RateLimitError,
+    QuotaExceededError,
     AuthenticationError,
     ContextLengthError,
     ContentFilterError,
@@ -75,13 +79,17 @@ def test_error_is_exported_from_both_places_and_nests(name: str, base: type) -> 
 
 def test_every_error_in_the_module_is_listed() -> None:
     defined = {n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, BaseException)}
-    assert defined == set(errors.__all__)
+    values = {"UpstreamDetail"}  # what an error carries, exported beside the errors
+    assert defined == set(errors.__all__) - values
+    assert all(getattr(agent_core, name) is getattr(errors, name) for name in values)
 
 
 def test_every_typed_error_sits_under_agent_core_error() -> None:
     # one class to catch, and each error keeps the builtin base it always had
     for name in errors.__all__:
         cls = getattr(errors, name)
+        if not issubclass(cls, BaseException):
+            continue  # UpstreamDetail: a value errors carry
         if issubclass(cls, Warning):
             assert not issubclass(cls, errors.AgentCoreError)
             continue
@@ -123,6 +131,16 @@ def test_retryable_defaults_and_override() -> None:
     assert InvalidRequestError("x", retryable=True).retryable is True
     # The override is per instance, not a change to the class.
     assert InvalidRequestError("y").retryable is False
+    assert QuotaExceededError("x").retryable is False  # waiting does not bring quota back
+
+
+def test_upstream_detail_is_kept_on_the_error_and_leaves_its_text_alone() -> None:
+    up = UpstreamDetail(status=429, type="insufficient_quota", code="insufficient_quota", message="no credit",
+                        headers={"x-request-id": "req_1"})
+    err = QuotaExceededError("no credit", provider="openai", status_code=429, upstream=up)
+    assert err.upstream is up and LLMError("x").upstream is None
+    assert str(err) == str(QuotaExceededError("no credit", provider="openai", status_code=429))
+    assert isinstance(err, RateLimitError) and err.retry_after is None
 
 
 def test_rate_limit_error_shows_retry_after() -> None:
@@ -198,6 +216,10 @@ def test_provider_request_cancelled_carries_request_id() -> None:
 EXAMPLES = [
     LLMError("boom", provider="openai", status_code=500, retryable=True),
     RateLimitError("slow down", provider="anthropic", status_code=429, retry_after=3),
+    QuotaExceededError(
+        "no credit", provider="openai", status_code=429,
+        upstream=UpstreamDetail(status=429, type="insufficient_quota", message="no credit", headers={"a": "1"}),
+    ),
     AuthenticationError("bad key", status_code=401),
     PluginError("prefix", "process_chunk", ValueError("bad chunk")),
     PluginError("tag", "finalize", KeyError("x"), detail="returned 2 values"),
@@ -228,7 +250,7 @@ def test_new_engine_errors_name_what_was_wrong() -> None:
     assert errors.InvalidValueError("m", path="Session.metadata['k']").path == "Session.metadata['k']"
     hierarchy = errors.__doc__ or ""
     for name in ("EmptyResponseError", "AsyncOnlyHookError", "InvalidValueError", "InvalidArgumentError",
-                 "RequestInFlightError"):
+                 "RequestInFlightError", "QuotaExceededError"):
         assert name in hierarchy  # the drawn hierarchy stays current
 
 

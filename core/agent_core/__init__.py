@@ -28,12 +28,14 @@ from .errors import (
     PluginError,
     ProviderRequestCancelled,
     ProviderUnavailableError,
+    QuotaExceededError,
     RateLimitError,
     RequestInFlightError,
     SchemaVersionError,
     SessionNotFoundError,
     StoreError,
     UnknownConfigKeyWarning,
+    UpstreamDetail,
 )
 from .plugins.config_policy import ConfigPolicy
 from .plugins.core import PluginCore
@@ -124,6 +126,7 @@ __all__ = [
     "ProviderPlugin",
     "ProviderRequestCancelled",
     "ProviderUnavailableError",
+    "QuotaExceededError",
     "ROLES",
     "RateLimitError",
     "RequestInFlightError",
@@ -142,6 +145,7 @@ __all__ = [
     "ToolProgressEvent",
     "ToolResultEvent",
     "UnknownConfigKeyWarning",
+    "UpstreamDetail",
     "Usage",
     "UserMessageEvent",
     "__version__",

@@ -52,6 +52,7 @@ from ..errors import (
     LLMError,
     PluginError,
     ProviderRequestCancelled,
+    UpstreamDetail,
 )
 from ..plugins.chains import init_state, initialize_request, tail, to_native
 from ..plugins.hooks import LivePlugin, cancel_provider_call
@@ -88,9 +89,16 @@ def error_info(exc: BaseException) -> ErrorInfo:
         return ErrorInfo("PluginError", str(exc), exc.plugin, exc.hook)
     if isinstance(exc, LLMError):
         return ErrorInfo(
-            type(exc).__name__, str(exc), exc.provider, None, exc.status_code, getattr(exc, "retry_after", None)
+            type(exc).__name__, str(exc), exc.provider, None, exc.status_code, getattr(exc, "retry_after", None),
+            _upstream(exc),
         )
     return ErrorInfo(type(exc).__name__, str(exc))
+
+
+def _upstream(exc: LLMError) -> UpstreamDetail | None:
+    """The API's own account, when the error holds one (a third party's subclass may not set it)."""
+    upstream = getattr(exc, "upstream", None)
+    return upstream if isinstance(upstream, UpstreamDetail) else None
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ The hierarchy::
 
     Exception
     └── AgentCoreError                  the root: anything agent-core raises on purpose
-        ├── LLMError                    the provider (model API) failed; .provider, .status_code
+        ├── LLMError                    the provider (model API) failed; .provider, .status_code, .upstream
         │   ├── RateLimitError          slow down; .retry_after seconds when the API said
+        │   │   └── QuotaExceededError  no quota or credit left (insufficient_quota): never retried
         │   ├── AuthenticationError     the key is missing, wrong or not allowed (401/403)
         │   ├── ContextLengthError      the conversation no longer fits the model's window
         │   ├── ContentFilterError      the provider refused the content
@@ -41,7 +42,9 @@ The hierarchy::
 
 LLM errors keep the provider's own message (never an API key) and mark
 whether a retry may help (``retryable``), so retry policy can live outside the
-provider.
+provider. One built from an API's answer also holds that answer's own status,
+type, code, param, message and rate-limit headers in ``.upstream``
+(:class:`UpstreamDetail`, a value, not an error), for a gateway to pass on.
 """
 
 from .llm import (
@@ -54,7 +57,9 @@ from .llm import (
     LLMTimeoutError,
     MalformedResponseError,
     ProviderUnavailableError,
+    QuotaExceededError,
     RateLimitError,
+    UpstreamDetail,
 )
 from .pipeline import (
     ActionInputError,
@@ -96,10 +101,12 @@ __all__ = [
     "PluginError",
     "ProviderRequestCancelled",
     "ProviderUnavailableError",
+    "QuotaExceededError",
     "RateLimitError",
     "RequestInFlightError",
     "SchemaVersionError",
     "SessionNotFoundError",
     "StoreError",
     "UnknownConfigKeyWarning",
+    "UpstreamDetail",
 ]

@@ -1,6 +1,15 @@
-"""The provider failed: :class:`LLMError` and its kinds (re-exported by :mod:`agent_core.errors`)."""
+"""The provider failed: :class:`LLMError` and its kinds (re-exported by :mod:`agent_core.errors`).
+
+An error built from an API's answer also carries that answer's own account of
+it, :class:`UpstreamDetail`: a gateway in front of other clients must pass on
+the upstream's status, ``type``, ``code``, ``param``, message and rate-limit
+headers as they were, not our rewording of them, or the clients misread quota
+for throttling and retry what never succeeds.
+"""
 
 from __future__ import annotations
+
+import msgspec
 
 from .root import AgentCoreError
 
@@ -14,8 +23,36 @@ __all__ = [
     "LLMTimeoutError",
     "MalformedResponseError",
     "ProviderUnavailableError",
+    "QuotaExceededError",
     "RateLimitError",
+    "UpstreamDetail",
 ]
+
+
+class UpstreamDetail(msgspec.Struct, frozen=True, kw_only=True):
+    """What the model API itself said about a failure, kept for whoever must repeat it.
+
+    Attributes:
+        status: the HTTP status of the error response; ``None`` for an error
+            that came inside a 200 answer (a stream's error event).
+        type: the error object's ``type`` (``insufficient_quota``,
+            ``overloaded_error``...), when it gave a string.
+        code: its ``code`` (an integer code becomes its digits; Anthropic's
+            ``details.error_code`` when there is no code).
+        param: its ``param``: the request field at fault (``messages``).
+        message: the API's own message, unprefixed, with secrets scrubbed; for
+            a body without one, its text (cut short) or a note that it was empty.
+        headers: the response headers a gateway should pass on (rate limits,
+            ``retry-after``, the upstream request id), names lowercased, values
+            scrubbed and bounded. A fresh dict per error: read it, do not change it.
+    """
+
+    status: int | None = None
+    type: str | None = None
+    code: str | None = None
+    param: str | None = None
+    message: str
+    headers: dict[str, str] = {}
 
 
 class LLMError(AgentCoreError):
@@ -26,6 +63,7 @@ class LLMError(AgentCoreError):
         provider: name of the provider plugin, when known.
         status_code: HTTP status, when the failure came from a response.
         retryable: whether repeating the same request may succeed.
+        upstream: the API's own account of the failure, when an API answered.
     """
 
     retryable: bool = False
@@ -37,11 +75,13 @@ class LLMError(AgentCoreError):
         provider: str | None = None,
         status_code: int | None = None,
         retryable: bool | None = None,
+        upstream: UpstreamDetail | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.provider = provider
         self.status_code = status_code
+        self.upstream = upstream
         if retryable is not None:
             self.retryable = retryable
 
@@ -63,6 +103,15 @@ class RateLimitError(LLMError):
     def __str__(self) -> str:
         base = super().__str__()
         return f"{base}; retry after {self.retry_after:g}s" if self.retry_after is not None else base
+
+
+class QuotaExceededError(RateLimitError):
+    """The account has no quota or credit left (OpenAI's ``insufficient_quota``, a spend limit).
+
+    A 429 like throttling, but waiting does not help, so it is never retried.
+    """
+
+    retryable = False
 
 
 class AuthenticationError(LLMError):

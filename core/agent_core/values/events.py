@@ -23,6 +23,7 @@ from typing import Any, Literal, Union
 
 import msgspec
 
+from ..errors import UpstreamDetail
 from .frozen import FrozenVector
 from .messages import Message, PartialMessage, Session
 
@@ -98,7 +99,13 @@ class Usage(msgspec.Struct, frozen=True):
 
 
 class ErrorInfo(msgspec.Struct, frozen=True):
-    """A JSON-friendly description of the exception that stopped a request."""
+    """A JSON-friendly description of the exception that stopped a request.
+
+    ``upstream`` is the model API's own account of the failure (its status,
+    type, code, param, message and rate-limit headers) when an API answered:
+    the exception is gone by the time a stream's reader sees this, and a
+    gateway must repeat the upstream's words, not ours.
+    """
 
     type: str
     message: str
@@ -106,6 +113,7 @@ class ErrorInfo(msgspec.Struct, frozen=True):
     hook: str | None = None
     status_code: int | None = None
     retry_after: float | None = None
+    upstream: UpstreamDetail | None = None
 
 
 class StartEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="start"):
