@@ -43,6 +43,7 @@ from ._config import (
     max_retries_of,
     max_retry_wait_of,
     normal_url,
+    rate_limit_retries_of,
     seconds,
 )
 from ._errors import scrub_error
@@ -306,6 +307,7 @@ class HTTPProvider(BaseProvider):
             method=method,
             max_retry_wait=max_retry_wait_of(config),
             deadline=deadline_of(config),
+            rate_limit_retries=rate_limit_retries_of(config),
         )
 
     # -- what a concrete provider supplies ---------------------------------------------

@@ -28,6 +28,8 @@ class HTTPCall:
     headers and the secrets, so a logged call never shows a key.
     ``max_retry_wait`` caps a ``retry-after`` worth waiting for; ``deadline``
     (seconds, ``None`` for none) bounds the whole call, retries included.
+    ``rate_limit_retries`` bounds the retries after a 429 (``None``: only
+    ``max_retries`` does), for a gateway whose own clients retry too.
     """
 
     provider: str
@@ -39,6 +41,7 @@ class HTTPCall:
     method: str = "POST"
     max_retry_wait: float = MAX_RETRY_SLEEP
     deadline: float | None = None
+    rate_limit_retries: int | None = None
 
 
 def build_request(client: httpx.Client | httpx.AsyncClient, call: HTTPCall) -> httpx.Request:

@@ -35,6 +35,7 @@ __all__ = [
     "extra_headers",
     "max_retries_of",
     "max_retry_wait_of",
+    "rate_limit_retries_of",
     "normal_url",
     "seconds",
 ]
@@ -153,13 +154,28 @@ def max_retries_of(config: Mapping[str, Any], default: int) -> int:
     Raises:
         ConfigError: not a whole number (``inf``, NaN, ``"many"``).
     """
-    value = config.get("max_retries")
+    count = _count(config, "max_retries")
+    return default if count is None else count
+
+
+def rate_limit_retries_of(config: Mapping[str, Any]) -> int | None:
+    """``rate_limit_retries`` as a whole number >= 0, ``None`` when unset (then ``max_retries`` alone bounds a 429).
+
+    Raises:
+        ConfigError: not a whole number.
+    """
+    return _count(config, "rate_limit_retries")
+
+
+def _count(config: Mapping[str, Any], key: str) -> int | None:
+    """A retry count: negative counts as 0; ``None`` when unset."""
+    value = config.get(key)
     if value is None:
-        return default
+        return None
     try:
         return max(0, int(value))
     except (TypeError, ValueError, OverflowError):
-        raise ConfigError("config key 'max_retries' must be a whole number >= 0", key="max_retries") from None
+        raise ConfigError(f"config key {key!r} must be a whole number >= 0", key=key) from None
 
 
 def normal_url(url: str) -> str:
@@ -187,6 +203,11 @@ def common_schema(prefix: str, base_url: str, model: str, timeout: float, max_re
             "type": "integer",
             "default": max_retries,
             "description": "retries on 429/5xx/connection errors, only before any output",
+        },
+        "rate_limit_retries": {
+            "type": "integer",
+            "description": "retries after a 429 (default: as max_retries allows); 0 raises a 429 at once, "
+            "with its retry_after and the upstream's headers. A spent quota is never retried",
         },
         "max_retry_wait_s": {
             "type": "number",

@@ -7,13 +7,16 @@ object shaped ``{"type"?, "code"?, "message"}``; the status (when there is
 one) picks the class from :data:`STATUS_ERRORS`, the error ``type`` from
 :data:`TYPE_ERRORS`, and the text or code can still refine it to
 :class:`ContextLengthError` / :class:`ContentFilterError`, because APIs report
-those as generic 400s.
+those as generic 400s. OpenAI's ``insufficient_quota`` (and Anthropic's
+spend limit) is a 429 that waiting never cures: :class:`QuotaExceededError`,
+which is not retried.
 
-Every message passes through :func:`scrub` *before* it is cut to length
-(:func:`bounded`), so an API key echoed back by a server (some proxies do)
-never reaches an exception, a log or a session, not even the half of it that
-a cut would leave. :func:`scrub` also masks any piece of a key of 8 or more
-characters, for text that some other code cut before it got here.
+Every error built here also keeps the API's own status, type, code, param,
+message and rate-limit headers in ``.upstream`` (see :mod:`._upstream`).
+
+Every message passes through :func:`~._scrub.scrub` *before* it is cut to
+length (:func:`~._scrub.bounded`), so an API key echoed back by a server
+never reaches an exception, a log or a session, not even half of it.
 """
 
 from __future__ import annotations
@@ -35,8 +38,12 @@ from agent_core.errors import (
     LLMError,
     LLMTimeoutError,
     ProviderUnavailableError,
+    QuotaExceededError,
     RateLimitError,
 )
+
+from ._scrub import bounded, scrub
+from ._upstream import scrubbed_upstream, upstream_detail
 
 __all__ = [
     "STATUS_ERRORS",
@@ -68,7 +75,8 @@ TYPE_ERRORS: Mapping[str, type[LLMError]] = {
     "invalid_api_key": AuthenticationError,
     "rate_limit_error": RateLimitError,
     "rate_limit_exceeded": RateLimitError,
-    "insufficient_quota": RateLimitError,
+    "insufficient_quota": QuotaExceededError,  # OpenAI: no credit left; a 429 all the same
+    "enforced_spend_limit_reached": QuotaExceededError,  # Anthropic's 429 details.error_code
     "overloaded_error": ProviderUnavailableError,
     "api_error": ProviderUnavailableError,
     "server_error": ProviderUnavailableError,
@@ -99,59 +107,19 @@ _CONTEXT_TEXT = re.compile(
 # only wordings this specific override a 5xx (retrying would never help).
 _CONTEXT_TEXT_5XX = re.compile(r"context size has been exceeded|exceeds the available context size", re.IGNORECASE)
 _FILTER_TEXT = re.compile(r"content.(?:filter|policy|management)|safety system", re.IGNORECASE)
-_REDACTED = "***"
 _body_decoder = msgspec.json.Decoder()
 
 
-#: Shortest piece of a secret that :func:`scrub` masks on its own.
-MIN_SECRET_PIECE = 8
-
-
-def scrub(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every secret, and every piece of one of 8+ characters, replaced by ``***``.
-
-    Pieces matter because a message cut to length elsewhere may end (or
-    start) in the middle of a key. Secrets shorter than 4 characters are
-    left alone (they would mask ordinary words).
-    """
-    for secret in secrets:
-        if not secret or len(secret) < 4:
-            continue
-        if secret in text:
-            text = text.replace(secret, _REDACTED)
-        if len(secret) > MIN_SECRET_PIECE:
-            text = _scrub_pieces(text, secret)
-    return text
-
-
-def _scrub_pieces(text: str, secret: str) -> str:
-    """Mask every run of ``text`` that is a piece of ``secret`` at least MIN_SECRET_PIECE long."""
-    start = 0
-    while start <= len(secret) - MIN_SECRET_PIECE:
-        at = text.find(secret[start : start + MIN_SECRET_PIECE])
-        if at < 0:
-            start += 1
-            continue
-        # Earlier starts were not found, so the run begins here; extend it to the right.
-        end, j = at + MIN_SECRET_PIECE, start + MIN_SECRET_PIECE
-        while end < len(text) and j < len(secret) and text[end] == secret[j]:
-            end, j = end + 1, j + 1
-        text = text[:at] + _REDACTED + text[end:]
-    return text
-
-
-def bounded(text: str, secrets: Iterable[str | None], limit: int) -> str:
-    """``text`` scrubbed, then cut to ``limit`` characters (in that order, so no half key survives)."""
-    text = scrub(text, secrets)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 def scrub_error(error: LLMError, secrets: Iterable[str | None]) -> LLMError:
-    """``error`` with its message scrubbed in place (for errors built by code that had no secrets)."""
+    """``error`` with its message and upstream detail scrubbed in place (for errors built without the secrets)."""
+    secrets = tuple(secrets)
     message = scrub(error.message, secrets)
     if message != error.message:
         error.message = message
         error.args = (message, *error.args[1:])
+    upstream = getattr(error, "upstream", None)
+    if upstream is not None:
+        error.upstream = scrubbed_upstream(upstream, secrets)
     return error
 
 
@@ -204,16 +172,21 @@ def _error_object(body: Any) -> Mapping[str, Any]:
     if isinstance(inner, str):  # some compatible servers: {"error": "text"}
         return {"message": inner}
     if "message" in body or "detail" in body:
-        return {"message": body.get("message") or body.get("detail")}
+        # vLLM and Mistral put the error object at the top level: keep its type, code and param too.
+        top = {k: body[k] for k in ("type", "code", "param") if k in body}
+        return {**top, "message": body.get("message") or body.get("detail")}
     return {}
 
 
+def _kinds(err: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What names the cause, most specific first: a details code (Anthropic), the code, the type."""
+    details = err.get("details")
+    return (details.get("error_code") if isinstance(details, Mapping) else None, err.get("code"), err.get("type"))
+
+
 def _classify(status: int | None, err: Mapping[str, Any], message: str) -> type[LLMError]:
-    by_kind = next(
-        (TYPE_ERRORS[k] for k in (err.get("code"), err.get("type")) if isinstance(k, str) and k in TYPE_ERRORS),
-        None,
-    )
-    if by_kind in (ContextLengthError, ContentFilterError):
+    by_kind = next((TYPE_ERRORS[k] for k in _kinds(err) if isinstance(k, str) and k in TYPE_ERRORS), None)
+    if by_kind in (ContextLengthError, ContentFilterError, QuotaExceededError):
         return by_kind  # the API named the cause; trust it over the status
     if status is not None and 400 <= status < 500 and by_kind in (ProviderUnavailableError, LLMTimeoutError):
         by_kind = None  # a 4xx is the request's fault whatever type a compatible server put on it
@@ -234,10 +207,12 @@ def _classify(status: int | None, err: Mapping[str, Any], message: str) -> type[
     return base
 
 
-def _build(cls: type[LLMError], message: str, provider: str, status: int | None, retry_after: float | None) -> LLMError:
-    if cls is RateLimitError:
-        return RateLimitError(message, retry_after=retry_after, provider=provider, status_code=status)
-    error = cls(message, provider=provider, status_code=status)
+def _build(
+    cls: type[LLMError], message: str, provider: str, status: int | None, retry_after: float | None, upstream: Any
+) -> LLMError:
+    if issubclass(cls, RateLimitError):
+        return cls(message, retry_after=retry_after, provider=provider, status_code=status, upstream=upstream)
+    error = cls(message, provider=provider, status_code=status, upstream=upstream)
     if retry_after is not None:
         # A 503/529 may say when to come back too; the retry loop reads it.
         error.retry_after = retry_after  # type: ignore[attr-defined]
@@ -285,23 +260,29 @@ def error_from_response(
         text = body.decode("utf-8", "replace").strip()
         message = bounded(text, secrets, BODY_TEXT_LIMIT) if text else f"HTTP {status} with an empty body"
     cls = _classify(status, err, message)
+    upstream = upstream_detail(status, err, message, headers, secrets)
     if status == 404 and url:
         where = scrub(url, secrets)
         message = f"{message} (404 for {method} {where})"
         doubled = _DOUBLED_VERSION.search(where)
         if doubled:
             message += f"; the URL repeats '/{doubled.group(1)}': should base_url end without it?"
-    return _build(cls, message, provider, status, parse_retry_after(headers))
+    return _build(cls, message, provider, status, parse_retry_after(headers), upstream)
 
 
 def error_from_event(provider: str, payload: Any, secrets: Iterable[str | None] = ()) -> LLMError:
-    """The typed error for an error event inside a stream (no HTTP status)."""
+    """The typed error for an error event inside a stream (or a 200 body holding an error object).
+
+    Its upstream detail has no status (the response said 200) and no
+    headers; type, code and param are the event's own.
+    """
+    secrets = tuple(secrets)
     err = _error_object(payload)
     message = err.get("message") if isinstance(err.get("message"), str) else None
     message = scrub(message or "the stream reported an error without a message", secrets)
     cls = _classify(None, err, message)
     status = err.get("code") if isinstance(err.get("code"), int) else None
-    return _build(cls, message, provider, status, None)
+    return _build(cls, message, provider, status, None, upstream_detail(None, err, message, None, secrets))
 
 
 def error_from_transport(provider: str, exc: httpx.HTTPError, secrets: Iterable[str | None] = ()) -> LLMError:

@@ -7,6 +7,12 @@ only while no output has been yielded (the streaming attempt says so). A
 ``retry-after`` longer than ``max_retry_wait_s`` is not slept through: the
 error is raised at once, with its ``retry_after`` and a note saying why.
 
+A 429 is retried at most ``rate_limit_retries`` times (default: as many as
+``max_retries`` allows): a gateway whose clients retry on their own sets it
+to 0, so one throttled request does not become their retries times ours.
+A spent quota (:class:`~agent_core.errors.QuotaExceededError`) is never
+retried: it is not ``retryable``.
+
 A pooled keep-alive connection that the server had already closed (it fails
 before the first byte of the answer) is not a retry: the request goes again
 at once on a fresh connection, a bounded number of times.
@@ -24,7 +30,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 import httpx
-from agent_core.errors import LLMError
+from agent_core.errors import LLMError, RateLimitError
 
 from ._call import MAX_RETRY_SLEEP, HTTPCall
 from ._errors import error_from_transport, scrub, scrub_error
@@ -41,15 +47,27 @@ _MAX_STALE = 4
 _BACKOFF_BASE = 0.5
 
 
-def retry_delay(error: LLMError, attempt: int, max_retries: int, max_wait: float = MAX_RETRY_SLEEP) -> float | None:
+def retry_delay(
+    error: LLMError,
+    attempt: int,
+    max_retries: int,
+    max_wait: float = MAX_RETRY_SLEEP,
+    *,
+    rate_limited: int = 0,
+    rate_limit_retries: int | None = None,
+) -> float | None:
     """Seconds to wait before retry number ``attempt + 1``, or ``None`` for "give up".
 
-    Retries only errors marked ``retryable``; honours ``retry_after`` when the
-    API gave one, unless it is longer than ``max_wait`` (then gives up, so the
-    caller learns at once how long the API wants); else backs off
-    exponentially, never longer than ``max_wait``.
+    Retries only errors marked ``retryable``, and a 429 only while fewer than
+    ``rate_limit_retries`` retries followed one (``rate_limited`` so far;
+    ``None``: no bound of its own); honours ``retry_after`` when the API gave
+    one, unless it is longer than ``max_wait`` (then gives up, so the caller
+    learns at once how long the API wants); else backs off exponentially,
+    never longer than ``max_wait``.
     """
     if attempt >= max_retries or not error.retryable:
+        return None
+    if rate_limit_retries is not None and isinstance(error, RateLimitError) and rate_limited >= rate_limit_retries:
         return None
     after = getattr(error, "retry_after", None)
     if after is not None:
@@ -66,11 +84,11 @@ class Retries:
     (:meth:`delay`).
     """
 
-    __slots__ = ("call", "record", "attempt", "stale")
+    __slots__ = ("call", "record", "attempt", "stale", "rate_limited")
 
     def __init__(self, call: HTTPCall, record: InFlight) -> None:
         self.call, self.record = call, record
-        self.attempt = self.stale = 0
+        self.attempt = self.stale = self.rate_limited = 0
 
     def begin(self) -> None:
         """Raise when the call was cancelled or ran out of time; else start a fresh attempt."""
@@ -99,11 +117,13 @@ class Retries:
                 the API asked for a longer wait than ``max_retry_wait``).
         """
         call = self.call
-        delay = retry_delay(error, self.attempt, call.max_retries, call.max_retry_wait)
+        delay = retry_delay(error, self.attempt, call.max_retries, call.max_retry_wait,
+                            rate_limited=self.rate_limited, rate_limit_retries=call.rate_limit_retries)
         if delay is None:
             raise _wait_error(call, error)
         log.info("%s: retry %d/%d in %.2fs after: %s", call.provider, self.attempt + 1, call.max_retries, delay, error)
         self.attempt += 1
+        self.rate_limited += isinstance(error, RateLimitError)
         return delay
 
 
@@ -187,7 +207,8 @@ def _transport_error(call: HTTPCall, exc: httpx.HTTPError, reader: JSONEventRead
     error = error_from_transport(call.provider, exc, call.secrets)
     reason = reader.incomplete_reason() if reader is not None and reader.pending.strip() else None
     if reason is not None:
-        error = type(error)(scrub(f"{error.message}; {reason}", call.secrets), provider=call.provider)
+        message = scrub(f"{error.message}; {reason}", call.secrets)
+        error = type(error)(message, provider=call.provider, upstream=error.upstream)
     return error
 
 
