@@ -40,7 +40,7 @@ import msgspec
 
 from ._base import HTTPProvider
 from ._errors import error_from_event
-from ._sampling import EXTRA_BODY, OPENAI_FIELDS, optional_fields
+from ._sampling import EXTRA_BODY, OPENAI_FIELDS, TOKEN_LIMIT_FIELD, checked, optional_fields, token_limit
 from ._sse import JSONEventReader
 from .accumulate import push, replace_final, text_of
 from .shapes import malformed, openai_answer_fault, openai_chunk_fault
@@ -206,13 +206,14 @@ class OpenAIProvider(HTTPProvider):
     default_model = "gpt-4o-mini"
 
     def get_config_schema(self) -> Dict:
-        """Common keys, ``max_tokens``, the optional body fields (sent only when set) and ``extra_body``."""
+        """Common keys, ``max_tokens`` and the field that carries it, the optional body fields, ``extra_body``."""
         return {
             **self._common_schema(),
             "max_tokens": {
                 "type": "integer",
                 "description": "upper bound on generated tokens (API default when unset)",
             },
+            **TOKEN_LIMIT_FIELD,
             **OPENAI_FIELDS,
             **EXTRA_BODY,
         }
@@ -278,14 +279,19 @@ class OpenAIProvider(HTTPProvider):
         return f"{base_url}/chat/completions"
 
     def _api_payload(self, native_messages: list[Dict], config: Mapping[str, Any]) -> Dict:
+        """The body; ``max_tokens`` goes under the name the model takes (:func:`._sampling.token_limit`).
+
+        Raises:
+            ConfigError: ``token_limit_field`` or ``n`` outside what the schema allows.
+        """
+        config = checked(checked(config, TOKEN_LIMIT_FIELD, self.name), OPENAI_FIELDS, self.name)
         payload: Dict = {
             "model": config.get("model") or self.default_model,
             "messages": [_wire(m) for m in native_messages],
         }
         if config.get("temperature") is not None:
             payload["temperature"] = config["temperature"]
-        if config.get("max_tokens"):
-            payload["max_tokens"] = config["max_tokens"]
+        payload.update(token_limit(config, str(payload["model"])))
         payload.update(optional_fields(config, OPENAI_FIELDS))
         return payload
 

@@ -152,3 +152,86 @@ def test_anthropic_refuses_a_sampling_value_of_the_wrong_type(server, key, value
         ask(server, "anthropic", **{key: value})
     assert info.value.key == key and "anthropic" in info.value.plugins
     assert server.requests == []
+
+
+# -- issue 26: what the model wants ---------------------------------------------------------------
+
+
+def openai_only() -> AgentCore:
+    """The provider alone, so what it sends is its own doing (no openai_reasoning)."""
+    return AgentCore(providers=[OpenAIProvider])
+
+
+@pytest.mark.parametrize(
+    ("model", "field"),
+    [
+        ("o1", "max_completion_tokens"),
+        ("o1-mini", "max_completion_tokens"),
+        ("o3-mini-2025-01-31", "max_completion_tokens"),
+        ("o4-mini", "max_completion_tokens"),
+        ("gpt-5", "max_completion_tokens"),
+        ("gpt-5.1-codex", "max_completion_tokens"),
+        ("GPT-5-nano", "max_completion_tokens"),
+        ("gpt-4o-mini", "max_tokens"),
+        ("gpt-4.1", "max_tokens"),
+        ("llama3.2", "max_tokens"),
+        ("o10-local", "max_tokens"),
+        ("openai/gpt-5", "max_tokens"),  # a router's name: the router maps max_tokens itself
+    ],
+)
+def test_max_tokens_goes_under_the_name_the_model_takes(server, model, field):
+    server.enqueue(oa_text("ok"))
+    raw = ask(server, "openai", openai_only(), model=model, max_tokens=50)
+    other = "max_tokens" if field == "max_completion_tokens" else "max_completion_tokens"
+    assert f'"{field}":50'.encode() in raw and f'"{other}"'.encode() not in raw
+
+
+@pytest.mark.parametrize(
+    ("choice", "model", "sent"),
+    [
+        ("max_tokens", "gpt-5", b'"max_tokens":50'),
+        ("max_completion_tokens", "llama3.2", b'"max_completion_tokens":50'),
+        ("auto", "o3", b'"max_completion_tokens":50'),
+    ],
+)
+def test_token_limit_field_forces_the_name(server, choice, model, sent):
+    server.enqueue(oa_text("ok"))
+    raw = ask(server, "openai", openai_only(), model=model, max_tokens=50, token_limit_field=choice)
+    assert raw == (
+        b'{"model":"' + model.encode() + b'","messages":[{"role":"user","content":"hi"}],' + sent
+        + b',"stream":true,"stream_options":{"include_usage":true}}'
+    )
+
+
+def test_an_explicit_max_completion_tokens_is_sent_as_it_is_and_wins(server):
+    server.enqueue(oa_text("ok"), oa_text("ok"))
+    raw = ask(server, "openai", openai_only(), model="gpt-5-mini", max_tokens=50, max_completion_tokens=900)
+    assert b'"max_completion_tokens":900' in raw and b":50" not in raw
+    raw = ask(server, "openai", openai_only(), model="gpt-4o", max_completion_tokens=900)
+    assert b'"max_completion_tokens":900' in raw and b'"max_tokens"' not in raw
+
+
+def test_reasoning_effort_verbosity_and_n_are_sent_when_set(server):
+    server.enqueue(oa_text("ok"))
+    raw = ask(server, "openai", openai_only(), model="gpt-5", reasoning_effort="minimal", verbosity="low", n=2)
+    assert raw == (
+        b'{"model":"gpt-5","messages":[{"role":"user","content":"hi"}],"n":2,"reasoning_effort":"minimal",'
+        b'"verbosity":"low","stream":true,"stream_options":{"include_usage":true}}'
+    )
+
+
+def test_with_openai_reasoning_enabled_reasoning_effort_is_sent_once(server):
+    server.enqueue(oa_text("ok"))
+    raw = ask(server, "openai", model="o3", reasoning_effort="high")
+    assert raw.count(b'"reasoning_effort":"high"') == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [("n", 0, "at least 1"), ("token_limit_field", "max_output_tokens", "one of 'auto'"), ("verbosity", 3, "string")],
+)
+def test_out_of_range_openai_values_are_refused_before_any_request(server, key, value, expected):
+    with pytest.raises(ConfigError) as info:
+        ask(server, "openai", openai_only(), **{key: value})
+    assert info.value.key == key and expected in str(info.value)
+    assert server.requests == []
