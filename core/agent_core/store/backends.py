@@ -177,6 +177,22 @@ class PostgresBackend:
                 text = text.replace(self._password, "<redacted>")
             raise StoreError(f"the session database {self.display} cannot be reached: {text}") from None
 
+    def dedicated(self) -> Any:
+        """An autocommit connection outside the pool, for a session-level lock that must die with it.
+
+        A pooled connection would outlive the lease that locked it (and hand the lock to the
+        next borrower); this one is closed with the lease, or dropped by the server with the process.
+        """
+        import psycopg
+
+        if self._closed:
+            raise StoreError(f"the session store at {self.display} is closed")
+        try:
+            return psycopg.connect(self._url, autocommit=True, connect_timeout=max(int(self._timeout), 2))
+        except psycopg.OperationalError as exc:
+            text = str(exc).replace(self._password, "<redacted>") if self._password else str(exc)
+            raise StoreError(f"the session database {self.display} cannot be reached: {text}") from None
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

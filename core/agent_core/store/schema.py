@@ -61,7 +61,21 @@ _V1 = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+# Who runs a turn on a session right now (``agent_core.store.lease``): on SQLite the row is the lease
+# (its expiry frees it when the holder dies); on PostgreSQL an advisory lock is, and the row only says
+# who holds it, since when, and what a waiting turn asks of it (``claim``).
+_V2 = (
+    """CREATE TABLE agent_core_leases (
+        session_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        request_id TEXT,
+        started_at DOUBLE PRECISION NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL,
+        claim TEXT
+    )""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -48,6 +48,7 @@ from .codec import (
     native_head,
     split_metadata,
 )
+from .lease import LeaseMethods
 from .schema import MIGRATIONS, migrate
 from .values import Revision, SessionInfo, Stored
 
@@ -98,7 +99,7 @@ class _Save:
         self.now = time.time()
 
 
-class SqlSessionStore:
+class SqlSessionStore(LeaseMethods):
     """A :class:`~agent_core.store.SessionStore` on SQLite or PostgreSQL (see :func:`open_store`)."""
 
     def __init__(self, backend: Any, *, url: str, migrations: Any = MIGRATIONS) -> None:

@@ -41,7 +41,7 @@ from ..plugin_kit import Call, drive_async, drive_sync
 from .protocol import SessionStore
 from .values import Stored
 
-__all__ = ["TurnResult", "TurnRetryEvent", "TurnSavedEvent", "arun_turn", "astream_turn", "run_turn", "stream_turn"]
+__all__ = ["TurnDiscardedEvent", "TurnResult", "TurnRetryEvent", "TurnSavedEvent", "arun_turn", "astream_turn", "run_turn", "stream_turn"]
 
 MessageLike = Message | Mapping[str, Any] | str  # a Message, a message dict, or a user message's text
 ConfigLike = Mapping[str, Any] | None
@@ -82,6 +82,17 @@ class TurnSavedEvent(msgspec.Struct, frozen=True, tag="saved"):
     @property
     def type(self) -> str:
         return "saved"
+
+
+class TurnDiscardedEvent(msgspec.Struct, frozen=True, tag="discarded"):
+    """Streamed turns under a lease: a later turn rolled this one back, so nothing of it was saved."""
+
+    session_id: str
+    attempts: int
+
+    @property
+    def type(self) -> str:
+        return "discarded"
 
 
 def _check(session_id: Any, message: Any, retries: Any) -> Message:
@@ -136,11 +147,12 @@ class _Turn:
 
     def __init__(
         self, core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike,
-        retries: int, *, request_id: str | None = None, streamed: bool,
+        retries: int, *, request_id: str | None = None, streamed: bool, lease: Any = None,
     ) -> None:
         message = _check(session_id, message, retries)
         self.core, self.store, self.session_id, self.message = core, store, session_id, message
         self.config, self.retries, self.request_id, self.streamed = config, retries, request_id, streamed
+        self.lease = lease  # a SessionLease: a turn a waiter rolled back must not be saved
         self.result: TurnResult | None = None
 
     def steps(self) -> Generator[Any, Any, None]:
@@ -157,6 +169,9 @@ class _Turn:
             asked = (stored.session if stored is not None else Session(sid)).with_message(self.message)
             result = yield from self._ask(asked)
             if result is None:
+                return
+            if self.lease is not None and not (yield Call(self.lease.claim_save, self.lease.aclaim_save, "claim")):
+                yield TurnDiscardedEvent(sid, attempt)
                 return
             save = (partial(_save, store, result.session, expected), partial(_asave, store, result.session, expected))
             try:
@@ -228,8 +243,8 @@ async def arun_turn(
 
 def stream_turn(
     core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike = None, *,
-    retries: int = 3, request_id: str | None = None,
-) -> Iterator[Event | TurnRetryEvent | TurnSavedEvent]:
+    retries: int = 3, request_id: str | None = None, lease: Any = None,
+) -> Iterator[Event | TurnRetryEvent | TurnSavedEvent | TurnDiscardedEvent]:
     """:func:`run_turn` as a stream: the request's events, then ``saved`` (a :class:`TurnSavedEvent`).
 
     A conflict yields a :class:`TurnRetryEvent` and the next attempt's events
@@ -239,19 +254,25 @@ def stream_turn(
     stream does (``error``, then ``done`` with a stopped outcome) and nothing
     is saved: no ``saved`` event.
 
+    With ``lease`` (a :class:`~agent_core.store.lease.SessionLease` the caller holds on the
+    session), the turn asks it before saving: a turn a waiter rolled back ends with a
+    ``discarded`` event (:class:`TurnDiscardedEvent`) instead of ``saved``, and nothing is saved.
+
     Raises:
         ConflictError: still losing after ``retries`` retries (after the last ``done``).
     """
-    turn = _Turn(core, store, session_id, message, config, retries, request_id=request_id, streamed=True)
+    turn = _Turn(core, store, session_id, message, config, retries, request_id=request_id, streamed=True,
+                 lease=lease)
     yield from drive_sync(turn.steps())
 
 
 async def astream_turn(
     core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike = None, *,
-    retries: int = 3, request_id: str | None = None,
-) -> AsyncIterator[Event | TurnRetryEvent | TurnSavedEvent]:
+    retries: int = 3, request_id: str | None = None, lease: Any = None,
+) -> AsyncIterator[Event | TurnRetryEvent | TurnSavedEvent | TurnDiscardedEvent]:
     """Async twin of :func:`stream_turn`."""
-    turn = _Turn(core, store, session_id, message, config, retries, request_id=request_id, streamed=True)
+    turn = _Turn(core, store, session_id, message, config, retries, request_id=request_id, streamed=True,
+                 lease=lease)
     async with aclosing(drive_async(turn.steps())) as events:
         async for event in events:
             yield event

@@ -1,0 +1,362 @@
+"""One turn at a time per session, across processes and machines: the session lease.
+
+Theory of operation. Optimistic revisions already keep two turns from overwriting each
+other, but the loser pays a second model call. A lease keeps the second turn from
+starting at all until the first is saved. Taking it never blocks: :meth:`LeaseAttempt.take`
+either wins at once or returns ``None``, and a waiter polls (``wait_lease``), so a waiter can
+give up at its limit, notice its client left, or claim the running turn between tries.
+
+- **SQLite** (one machine): the row in ``agent_core_leases`` *is* the lease. It is taken by
+  an upsert that succeeds only when no row exists or the row's ``expires_at`` has passed,
+  and the holder's watcher thread pushes ``expires_at`` forward every third of the TTL.
+  A holder that dies (even by SIGKILL) stops renewing, so its session frees itself at
+  most ``lease_ttl_s`` later.
+- **PostgreSQL**: a session-level advisory lock on a connection of the lease's own,
+  outside the pool. A transaction-level lock would free itself as well, but only by
+  keeping a transaction open for the whole turn, which pins the vacuum horizon and holds
+  a pooled connection idle in transaction; a session-level lock on a dedicated
+  connection frees itself the moment that connection drops, so a holder that dies frees
+  the session at once, and nothing else waits on it. The row only says who holds the lock.
+
+The row also carries ``claim``, how waiters talk to the holder in any process:
+``interrupt`` (stop and save what you have), ``discard`` (stop and save nothing) and
+``saving``, which the holder sets, in one conditional update, just before it saves. So a
+``discard`` either lands before the save (the holder sees it and does not save) or fails
+because the holder is saving already (the waiter then simply waits): never both. The
+holder's watcher reads the claim every ``TICK_S`` and calls ``on_claim`` (cancel the
+request), so a claim reaches a holder in another process without any channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, Literal
+
+import msgspec
+
+from ..errors import InvalidArgumentError, StoreError
+
+__all__ = ["TICK_S", "LeaseAttempt", "LeaseInfo", "LeaseMethods", "SessionBusyError", "SessionLease"]
+
+TICK_S = 0.2  # how often a holder reads its claim (the delay of an interrupt from another process)
+_log = logging.getLogger("agent_core.store.lease")
+Claim = Literal["interrupt", "discard"]
+
+_COLUMNS = "session_id, holder, request_id, started_at, claim"
+_INSERT = (
+    "INSERT INTO agent_core_leases (session_id, holder, request_id, started_at, expires_at, claim) "
+    "VALUES (?, ?, ?, ?, ?, NULL) ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, "
+    "request_id = excluded.request_id, started_at = excluded.started_at, expires_at = excluded.expires_at, "
+    "claim = NULL"
+)
+_PG_KEY = "hashtextextended(current_schema() || '/' || {}, 0)"  # the schema too: advisory locks are per database
+_PG_HELD = (
+    " AND EXISTS (SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 1"
+    " AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND ((k.classid::bigint << 32) | k.objid::bigint) = " + _PG_KEY.format("session_id") + ")"
+)
+_CLAIM_FROM = {"interrupt": "claim IS NULL", "discard": "(claim IS NULL OR claim = 'interrupt')"}
+
+
+class SessionBusyError(StoreError):
+    """Another turn held the session's lease for longer than the caller would wait."""
+
+
+class LeaseInfo(msgspec.Struct, frozen=True):
+    """Who runs a turn on a session: what a waiter shows its client and addresses a claim to."""
+
+    session_id: str
+    holder: str
+    request_id: str | None
+    started_at: float
+    claim: str | None
+
+
+def _info(row: Any) -> LeaseInfo:
+    return LeaseInfo(str(row[0]), str(row[1]), row[2], float(row[3]), row[4])
+
+
+class _Rows:
+    """Statements on a lease's own PostgreSQL connection, or in SQLite transactions: one shape for both."""
+
+    def __init__(self, backend: Any, conn: Any = None) -> None:
+        self._backend, self._conn = backend, conn
+
+    def run(self, sql: str, params: tuple[Any, ...]) -> int:
+        if self._conn is not None:
+            return max(self._conn.execute(sql.replace("?", "%s"), params).rowcount, 0)
+        with self._backend.transaction(write=True) as tx:
+            return tx.run(sql, params)
+
+    def rows(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        if self._conn is not None:
+            return list(self._conn.execute(sql.replace("?", "%s"), params).fetchall())
+        with self._backend.transaction(write=False) as tx:
+            return tx.rows(sql, params)
+
+    def claim_of(self, sid: str, holder: str) -> str | None:
+        found = self.rows("SELECT claim FROM agent_core_leases WHERE session_id = ? AND holder = ?", (sid, holder))
+        return found[0][0] if found else None
+
+
+class SessionLease:
+    """A held lease: the session is this turn's until :meth:`release` (or the holder's death).
+
+    ``on_claim`` is called from the watcher thread when a waiter claims the turn
+    (``interrupt`` or ``discard``), again every tick until it returns True (the request
+    it cancels may not have started yet). ``lost`` turns True when the lease went away
+    under the holder (a SQLite renewal came too late, the PostgreSQL connection dropped):
+    the turn may still save, and the store's revisions still guard that save.
+    """
+
+    def __init__(self, rows: _Rows, info: LeaseInfo, on_claim: Callable[[], bool] | None,
+                 ttl_s: float | None, conn: Any = None) -> None:
+        self.info, self.lost = info, False
+        self._rows, self._on_claim, self._ttl, self._conn = rows, on_claim, ttl_s, conn
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="agent-core-lease", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        sid, holder = self.info.session_id, self.info.holder
+        renew_at = time.monotonic() + (self._ttl or 0) / 3
+        answered = False
+        while not self._stop.wait(TICK_S):
+            try:
+                claim = self._rows.claim_of(sid, holder)
+                if self._ttl is not None and time.monotonic() >= renew_at:
+                    renew_at = time.monotonic() + self._ttl / 3
+                    if not self._rows.run("UPDATE agent_core_leases SET expires_at = ? WHERE session_id = ? AND "
+                                          "holder = ?", (time.time() + self._ttl, sid, holder)):
+                        self._lose("its row expired before it was renewed")
+                        return
+            except Exception as exc:  # noqa: BLE001 - a dropped connection: the lock went with it
+                self._lose(f"{type(exc).__name__}: {exc}")
+                return
+            if claim in ("interrupt", "discard") and not answered and self._on_claim is not None:
+                try:
+                    answered = bool(self._on_claim())
+                except Exception:  # noqa: BLE001 - the callback is the caller's; keep watching
+                    _log.exception("lease on_claim callback failed")
+
+    def _lose(self, why: str) -> None:
+        self.lost = True
+        _log.warning("the lease on session %r was lost: %s", self.info.session_id, why)
+
+    def claim_save(self) -> bool:
+        """Mark the turn as saving; False when a waiter asked to discard it first (then do not save).
+
+        One conditional update, so a ``discard`` and a save never both happen. A lease that
+        is gone (lost) answers True: the save is then guarded by revisions alone.
+        """
+        sid, holder = self.info.session_id, self.info.holder
+        try:
+            if self._rows.run("UPDATE agent_core_leases SET claim = 'saving' WHERE session_id = ? AND holder = ? AND "
+                              + _CLAIM_FROM["discard"], (sid, holder)):
+                return True
+            return self._rows.claim_of(sid, holder) != "discard"
+        except Exception as exc:  # noqa: BLE001 - see lost
+            self._lose(f"{type(exc).__name__}: {exc}")
+            return True
+
+    async def aclaim_save(self) -> bool:
+        return await asyncio.to_thread(self.claim_save)
+
+    def release(self) -> None:
+        """Free the session (idempotent): stop the watcher, delete the row, close the lock's connection."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join()
+        try:
+            self._rows.run("DELETE FROM agent_core_leases WHERE session_id = ? AND holder = ?",
+                           (self.info.session_id, self.info.holder))
+        except Exception as exc:  # noqa: BLE001 - SQLite: the row expires; PostgreSQL: closing frees the lock
+            _log.warning("releasing the lease on %r: %s", self.info.session_id, exc)
+        finally:
+            if self._conn is not None:
+                self._conn.close()
+
+    async def arelease(self) -> None:
+        await asyncio.to_thread(self.release)
+
+
+class LeaseAttempt:
+    """One turn's way to a session's lease: :meth:`take` as often as it likes, then :meth:`close`.
+
+    On PostgreSQL the attempt keeps its connection between tries (a waiter polls on
+    one connection instead of opening one per try) and hands it to the lease it wins.
+    """
+
+    def __init__(self, backend: Any, session_id: str, request_id: str | None,
+                 on_claim: Callable[[], bool] | None, ttl_s: float) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise InvalidArgumentError(f"session_id must be a non-empty string, got {session_id!r}",
+                                       argument="session_id")
+        self._backend, self.session_id, self.request_id = backend, session_id, request_id
+        self._on_claim, self._ttl = on_claim, ttl_s
+        self.holder = uuid.uuid4().hex
+        self._conn: Any = None
+
+    def take(self) -> SessionLease | None:
+        """The lease, or None while another turn holds it. Raises StoreError when the database is away."""
+        if self._backend.dialect == "postgresql":
+            return self._take_pg()
+        sid, now = self.session_id, time.time()
+        with self._backend.transaction(write=False) as tx:  # a read first: a busy session costs no write lock
+            row = tx.rows("SELECT expires_at FROM agent_core_leases WHERE session_id = ?", (sid,))
+        if row and float(row[0][0]) >= now:
+            return None
+        with self._backend.transaction(write=True) as tx:
+            won = tx.run(_INSERT + " WHERE agent_core_leases.expires_at < ?",
+                         (sid, self.holder, self.request_id, now, now + self._ttl, now))
+        if not won:
+            return None
+        info = LeaseInfo(sid, self.holder, self.request_id, now, None)
+        return SessionLease(_Rows(self._backend), info, self._on_claim, self._ttl)
+
+    def _take_pg(self) -> SessionLease | None:
+        import psycopg
+
+        try:
+            if self._conn is None:
+                self._conn = self._backend.dedicated()
+            key = _PG_KEY.format("%s")
+            if not self._conn.execute(f"SELECT pg_try_advisory_lock({key})", (self.session_id,)).fetchone()[0]:
+                return None
+            now = time.time()
+            rows = _Rows(self._backend, self._conn)
+            rows.run(_INSERT, (self.session_id, self.holder, self.request_id, now, now))
+        except psycopg.Error as exc:
+            self.close()
+            raise StoreError(f"cannot take the lease on session {self.session_id!r}: {type(exc).__name__}",
+                             session_id=self.session_id) from None
+        conn, self._conn = self._conn, None
+        info = LeaseInfo(self.session_id, self.holder, self.request_id, now, None)
+        return SessionLease(rows, info, self._on_claim, None, conn)
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+
+class LeaseMethods:
+    """The lease half of :class:`~agent_core.store.SqlSessionStore` (sync, and async twins in a thread)."""
+
+    _backend: Any
+    #: SQLite: how long a lease outlives its holder's last renewal (a dead holder frees the session after this)
+    lease_ttl_s: float = 10.0
+
+    def lease_attempt(self, session_id: str, *, request_id: str | None = None,
+                      on_claim: Callable[[], bool] | None = None) -> LeaseAttempt:
+        """A way to the lease of ``session_id`` for one turn; ``request_id`` tells waiters what to cancel."""
+        return LeaseAttempt(self._backend, session_id, request_id, on_claim, self.lease_ttl_s)
+
+    def try_lease(self, session_id: str, *, request_id: str | None = None,
+                  on_claim: Callable[[], bool] | None = None) -> SessionLease | None:
+        """The lease if the session is free now, else None (never waits)."""
+        attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
+        try:
+            return attempt.take()
+        finally:
+            attempt.close()
+
+    async def atry_lease(self, session_id: str, *, request_id: str | None = None,
+                         on_claim: Callable[[], bool] | None = None) -> SessionLease | None:
+        return await asyncio.to_thread(lambda: self.try_lease(session_id, request_id=request_id, on_claim=on_claim))
+
+    def wait_lease(self, session_id: str, *, wait_s: float, request_id: str | None = None,
+                   on_claim: Callable[[], bool] | None = None, between: Callable[[], Any] | None = None,
+                   poll_s: float = 0.05) -> SessionLease | None:
+        """Try every ``poll_s`` until the lease is won (returned) or ``wait_s`` passed (None).
+
+        ``between`` runs after each lost try (a waiter's chance to claim the holder).
+        """
+        attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
+        deadline = time.monotonic() + wait_s
+        try:
+            while (lease := attempt.take()) is None and time.monotonic() < deadline:
+                if between is not None:
+                    between()
+                time.sleep(poll_s)
+            return lease
+        finally:
+            attempt.close()
+
+    async def await_lease(self, session_id: str, *, wait_s: float, request_id: str | None = None,
+                          on_claim: Callable[[], bool] | None = None,
+                          between: Callable[[], Awaitable[Any]] | None = None, stop: asyncio.Event | None = None,
+                          poll_s: float = 0.05) -> SessionLease | None:
+        """Async twin of :meth:`wait_lease`; also gives up (None) once ``stop`` is set."""
+        attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
+        deadline = time.monotonic() + wait_s
+        try:
+            while (lease := await asyncio.to_thread(attempt.take)) is None:
+                if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+                    return None
+                if between is not None:
+                    await between()
+                await asyncio.sleep(poll_s)
+            return lease
+        finally:
+            await asyncio.to_thread(attempt.close)
+
+    @contextmanager
+    def lease(self, session_id: str, *, wait_s: float = 60.0, request_id: str | None = None,
+              on_claim: Callable[[], bool] | None = None) -> Iterator[SessionLease]:
+        """Hold the session's lease for the ``with`` block, waiting up to ``wait_s`` for it.
+
+        Raises:
+            SessionBusyError: another turn held it all that time.
+        """
+        lease = self.wait_lease(session_id, wait_s=wait_s, request_id=request_id, on_claim=on_claim)
+        if lease is None:
+            raise SessionBusyError(f"session {session_id!r} was busy for {wait_s:g} s", session_id=session_id)
+        try:
+            yield lease
+        finally:
+            lease.release()
+
+    @asynccontextmanager
+    async def alease(self, session_id: str, *, wait_s: float = 60.0, request_id: str | None = None,
+                     on_claim: Callable[[], bool] | None = None) -> AsyncIterator[SessionLease]:
+        """Async twin of :meth:`lease`."""
+        lease = await self.await_lease(session_id, wait_s=wait_s, request_id=request_id, on_claim=on_claim)
+        if lease is None:
+            raise SessionBusyError(f"session {session_id!r} was busy for {wait_s:g} s", session_id=session_id)
+        try:
+            yield lease
+        finally:
+            await lease.arelease()
+
+    def lease_holder(self, session_id: str) -> LeaseInfo | None:
+        """Who holds the session's lease now, or None."""
+        held = " AND expires_at >= ?" if self._backend.dialect == "sqlite" else _PG_HELD
+        params = (session_id, time.time()) if self._backend.dialect == "sqlite" else (session_id,)
+        with self._backend.transaction(write=False) as tx:
+            found = tx.rows(f"SELECT {_COLUMNS} FROM agent_core_leases WHERE session_id = ?{held}", params)
+        return _info(found[0]) if found else None
+
+    async def alease_holder(self, session_id: str) -> LeaseInfo | None:
+        return await asyncio.to_thread(self.lease_holder, session_id)
+
+    def claim_lease(self, session_id: str, holder: str, claim: Claim) -> bool:
+        """Ask ``holder`` to stop (``interrupt``: save what it has; ``discard``: save nothing).
+
+        Returns False when it is too late (the holder is saving, or gone) or already asked.
+        """
+        if claim not in _CLAIM_FROM:
+            raise InvalidArgumentError(f"claim must be 'interrupt' or 'discard', got {claim!r}", argument="claim")
+        with self._backend.transaction(write=True) as tx:
+            return bool(tx.run(f"UPDATE agent_core_leases SET claim = ? WHERE session_id = ? AND holder = ? AND "
+                               f"{_CLAIM_FROM[claim]}", (claim, session_id, holder)))
+
+    async def aclaim_lease(self, session_id: str, holder: str, claim: Claim) -> bool:
+        return await asyncio.to_thread(self.claim_lease, session_id, holder, claim)

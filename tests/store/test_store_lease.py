@@ -1,0 +1,192 @@
+"""The session lease on both backends: one holder at a time, claims, a dead holder's lease freed, turns in line."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from agent_core import AgentCore
+from agent_core.store import SqlSessionStore, astream_turn, open_store, stream_turn
+from agent_core.store.lease import TICK_S, SessionBusyError
+from agent_core_providers.echo import EchoProvider
+
+from .conftest import ECHO
+
+_HOLD = """
+import sys, time
+from agent_core.store import open_store
+store = open_store(sys.argv[1])
+store.lease_ttl_s = float(sys.argv[3])
+lease = store.try_lease(sys.argv[2], request_id="doomed")
+print("held" if lease else "busy", flush=True)
+time.sleep(600)
+"""
+
+
+def test_one_holder_at_a_time_and_its_info(store: SqlSessionStore, extra_store: Callable[[], Any]) -> None:
+    other = extra_store()
+    first = store.try_lease("s1", request_id="r1")
+    assert first is not None
+    try:
+        assert other.try_lease("s1") is None
+        free = other.try_lease("s2")  # another session is free
+        assert free is not None
+        free.release()
+        info = other.lease_holder("s1")
+        assert info is not None and (info.holder, info.request_id) == (first.info.holder, "r1")
+        assert abs(info.started_at - time.time()) < 60 and info.claim is None
+    finally:
+        first.release()
+    first.release()  # idempotent
+    assert other.lease_holder("s1") is None
+    second = other.try_lease("s1")
+    assert second is not None
+    second.release()
+
+
+def test_waiting_gives_up_at_its_limit(store: SqlSessionStore, extra_store: Callable[[], Any]) -> None:
+    other = extra_store()
+    with store.lease("s1"):
+        started = time.monotonic()
+        assert other.wait_lease("s1", wait_s=0.3) is None
+        assert 0.3 <= time.monotonic() - started < 5
+        with pytest.raises(SessionBusyError, match="busy"):
+            with other.lease("s1", wait_s=0.1):
+                pass
+    with other.lease("s1", wait_s=0.1) as lease:  # free again
+        assert lease.info.session_id == "s1"
+
+
+def test_a_waiter_gets_the_lease_when_it_is_released(store: SqlSessionStore, extra_store: Callable[[], Any]) -> None:
+    other = extra_store()
+    held = store.try_lease("s1")
+    assert held is not None
+    threading.Timer(0.3, held.release).start()
+    lease = other.wait_lease("s1", wait_s=20)
+    assert lease is not None
+    lease.release()
+
+
+def test_claims_reach_the_holder_and_discard_beats_the_save(store: SqlSessionStore,
+                                                            extra_store: Callable[[], Any]) -> None:
+    other = extra_store()
+    called = threading.Event()
+    lease = store.try_lease("s1", request_id="r1", on_claim=lambda: called.set() or True)
+    assert lease is not None
+    try:
+        assert other.claim_lease("s1", lease.info.holder, "interrupt")
+        assert not other.claim_lease("s1", lease.info.holder, "interrupt")  # asked already
+        assert called.wait(TICK_S * 20)  # the holder's watcher saw it
+        assert other.claim_lease("s1", lease.info.holder, "discard")  # an interrupt may become a discard
+        assert lease.claim_save() is False
+    finally:
+        lease.release()
+    lease = store.try_lease("s1")
+    assert lease is not None
+    try:
+        assert lease.claim_save() is True
+        assert not other.claim_lease("s1", lease.info.holder, "discard")  # too late: it is saving
+        assert lease.claim_save() is True  # a second save (after a conflict) is still allowed
+        assert not other.claim_lease("s1", "someone-else", "discard")
+    finally:
+        lease.release()
+
+
+def test_a_rolled_back_streamed_turn_saves_nothing(store: SqlSessionStore, core: AgentCore) -> None:
+    lease = store.try_lease("s1")
+    assert lease is not None
+    try:
+        assert store.claim_lease("s1", lease.info.holder, "discard")
+        events = list(stream_turn(core, store, "s1", "hello", ECHO, lease=lease))
+    finally:
+        lease.release()
+    assert [e.type for e in events][-2:] == ["done", "discarded"]
+    assert store.lease_holder("s1") is None
+    with pytest.raises(Exception, match="s1"):
+        store.get("s1")
+
+
+def _spawn_holder(url: str, ttl: float) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD, url, "s1", str(ttl)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def test_a_killed_holder_frees_the_session(store: SqlSessionStore, store_url: str) -> None:
+    """SQLite: after the lease's expiry (the holder renews no more); PostgreSQL: at once (its connection drops)."""
+    ttl = 1.5
+    for proc in _spawn_holder(store_url, ttl):
+        time.sleep(ttl + 0.5)  # a live holder keeps renewing past its TTL
+        assert store.try_lease("s1") is None
+        info = store.lease_holder("s1")
+        assert info is not None and info.request_id == "doomed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        killed = time.monotonic()
+        lease = store.wait_lease("s1", wait_s=30, poll_s=0.02)
+        freed = time.monotonic() - killed
+        assert lease is not None
+        lease.release()
+        if store_url.startswith("sqlite"):
+            assert freed <= ttl + 1.0
+        else:
+            assert freed < 1.0
+
+
+def test_turns_under_the_lease_never_conflict(store_url: str) -> None:
+    """Four handlers (store objects), six turns each, on one session: every turn saved at its first try."""
+    calls: list[int] = []
+
+    class Counting(EchoProvider):
+        def stream_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Iterator[Any]:
+            calls.append(1)
+            time.sleep(0.01)  # long enough that the handlers overlap
+            yield from super().stream_api(native_messages, state, request_id=request_id)
+
+    core = AgentCore(providers=[Counting])
+    attempts: list[int] = []
+
+    def handler(i: int) -> None:
+        with open_store(store_url) as mine:
+            for j in range(6):
+                with mine.lease("s1", wait_s=60) as lease:
+                    events = list(stream_turn(core, mine, "s1", f"h{i}-{j}", ECHO, lease=lease))
+                attempts.append(events[-1].attempts)
+
+    threads = [threading.Thread(target=handler, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert attempts == [1] * 24 and len(calls) == 24
+    with open_store(store_url) as check:
+        assert check.get("s1").revision == 24
+
+
+def test_the_async_twins(store: SqlSessionStore, core: AgentCore) -> None:
+    async def main() -> list[str]:
+        async with store.alease("s1", wait_s=1) as lease:
+            assert await store.atry_lease("s1") is None
+            assert (await store.alease_holder("s1")).holder == lease.info.holder  # type: ignore[union-attr]
+            waited = await store.await_lease("s1", wait_s=0.2)
+            assert waited is None
+            stop = asyncio.Event()
+            stop.set()
+            assert await store.await_lease("s1", wait_s=60, stop=stop) is None  # gives up at once
+            return [e.type async for e in astream_turn(core, store, "s1", "hi", ECHO, lease=lease)]
+
+    assert asyncio.run(main())[-1] == "saved"
+    assert store.lease_holder("s1") is None
