@@ -1,8 +1,9 @@
 """instructor (structured extraction over the ``openai`` SDK) against the OpenAI-compatible facade.
 
-instructor cannot share the ``clients`` environment: instructor 1.17 pins ``jiter<0.15``, and
-the ``openai>=3`` that the other clients need requires ``jiter>=0.16``. Its tests run in a
-virtualenv of their own (``tests/clients/README.md``) and skip, saying so, anywhere else.
+instructor cannot share the ``clients`` environment: instructor 1.17 pins ``jiter<0.15``,
+openai 3.4 and later need ``jiter>=0.16``, and pydantic-ai-slim 2.68 needs ``openai>=3.31``. Its
+tests run in a virtualenv of their own, with openai 3.3 (``tests/clients/README.md``), and skip,
+saying so, anywhere else.
 
 instructor forces a function call named after the response model (``tool_choice``), validates
 the arguments with pydantic and, when they do not validate, asks again with the error: so the
@@ -22,8 +23,8 @@ from ._upstream import Upstream
 
 pytestmark = pytest.mark.clients
 
-WHY = ("instructor is not installed: it pins jiter<0.15 while openai>=3 (the other clients) needs jiter>=0.16, "
-       "so it lives in its own virtualenv; see tests/clients/README.md")
+WHY = ("instructor is not installed: it pins jiter<0.15, which the openai>=3.31 of the clients extra cannot "
+       "share (it needs jiter>=0.16), so it has a virtualenv of its own; see tests/clients/README.md")
 
 
 @pytest.fixture(scope="module")
