@@ -20,7 +20,7 @@ Shared state while a request runs::
                       what changed, so the rest of the buffer is not copied
 
 Native messages are Chat Completions messages. Keys starting with ``_`` are
-ours and never sent: ``_finish_reason`` and ``_usage`` on an assistant
+ours and never sent: ``_finish_reason``, ``_usage`` and ``_logprobs`` on an assistant
 answer, so they survive in the native history and reach the core message's
 metadata (extensions add their own, e.g. ``openai_tools``'s
 ``_incomplete_tool_calls``). The payload's messages are 1:1 with the native
@@ -248,6 +248,9 @@ class OpenAIProvider(HTTPProvider):
                     changes["refusal"] = push(state["openai"].get("refusal"), refusal)
             if choice.get("finish_reason"):
                 changes["finish_reason"] = choice["finish_reason"]
+            logprobs = choice.get("logprobs")  # null unless the request asked for them
+            if logprobs and logprobs.get("content"):
+                changes["logprobs"] = [*state["openai"].get("logprobs", ()), *logprobs["content"]]
         usage = native_chunk.get("usage") or (native_chunk.get("x_groq") or {}).get("usage")
         if usage:
             changes["usage"] = usage
@@ -271,6 +274,8 @@ class OpenAIProvider(HTTPProvider):
             message["_finish_reason"] = buffer["finish_reason"]
         if buffer.get("usage"):
             message["_usage"] = buffer["usage"]
+        if buffer.get("logprobs"):
+            message["_logprobs"] = {"content": buffer["logprobs"]}
         return [message], [*native_messages, message], {**state, "openai": None, "openai_text": None}
 
     # -- API specifics for HTTPProvider ------------------------------------------------
@@ -309,12 +314,14 @@ class OpenAIProvider(HTTPProvider):
         return normalize_usage(usage)
 
     def _api_metadata(self, message: Mapping[str, Any]) -> Dict:
-        """The finish reason and any refusal."""
+        """The finish reason, any refusal, and the token log-probabilities when the request asked for them."""
         metadata: Dict = {}
         if message.get("refusal") and isinstance(message["refusal"], str):
             metadata["refusal"] = message["refusal"]
         if message.get("_finish_reason"):
             metadata["finish_reason"] = message["_finish_reason"]
+        if message.get("_logprobs"):
+            metadata["logprobs"] = message["_logprobs"]
         return metadata
 
     def _api_auth_headers(self, api_key: str) -> Dict:
@@ -357,6 +364,8 @@ class OpenAIProvider(HTTPProvider):
         message.setdefault("content", "")
         if choices[0].get("finish_reason"):
             message["_finish_reason"] = choices[0]["finish_reason"]
+        if choices[0].get("logprobs"):
+            message["_logprobs"] = choices[0]["logprobs"]
         if answer.get("usage"):
             message["_usage"] = answer["usage"]
         return message

@@ -15,7 +15,8 @@ import httpx
 import openai
 import pytest
 from agent_core.server import ServeSettings, create_app
-from providers._server import ScriptedServer, json_reply
+from providers._server import ScriptedServer, json_reply, sse, sse_reply
+from providers._wire import OA_DONE, oa_chunk
 
 from ._live import running
 
@@ -24,14 +25,14 @@ HI = [{"role": "user", "content": "hi"}]
 TOOL = {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {}}}}
 
 
-def _completion(text: str | None = None, calls: tuple[str, ...] = ()) -> Any:
+def _completion(text: str | None = None, calls: tuple[str, ...] = (), logprobs: Any = None) -> Any:
     """A non-streamed Chat Completions answer, as the API writes it."""
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if calls:
         message["tool_calls"] = [{"id": f"call_{i}", "type": "function",
                                   "function": {"name": name, "arguments": "{}"}} for i, name in enumerate(calls)]
     return json_reply({"id": "chatcmpl-up", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
-                       "choices": [{"index": 0, "message": message, "logprobs": None,
+                       "choices": [{"index": 0, "message": message, "logprobs": logprobs,
                                     "finish_reason": "tool_calls" if calls else "stop"}],
                        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}})
 
@@ -160,3 +161,25 @@ def test_a_429_is_passed_on_at_once_with_its_rate_limit_headers(client: openai.O
     response = err.value.response
     assert response.headers["x-ratelimit-remaining-requests"] == "0" and response.headers["retry-after"] == "1"
     assert err.value.body["code"] == "rate_limit_exceeded" and KEY not in response.text
+
+
+LOGPROBS = {"content": [{"token": "Hi", "logprob": -0.01, "bytes": [72, 105], "top_logprobs": []}], "refusal": None}
+
+
+def test_logprobs_are_relayed_plain_and_streamed(client: openai.OpenAI, server: Any) -> None:
+    server.enqueue(_completion("Hi", logprobs=LOGPROBS))
+    reply = client.chat.completions.create(model="openai/gpt-4o-mini", messages=HI, logprobs=True, top_logprobs=0)
+    assert reply.choices[0].logprobs.model_dump() == LOGPROBS
+    assert server.requests[-1].body["logprobs"] is True
+    server.enqueue(sse_reply(
+        oa_chunk({"role": "assistant", "content": ""}),
+        sse({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [
+            {"index": 0, "delta": {"content": "Hi"}, "logprobs": LOGPROBS, "finish_reason": None}]}),
+        oa_chunk({}, "stop"), OA_DONE))
+    got = [c.choices[0].logprobs for c in client.chat.completions.create(
+        model="openai/gpt-4o-mini", messages=HI, logprobs=True, stream=True) if c.choices and c.choices[0].logprobs]
+    assert [token.token for lp in got for token in lp.content] == ["Hi"]
+    # a provider that cannot return them: refused by name, not answered without them
+    with pytest.raises(openai.BadRequestError) as err:
+        client.chat.completions.create(model="echo", messages=HI, logprobs=True)
+    assert err.value.body["param"] == "logprobs"

@@ -29,6 +29,7 @@ from .openai_compat import (
     choice_finish,
     chunk,
     completion_body,
+    logprobs_of,
     reply_of,
     usage_body,
     wire_calls,
@@ -120,7 +121,9 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                     return
                 if event.type == "done":
                     usages[i] = event.usage
-                    yield sse_frame(chunk(rid, model, created, {}, choice_finish(replies[i], legacy), index=i))
+                    # the reply's log-probabilities, when asked for, ride on its last chunk (they come whole)
+                    yield sse_frame(chunk(rid, model, created, {}, choice_finish(replies[i], legacy), index=i,
+                                          logprobs=logprobs_of(replies[i])))
         if include_usage:
             yield sse_frame(chunk(rid, model, created, None, usage=usage_body(*usages)))
         yield _DONE
