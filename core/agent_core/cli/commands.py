@@ -185,6 +185,7 @@ _LIMIT_FLAGS = (
     ("--body-timeout", float, "seconds a client may take to send a request's body (default 30)"),
     ("--max-concurrent", int, "requests handled at once by this process; 503 beyond (default 256)"),
     ("--max-choices", int, "most choices (n) in one Chat Completions request, each a model call (default 8)"),
+    ("--turn-wait", float, "seconds a turn waits for its busy session before it gives up (default 60)"),
 )
 
 
@@ -223,7 +224,7 @@ def _serve(args: argparse.Namespace) -> int:
         insecure=args.insecure,
         max_body_bytes=args.max_body_bytes, max_json_depth=args.max_json_depth, max_messages=args.max_messages,
         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, max_concurrent=args.max_concurrent,
-        max_choices=args.max_choices,
+        max_choices=args.max_choices, turn_wait_s=args.turn_wait,
     )
     run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace,
                settings=settings)

@@ -53,6 +53,8 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             "openai/gpt-4o-mini"}``); listed by ``GET /v1/models``.
         max_choices: the largest ``n`` of a Chat Completions request (each choice is a
             model call of its own).
+        turn_wait_s: how long a sessions-API turn waits for the turn running on its session
+            (``busy=enqueue``) before it gives up with ``session_busy`` and ``retry-after``.
     """
 
     allow_config: tuple[str, ...] = ()
@@ -70,12 +72,13 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     default_provider: str | None = None
     model_aliases: dict[str, str] = {}
     max_choices: int = 8
+    turn_wait_s: float = 60.0
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_json_depth", "max_messages", "max_concurrent", "max_choices"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"serve setting {name!r} must be at least 1, got {getattr(self, name)}", key=name)
-        for name in ("header_timeout_s", "body_timeout_s"):
+        for name in ("header_timeout_s", "body_timeout_s", "turn_wait_s"):
             value = getattr(self, name)
             if not 0 < value < 86400:
                 raise ConfigError(f"serve setting {name!r} must be a number of seconds above 0, got {value}",
