@@ -25,8 +25,8 @@ from .conftest import pg_schema_url
 
 pytest.importorskip("providers._server")
 
-from providers._server import Delay, ScriptedServer, sse_reply  # noqa: E402
-from providers._wire import OA_DONE, oa_chunk  # noqa: E402
+from providers._server import Delay, ScriptedServer, sse_reply
+from providers._wire import OA_DONE, oa_chunk
 
 BODY_CONFIG = {"provider": "openai", "model": "m"}
 

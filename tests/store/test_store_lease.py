@@ -58,9 +58,8 @@ def test_waiting_gives_up_at_its_limit(store: SqlSessionStore, extra_store: Call
         started = time.monotonic()
         assert other.wait_lease("s1", wait_s=0.3) is None
         assert 0.3 <= time.monotonic() - started < 5
-        with pytest.raises(SessionBusyError, match="busy"):
-            with other.lease("s1", wait_s=0.1):
-                pass
+        with pytest.raises(SessionBusyError, match="busy"), other.lease("s1", wait_s=0.1):
+            pass
     with other.lease("s1", wait_s=0.1) as lease:  # free again
         assert lease.info.session_id == "s1"
 
@@ -190,3 +189,15 @@ def test_the_async_twins(store: SqlSessionStore, core: AgentCore) -> None:
 
     assert asyncio.run(main())[-1] == "saved"
     assert store.lease_holder("s1") is None
+
+
+def test_held_leases_share_one_watcher_thread(store: SqlSessionStore) -> None:
+    """A thread (and on SQLite a connection) per turn would pile up on a busy server."""
+    before = threading.active_count()
+    for i in range(30):
+        lease = store.try_lease(f"s{i}")
+        assert lease is not None
+        lease.release()
+    assert threading.active_count() <= before + 1
+    if store_backend := getattr(store, "_backend", None):
+        assert len(getattr(store_backend, "_conns", [])) <= 3

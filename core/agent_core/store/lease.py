@@ -8,9 +8,9 @@ give up at its limit, notice its client left, or claim the running turn between 
 
 - **SQLite** (one machine): the row in ``agent_core_leases`` *is* the lease. It is taken by
   an upsert that succeeds only when no row exists or the row's ``expires_at`` has passed,
-  and the holder's watcher thread pushes ``expires_at`` forward every third of the TTL.
-  A holder that dies (even by SIGKILL) stops renewing, so its session frees itself at
-  most ``lease_ttl_s`` later.
+  and the store's watcher thread pushes the holder's ``expires_at`` forward every third of
+  the TTL. A holder that dies (even by SIGKILL) stops renewing, so its session frees
+  itself at most ``lease_ttl_s`` later.
 - **PostgreSQL**: a session-level advisory lock on a connection of the lease's own,
   outside the pool. A transaction-level lock would free itself as well, but only by
   keeping a transaction open for the whole turn, which pins the vacuum horizon and holds
@@ -23,26 +23,28 @@ The row also carries ``claim``, how waiters talk to the holder in any process:
 ``saving``, which the holder sets, in one conditional update, just before it saves. So a
 ``discard`` either lands before the save (the holder sees it and does not save) or fails
 because the holder is saving already (the waiter then simply waits): never both. The
-holder's watcher reads the claim every ``TICK_S`` and calls ``on_claim`` (cancel the
-request), so a claim reaches a holder in another process without any channel.
+store's watcher thread reads each held lease's claim every ``TICK_S`` and calls
+``on_claim`` (cancel the request), so a claim reaches a holder in another process without
+any channel. The store's methods are in :mod:`agent_core.store.lease_methods`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable
 from typing import Any, Literal
 
 import msgspec
 
 from ..errors import InvalidArgumentError, StoreError
 
-__all__ = ["TICK_S", "LeaseAttempt", "LeaseInfo", "LeaseMethods", "SessionBusyError", "SessionLease"]
+__all__ = ["TICK_S", "Claim", "LeaseAttempt", "LeaseInfo", "SessionBusyError", "SessionLease", "Watcher", "read_holder",
+           "write_claim"]
 
 TICK_S = 0.2  # how often a holder reads its claim (the delay of an interrupt from another process)
 _log = logging.getLogger("agent_core.store.lease")
@@ -105,10 +107,45 @@ class _Rows:
         return found[0][0] if found else None
 
 
+class Watcher:
+    """One thread per store that ticks every held lease: reads its claim, renews it (SQLite).
+
+    One thread, not one per lease, so a busy server does not start a thread per turn, and
+    on SQLite its reads use one connection (the backend keeps a connection per thread).
+    It lives as long as the store is open.
+    """
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+        self._leases: set[SessionLease] = set()
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        threading.Thread(target=self._run, name="agent-core-leases", daemon=True).start()
+
+    def add(self, lease: SessionLease) -> None:
+        with self._lock:
+            self._leases.add(lease)
+
+    def discard(self, lease: SessionLease) -> None:
+        with self._lock:
+            self._leases.discard(lease)
+
+    def alive(self) -> bool:
+        return self._pid == os.getpid()  # a forked child has no such thread: it starts its own
+
+    def _run(self) -> None:
+        while not getattr(self._backend, "_closed", False):
+            time.sleep(TICK_S)
+            with self._lock:
+                leases = list(self._leases)
+            for lease in leases:
+                lease.tick()
+
+
 class SessionLease:
     """A held lease: the session is this turn's until :meth:`release` (or the holder's death).
 
-    ``on_claim`` is called from the watcher thread when a waiter claims the turn
+    ``on_claim`` is called from the store's watcher thread when a waiter claims the turn
     (``interrupt`` or ``discard``), again every tick until it returns True (the request
     it cancels may not have started yet). ``lost`` turns True when the lease went away
     under the holder (a SQLite renewal came too late, the PostgreSQL connection dropped):
@@ -116,22 +153,24 @@ class SessionLease:
     """
 
     def __init__(self, rows: _Rows, info: LeaseInfo, on_claim: Callable[[], bool] | None,
-                 ttl_s: float | None, conn: Any = None) -> None:
+                 ttl_s: float | None, watcher: Watcher, conn: Any = None) -> None:
         self.info, self.lost = info, False
-        self._rows, self._on_claim, self._ttl, self._conn = rows, on_claim, ttl_s, conn
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="agent-core-lease", daemon=True)
-        self._thread.start()
+        self._rows, self._on_claim, self._ttl, self._conn, self._watcher = rows, on_claim, ttl_s, conn, watcher
+        self._lock = threading.Lock()  # a tick and the release never overlap
+        self._released = self._answered = False
+        self._renew_at = time.monotonic() + (ttl_s or 0) / 3
+        watcher.add(self)
 
-    def _watch(self) -> None:
+    def tick(self) -> None:
+        """One look at the row: the claim (and on SQLite a renewal every third of the TTL)."""
         sid, holder = self.info.session_id, self.info.holder
-        renew_at = time.monotonic() + (self._ttl or 0) / 3
-        answered = False
-        while not self._stop.wait(TICK_S):
+        with self._lock:
+            if self._released or self.lost:
+                return
             try:
                 claim = self._rows.claim_of(sid, holder)
-                if self._ttl is not None and time.monotonic() >= renew_at:
-                    renew_at = time.monotonic() + self._ttl / 3
+                if self._ttl is not None and time.monotonic() >= self._renew_at:
+                    self._renew_at = time.monotonic() + self._ttl / 3
                     if not self._rows.run("UPDATE agent_core_leases SET expires_at = ? WHERE session_id = ? AND "
                                           "holder = ?", (time.time() + self._ttl, sid, holder)):
                         self._lose("its row expired before it was renewed")
@@ -139,9 +178,9 @@ class SessionLease:
             except Exception as exc:  # noqa: BLE001 - a dropped connection: the lock went with it
                 self._lose(f"{type(exc).__name__}: {exc}")
                 return
-            if claim in ("interrupt", "discard") and not answered and self._on_claim is not None:
+            if claim in ("interrupt", "discard") and not self._answered and self._on_claim is not None:
                 try:
-                    answered = bool(self._on_claim())
+                    self._answered = bool(self._on_claim())
                 except Exception:  # noqa: BLE001 - the callback is the caller's; keep watching
                     _log.exception("lease on_claim callback failed")
 
@@ -169,11 +208,12 @@ class SessionLease:
         return await asyncio.to_thread(self.claim_save)
 
     def release(self) -> None:
-        """Free the session (idempotent): stop the watcher, delete the row, close the lock's connection."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        self._thread.join()
+        """Free the session (idempotent): delete the row, close the lock's connection."""
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        self._watcher.discard(self)
         try:
             self._rows.run("DELETE FROM agent_core_leases WHERE session_id = ? AND holder = ?",
                            (self.info.session_id, self.info.holder))
@@ -195,12 +235,12 @@ class LeaseAttempt:
     """
 
     def __init__(self, backend: Any, session_id: str, request_id: str | None,
-                 on_claim: Callable[[], bool] | None, ttl_s: float) -> None:
+                 on_claim: Callable[[], bool] | None, ttl_s: float, watcher: Watcher) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise InvalidArgumentError(f"session_id must be a non-empty string, got {session_id!r}",
                                        argument="session_id")
         self._backend, self.session_id, self.request_id = backend, session_id, request_id
-        self._on_claim, self._ttl = on_claim, ttl_s
+        self._on_claim, self._ttl, self._watcher = on_claim, ttl_s, watcher
         self.holder = uuid.uuid4().hex
         self._conn: Any = None
 
@@ -219,7 +259,7 @@ class LeaseAttempt:
         if not won:
             return None
         info = LeaseInfo(sid, self.holder, self.request_id, now, None)
-        return SessionLease(_Rows(self._backend), info, self._on_claim, self._ttl)
+        return SessionLease(_Rows(self._backend), info, self._on_claim, self._ttl, self._watcher)
 
     def _take_pg(self) -> SessionLease | None:
         import psycopg
@@ -239,7 +279,7 @@ class LeaseAttempt:
                              session_id=self.session_id) from None
         conn, self._conn = self._conn, None
         info = LeaseInfo(self.session_id, self.holder, self.request_id, now, None)
-        return SessionLease(rows, info, self._on_claim, None, conn)
+        return SessionLease(rows, info, self._on_claim, None, self._watcher, conn)
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -247,116 +287,20 @@ class LeaseAttempt:
             conn.close()
 
 
-class LeaseMethods:
-    """The lease half of :class:`~agent_core.store.SqlSessionStore` (sync, and async twins in a thread)."""
+def read_holder(backend: Any, session_id: str) -> LeaseInfo | None:
+    """The live holder's row: on SQLite one not expired, on PostgreSQL one whose lock is held."""
+    sqlite = backend.dialect == "sqlite"
+    held = " AND expires_at >= ?" if sqlite else _PG_HELD
+    with backend.transaction(write=False) as tx:
+        found = tx.rows(f"SELECT {_COLUMNS} FROM agent_core_leases WHERE session_id = ?{held}",
+                        (session_id, time.time()) if sqlite else (session_id,))
+    return _info(found[0]) if found else None
 
-    _backend: Any
-    #: SQLite: how long a lease outlives its holder's last renewal (a dead holder frees the session after this)
-    lease_ttl_s: float = 10.0
 
-    def lease_attempt(self, session_id: str, *, request_id: str | None = None,
-                      on_claim: Callable[[], bool] | None = None) -> LeaseAttempt:
-        """A way to the lease of ``session_id`` for one turn; ``request_id`` tells waiters what to cancel."""
-        return LeaseAttempt(self._backend, session_id, request_id, on_claim, self.lease_ttl_s)
-
-    def try_lease(self, session_id: str, *, request_id: str | None = None,
-                  on_claim: Callable[[], bool] | None = None) -> SessionLease | None:
-        """The lease if the session is free now, else None (never waits)."""
-        attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
-        try:
-            return attempt.take()
-        finally:
-            attempt.close()
-
-    async def atry_lease(self, session_id: str, *, request_id: str | None = None,
-                         on_claim: Callable[[], bool] | None = None) -> SessionLease | None:
-        return await asyncio.to_thread(lambda: self.try_lease(session_id, request_id=request_id, on_claim=on_claim))
-
-    def wait_lease(self, session_id: str, *, wait_s: float, request_id: str | None = None,
-                   on_claim: Callable[[], bool] | None = None, between: Callable[[], Any] | None = None,
-                   poll_s: float = 0.05) -> SessionLease | None:
-        """Try every ``poll_s`` until the lease is won (returned) or ``wait_s`` passed (None).
-
-        ``between`` runs after each lost try (a waiter's chance to claim the holder).
-        """
-        attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
-        deadline = time.monotonic() + wait_s
-        try:
-            while (lease := attempt.take()) is None and time.monotonic() < deadline:
-                if between is not None:
-                    between()
-                time.sleep(poll_s)
-            return lease
-        finally:
-            attempt.close()
-
-    async def await_lease(self, session_id: str, *, wait_s: float, request_id: str | None = None,
-                          on_claim: Callable[[], bool] | None = None,
-                          between: Callable[[], Awaitable[Any]] | None = None, stop: asyncio.Event | None = None,
-                          poll_s: float = 0.05) -> SessionLease | None:
-        """Async twin of :meth:`wait_lease`; also gives up (None) once ``stop`` is set."""
-        attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
-        deadline = time.monotonic() + wait_s
-        try:
-            while (lease := await asyncio.to_thread(attempt.take)) is None:
-                if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
-                    return None
-                if between is not None:
-                    await between()
-                await asyncio.sleep(poll_s)
-            return lease
-        finally:
-            await asyncio.to_thread(attempt.close)
-
-    @contextmanager
-    def lease(self, session_id: str, *, wait_s: float = 60.0, request_id: str | None = None,
-              on_claim: Callable[[], bool] | None = None) -> Iterator[SessionLease]:
-        """Hold the session's lease for the ``with`` block, waiting up to ``wait_s`` for it.
-
-        Raises:
-            SessionBusyError: another turn held it all that time.
-        """
-        lease = self.wait_lease(session_id, wait_s=wait_s, request_id=request_id, on_claim=on_claim)
-        if lease is None:
-            raise SessionBusyError(f"session {session_id!r} was busy for {wait_s:g} s", session_id=session_id)
-        try:
-            yield lease
-        finally:
-            lease.release()
-
-    @asynccontextmanager
-    async def alease(self, session_id: str, *, wait_s: float = 60.0, request_id: str | None = None,
-                     on_claim: Callable[[], bool] | None = None) -> AsyncIterator[SessionLease]:
-        """Async twin of :meth:`lease`."""
-        lease = await self.await_lease(session_id, wait_s=wait_s, request_id=request_id, on_claim=on_claim)
-        if lease is None:
-            raise SessionBusyError(f"session {session_id!r} was busy for {wait_s:g} s", session_id=session_id)
-        try:
-            yield lease
-        finally:
-            await lease.arelease()
-
-    def lease_holder(self, session_id: str) -> LeaseInfo | None:
-        """Who holds the session's lease now, or None."""
-        held = " AND expires_at >= ?" if self._backend.dialect == "sqlite" else _PG_HELD
-        params = (session_id, time.time()) if self._backend.dialect == "sqlite" else (session_id,)
-        with self._backend.transaction(write=False) as tx:
-            found = tx.rows(f"SELECT {_COLUMNS} FROM agent_core_leases WHERE session_id = ?{held}", params)
-        return _info(found[0]) if found else None
-
-    async def alease_holder(self, session_id: str) -> LeaseInfo | None:
-        return await asyncio.to_thread(self.lease_holder, session_id)
-
-    def claim_lease(self, session_id: str, holder: str, claim: Claim) -> bool:
-        """Ask ``holder`` to stop (``interrupt``: save what it has; ``discard``: save nothing).
-
-        Returns False when it is too late (the holder is saving, or gone) or already asked.
-        """
-        if claim not in _CLAIM_FROM:
-            raise InvalidArgumentError(f"claim must be 'interrupt' or 'discard', got {claim!r}", argument="claim")
-        with self._backend.transaction(write=True) as tx:
-            return bool(tx.run(f"UPDATE agent_core_leases SET claim = ? WHERE session_id = ? AND holder = ? AND "
-                               f"{_CLAIM_FROM[claim]}", (claim, session_id, holder)))
-
-    async def aclaim_lease(self, session_id: str, holder: str, claim: Claim) -> bool:
-        return await asyncio.to_thread(self.claim_lease, session_id, holder, claim)
+def write_claim(backend: Any, session_id: str, holder: str, claim: Claim) -> bool:
+    """Set ``claim`` on ``holder``'s row if it may still be set (see the module's docstring)."""
+    if claim not in _CLAIM_FROM:
+        raise InvalidArgumentError(f"claim must be 'interrupt' or 'discard', got {claim!r}", argument="claim")
+    with backend.transaction(write=True) as tx:
+        return bool(tx.run(f"UPDATE agent_core_leases SET claim = ? WHERE session_id = ? AND holder = ? AND "
+                           f"{_CLAIM_FROM[claim]}", (claim, session_id, holder)))

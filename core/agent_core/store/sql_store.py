@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Self
 
 from .. import NATIVE_KEY, FrozenList, Session
 from ..errors import ConflictError, InvalidArgumentError, SessionNotFoundError
@@ -48,7 +48,7 @@ from .codec import (
     native_head,
     split_metadata,
 )
-from .lease import LeaseMethods
+from .lease_methods import LeaseMethods
 from .schema import MIGRATIONS, migrate
 from .values import Revision, SessionInfo, Stored
 
@@ -351,7 +351,7 @@ class SqlSessionStore(LeaseMethods):
         """Close the store's connections; later calls raise StoreError."""
         self._backend.close()
 
-    def __enter__(self) -> SqlSessionStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,0 +1,141 @@
+"""The lease half of :class:`~agent_core.store.SqlSessionStore`: take, wait for, inspect and claim a session's lease.
+
+How a lease is held on each database, and why, is in :mod:`agent_core.store.lease`. Waiting is
+polling on purpose: a waiter can then stop at its limit, when its client leaves, or claim the
+running turn between two tries, without a blocked connection or thread to undo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from .lease import (
+    Claim,
+    LeaseAttempt,
+    LeaseInfo,
+    SessionBusyError,
+    SessionLease,
+    Watcher,
+    read_holder,
+    write_claim,
+)
+
+__all__ = ["LeaseMethods"]
+
+_WATCHERS_LOCK = threading.Lock()
+
+
+class LeaseMethods:
+    """The lease half of :class:`~agent_core.store.SqlSessionStore` (sync, and async twins in a thread)."""
+
+    _backend: Any
+    #: SQLite: how long a lease outlives its holder's last renewal (a dead holder frees the session after this)
+    lease_ttl_s: float = 10.0
+
+    def lease_attempt(self, session_id: str, *, request_id: str | None = None,
+                      on_claim: Callable[[], bool] | None = None) -> LeaseAttempt:
+        """A way to the lease of ``session_id`` for one turn; ``request_id`` tells waiters what to cancel."""
+        with _WATCHERS_LOCK:
+            watcher = self.__dict__.get("_lease_watcher")
+            if watcher is None or not watcher.alive():
+                watcher = self.__dict__["_lease_watcher"] = Watcher(self._backend)
+        return LeaseAttempt(self._backend, session_id, request_id, on_claim, self.lease_ttl_s, watcher)
+
+    def try_lease(self, session_id: str, *, request_id: str | None = None,
+                  on_claim: Callable[[], bool] | None = None) -> SessionLease | None:
+        """The lease if the session is free now, else None (never waits)."""
+        attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
+        try:
+            return attempt.take()
+        finally:
+            attempt.close()
+
+    async def atry_lease(self, session_id: str, *, request_id: str | None = None,
+                         on_claim: Callable[[], bool] | None = None) -> SessionLease | None:
+        return await asyncio.to_thread(lambda: self.try_lease(session_id, request_id=request_id, on_claim=on_claim))
+
+    def wait_lease(self, session_id: str, *, wait_s: float, request_id: str | None = None,
+                   on_claim: Callable[[], bool] | None = None, between: Callable[[], Any] | None = None,
+                   poll_s: float = 0.05) -> SessionLease | None:
+        """Try every ``poll_s`` until the lease is won (returned) or ``wait_s`` passed (None).
+
+        ``between`` runs after each lost try (a waiter's chance to claim the holder).
+        """
+        attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
+        deadline = time.monotonic() + wait_s
+        try:
+            while (lease := attempt.take()) is None and time.monotonic() < deadline:
+                if between is not None:
+                    between()
+                time.sleep(poll_s)
+            return lease
+        finally:
+            attempt.close()
+
+    async def await_lease(self, session_id: str, *, wait_s: float, request_id: str | None = None,
+                          on_claim: Callable[[], bool] | None = None,
+                          between: Callable[[], Awaitable[Any]] | None = None, stop: asyncio.Event | None = None,
+                          poll_s: float = 0.05) -> SessionLease | None:
+        """Async twin of :meth:`wait_lease`; also gives up (None) once ``stop`` is set."""
+        attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
+        deadline = time.monotonic() + wait_s
+        try:
+            while (lease := await asyncio.to_thread(attempt.take)) is None:
+                if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+                    return None
+                if between is not None:
+                    await between()
+                await asyncio.sleep(poll_s)
+            return lease
+        finally:
+            await asyncio.to_thread(attempt.close)
+
+    @contextmanager
+    def lease(self, session_id: str, *, wait_s: float = 60.0, request_id: str | None = None,
+              on_claim: Callable[[], bool] | None = None) -> Iterator[SessionLease]:
+        """Hold the session's lease for the ``with`` block, waiting up to ``wait_s`` for it.
+
+        Raises:
+            SessionBusyError: another turn held it all that time.
+        """
+        lease = self.wait_lease(session_id, wait_s=wait_s, request_id=request_id, on_claim=on_claim)
+        if lease is None:
+            raise SessionBusyError(f"session {session_id!r} was busy for {wait_s:g} s", session_id=session_id)
+        try:
+            yield lease
+        finally:
+            lease.release()
+
+    @asynccontextmanager
+    async def alease(self, session_id: str, *, wait_s: float = 60.0, request_id: str | None = None,
+                     on_claim: Callable[[], bool] | None = None) -> AsyncIterator[SessionLease]:
+        """Async twin of :meth:`lease`."""
+        lease = await self.await_lease(session_id, wait_s=wait_s, request_id=request_id, on_claim=on_claim)
+        if lease is None:
+            raise SessionBusyError(f"session {session_id!r} was busy for {wait_s:g} s", session_id=session_id)
+        try:
+            yield lease
+        finally:
+            await lease.arelease()
+
+    def lease_holder(self, session_id: str) -> LeaseInfo | None:
+        """Who holds the session's lease now, or None."""
+        return read_holder(self._backend, session_id)
+
+    async def alease_holder(self, session_id: str) -> LeaseInfo | None:
+        return await asyncio.to_thread(self.lease_holder, session_id)
+
+    def claim_lease(self, session_id: str, holder: str, claim: Claim) -> bool:
+        """Ask ``holder`` to stop (``interrupt``: save what it has; ``discard``: save nothing).
+
+        Returns False when it is too late (the holder is saving, or gone) or already asked.
+        """
+        return write_claim(self._backend, session_id, holder, claim)
+
+    async def aclaim_lease(self, session_id: str, holder: str, claim: Claim) -> bool:
+        return await asyncio.to_thread(self.claim_lease, session_id, holder, claim)
