@@ -95,8 +95,12 @@ class MessageStream:
     def end(self, reply: Message | None, usage: Any) -> bytes:
         out = self._switch(None)
         self.ended = True
+        # The input count is known only now (message_start went out before the upstream said it), and
+        # the API's message_delta may carry it: the SDK takes it into the final message's usage.
+        counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens} if usage is not None \
+            else {"output_tokens": 0}
         delta = {"type": "message_delta", "delta": {"stop_reason": stop_reason(reply), "stop_sequence": None},
-                 "usage": {"output_tokens": usage.output_tokens if usage is not None else 0}}
+                 "usage": counts}
         return out + sse("message_delta", delta) + sse("message_stop", {"type": "message_stop"})
 
     def error(self, kind: str, message: str) -> bytes:

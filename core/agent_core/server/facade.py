@@ -100,8 +100,9 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         error frame, then ``[DONE]``. The chunks and errors name the client's request id.
         """
         rid, created, n = turns[0].client_rid, int(time.time()), len(turns)
-        for i in range(n):
-            yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": ""}, index=i))
+        for i in range(n):  # content stays null until text comes: a reply of tool calls only keeps it null
+            yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": None, "refusal": None},
+                                  index=i))
         streamed, replies, usages = [False] * n, [None] * n, [None] * n
         async for i, event in events:
             if event.type == "partial":

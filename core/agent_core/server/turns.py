@@ -31,8 +31,9 @@ from .http import request_id_of, session_id_of, until_output, watch_disconnect
 
 __all__ = ["FACADE_DEFAULTS", "FacadeTurn", "TurnRoutes", "chained", "merged"]
 
-#: config the facades run with unless the operator's config sets the key (see ``_facade_defaults``)
-FACADE_DEFAULTS: dict[str, Any] = {"rate_limit_retries": 0}
+#: config the facades run with unless the operator's config sets the key (see ``_facade_defaults``):
+#: one upstream attempt per client attempt (a stale pooled connection is still resent at once)
+FACADE_DEFAULTS: dict[str, Any] = {"rate_limit_retries": 0, "max_retries": 0}
 
 
 class FacadeTurn:
@@ -80,8 +81,8 @@ class TurnRoutes:
         """The facades' retry policy, where the operator set none (``docs/server.md``).
 
         The clients of an API gateway retry on their own (the SDKs do, with the upstream's
-        ``retry-after``), so a 429 passed on at once keeps one client retry one upstream
-        request; retrying it here too would multiply them.
+        ``retry-after``), so a 429 or a 5xx passed on at once keeps one client retry one
+        upstream request; retrying here too would multiply them (3 x 3 = 9 requests).
         """
         for key, value in FACADE_DEFAULTS.items():
             if key in declared and key not in self.config:
