@@ -201,3 +201,24 @@ def test_held_leases_share_one_watcher_thread(store: SqlSessionStore) -> None:
     assert threading.active_count() <= before + 1
     if store_backend := getattr(store, "_backend", None):
         assert len(getattr(store_backend, "_conns", [])) <= 3
+
+
+def test_a_lock_connection_that_died_while_idle_is_replaced(store: SqlSessionStore, store_url: str) -> None:
+    """PostgreSQL keeps freed lock connections for the next lease; one the server dropped meanwhile is not reused."""
+    if not store_url.startswith("postgresql"):
+        pytest.skip("SQLite leases use no connection of their own")
+    import psycopg
+
+    for sid in ("s1", "s2"):  # two idle lock connections
+        lease = store.try_lease(sid)
+        assert lease is not None
+        lease.release()
+    with psycopg.connect(store_url, autocommit=True) as admin:
+        killed = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+            "AND query LIKE 'SELECT pg_advisory_unlock_all()%'").fetchall()
+    assert len(killed) >= 2
+    time.sleep(0.2)
+    lease = store.try_lease("s1")
+    assert lease is not None and store.lease_holder("s1") is not None
+    lease.release()

@@ -112,15 +112,38 @@ class Watcher:
 
     One thread, not one per lease, so a busy server does not start a thread per turn, and
     on SQLite its reads use one connection (the backend keeps a connection per thread).
-    It lives as long as the store is open.
+    It lives as long as the store is open. It also keeps the PostgreSQL lock connections
+    that are free again (unlocked), since opening one costs more than the rest of a lease.
     """
+
+    max_idle = 8
 
     def __init__(self, backend: Any) -> None:
         self._backend = backend
         self._leases: set[SessionLease] = set()
+        self._idle: list[Any] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
         threading.Thread(target=self._run, name="agent-core-leases", daemon=True).start()
+
+    def borrow(self) -> tuple[Any, bool]:
+        """A lock connection and whether it was used before (it may have died since)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
+        return self._backend.dedicated(), False
+
+    def give_back(self, conn: Any) -> None:
+        """Unlock everything the connection holds and keep it, or close it."""
+        try:
+            conn.execute("SELECT pg_advisory_unlock_all()")
+            with self._lock:
+                if len(self._idle) < self.max_idle and not getattr(self._backend, "_closed", False):
+                    self._idle.append(conn)
+                    return
+        except Exception as exc:  # noqa: BLE001 - a dead connection holds no lock: close it
+            _log.debug("a lock connection did not come back: %s", exc)
+        conn.close()
 
     def add(self, lease: SessionLease) -> None:
         with self._lock:
@@ -140,6 +163,10 @@ class Watcher:
                 leases = list(self._leases)
             for lease in leases:
                 lease.tick()
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
 
 
 class SessionLease:
@@ -221,7 +248,7 @@ class SessionLease:
             _log.warning("releasing the lease on %r: %s", self.info.session_id, exc)
         finally:
             if self._conn is not None:
-                self._conn.close()
+                self._watcher.give_back(self._conn)
 
     async def arelease(self) -> None:
         await asyncio.to_thread(self.release)
@@ -264,19 +291,25 @@ class LeaseAttempt:
     def _take_pg(self) -> SessionLease | None:
         import psycopg
 
-        try:
-            if self._conn is None:
-                self._conn = self._backend.dedicated()
-            key = _PG_KEY.format("%s")
-            if not self._conn.execute(f"SELECT pg_try_advisory_lock({key})", (self.session_id,)).fetchone()[0]:
-                return None
-            now = time.time()
-            rows = _Rows(self._backend, self._conn)
-            rows.run(_INSERT, (self.session_id, self.holder, self.request_id, now, now))
-        except psycopg.Error as exc:
-            self.close()
-            raise StoreError(f"cannot take the lease on session {self.session_id!r}: {type(exc).__name__}",
-                             session_id=self.session_id) from None
+        reused = True
+        while True:
+            try:
+                if self._conn is None:
+                    self._conn, reused = self._watcher.borrow()
+                key = _PG_KEY.format("%s")
+                if not self._conn.execute(f"SELECT pg_try_advisory_lock({key})", (self.session_id,)).fetchone()[0]:
+                    return None
+                now = time.time()
+                rows = _Rows(self._backend, self._conn)
+                rows.run(_INSERT, (self.session_id, self.holder, self.request_id, now, now))
+                break
+            except psycopg.Error as exc:
+                conn, self._conn = self._conn, None
+                if conn is not None:
+                    conn.close()  # closing drops a lock it may have taken
+                if not reused:
+                    raise StoreError(f"cannot take the lease on session {self.session_id!r}: "
+                                     f"{type(exc).__name__}", session_id=self.session_id) from None
         conn, self._conn = self._conn, None
         info = LeaseInfo(self.session_id, self.holder, self.request_id, now, None)
         return SessionLease(rows, info, self._on_claim, None, self._watcher, conn)
@@ -284,7 +317,7 @@ class LeaseAttempt:
     def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            conn.close()
+            self._watcher.give_back(conn)
 
 
 def read_holder(backend: Any, session_id: str) -> LeaseInfo | None:
