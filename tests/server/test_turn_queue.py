@@ -242,6 +242,22 @@ def test_if_match_keeps_its_meaning_for_a_turn_that_waited(pair: tuple[list[str]
     assert r.status_code == 409 and r.json()["error"]["current_revision"] == 2  # stale before it waits: at once
 
 
+def test_a_client_that_hangs_up_while_queued_leaves_the_queue(pair: tuple[list[str], str],
+                                                             upstream: ScriptedServer) -> None:
+    (a, b), _ = pair
+    sid = "gone-" + uuid.uuid4().hex[:8]
+    holder = _holder(a, sid, upstream, pause=1.5)
+    before = len(upstream.requests)
+    body = {"message": "B", "config": BODY_CONFIG}
+    with httpx.stream("POST", f"{b}/v1/sessions/{sid}/turns", json=body, timeout=30) as r:
+        first = next(line for line in r.iter_lines() if line.startswith("data: "))
+        assert json.loads(first[6:])["type"] == "queued"
+    holder.join(30)
+    time.sleep(0.5)  # a waiter still in line would have taken the lease and asked the model by now
+    assert len(upstream.requests) == before
+    assert _messages(a, sid) == [("user", "A"), ("assistant", "first")]
+
+
 def test_an_unknown_strategy_is_400(pair: tuple[list[str], str]) -> None:
     (a, _), _ = pair
     r = httpx.post(f"{a}/v1/sessions/x/turns", params={"busy": "shove"}, json={"message": "hi"}, timeout=30)
