@@ -55,6 +55,7 @@ from ._replay import replay_answer
 from ._sampling import with_extra_body
 from ._sse import JSONEventReader
 from ._streaming import stream_flow
+from ._upstream import passed_headers
 
 __all__ = ["HTTPProvider", "SECRET_CONFIG_KEYS", "clean_header_value"]
 
@@ -221,7 +222,7 @@ class HTTPProvider(BaseProvider):
         call = self._http_call(state, stream=False)
         with self._exchange(call, request_id, self._sync_client(state["config"])) as exchange:
             [answer] = drive_sync(answer_flow(exchange))
-        return self._after_call(native_messages, state, answer)
+        return self._after_call(native_messages, state, answer, exchange.answered)
 
     async def acall_api(
         self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None
@@ -230,7 +231,7 @@ class HTTPProvider(BaseProvider):
         call = self._http_call(state, stream=False)
         async with self._exchange(call, request_id, self._async_client_for(state["config"])) as exchange:
             [answer] = [answer async for answer in drive_async(answer_flow(exchange))]
-        return self._after_call(native_messages, state, answer)
+        return self._after_call(native_messages, state, answer, exchange.answered)
 
     def from_native_messages(
         self, native_messages: list[Dict], state: Dict, *, context: Dict | None = None
@@ -244,16 +245,23 @@ class HTTPProvider(BaseProvider):
         metadata = self._api_metadata(native)
         if native.get("_usage"):
             metadata["usage"] = self._api_usage(native["_usage"])
+        if native.get("_rate_limits"):
+            metadata["rate_limits"] = dict(native["_rate_limits"])
         return {"role": native.get("role", "assistant"), "content": self._api_text(native.get("content")),
                 "metadata": metadata}
 
     def _after_call(
-        self, native_messages: list[Dict], state: Dict, answer: Any
+        self, native_messages: list[Dict], state: Dict, answer: Any, headers: Any = None
     ) -> tuple[list[Dict], list[Dict], list[Dict], Dict]:
+        """The answer as the native message; the API's rate-limit headers kept beside it (``_rate_limits``)."""
         try:
             message = self._api_native_from_answer(answer)
         except LLMError as exc:  # it may quote the answer: scrub what it quotes
             raise scrub_error(exc, self._secrets()) from exc.__cause__
+        limits = passed_headers(headers, self._secrets()) if headers is not None else {}
+        limits = {k: v for k, v in limits.items() if k not in ("x-request-id", "request-id")}
+        if limits:
+            message["_rate_limits"] = limits
         return [], [message], [*native_messages, message], {**state, self.name: None}
 
     def _secrets(self) -> tuple[str, ...]:

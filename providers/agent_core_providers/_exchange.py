@@ -52,7 +52,7 @@ class Exchange:
     manager: ``with`` in sync code, ``async with`` in async code.
     """
 
-    __slots__ = ("client", "call", "record", "response", "_on_close")
+    __slots__ = ("client", "call", "record", "response", "answered", "_on_close")
 
     def __init__(
         self,
@@ -63,6 +63,7 @@ class Exchange:
     ) -> None:
         self.client, self.call, self.record = client, call, record
         self.response: httpx.Response | None = None
+        self.answered: httpx.Headers | None = None  # the headers of the response that answered the call
         self._on_close = on_close
 
     # -- the effects the attempts yield ---------------------------------------------------------

@@ -44,4 +44,5 @@ class AnswerAttempt(Attempt):
         body = yield exchange.read_all()
         exchange.record.raise_if_cancelled()
         check_status(call, response, body)
+        exchange.answered = response.headers  # its rate-limit headers go on with the answer
         yield decode_body(call, body, response.status_code)

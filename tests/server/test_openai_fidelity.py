@@ -8,6 +8,7 @@ upstream's own error values and rate-limit headers, and a 429 that is not retrie
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -183,3 +184,12 @@ def test_logprobs_are_relayed_plain_and_streamed(client: openai.OpenAI, server: 
     with pytest.raises(openai.BadRequestError) as err:
         client.chat.completions.create(model="echo", messages=HI, logprobs=True)
     assert err.value.body["param"] == "logprobs"
+
+
+def test_an_answer_carries_the_upstreams_rate_limit_headers(client: openai.OpenAI, server: Any) -> None:
+    reply = _completion("ok")
+    server.enqueue(json_reply(json.loads(b"".join(reply.parts)),
+                              headers={"x-ratelimit-remaining-tokens": "9000", "x-request-id": "req_upstream"}))
+    raw = client.chat.completions.with_raw_response.create(model="openai/gpt-4o-mini", messages=HI)
+    assert raw.headers["x-ratelimit-remaining-tokens"] == "9000"
+    assert raw.headers["x-request-id"] != "req_upstream"  # the client's request id, not the upstream's

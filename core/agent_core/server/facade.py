@@ -34,7 +34,7 @@ from .openai_compat import (
     usage_body,
     wire_calls,
 )
-from .turns import FacadeTurn, TurnRoutes, chained, merged
+from .turns import FacadeTurn, TurnRoutes, chained, merged, rate_limits
 
 
 class FacadeRoutes(TurnRoutes, ModelRoutes):
@@ -59,7 +59,7 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
             replies = [reply_of(result.final_messages) for result, _ in results]
             answer = completion_body(turns[0].client_rid, body.model, replies,
                                      usage_body(*(result.usage for result, _ in results)), legacy)
-            return JSONResponse(answer, headers={**headers, **results[0][1]})
+            return JSONResponse(answer, headers={**rate_limits(replies[0]), **headers, **results[0][1]})
         opened = await asyncio.gather(*(self._open_stream(request, t) for t in turns))
         failed = next((f for _, f in opened if f is not None), None)
         if failed is not None:

@@ -30,7 +30,7 @@ from .failures import anthropic_body
 from .fields import declared_for, fit_to_provider, with_extra_fields
 from .http import SSE_HEADERS, session_id_of
 from .openai_compat import reply_of
-from .turns import FacadeTurn, TurnRoutes, chained
+from .turns import FacadeTurn, TurnRoutes, chained, rate_limits
 
 __all__ = ["MessagesRoutes"]
 
@@ -54,7 +54,7 @@ class MessagesRoutes(TurnRoutes):
             result, saved = await self._run_whole(request, turn)
             reply = reply_of(result.final_messages)
             return JSONResponse(message_body(turn.client_rid, body.model, reply, result.usage),
-                                headers={**headers, **saved})
+                                headers={**rate_limits(reply), **headers, **saved})
         first, failed = await self._open_stream(request, turn)
         if failed is not None:
             return failed

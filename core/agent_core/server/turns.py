@@ -29,7 +29,7 @@ from ..types import Session
 from .failures import Failure, dialect_of, failure_of, failure_of_info
 from .http import request_id_of, session_id_of, until_output, watch_disconnect
 
-__all__ = ["FACADE_DEFAULTS", "FacadeTurn", "TurnRoutes", "chained", "merged"]
+__all__ = ["FACADE_DEFAULTS", "FacadeTurn", "TurnRoutes", "chained", "merged", "rate_limits"]
 
 #: config the facades run with unless the operator's config sets the key (see ``_facade_defaults``):
 #: one upstream attempt per client attempt (a stale pooled connection is still resent at once)
@@ -251,3 +251,13 @@ async def merged(streams: Sequence[AsyncIterator[Any]]) -> AsyncIterator[tuple[i
     finally:
         for task in tasks:
             task.cancel()
+
+
+def rate_limits(reply: Any) -> dict[str, str]:
+    """The upstream's rate-limit headers the provider kept with a reply, for the client's own pacing.
+
+    Only a non-streamed answer has them in time: a streamed one sends its headers before the
+    reply is complete.
+    """
+    limits = reply.metadata.get("rate_limits") if reply is not None else None
+    return {str(k): str(v) for k, v in limits.items()} if limits else {}
