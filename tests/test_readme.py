@@ -1,4 +1,4 @@
-"""The README's test commands are the ones CI runs: the main suite, then the live tier."""
+"""The README's test commands are the ones CI runs: the main suite, the live tier, then the client tier."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 FENCE = re.compile(r"^```sh[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 LIVE_SWITCH = "export AGENT_CORE_LIVE=required"
+CLIENTS_SWITCH = "export AGENT_CORE_CLIENTS=required"
 # What .ci/run does before the README's commands: the system browser the browser tests drive, and the
 # switch that makes those tests fail rather than skip without it. Neither is a step a newcomer takes.
 BROWSER_SETUP = (
@@ -58,7 +59,16 @@ def test_live_command_is_run_by_ci_after_the_main_one_and_may_not_skip() -> None
     _, (live,) = _sh_blocks()
     assert re.search(r"pip install .*\[[^\]]*\blive\b[^\]]*\]", live), "the live command installs the live extra"
     assert live.endswith("pytest -m live")
-    assert _ci_lines()[1:] == [LIVE_SWITCH, live]
+    assert _ci_lines()[1:3] == [LIVE_SWITCH, live]
+
+
+def test_the_client_tier_runs_in_ci_as_the_readme_names_it_and_may_not_skip() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    tier = _ci_lines()[3:]
+    assert tier[0] == CLIENTS_SWITCH and len(tier) == 3
+    for command in tier[1:]:
+        assert f"`{command}`" in readme, command
+        assert "pytest -m clients tests/clients" in command
 
 
 def test_the_main_run_deselects_the_live_tier_by_default() -> None:
