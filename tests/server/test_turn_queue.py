@@ -307,3 +307,18 @@ def test_the_wait_limit_ends_the_stream_with_busy(tmp_path: Path, upstream: Scri
         assert busy["type"] == "session_busy" and busy["status"] == 409 and busy["retry_after"] == 1
         holder.join(30)
         assert holder.events[-1]["type"] == "saved"
+
+
+def test_the_turn_wait_flag_sets_the_limit(tmp_path: Path, upstream: ScriptedServer) -> None:
+    config = ["-c", f"base_url={upstream.url}/v1", "-c", "api_key=sk-x", "-c", "max_retries=0"]
+    proc, url = start_serve(tmp_path, "--store", f"sqlite:///{tmp_path}/s.db", "--turn-wait", "0.5", *config)
+    try:
+        holder = _holder(url, "w", upstream, pause=2)
+        started = time.monotonic()
+        r = httpx.post(f"{url}/v1/sessions/w/turns", json={"message": "B", "config": BODY_CONFIG}, timeout=30)
+        assert time.monotonic() - started < 1.9  # gave up before the holder was done
+        events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+        assert [e["type"] for e in events] == ["queued", "busy"] and events[0]["wait_limit_s"] == 0.5
+        holder.join(30)
+    finally:
+        stop_serve(proc)
