@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -66,6 +67,24 @@ class Tx:
         return len(batch)
 
 
+def _wal(conn: sqlite3.Connection, timeout_s: float) -> None:
+    """Switch to WAL, waiting for the other openers of a fresh file.
+
+    Setting the journal mode wants the file to itself and SQLite answers "database is locked"
+    at once rather than calling the busy handler, so threads or processes opening a new
+    database together (two servers starting) would fail without this wait.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class SqliteBackend:
     """A SQLite file in WAL mode: readers never wait for the writer, writers take turns."""
 
@@ -87,7 +106,7 @@ class SqliteBackend:
         if conn is None or pid != os.getpid():
             try:
                 conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
-                conn.execute("PRAGMA journal_mode=WAL")
+                _wal(conn, self._timeout)
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open the session database {self.path}: {exc}") from exc
             self._local.conn, self._local.pid = conn, os.getpid()
