@@ -225,3 +225,33 @@ def test_a_lock_connection_that_died_while_idle_is_replaced(store: SqlSessionSto
     lease = store.try_lease("s1")
     assert lease is not None and store.lease_holder("s1") is not None
     lease.release()
+
+
+def test_waiters_in_one_store_win_in_the_order_they_came(store: SqlSessionStore) -> None:
+    """Only the first in line polls; try_lease never passes a waiter; front jumps the line."""
+    held = store.try_lease("s1")
+    assert held is not None
+    order: list[str] = []
+
+    def waiter(name: str, front: bool = False) -> None:
+        lease = store.wait_lease("s1", wait_s=30, front=front, poll_s=0.01)
+        assert lease is not None
+        order.append(name)
+        time.sleep(0.05)
+        lease.release()
+
+    threads = []
+    for name in ("w1", "w2", "w3"):
+        threads.append(threading.Thread(target=waiter, args=(name,)))
+        threads[-1].start()
+        while store.lease_waiters("s1") < len(threads):
+            time.sleep(0.01)
+    threads.append(threading.Thread(target=waiter, args=("first", True)))
+    threads[-1].start()
+    while store.lease_waiters("s1") < 4:
+        time.sleep(0.01)
+    held.release()
+    assert store.try_lease("s1") is None  # free in the database, but others wait in line
+    for t in threads:
+        t.join()
+    assert order == ["first", "w1", "w2", "w3"] and store.lease_waiters("s1") == 0

@@ -237,7 +237,7 @@ class SessionRoutes:
                 yield QueuedNote(ask, holder, self.settings.turn_wait_s)
                 lease = await ask.raw.await_lease(ask.scoped, wait_s=self.settings.turn_wait_s, request_id=ask.rid,
                                                   on_claim=ask.on_claim, between=partial(self._claim, ask),
-                                                  stop=ask.gone)
+                                                  stop=ask.gone, front=ask.busy in ("interrupt", "rollback"))
                 if lease is None:
                     if not ask.gone.is_set():
                         yield BusyNote(ask.sid, self.settings.turn_wait_s)

@@ -2,7 +2,10 @@
 
 How a lease is held on each database, and why, is in :mod:`agent_core.store.lease`. Waiting is
 polling on purpose: a waiter can then stop at its limit, when its client leaves, or claim the
-running turn between two tries, without a blocked connection or thread to undo.
+running turn between two tries, without a blocked connection or thread to undo. The waiters of
+one session in one store object stand in a :class:`_Line`: only the first polls the database
+(a hundred waiters cost one poll and, on PostgreSQL, one connection), and they win in the order
+they came. Across processes the lines race, so order across processes is not kept.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -30,6 +34,38 @@ __all__ = ["LeaseMethods"]
 _WATCHERS_LOCK = threading.Lock()
 
 
+class _Line:
+    """Each session's waiters in this store object, first come first served (``front`` jumps the line)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lines: dict[str, deque[object]] = {}
+
+    def join(self, session_id: str, front: bool) -> object:
+        ticket = object()
+        with self._lock:
+            line = self._lines.setdefault(session_id, deque())
+            (line.appendleft if front else line.append)(ticket)
+        return ticket
+
+    def first(self, session_id: str, ticket: object) -> bool:
+        with self._lock:
+            line = self._lines.get(session_id)
+            return bool(line) and line[0] is ticket
+
+    def waiting(self, session_id: str) -> int:
+        with self._lock:
+            return len(self._lines.get(session_id, ()))
+
+    def leave(self, session_id: str, ticket: object) -> None:
+        with self._lock:
+            line = self._lines.get(session_id)
+            if line is not None and ticket in line:
+                line.remove(ticket)
+                if not line:
+                    del self._lines[session_id]
+
+
 class LeaseMethods:
     """The lease half of :class:`~agent_core.store.SqlSessionStore` (sync, and async twins in a thread)."""
 
@@ -46,9 +82,23 @@ class LeaseMethods:
                 watcher = self.__dict__["_lease_watcher"] = Watcher(self._backend)
         return LeaseAttempt(self._backend, session_id, request_id, on_claim, self.lease_ttl_s, watcher)
 
+    @property
+    def _line(self) -> _Line:
+        with _WATCHERS_LOCK:
+            line = self.__dict__.get("_lease_line")
+            if line is None:
+                line = self.__dict__["_lease_line"] = _Line()
+            return line
+
+    def lease_waiters(self, session_id: str) -> int:
+        """How many turns wait for the session's lease through this store object."""
+        return self._line.waiting(session_id)
+
     def try_lease(self, session_id: str, *, request_id: str | None = None,
                   on_claim: Callable[[], bool] | None = None) -> SessionLease | None:
-        """The lease if the session is free now, else None (never waits)."""
+        """The lease if the session is free now, else None (never waits; never passes a waiter in line)."""
+        if self._line.waiting(session_id):
+            return None
         attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
         try:
             return attempt.take()
@@ -61,31 +111,37 @@ class LeaseMethods:
 
     def wait_lease(self, session_id: str, *, wait_s: float, request_id: str | None = None,
                    on_claim: Callable[[], bool] | None = None, between: Callable[[], Any] | None = None,
-                   poll_s: float = 0.05) -> SessionLease | None:
-        """Try every ``poll_s`` until the lease is won (returned) or ``wait_s`` passed (None).
+                   front: bool = False, poll_s: float = 0.05) -> SessionLease | None:
+        """Wait in line and try every ``poll_s`` until the lease is won (returned) or ``wait_s`` passed (None).
 
-        ``between`` runs after each lost try (a waiter's chance to claim the holder).
+        ``between`` runs after each lost try, wherever this waiter stands in line (a chance to
+        claim the holder); ``front`` puts this waiter first in line (a turn that interrupts).
         """
         attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
-        deadline = time.monotonic() + wait_s
+        line, deadline = self._line, time.monotonic() + wait_s
+        ticket = line.join(session_id, front)
         try:
-            while (lease := attempt.take()) is None and time.monotonic() < deadline:
+            while not (line.first(session_id, ticket) and (lease := attempt.take()) is not None):
+                if time.monotonic() >= deadline:
+                    return None
                 if between is not None:
                     between()
                 time.sleep(poll_s)
             return lease
         finally:
+            line.leave(session_id, ticket)
             attempt.close()
 
     async def await_lease(self, session_id: str, *, wait_s: float, request_id: str | None = None,
                           on_claim: Callable[[], bool] | None = None,
                           between: Callable[[], Awaitable[Any]] | None = None, stop: asyncio.Event | None = None,
-                          poll_s: float = 0.05) -> SessionLease | None:
+                          front: bool = False, poll_s: float = 0.05) -> SessionLease | None:
         """Async twin of :meth:`wait_lease`; also gives up (None) once ``stop`` is set."""
         attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
-        deadline = time.monotonic() + wait_s
+        line, deadline = self._line, time.monotonic() + wait_s
+        ticket = line.join(session_id, front)
         try:
-            while (lease := await asyncio.to_thread(attempt.take)) is None:
+            while not (line.first(session_id, ticket) and (lease := await asyncio.to_thread(attempt.take))):
                 if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
                     return None
                 if between is not None:
@@ -93,6 +149,7 @@ class LeaseMethods:
                 await asyncio.sleep(poll_s)
             return lease
         finally:
+            line.leave(session_id, ticket)
             await asyncio.to_thread(attempt.close)
 
     @contextmanager
