@@ -164,11 +164,18 @@ def test_enqueue_waits_for_the_running_turn_then_runs(pair: tuple[list[str], str
     waiter.start()
     queued = waiter.wait_for("queued")
     assert queued["busy"] == "enqueue" and abs(queued["holder_started_at"] - time.time()) < 30
-    holder.join(30)
-    waiter.join(30)
+    assert queued["ahead"] == 0
+    third = Turn(b, sid, "C")  # waits behind B in the same process
+    upstream.enqueue(_reply("third"))
+    third.start()
+    assert third.wait_for("queued")["ahead"] == 1
+    for turn in (holder, waiter, third):
+        turn.join(30)
     assert holder.events[-1]["type"] == "saved" and holder.events[-1]["revision"] == 1
     assert waiter.types[0] == "queued" and waiter.events[-1] == {**waiter.events[-1], "type": "saved", "revision": 2}
-    assert _messages(a, sid) == [("user", "A"), ("assistant", "first"), ("user", "B"), ("assistant", "second")]
+    assert third.events[-1]["revision"] == 3  # in the order they came
+    assert _messages(a, sid) == [("user", "A"), ("assistant", "first"), ("user", "B"), ("assistant", "second"),
+                                 ("user", "C"), ("assistant", "third")]
 
 
 def test_reject_answers_409_at_once(pair: tuple[list[str], str], upstream: ScriptedServer) -> None:

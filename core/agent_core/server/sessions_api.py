@@ -97,8 +97,9 @@ class QueuedNote:
     """The session is busy: the turn waits, and tells its client who it waits for."""
 
     def __init__(self, ask: _Ask, holder: Any, wait_s: float) -> None:
+        ahead = 0 if ask.busy in ("interrupt", "rollback") else ask.raw.lease_waiters(ask.scoped)
         self.frame = {"type": "queued", "session_id": ask.sid, "busy": ask.busy, "wait_limit_s": wait_s,
-                      "holder_started_at": holder.started_at if holder is not None else None}
+                      "holder_started_at": holder.started_at if holder is not None else None, "ahead": ahead}
 
 
 class BusyNote:
