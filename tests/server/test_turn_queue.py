@@ -249,6 +249,23 @@ def test_if_match_keeps_its_meaning_for_a_turn_that_waited(pair: tuple[list[str]
     assert r.status_code == 409 and r.json()["error"]["current_revision"] == 2  # stale before it waits: at once
 
 
+def test_rollback_with_if_match_runs_on_the_revision_it_kept(pair: tuple[list[str], str],
+                                                            upstream: ScriptedServer) -> None:
+    """The rolled-back turn saved nothing, so the revision the client named is still the session's."""
+    (a, b), _ = pair
+    sid = "rbim-" + uuid.uuid4().hex[:8]
+    assert httpx.post(f"{a}/v1/sessions", json={"id": sid}).status_code == 201
+    holder = _holder(a, sid, upstream, pause=60)
+    upstream.enqueue(_reply("second"))
+    r = httpx.post(f"{b}/v1/sessions/{sid}/turns", params={"busy": "rollback"}, headers={"if-match": '"1"'},
+                   json={"message": "B", "config": BODY_CONFIG}, timeout=30)
+    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+    assert events[0]["type"] == "queued" and events[-1]["type"] == "saved" and events[-1]["revision"] == 2
+    holder.join(30)
+    assert holder.types[-1] == "discarded"
+    assert _messages(a, sid) == [("user", "B"), ("assistant", "second")]
+
+
 def test_a_client_that_hangs_up_while_queued_leaves_the_queue(pair: tuple[list[str], str],
                                                              upstream: ScriptedServer) -> None:
     (a, b), _ = pair
