@@ -251,7 +251,9 @@ class OpenAIProvider(HTTPProvider):
             logprobs = choice.get("logprobs")  # null unless the request asked for them
             if logprobs and logprobs.get("content"):
                 changes["logprobs"] = [*state["openai"].get("logprobs", ()), *logprobs["content"]]
-        usage = native_chunk.get("usage") or (native_chunk.get("x_groq") or {}).get("usage")
+        usage = native_chunk.get("usage")
+        if not usage and "x_groq" in native_chunk:  # Groq puts it there; a membership test costs no call
+            usage = (native_chunk["x_groq"] or {}).get("usage")
         if usage:
             changes["usage"] = usage
         if changes:
