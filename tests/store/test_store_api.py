@@ -218,8 +218,9 @@ def test_the_store_package_s_public_names_are_locked() -> None:
     import agent_core.store as store_pkg
 
     assert sorted(store_pkg.__all__) == [
-        "ConflictError", "CorruptRecordError", "Revision", "SCHEMA_VERSION", "SchemaVersionError", "SessionInfo",
-        "SessionNotFoundError", "SessionStore", "SqlSessionStore", "StoreError", "Stored", "TurnResult",
+        "ConflictError", "CorruptRecordError", "LeaseInfo", "Revision", "SCHEMA_VERSION", "SchemaVersionError",
+        "SessionBusyError", "SessionInfo", "SessionLease", "SessionNotFoundError", "SessionStore", "SqlSessionStore",
+        "StoreError", "Stored", "TurnDiscardedEvent", "TurnResult",
         "TurnRetryEvent", "TurnSavedEvent", "arun_turn", "astream_turn", "default_home", "open_store", "run_turn",
         "stream_turn",
     ]

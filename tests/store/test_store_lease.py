@@ -206,10 +206,9 @@ def test_held_leases_share_one_watcher_thread(store: SqlSessionStore) -> None:
         assert len(getattr(store_backend, "_conns", [])) <= 3
 
 
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)  # SQLite leases use no connection of their own
 def test_a_lock_connection_that_died_while_idle_is_replaced(store: SqlSessionStore, store_url: str) -> None:
     """PostgreSQL keeps freed lock connections for the next lease; one the server dropped meanwhile is not reused."""
-    if not store_url.startswith("postgresql"):
-        pytest.skip("SQLite leases use no connection of their own")
     import psycopg
 
     for sid in ("s1", "s2"):  # two idle lock connections

@@ -7,26 +7,46 @@ handler in one call. The store sits above the kernel: it imports :mod:`agent_cor
 and nothing in the kernel imports it (the engine never touches a database).
 """
 
-from ..errors import ConflictError, CorruptRecordError, SchemaVersionError, SessionNotFoundError, StoreError
+from ..errors import (
+    ConflictError,
+    CorruptRecordError,
+    SchemaVersionError,
+    SessionNotFoundError,
+    StoreError,
+)
+from .lease import LeaseInfo, SessionBusyError, SessionLease
 from .location import default_home, open_store
 from .protocol import SessionStore
 from .schema import SCHEMA_VERSION
 from .sql_store import SqlSessionStore
-from .turns import TurnResult, TurnRetryEvent, TurnSavedEvent, arun_turn, astream_turn, run_turn, stream_turn
+from .turns import (
+    TurnDiscardedEvent,
+    TurnResult,
+    TurnRetryEvent,
+    TurnSavedEvent,
+    arun_turn,
+    astream_turn,
+    run_turn,
+    stream_turn,
+)
 from .values import Revision, SessionInfo, Stored
 
 __all__ = [
     "SCHEMA_VERSION",
     "ConflictError",
     "CorruptRecordError",
+    "LeaseInfo",
     "Revision",
     "SchemaVersionError",
+    "SessionBusyError",
     "SessionInfo",
+    "SessionLease",
     "SessionNotFoundError",
     "SessionStore",
     "SqlSessionStore",
     "StoreError",
     "Stored",
+    "TurnDiscardedEvent",
     "TurnResult",
     "TurnRetryEvent",
     "TurnSavedEvent",
