@@ -9,8 +9,8 @@ before/after comparison of the hot path is made in instructions: each driver run
 is the cost of one item, start-up cancelled out. ``--tree`` runs the same drivers against
 another checkout (its ``core`` and ``providers`` first on the path), for a before/after pair.
 
-Drivers: ``engine`` streams N chunks through ``AgentCore.stream_request`` with a trivial
-provider and two pass-through extensions; ``openai`` calls the ``openai`` provider's
+Drivers: ``engine`` streams N chunks through ``AgentCore.stream_request`` with
+``bench_hot_path.py``'s trivial provider and two pass-through extensions; ``openai`` calls the ``openai`` provider's
 ``process_chunk`` on N text chunks as the API streams them.
 """
 
@@ -27,33 +27,11 @@ HERE = Path(__file__).resolve().parent
 
 ENGINE = """
 import sys
+sys.path.insert(0, sys.argv[2])
+import bench_hot_path
+from bench_hot_path import Counter, Observer, Provider
 from agent_core import AgentCore, Message, Session
-N = int(sys.argv[1])
-
-class Provider:
-    name = "bench"
-    def init(self, config):
-        return {"config": config, "n": 0}
-    def stream_api(self, native_messages, state, *, request_id=None):
-        for _ in range(N):
-            yield {"delta": "x"}
-    def process_chunk(self, chunk, native_messages, state):
-        return [{"role": "assistant", "content": chunk["delta"]}], [], native_messages, {**state, "n": state["n"] + 1}
-    def finalize(self, native_messages, state, *, context=None):
-        final = {"role": "assistant", "content": "x" * state["n"]}
-        return [final], [*native_messages, final], state
-
-class Observer:
-    name = "observer"
-    def process_chunk(self, chunk, partials, finals, native_messages, state):
-        return partials, finals, native_messages, state
-
-class Counter:
-    name = "counter"
-    priority = 200
-    def process_chunk(self, chunk, partials, finals, native_messages, state):
-        return partials, finals, native_messages, {**state, "seen": state.get("seen", 0) + 1}
-
+bench_hot_path.CHUNKS = int(sys.argv[1])
 core = AgentCore(providers=[Provider], extensions=[Observer, Counter])
 for _ in core.stream_request(Session("bench", [Message("user", "hi")])):
     pass
@@ -78,7 +56,7 @@ DRIVERS = {"engine": ENGINE, "openai": OPENAI}
 def instructions(python: str, tree: Path, driver: str, n: int) -> int:
     env = {**os.environ, "PYTHONPATH": f"{tree / 'core'}{os.pathsep}{tree / 'providers'}"}
     run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python, "-c",
-                          DRIVERS[driver], str(n)], env=env, capture_output=True, text=True, check=True)
+                          DRIVERS[driver], str(n), str(HERE)], env=env, capture_output=True, text=True, check=True)
     found = re.search(r"Collected : (\d+)", run.stderr)
     if found is None:
         raise SystemExit(f"callgrind printed no total for {driver}: {run.stderr[-500:]}")
