@@ -30,7 +30,7 @@ import msgspec
 
 from ..errors import ConfigError, ConfigNotAllowedError
 
-__all__ = ["DEFAULT_CLIENT_KEYS", "ConfigPolicy"]
+__all__ = ["DEFAULT_CLIENT_KEYS", "ConfigPolicy", "string_keys"]
 
 #: What a chat client may set by default: its model, how the model samples and how long it may
 #: answer, the shape of the answer, who is asking, and its own function tools (which a server
@@ -47,6 +47,20 @@ DEFAULT_CLIENT_KEYS: frozenset[str] = frozenset({
 })
 
 _MODEL_KEYS = ("provider", "model")
+
+
+def string_keys(value: Any, not_mapping: str, not_string: str) -> Mapping[str, Any]:
+    """``value`` when it is a mapping with string keys; else a ConfigError led by the caller's words.
+
+    Config that comes from outside (a request, a plugin's overrides) is checked for shape
+    before any key is looked at, so the message says which kind of value was wrong.
+    """
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{not_mapping}, got {type(value).__name__}")
+    for key in value:
+        if not isinstance(key, str):
+            raise ConfigError(f"{not_string}, got {key!r}")
+    return value
 
 
 class ConfigPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,11 +123,7 @@ class ConfigPolicy(msgspec.Struct, frozen=True, kw_only=True):
         """
         if client is None:
             return dict(operator)
-        if not isinstance(client, Mapping):
-            raise ConfigError(f"a request's config must be an object, got {type(client).__name__}")
-        for key in client:
-            if not isinstance(key, str):
-                raise ConfigError(f"config keys must be strings, got {key!r}")
+        for key in string_keys(client, "a request's config must be an object", "config keys must be strings"):
             if key not in self.allow:
                 raise ConfigNotAllowedError(
                     f"config key {key!r} is set by the operator, not by a request; to let requests set it, "

@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import ConfigError, InvalidArgumentError
 from ..values.messages import Session
 from .config import REDACTED, is_secret_name
+from .config_policy import string_keys
 
 __all__ = ["FIXED_KEYS", "PluginCore", "side_config"]
 
@@ -41,11 +42,8 @@ def side_config(
     """
     if overrides is None:
         return dict(config)
-    if not isinstance(overrides, Mapping):
-        raise ConfigError(f"side_request overrides must be a mapping, got {type(overrides).__name__}")
-    for key in overrides:
-        if not isinstance(key, str):
-            raise ConfigError(f"side_request override keys must be strings, got {key!r}")
+    for key in string_keys(overrides, "side_request overrides must be a mapping",
+                           "side_request override keys must be strings"):
         if key in FIXED_KEYS or key in secret_keys or is_secret_name(key) or overrides[key] == REDACTED:
             raise ConfigError(
                 f"side_request may not override {key!r}: a side request runs with the provider, endpoint and "

@@ -56,7 +56,15 @@ class TurnResult(msgspec.Struct, frozen=True):
     attempts: int
 
 
-class TurnRetryEvent(msgspec.Struct, frozen=True, tag="retry"):
+class _StoreEvent(msgspec.Struct, frozen=True):
+    """A store's own event in a streamed turn; ``type`` is its tag, as the engine's events name theirs."""
+
+    @property
+    def type(self) -> str:
+        return str(self.__struct_config__.tag)
+
+
+class TurnRetryEvent(_StoreEvent, frozen=True, tag="retry"):
     """Streamed turns: another handler saved first; the events since the last ``start`` are void.
 
     The turn runs again from ``current_revision``; attempt ``attempt`` begins
@@ -67,32 +75,20 @@ class TurnRetryEvent(msgspec.Struct, frozen=True, tag="retry"):
     attempt: int
     current_revision: int | None
 
-    @property
-    def type(self) -> str:
-        return "retry"
 
-
-class TurnSavedEvent(msgspec.Struct, frozen=True, tag="saved"):
+class TurnSavedEvent(_StoreEvent, frozen=True, tag="saved"):
     """Streamed turns: the last event when the turn was saved, at ``revision``."""
 
     session_id: str
     revision: int
     attempts: int
 
-    @property
-    def type(self) -> str:
-        return "saved"
 
-
-class TurnDiscardedEvent(msgspec.Struct, frozen=True, tag="discarded"):
+class TurnDiscardedEvent(_StoreEvent, frozen=True, tag="discarded"):
     """Streamed turns under a lease: a later turn rolled this one back, so nothing of it was saved."""
 
     session_id: str
     attempts: int
-
-    @property
-    def type(self) -> str:
-        return "discarded"
 
 
 def _check(session_id: Any, message: Any, retries: Any) -> Message:
