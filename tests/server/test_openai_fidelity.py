@@ -9,6 +9,7 @@ upstream's own error values and rate-limit headers, and a 429 that is not retrie
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +17,7 @@ import httpx
 import openai
 import pytest
 from agent_core.server import ServeSettings, create_app
-from providers._server import ScriptedServer, json_reply, sse, sse_reply
+from providers._server import Delay, ScriptedServer, json_reply, sse, sse_reply
 from providers._wire import OA_DONE, oa_chunk
 
 from ._live import running
@@ -193,3 +194,19 @@ def test_an_answer_carries_the_upstreams_rate_limit_headers(client: openai.OpenA
     raw = client.chat.completions.with_raw_response.create(model="openai/gpt-4o-mini", messages=HI)
     assert raw.headers["x-ratelimit-remaining-tokens"] == "9000"
     assert raw.headers["x-request-id"] != "req_upstream"  # the client's request id, not the upstream's
+
+
+@pytest.mark.parametrize("route", ["/v1/chat/completions", "/v1/messages"])
+def test_a_streamed_answer_sends_its_headers_once_the_upstream_answers(facade: str, server: Any, route: str) -> None:
+    """The upstream answers at once but thinks 1.5 s before its first token: the client has its status first."""
+    server.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": ""}), Delay(1.5),
+                             oa_chunk({"content": "late"}), oa_chunk({}, "stop"), OA_DONE))
+    body: dict[str, Any] = {"model": "openai/gpt-4o-mini", "messages": HI, "stream": True}
+    if route == "/v1/messages":
+        body["max_tokens"] = 16
+    started = time.monotonic()
+    with httpx.stream("POST", facade + route, json=body, timeout=10) as r:
+        headers_after = time.monotonic() - started
+        text = "".join(r.iter_text())
+    assert r.status_code == 200 and headers_after < 1.0, headers_after
+    assert "late" in text

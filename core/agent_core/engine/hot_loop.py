@@ -36,10 +36,10 @@ from ..errors import (
 )
 from ..plugins.hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from ..plugins.stubs import provider_streams
-from ..runtime.effects import Call, CancellationToken, OpenIter, Pump
+from ..runtime.effects import END, Call, CancellationToken, NextItem, OpenIter, Pump
 from ..runtime.flight import Flight, RunCancelled
 from ..tools.toolkit import twin_calls
-from ..values.events import PartialEvent
+from ..values.events import AnsweredEvent, PartialEvent
 from ..values.frozen import _SCALARS, FrozenDict, FrozenList
 from ..values.messages import EMPTY_METADATA, PartialMessage
 
@@ -297,7 +297,7 @@ def call_provider(
     opening: Any = _NONE  # the partials of a call_api answer: they enter the closing step like any other
     unseen: list[Any] = []
     if streamed:
-        yield from pump_stream(run, native, state, flight)
+        yield from pump_stream(run, native, state, flight, announce=bool(ctx["config"].get("announce_answer")))
         native, state = run.native, run.state
     else:
         opening, finals, native, state = yield from call_once(provider, native, state, request_id, flight)
@@ -317,12 +317,23 @@ def call_provider(
     return FrozenList.from_frozen([*run.seen, *pending]), native, state
 
 
-def pump_stream(run: HotLoop, native: Any, state: Any, flight: Flight) -> Generator[Any, Any, None]:
-    """Open the provider's stream and pump every chunk through ``run``'s :meth:`HotLoop.feed`."""
+def pump_stream(run: HotLoop, native: Any, state: Any, flight: Flight, *,
+                announce: bool = False) -> Generator[Any, Any, None]:
+    """Open the provider's stream and pump every chunk through ``run``'s :meth:`HotLoop.feed`.
+
+    ``announce``: the first chunk is pulled on its own and an :class:`AnsweredEvent` goes
+    before its events, so the per-chunk loop stays as it is.
+    """
     provider = run.provider[0]
     sync, asyn = twin_calls(provider, "stream_api", "astream_api", native, state, request_id=run.request_id)
     try:
         handle = yield OpenIter(sync, asyn, label=f"provider {provider.name!r} stream")
+        if announce:
+            first = yield NextItem(handle)
+            if first is END:
+                return
+            yield AnsweredEvent(run.request_id, run.iteration)
+            yield from run.feed(first)
         yield Pump(handle, run.feed)
     except Exception as exc:
         raise provider_failure(flight, provider, "stream_api", exc) from exc

@@ -255,6 +255,7 @@ ENGINE_KEYS: dict[str, tuple[str, ...]] = {
     "stop_on_tool_error": ("boolean",),
     "run_pending_tool_calls": ("boolean",),
     "tool_timeout_s": ("number",),
+    "announce_answer": ("boolean",),
 }
 
 

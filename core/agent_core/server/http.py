@@ -100,6 +100,8 @@ async def until_output(events: AsyncIterator[Any], rid: list[str] | None = None,
 
     Until the first byte of the body is sent, the status can still say what went wrong
     (429 with retry-after, 400 for a bad config...), so an early ``error`` event is not streamed.
+    An ``answered`` event (the config's ``announce_answer``) counts as output: the upstream has
+    answered, so the status is known and the headers can go before the first token.
     """
     first: list[Any] = []
     async for event in events:
@@ -107,7 +109,7 @@ async def until_output(events: AsyncIterator[Any], rid: list[str] | None = None,
         kind = getattr(event, "type", None)
         if kind == "start" and rid is not None:
             rid.append(event.request_id)
-        if kind in ("partial", "final", "error", "done"):
+        if kind in ("answered", "partial", "final", "error", "done"):
             break
     if first and first[-1].type == "error":
         info = first[-1].error

@@ -125,6 +125,7 @@ class TurnRoutes:
         started, so a 429 or a 400 can still say so); then the turn is already released.
         """
         self._watch(request, turn)
+        turn.config["announce_answer"] = True  # send the headers once the upstream answers, not at the first token
         try:
             turn.events = self.core.astream_request(turn.session, turn.config, request_id=turn.rid)
             first, failed = await until_output(turn.events, dialect=turn.dialect)

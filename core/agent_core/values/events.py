@@ -28,6 +28,7 @@ from .frozen import FrozenVector
 from .messages import Message, PartialMessage, Session
 
 __all__ = [
+    "AnsweredEvent",
     "DoneEvent",
     "ErrorEvent",
     "ErrorInfo",
@@ -131,6 +132,18 @@ class StartEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="start"):
     warnings: list[str] = []
 
 
+class AnsweredEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="answered"):
+    """The provider's stream sent its first chunk: the upstream API has answered.
+
+    Sent only when the config asks (``announce_answer``): a gateway then knows it can
+    send its own status and headers, while a model that thinks before its first token
+    has not said anything yet. Once per streamed provider call, before that chunk's events.
+    """
+
+    request_id: str
+    iteration: int = 1
+
+
 class PartialEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="partial"):
     """New streamed text (a delta, not the text so far)."""
 
@@ -219,7 +232,7 @@ class DoneEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="done"):
 
 
 Event = Union[
-    StartEvent, PartialEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, UserMessageEvent,
+    StartEvent, AnsweredEvent, PartialEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, UserMessageEvent,
     ErrorEvent, DoneEvent,
 ]
 
@@ -236,7 +249,7 @@ def _enc_hook(obj: Any) -> Any:
 
 # ``event.type`` is read for every event a caller handles: a plain class attribute per
 # event class answers it without the property's lookup of the struct config.
-for _cls in (StartEvent, PartialEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent,
+for _cls in (StartEvent, AnsweredEvent, PartialEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent,
              UserMessageEvent, ErrorEvent, DoneEvent):
     _cls.type = _cls.__struct_config__.tag  # type: ignore[misc,assignment]
 del _cls
