@@ -62,6 +62,15 @@ RESPONSE_ONLY_KEYS = frozenset({"reasoning_content", "reasoning", "reasoning_det
 _json = msgspec.json.Encoder()
 
 
+def _chained(link: Any) -> list[Any]:
+    """The items of a ``(previous link, items)`` chain in order: built per chunk without copying what came before."""
+    parts = []
+    while link is not None:
+        link, items = link
+        parts.append(items)
+    return [item for items in reversed(parts) for item in items]
+
+
 # -- message conversion helpers (also used by the openai_* extensions) -----------------
 
 
@@ -249,8 +258,8 @@ class OpenAIProvider(HTTPProvider):
             if choice.get("finish_reason"):
                 changes["finish_reason"] = choice["finish_reason"]
             logprobs = choice.get("logprobs")  # null unless the request asked for them
-            if logprobs and logprobs.get("content"):
-                changes["logprobs"] = [*state["openai"].get("logprobs", ()), *logprobs["content"]]
+            if logprobs and logprobs.get("content"):  # a link of a chain, flattened once in finalize
+                changes["logprobs"] = (state["openai"].get("logprobs"), logprobs["content"])
         usage = native_chunk.get("usage")
         if not usage and "x_groq" in native_chunk:  # Groq puts it there; a membership test costs no call
             usage = (native_chunk["x_groq"] or {}).get("usage")
@@ -277,7 +286,7 @@ class OpenAIProvider(HTTPProvider):
         if buffer.get("usage"):
             message["_usage"] = buffer["usage"]
         if buffer.get("logprobs"):
-            message["_logprobs"] = {"content": buffer["logprobs"]}
+            message["_logprobs"] = {"content": _chained(buffer["logprobs"])}
         return [message], [*native_messages, message], {**state, "openai": None, "openai_text": None}
 
     # -- API specifics for HTTPProvider ------------------------------------------------

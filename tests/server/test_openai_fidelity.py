@@ -175,12 +175,13 @@ def test_logprobs_are_relayed_plain_and_streamed(client: openai.OpenAI, server: 
     assert server.requests[-1].body["logprobs"] is True
     server.enqueue(sse_reply(
         oa_chunk({"role": "assistant", "content": ""}),
-        sse({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [
-            {"index": 0, "delta": {"content": "Hi"}, "logprobs": LOGPROBS, "finish_reason": None}]}),
+        *(sse({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [
+            {"index": 0, "delta": {"content": word}, "finish_reason": None,
+             "logprobs": {"content": [{**LOGPROBS["content"][0], "token": word}]}}]}) for word in ("Hi", " you", "!")),
         oa_chunk({}, "stop"), OA_DONE))
     got = [c.choices[0].logprobs for c in client.chat.completions.create(
         model="openai/gpt-4o-mini", messages=HI, logprobs=True, stream=True) if c.choices and c.choices[0].logprobs]
-    assert [token.token for lp in got for token in lp.content] == ["Hi"]
+    assert [token.token for lp in got for token in lp.content] == ["Hi", " you", "!"]  # every chunk's, in order
     # a provider that cannot return them: refused by name, not answered without them
     with pytest.raises(openai.BadRequestError) as err:
         client.chat.completions.create(model="echo", messages=HI, logprobs=True)
