@@ -20,6 +20,9 @@ The stream ends with the closing step (:meth:`HotLoop.close`): the same chain
 once more with ``native_chunk=None``, the extensions only, each handed the
 partials and finals the one before returned. What an extension held back and
 flushes there still passes every extension after it.
+
+A stream may start over (a ``StreamRetry`` between two chunks): the loop then
+goes back to the history and state the call began with, as :mod:`.retract` explains.
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ from ..plugins.stubs import provider_streams
 from ..runtime.effects import END, Call, CancellationToken, NextItem, OpenIter, Pump
 from ..runtime.flight import Flight, RunCancelled
 from ..tools.toolkit import twin_calls
-from ..values.events import AnsweredEvent, PartialEvent
+from ..values.events import AnsweredEvent, PartialEvent, StreamRetry
 from ..values.frozen import _SCALARS, FrozenDict, FrozenList
 from ..values.messages import EMPTY_METADATA, PartialMessage
+from .retract import retract_event
 
 __all__ = [
     "HotChain", "HotLoop", "call_once", "call_provider", "finalized", "hot_chain", "hot_failure", "partial_message",
@@ -138,16 +142,22 @@ class HotLoop:
 
     ``native`` and ``state`` are the provider's history and state after the
     last chunk; ``seen`` the finals produced so far; ``chunks`` how many were fed.
+    ``start`` is the history and state the call began with, which a retry goes
+    back to; ``billed`` (the request's ``[input, output, calls]`` counts) takes
+    the usage of attempts a retry threw away.
     """
 
-    __slots__ = ("provider", "exts", "native", "state", "seen", "chunks", "request_id", "iteration", "token")
+    __slots__ = ("provider", "exts", "native", "state", "seen", "chunks", "request_id", "iteration", "token",
+                 "start", "billed")
 
     def __init__(self, chain: HotChain, native: Any, state: Any, *, request_id: str = "", iteration: int = 0,
-                 token: CancellationToken | None = None) -> None:
+                 token: CancellationToken | None = None, billed: list[int] | None = None) -> None:
         self.provider = chain[0]
         self.exts = chain[1:]
         self.native = native
         self.state = state
+        self.start = (native, state)
+        self.billed = billed
         self.seen: list[Any] = []
         self.chunks = 0
         self.request_id = request_id  # what the events carry
@@ -170,6 +180,8 @@ class HotLoop:
         """
         if self.token.cancelled:
             raise RunCancelled
+        if chunk.__class__ is StreamRetry:
+            return self.retract(chunk)
         self.chunks += 1
         native, state = self.native, self.state
         owner, fn = self.provider
@@ -214,6 +226,11 @@ class HotLoop:
         rid, it = self.request_id, self.iteration
         return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
 
+    def retract(self, retry: StreamRetry) -> list[Any]:
+        """The stream starts over (:mod:`.retract`): back to the call's first history and state."""
+        self.native, self.state = self.start
+        self.seen = []
+        return [retract_event(retry, self.request_id, self.iteration, self.billed)]
 
     def close(self, partials: Any, finals: Any, native: Any, state: Any) -> tuple[Any, FrozenList, Any, Any, Any, str]:
         """The closing step: each extension's ``process_chunk(None, partials, finals, native, state)``, once, in order.
@@ -274,7 +291,7 @@ def provider_failure(flight: Flight, provider: LivePlugin, hook: str, exc: BaseE
 
 def call_provider(
     provider: LivePlugin, exts: list[LivePlugin], native: Any, state: Any, *,
-    stream: bool, request_id: str, flight: Flight, iteration: int, ctx: Any,
+    stream: bool, request_id: str, flight: Flight, iteration: int, ctx: Any, billed: list[int] | None = None,
 ) -> Generator[Any, Any, tuple[FrozenList, FrozenList, FrozenDict]]:
     """One provider call up to the extensions' closing ``process_chunk(None, ...)``.
 
@@ -284,7 +301,8 @@ def call_provider(
     then the closing step (:meth:`HotLoop.close`), whose partials are yielded
     as events. One call, one request: a stream that yields nothing is never
     followed by ``call_api`` (that would be a second, billable request).
-    Returns ``(finals, native, state)``.
+    A stream that starts over (:meth:`HotLoop.retract`) adds the broken
+    attempt's usage to ``billed``. Returns ``(finals, native, state)``.
 
     Raises:
         EmptyResponseError: the stream sent no chunk and ``finalize`` no answer.
@@ -293,7 +311,7 @@ def call_provider(
     spec = provider.spec
     streamed = (stream and provider_streams(spec)) or not (spec.defines("call_api") or spec.defines("acall_api"))
     run = HotLoop(hot_chain(provider, exts), native, state, request_id=request_id, iteration=iteration,
-                  token=flight.token)
+                  token=flight.token, billed=billed)
     opening: Any = _NONE  # the partials of a call_api answer: they enter the closing step like any other
     unseen: list[Any] = []
     if streamed:

@@ -52,7 +52,6 @@ from ..errors import (
     LLMError,
     PluginError,
     ProviderRequestCancelled,
-    UpstreamDetail,
 )
 from ..plugins.chains import init_state, initialize_request, tail, to_native
 from ..plugins.hooks import LivePlugin, cancel_provider_call
@@ -68,11 +67,11 @@ from ..values.events import (
     FINISHED,
     DoneEvent,
     ErrorEvent,
-    ErrorInfo,
     FinalEvent,
     Outcome,
     StartEvent,
     Usage,
+    error_info,
 )
 from ..values.frozen import FrozenDict, FrozenList, freeze
 from ..values.messages import Message, Session
@@ -82,23 +81,6 @@ from .hot_loop import call_provider
 from .request_injection import inject, request_injections
 
 __all__ = ["RequestRun", "error_info"]
-
-
-def error_info(exc: BaseException) -> ErrorInfo:
-    if isinstance(exc, PluginError):
-        return ErrorInfo("PluginError", str(exc), exc.plugin, exc.hook)
-    if isinstance(exc, LLMError):
-        return ErrorInfo(
-            type(exc).__name__, str(exc), exc.provider, None, exc.status_code, getattr(exc, "retry_after", None),
-            _upstream(exc),
-        )
-    return ErrorInfo(type(exc).__name__, str(exc))
-
-
-def _upstream(exc: LLMError) -> UpstreamDetail | None:
-    """The API's own account, when the error holds one (a third party's subclass may not set it)."""
-    upstream = getattr(exc, "upstream", None)
-    return upstream if isinstance(upstream, UpstreamDetail) else None
 
 
 @dataclass(frozen=True)
@@ -281,7 +263,7 @@ class RequestRun:
         turn = Turn(stored, native, iteration, ctx)
         finals, native, state = yield from call_provider(
             req.provider, req.exts, native, state, stream=self.stream, request_id=self.request_id,
-            flight=self.flight, iteration=iteration, ctx=ctx,
+            flight=self.flight, iteration=iteration, ctx=ctx, billed=self.usage,
         )
         self.usage[2] += 1
         messages, session, native, state = finalize_turn(

@@ -3,8 +3,13 @@
 Every event has ``type`` (the JSON tag) and ``request_id``. The sequence for
 one request is::
 
-    start  tools?  (partial* final+ tools?)*  error?  done
+    start  tools?  (partial* (retract partial*)* final+ tools?)*  error?  done
     tools = tool_call+ (user_message* (tool_progress* tool_result))+
+
+A ``retract`` voids the partials of its provider call that came before it (the
+stream broke after showing text and the provider is trying again, see
+:class:`RetractEvent`); the ``final`` events that follow belong to the attempt that
+succeeded.
 
 ``tools`` before the first ``final`` answers tool calls an earlier request
 left pending (iteration 0). ``start`` is always first, even when the plugins
@@ -19,11 +24,12 @@ against the original platform, events also answer ``event["type"]`` and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, Union
 
 import msgspec
 
-from ..errors import UpstreamDetail
+from ..errors import LLMError, PluginError, UpstreamDetail
 from .frozen import FrozenVector
 from .messages import Message, PartialMessage, Session
 
@@ -36,8 +42,10 @@ __all__ = [
     "FinalEvent",
     "Outcome",
     "PartialEvent",
+    "RetractEvent",
     "StartEvent",
     "StopReason",
+    "StreamRetry",
     "ToolCallEvent",
     "ToolProgressEvent",
     "ToolResultEvent",
@@ -45,6 +53,7 @@ __all__ = [
     "UserMessageEvent",
     "decode_event",
     "encode_event",
+    "error_info",
 ]
 
 StopReason = Literal[
@@ -117,6 +126,48 @@ class ErrorInfo(msgspec.Struct, frozen=True):
     upstream: UpstreamDetail | None = None
 
 
+def error_info(exc: BaseException) -> ErrorInfo:
+    """The :class:`ErrorInfo` an ``error`` (or ``retract``) event carries for ``exc``."""
+    if isinstance(exc, PluginError):
+        return ErrorInfo("PluginError", str(exc), exc.plugin, exc.hook)
+    if isinstance(exc, LLMError):
+        upstream = getattr(exc, "upstream", None)  # a third party's subclass may not set it
+        return ErrorInfo(
+            type(exc).__name__, str(exc), exc.provider, None, exc.status_code, getattr(exc, "retry_after", None),
+            upstream if isinstance(upstream, UpstreamDetail) else None,
+        )
+    return ErrorInfo(type(exc).__name__, str(exc))
+
+
+class StreamRetry:
+    """What a provider's stream yields when it starts over after it had already yielded output.
+
+    Not an event: a marker in the stream of native chunks (``stream_api`` /
+    ``astream_api``). It says that every chunk the stream yielded before it is
+    void, and that the chunks after it are a new attempt at the same request.
+    The engine then drops what the provider call had built from those chunks
+    (every plugin's hot-path state, history and finals go back to what they
+    were when the call began) and tells its caller with a :class:`RetractEvent`,
+    so nobody keeps text the model never finished saying.
+
+    ``attempt`` numbers the attempt that begins (2 for the first retry);
+    ``error`` is the failure that ended the one before; ``usage`` is what the
+    API reported for that broken attempt (``input_tokens``, ``output_tokens``),
+    when it reported anything, because it may still be billed.
+    """
+
+    __slots__ = ("attempt", "error", "usage")
+
+    def __init__(self, attempt: int, error: BaseException | None = None,
+                 usage: Mapping[str, Any] | None = None) -> None:
+        self.attempt = attempt
+        self.error = error
+        self.usage = usage
+
+    def __repr__(self) -> str:
+        return f"StreamRetry(attempt={self.attempt}, error={self.error!r}, usage={self.usage!r})"
+
+
 class StartEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="start"):
     """First event: the request id (for ``cancel_request``) and the plugins in play.
 
@@ -150,6 +201,30 @@ class PartialEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="partial"):
     request_id: str
     message: PartialMessage
     iteration: int = 1
+
+
+class RetractEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="retract"):
+    """Forget everything the provider call ``iteration`` has streamed so far: it is being tried again.
+
+    The call's stream broke after it had shown output (a dropped connection,
+    an ``overloaded_error`` in the middle, a stall past ``chunk_timeout_s``)
+    and the provider repeats the request. Every ``partial`` of this
+    iteration before this event is void, so a UI clears the text it showed
+    for the call; the partials after it are the new attempt's, from its
+    first word, and only that attempt's ``final`` events follow.
+
+    ``attempt`` numbers the attempt that begins (2 for the first retry);
+    ``error`` is the failure that ended the one before; ``usage`` is what the
+    API reported for the broken attempt, when it did (it is added to the
+    request's ``done.usage``; ``provider_calls`` stays 0 here: the call is
+    counted once).
+    """
+
+    request_id: str
+    iteration: int = 1
+    attempt: int = 2
+    error: ErrorInfo | None = None
+    usage: Usage | None = None
 
 
 class FinalEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="final"):
@@ -232,8 +307,8 @@ class DoneEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="done"):
 
 
 Event = Union[
-    StartEvent, AnsweredEvent, PartialEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent, UserMessageEvent,
-    ErrorEvent, DoneEvent,
+    StartEvent, AnsweredEvent, PartialEvent, RetractEvent, FinalEvent, ToolCallEvent, ToolProgressEvent,
+    ToolResultEvent, UserMessageEvent, ErrorEvent, DoneEvent,
 ]
 
 
@@ -249,7 +324,7 @@ def _enc_hook(obj: Any) -> Any:
 
 # ``event.type`` is read for every event a caller handles: a plain class attribute per
 # event class answers it without the property's lookup of the struct config.
-for _cls in (StartEvent, AnsweredEvent, PartialEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent,
+for _cls in (StartEvent, AnsweredEvent, PartialEvent, RetractEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent,
              UserMessageEvent, ErrorEvent, DoneEvent):
     _cls.type = _cls.__struct_config__.tag  # type: ignore[misc,assignment]
 del _cls
