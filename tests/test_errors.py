@@ -54,6 +54,7 @@ HIERARCHY = [
     ("SessionNotFoundError", LookupError),
     ("CorruptRecordError", errors.StoreError),
     ("SchemaVersionError", errors.StoreError),
+    ("StoreUnavailableError", errors.StoreError),
 ]
 
 LLM_SUBCLASSES = [
@@ -239,6 +240,7 @@ EXAMPLES = [
     errors.SchemaVersionError("too new", found=9, supported=1),
     errors.ConfigNotAllowedError("config key 'base_url' is set by the operator", key="base_url"),
     errors.StoreError("the store is closed", session_id="s2"),
+    errors.StoreUnavailableError("the database is down", reason="unreachable", retry_after=1.0, session_id="s3"),
     errors.UnknownConfigKeyWarning("config key `max_token` is not declared", key="max_token", suggestion="max_tokens"),
 ]
 

@@ -70,6 +70,7 @@ PUBLIC_NAMES = [
     "SessionNotFoundError",
     "StartEvent",
     "StoreError",
+    "StoreUnavailableError",
     "StreamRetry",
     "ToolCallEvent",
     "ToolDescriptor",

@@ -34,6 +34,7 @@ from .errors import (
     SchemaVersionError,
     SessionNotFoundError,
     StoreError,
+    StoreUnavailableError,
     UnknownConfigKeyWarning,
     UpstreamDetail,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "SessionNotFoundError",
     "StartEvent",
     "StoreError",
+    "StoreUnavailableError",
     "StreamRetry",
     "ToolCallEvent",
     "ToolDescriptor",

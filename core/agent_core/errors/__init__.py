@@ -35,7 +35,9 @@ The hierarchy::
             ├── ConflictError           a put based on a stale revision; .expected, .current (nothing written)
             ├── SessionNotFoundError (LookupError)  no session has this id
             ├── CorruptRecordError      a stored row does not decode to a valid value; .revision, .what
-            └── SchemaVersionError      the database's schema is newer than this agent-core; .found, .supported
+            ├── SchemaVersionError      the database's schema is newer than this agent-core; .found, .supported
+            └── StoreUnavailableError   the database cannot serve now (unreachable, busy, read-only, full);
+                                        .reason, .retry_after
 
     UserWarning
     └── UnknownConfigKeyWarning     a config key nothing declares (a typo?); .key, .suggestion
@@ -76,7 +78,14 @@ from .pipeline import (
     UnknownConfigKeyWarning,
 )
 from .root import AgentCoreError
-from .store import ConflictError, CorruptRecordError, SchemaVersionError, SessionNotFoundError, StoreError
+from .store import (
+    ConflictError,
+    CorruptRecordError,
+    SchemaVersionError,
+    SessionNotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
 
 __all__ = [
     "ActionInputError",
@@ -107,6 +116,7 @@ __all__ = [
     "SchemaVersionError",
     "SessionNotFoundError",
     "StoreError",
+    "StoreUnavailableError",
     "UnknownConfigKeyWarning",
     "UpstreamDetail",
 ]

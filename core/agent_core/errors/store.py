@@ -7,7 +7,10 @@ from typing import Any
 from .root import AgentCoreError
 from .root import rebuild as _rebuild
 
-__all__ = ["ConflictError", "CorruptRecordError", "SchemaVersionError", "SessionNotFoundError", "StoreError"]
+__all__ = [
+    "ConflictError", "CorruptRecordError", "SchemaVersionError", "SessionNotFoundError", "StoreError",
+    "StoreUnavailableError",
+]
 
 
 class StoreError(AgentCoreError):
@@ -74,3 +77,28 @@ class SchemaVersionError(StoreError):
         super().__init__(message)
         self.found = found
         self.supported = supported
+
+
+class StoreUnavailableError(StoreError):
+    """The database could not do its part just now; nothing was written, and the caller's values are untouched.
+
+    ``reason`` says what the database reported, so an operator knows where to look:
+
+    - ``unreachable``: the connection failed or was dropped (a PostgreSQL restart, a network cut);
+    - ``busy``: another writer held the database past the store's busy timeout (SQLite);
+    - ``read_only``: the file or its file system refuses writes;
+    - ``disk_full``: no room left for the write;
+    - ``io``: the operating system reported an I/O error.
+
+    The first two pass on their own, so ``retry_after`` (seconds) suggests when to try
+    again; the others need an operator, and ``retry_after`` is ``None``. The server answers
+    503 either way, with ``retry-after`` when there is one.
+    """
+
+    _keywords = ("session_id", "reason", "retry_after")
+
+    def __init__(self, message: str, *, reason: str, retry_after: float | None = None,
+                 session_id: str | None = None) -> None:
+        super().__init__(message, session_id=session_id)
+        self.reason = reason
+        self.retry_after = retry_after

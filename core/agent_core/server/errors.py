@@ -29,6 +29,7 @@ from ..errors import (
     RequestInFlightError,
     SessionNotFoundError,
     StoreError,
+    StoreUnavailableError,
 )
 
 __all__ = ["ApiError", "error_body", "status_for", "status_for_class", "status_for_name"]
@@ -79,6 +80,7 @@ _STATUSES: tuple[tuple[Any, int], ...] = (
     (ConfigNotAllowedError, 403),
     ((ConflictError, RequestInFlightError), 409),
     ((ConfigError, InvalidArgumentError, InvalidValueError, ActionInputError), 400),
+    (StoreUnavailableError, 503),
     ((PluginError, StoreError), 500),
 )
 

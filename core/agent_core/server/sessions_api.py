@@ -15,12 +15,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .. import NATIVE_KEY, encode_event
-from ..errors import (
-    ConflictError,
-)
+from ..errors import ConflictError, StoreError, StoreUnavailableError
 from ..types import Message, Session
 from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
 from .errors import ApiError, error_body
+from .failures import failure_of
 from .http import (
     SSE_HEADERS,
     ConflictNote,
@@ -328,6 +327,12 @@ class SessionRoutes:
         except ConflictError as exc:  # astream_turn lost every retry
             finished = True
             yield sse_frame({"type": "conflict", **error_body("ConflictError", str(exc), current_revision=exc.current)})
+        except StoreError as exc:  # the store failed after the stream began (a lost database): its status, in a frame
+            finished = True
+            failure = failure_of(exc)
+            extra = ({"reason": exc.reason, "retry_after": exc.retry_after}
+                     if isinstance(exc, StoreUnavailableError) else {})
+            yield sse_frame({"type": "error", **error_body(type(exc).__name__, str(exc), status=failure.status, **extra)})
         finally:
             watcher.cancel()
             if not finished:

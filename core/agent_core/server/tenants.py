@@ -27,7 +27,13 @@ from typing import Any
 import msgspec
 
 from .. import ConfigPolicy, Session
-from ..errors import ConfigError, ConflictError, SessionNotFoundError, StoreError
+from ..errors import (
+    ConfigError,
+    ConflictError,
+    SessionNotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
 from ..store import Revision, SessionInfo, Stored
 
 __all__ = ["ID_PATTERN", "TENANT_PATTERN", "Tenant", "TenantStore", "TokenTable", "load_tokens_file"]
@@ -192,6 +198,9 @@ class TenantStore:
             return SessionNotFoundError(client_id)
         if isinstance(exc, ConflictError):
             return ConflictError(client_id, expected=exc.expected, current=exc.current)
+        if isinstance(exc, StoreUnavailableError):  # the kind and the wait stay: a client retries on them
+            return StoreUnavailableError(f"the session store is unavailable ({exc.reason}) for session {client_id!r}",
+                                         reason=exc.reason, retry_after=exc.retry_after, session_id=client_id)
         return StoreError(f"the session store failed on session {client_id!r} ({type(exc).__name__})",
                           session_id=client_id)
 

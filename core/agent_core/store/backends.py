@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ConfigError, StoreError
+from ..errors import ConfigError, StoreError, StoreUnavailableError
 
 __all__ = ["PostgresBackend", "SqliteBackend", "Tx"]
 
@@ -67,6 +67,44 @@ class Tx:
         return len(batch)
 
 
+#: SQLite's primary result codes that mean "not now" or "not here", and how soon a retry may help
+_SQLITE_UNAVAILABLE = {
+    "BUSY": ("busy", 1.0), "LOCKED": ("busy", 1.0), "READONLY": ("read_only", None),
+    "FULL": ("disk_full", None), "IOERR": ("io", None),
+}
+
+
+def _read_only(path: str) -> bool:
+    """Whether the database's file or directory refuses writes (a read-only mount, or its permissions)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return True
+    except OSError:
+        return False
+    target = path if os.path.exists(path) else directory
+    return not os.access(target, os.W_OK)
+
+
+def sqlite_failure(exc: sqlite3.Error, path: str, busy_timeout_s: float) -> StoreError:
+    """The store's own error for what SQLite raised, so no ``sqlite3`` exception leaves the store.
+
+    SQLite (Python 3.11+) names its result code on the exception (``SQLITE_BUSY``,
+    ``SQLITE_READONLY_DBMOVED``...); the primary code decides the reason.
+    """
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    primary = name.split("_")[1] if name.startswith("SQLITE_") else ""
+    if primary == "CANTOPEN" and _read_only(path):  # WAL needs its -shm file, which a read-only place cannot hold
+        primary = "READONLY"
+    if primary in _SQLITE_UNAVAILABLE:
+        reason, retry_after = _SQLITE_UNAVAILABLE[primary]
+        why = (f"another writer held it past the store's {busy_timeout_s:g} s busy timeout"
+               if reason == "busy" else str(exc))
+        return StoreUnavailableError(f"the session database {path} is unavailable ({reason}): {why}",
+                                     reason=reason, retry_after=retry_after)
+    return StoreError(f"the session database {path} failed: {exc} ({name or type(exc).__name__})")
+
+
 def _wal(conn: sqlite3.Connection, timeout_s: float) -> None:
     """Switch to WAL, waiting for the other openers of a fresh file.
 
@@ -108,7 +146,10 @@ class SqliteBackend:
                 conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
                 _wal(conn, self._timeout)
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot open the session database {self.path}: {exc}") from exc
+                failure = sqlite_failure(exc, self.path, self._timeout)
+                if not isinstance(failure, StoreUnavailableError):
+                    failure = StoreError(f"cannot open the session database {self.path}: {exc}")
+                raise failure from None
             self._local.conn, self._local.pid = conn, os.getpid()
             with self._lock:
                 self._conns.append(conn)
@@ -117,13 +158,22 @@ class SqliteBackend:
     @contextmanager
     def transaction(self, write: bool) -> Iterator[Tx]:
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
-            yield Tx(conn.cursor(), self.dialect, self.trace)
-        except BaseException:
-            conn.rollback()
-            raise
-        conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield Tx(conn.cursor(), self.dialect, self.trace)
+            except BaseException:
+                if conn.in_transaction:  # SQLite may have rolled back already (a full disk, an I/O error)
+                    conn.rollback()
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:  # a failed COMMIT leaves the transaction open
+                try:
+                    conn.rollback()
+                except sqlite3.Error:  # pragma: no cover - the first error is the one to report
+                    pass
+            raise sqlite_failure(exc, self.path, self._timeout) from None
 
     def close(self) -> None:
         with self._lock:
@@ -134,6 +184,10 @@ class SqliteBackend:
                 conn.close()
             except sqlite3.Error:  # pragma: no cover - closing is best effort
                 pass
+
+
+#: how long a transaction waits for a pooled connection while the server seems down
+_DOWN_WAIT_S = 1.0
 
 
 class PostgresBackend:
@@ -159,6 +213,8 @@ class PostgresBackend:
         self._pool: Any = None
         self._pid = 0
         self._closed = False
+        self._checking = False
+        self._down = False  # the last transaction lost its connection: the server may be down
         self.trace: Trace | None = None
 
     def _get_pool(self) -> Any:
@@ -183,18 +239,70 @@ class PostgresBackend:
         import psycopg
         from psycopg_pool import PoolTimeout
 
+        down = self._down  # after a lost connection, do not queue for the pool's full timeout
         try:
-            with self._get_pool().connection() as conn:
+            with self._get_pool().connection(timeout=_DOWN_WAIT_S if down else None) as conn:
                 if not write:
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 with conn.cursor() as cur:
                     yield Tx(cur, self.dialect, self.trace)
-        except (PoolTimeout, psycopg.OperationalError) as exc:
-            # psycopg's text names host, port and user; the password is scrubbed all the same
-            text = str(exc)
-            if self._password:
-                text = text.replace(self._password, "<redacted>")
-            raise StoreError(f"the session database {self.display} cannot be reached: {text}") from None
+                self._down = False
+        except PoolTimeout as exc:
+            if down:
+                raise StoreUnavailableError(
+                    f"the session database {self.display} cannot be reached: no connection since the last one was "
+                    f"lost ({self._scrub(str(exc))})", reason="unreachable", retry_after=1.0) from None
+            raise StoreUnavailableError(
+                f"the session database {self.display} is unavailable (busy): no connection came free "
+                f"within {self._timeout:g} s ({self._scrub(str(exc))})", reason="busy", retry_after=1.0) from None
+        except psycopg.Error as exc:
+            raise self._failure(exc) from None
+
+    def _check_pool(self) -> None:
+        """Have the pool test its idle connections in the background, one check at a time."""
+        with self._lock:
+            pool = self._pool
+            if pool is None or self._pid != os.getpid() or self._checking:
+                return
+            self._checking = True
+
+        def check() -> None:
+            try:
+                pool.check()
+            except Exception:  # noqa: BLE001, S110 - a closed pool or a server still down: the next failure checks again
+                pass
+            finally:
+                self._checking = False
+
+        threading.Thread(target=check, daemon=True, name="agent-core-store-pool-check").start()
+
+    def _scrub(self, text: str) -> str:
+        # psycopg's text names host, port and user; the password is scrubbed all the same
+        return text.replace(self._password, "<redacted>") if self._password else text
+
+    def _failure(self, exc: Any) -> StoreError:
+        """The store's own error for what psycopg raised; a lost connection also has the pool check the rest.
+
+        After a server restart every idle pooled connection is dead, and each would fail the
+        next transaction that borrows it; checking the pool once, on the first failure,
+        replaces them, so only the transactions in flight at the restart fail.
+        """
+        import psycopg
+
+        text = self._scrub(str(exc).strip())
+        state = getattr(exc, "sqlstate", None) or ""
+        if state == "53100":
+            return StoreUnavailableError(f"the session database {self.display} is unavailable (disk_full): {text}",
+                                         reason="disk_full")
+        if state == "25006":
+            return StoreUnavailableError(f"the session database {self.display} is unavailable (read_only): {text}",
+                                         reason="read_only")
+        if isinstance(exc, psycopg.OperationalError):
+            self._down = True
+            self._check_pool()
+            return StoreUnavailableError(f"the session database {self.display} cannot be reached: {text}",
+                                         reason="unreachable", retry_after=1.0)
+        return StoreError(f"the session database {self.display} failed: {text} ({type(exc).__name__})")
 
     def dedicated(self) -> Any:
         """An autocommit connection outside the pool, for a session-level lock that must die with it.
@@ -208,9 +316,8 @@ class PostgresBackend:
             raise StoreError(f"the session store at {self.display} is closed")
         try:
             return psycopg.connect(self._url, autocommit=True, connect_timeout=max(int(self._timeout), 2))
-        except psycopg.OperationalError as exc:
-            text = str(exc).replace(self._password, "<redacted>") if self._password else str(exc)
-            raise StoreError(f"the session database {self.display} cannot be reached: {text}") from None
+        except psycopg.Error as exc:
+            raise self._failure(exc) from None
 
     def close(self) -> None:
         with self._lock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from ..errors import InvalidArgumentError
 from .backends import PostgresBackend, SqliteBackend
@@ -37,12 +37,42 @@ def _redacted(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
+#: the SQLite URL's parameters: name -> (default seconds, least, most)
+_SQLITE_OPTIONS = {"busy_timeout": (60.0, 0.0, 3600.0), "lease_ttl": (10.0, 0.5, 3600.0)}
+
+
+def _sqlite_options(query: str, url: str) -> dict[str, float]:
+    """``?busy_timeout=S`` (a write waits this long for another writer) and ``?lease_ttl=S`` (a dead holder's session frees this late)."""
+    params = parse_qs(query, keep_blank_values=True) if query else {}
+    unknown = sorted(set(params) - set(_SQLITE_OPTIONS))
+    if unknown:
+        raise InvalidArgumentError(f"unknown SQLite store URL parameter {unknown[0]!r} in {url!r} "
+                                   f"(known: {', '.join(_SQLITE_OPTIONS)})", argument="url")
+    options = {}
+    for name, (default, least, most) in _SQLITE_OPTIONS.items():
+        if name not in params:
+            options[name] = default
+            continue
+        raw = params[name][-1]
+        try:
+            seconds = float(raw)
+        except ValueError:
+            seconds = float("nan")
+        if not least <= seconds <= most:
+            raise InvalidArgumentError(f"{name} in {url!r} must be seconds from {least:g} to {most:g}, got {raw!r}",
+                                       argument="url")
+        options[name] = seconds
+    return options
+
+
 def open_store(url: str | None = None) -> SqlSessionStore:
     """Open (creating or upgrading as needed) a session store.
 
     Args:
         url: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``
-            (SQLite, WAL mode); ``postgresql://user:pass@host:port/db`` (needs
+            (SQLite, WAL mode; ``?busy_timeout=SECONDS``, default 60, is how long a
+            write waits for another writer, ``?lease_ttl=SECONDS``, default 10, how
+            soon a dead turn holder's session frees itself); ``postgresql://user:pass@host:port/db`` (needs
             the ``postgres`` extra); ``None``: the SQLite file ``sessions.db``
             under :func:`default_home`, created with its directory.
 
@@ -50,7 +80,8 @@ def open_store(url: str | None = None) -> SqlSessionStore:
         InvalidArgumentError: a URL of another scheme, or an SQLite URL without a path.
         SchemaVersionError: the database was written by a newer agent-core.
         ConfigError: a PostgreSQL URL without psycopg installed.
-        StoreError: the database cannot be opened or reached.
+        StoreUnavailableError: the database is unreachable, busy, read-only or full.
+        StoreError: the database cannot be opened for another reason.
     """
     if url is None:
         home = default_home()
@@ -66,9 +97,13 @@ def open_store(url: str | None = None) -> SqlSessionStore:
                 f"an SQLite store URL is sqlite:///relative/path.db or sqlite:////absolute/path.db, got {url!r}",
                 argument="url",
             )
-        path = Path(url[len("sqlite:///"):]).expanduser()
+        rest, _, query = url[len("sqlite:///"):].partition("?")
+        path = Path(rest).expanduser()
         path.parent.mkdir(parents=True, exist_ok=True)
-        return SqlSessionStore(SqliteBackend(str(path)), url=url)
+        options = _sqlite_options(query, url)
+        store = SqlSessionStore(SqliteBackend(str(path), busy_timeout_s=options["busy_timeout"]), url=url)
+        store.lease_ttl_s = options["lease_ttl"]
+        return store
     if scheme in ("postgresql", "postgres"):
         display = _redacted(url)
         return SqlSessionStore(PostgresBackend(url, display=display), url=display)
