@@ -34,7 +34,10 @@ Per cell:
   output, so this includes the upstream's time to first token (about nothing here);
 * ``turn p50/p99``: from posting to the end of the stream;
 * ``queued``: turns that waited (a ``queued`` event); ``bad``: ``conflict``, ``busy``, ``error``,
-  ``retry`` and ``discarded`` events and non-200 answers. Must be 0.
+  ``retry`` and ``discarded`` events and non-200 answers. Must be 0;
+* ``overlap``: the most model calls the upstream saw running at once on one session. Must be 1;
+* ``CPU/turn``: the serve processes' CPU (user + system, from ``/proc``) while the turns ran,
+  over the turns posted.
 
 The first table is the done-means row of issue 27: 8 clients, 2 processes, 3 turns each (24)
 on one session, both backends. The run exits 1 when any cell loses a turn, calls the model other
@@ -198,6 +201,15 @@ def start_serve(home: str, store: str, upstream: str) -> tuple[subprocess.Popen[
             time.sleep(0.1)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux ``/proc``; NaN where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def stop(proc: subprocess.Popen[Any]) -> None:
     proc.terminate()
     try:
@@ -250,6 +262,7 @@ class Cell:
     calls: int = 0
     overlap: int = 0
     wall: float = 0.0
+    server_cpu: float = 0.0  # the serve processes' CPU seconds while the turns ran
     waits: list[float] = field(default_factory=list)
     totals: list[float] = field(default_factory=list)
     events: Counter[str] = field(default_factory=Counter)
@@ -299,7 +312,7 @@ async def _one_turn(http: Any, url: str, sid: str, text: str, cell: Cell) -> Non
         cell.waits.append(waited)
 
 
-async def _run_cell(cell: Cell, urls: list[str], upstream: str, tag: str) -> None:
+async def _run_cell(cell: Cell, urls: list[str], pids: list[int], upstream: str, tag: str) -> None:
     import httpx
 
     sessions = {i: f"{tag}-shared" if cell.layout == "one" else f"{tag}-c{i}" for i in range(cell.clients)}
@@ -321,9 +334,11 @@ async def _run_cell(cell: Cell, urls: list[str], upstream: str, tag: str) -> Non
                     cell.events["http-error"] += 1
                     cell.problems.append(f"{sid}: {type(exc).__name__}: {exc}")
 
+        cpu_before = sum(cpu_seconds(pid) for pid in pids)
         started = time.perf_counter()
         await asyncio.gather(*(client(i) for i in range(cell.clients)))
         cell.wall = time.perf_counter() - started
+        cell.server_cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before
     # A new client for the checks: the turns' idle keep-alive connections may be closing by now
     # (uvicorn drops one after 5 s idle), and a GET sent on one as it closes fails.
     async with httpx.AsyncClient(timeout=60) as http:
@@ -353,7 +368,7 @@ def run_group(backend: str, store: str, processes: int, cells: list[Cell], upstr
         urls = [u for _, u in servers]
         for n, cell in enumerate(cells):
             try:
-                asyncio.run(_run_cell(cell, urls, upstream, f"{tag}-p{processes}-{n}"))
+                asyncio.run(_run_cell(cell, urls, [p.pid for p, _ in servers], upstream, f"{tag}-p{processes}-{n}"))
             except Exception as exc:  # noqa: BLE001 (a cell that breaks is reported with the others)
                 cell.problems.append(f"the cell stopped: {type(exc).__name__}: {exc}")
             print(f"  {row(cell)}", file=sys.stderr, flush=True)
@@ -364,7 +379,7 @@ def run_group(backend: str, store: str, processes: int, cells: list[Cell], upstr
 
 HEADER = (f"{'backend':<11}{'procs':>5}{'clients':>8}{'session':>8}{'turns':>6}{'turns/s':>9}{'lost':>5}"
           f"{'calls/turn':>11}{'wait p50':>10}{'wait p99':>10}{'turn p50':>10}{'turn p99':>10}{'queued':>7}"
-          f"{'bad':>4}{'overlap':>8}")
+          f"{'bad':>4}{'overlap':>8}{'CPU/turn':>9}")
 
 
 def row(c: Cell) -> str:
@@ -373,7 +388,7 @@ def row(c: Cell) -> str:
             f"{c.saved_events / c.wall if c.wall else 0:>9.1f}{c.lost:>5}{c.calls / max(c.posted, 1):>11.2f}"
             f"{_pct(c.waits, .5) * ms:>8.0f}ms{_pct(c.waits, .99) * ms:>8.0f}ms"
             f"{_pct(c.totals, .5) * ms:>8.0f}ms{_pct(c.totals, .99) * ms:>8.0f}ms{c.events['queued']:>7}"
-            f"{c.bad:>4}{c.overlap:>8}" + ("  FAILED" if c.failed else ""))
+            f"{c.bad:>4}{c.overlap:>8}{c.server_cpu / max(c.posted, 1) * ms:>7.1f}ms" + ("  FAILED" if c.failed else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
