@@ -9,7 +9,7 @@ whether a connection was reused.
 
 Hostile servers: ``Reply(stall=s)`` waits up to ``s`` seconds before the
 status line and notes in :attr:`ScriptedServer.peer_closed` when the client
-hung up meanwhile (a cancel that closes the connection); :data:`DROP` reads
+hung up meanwhile (so does a :class:`Delay` in the body) (a cancel that closes the connection); :data:`DROP` reads
 the request and closes the connection without a byte of answer (what a
 pooled keep-alive connection looks like when the server closed it late).
 """
@@ -137,7 +137,10 @@ class _Handler(BaseHTTPRequestHandler):
         for part in reply.parts:
             if isinstance(part, Delay):
                 self.wfile.flush()
-                time.sleep(part.seconds)
+                if _peer_hangs_up(self.connection, part.seconds):  # the client left mid-answer
+                    self.server.owner.peer_closed.append(time.monotonic())
+                    self.close_connection = True
+                    return
             elif part is CUT:
                 self.wfile.flush()
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -189,7 +192,7 @@ class ScriptedServer:
         self._lock = threading.Lock()
         self._replies: deque[Reply] = deque()
         self.requests: list[Recorded] = []
-        self.peer_closed: list[float] = []  # when a client hung up during a stall
+        self.peer_closed: list[float] = []  # when a client hung up during a stall or a Delay
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -56,18 +56,30 @@ def running(app: Any, *, header_timeout_s: float | None = None, lifespan: str = 
 free_port = _free_port
 
 
-def start_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
-    """``agent-core serve ARGS`` as a process with ``AGENT_CORE_HOME=tmp_path``; ``(process, base URL)``."""
+def start_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+                wrap: Callable[[list[str]], list[str]] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """``agent-core serve ARGS`` as a process with ``AGENT_CORE_HOME=tmp_path``; ``(process, base URL)``.
+
+    ``wrap`` turns the command into the one to run (to start it in a namespace of its own, say).
+    """
     port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port), *args],
-        env={**os.environ, "AGENT_CORE_HOME": str(tmp_path), **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    # Its output goes to a file, not a pipe nobody reads: a server that logs a lot (a database
+    # outage) would otherwise block on a full pipe. The file is read back when it fails to start.
+    log = tmp_path / f"serve-{port}.log"
+    with open(log, "wb") as out:
+        command = [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port), *args]
+        proc = subprocess.Popen(
+            wrap(command) if wrap is not None else command,
+            env={**os.environ, "AGENT_CORE_HOME": str(tmp_path), **(env or {})},
+            stdout=out, stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
-        assert proc.poll() is None, proc.communicate()[1].decode()
+        if proc.poll() is not None:
+            proc.wait()
+            raise AssertionError(log.read_text(errors="replace")[-4000:])
         try:
             httpx.get(f"{url}/healthz", timeout=1)
             return proc, url
