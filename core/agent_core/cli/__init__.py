@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from ..errors import AgentCoreError
 from .chat import add_chat
 from .commands import add_commands
+from .serve import add_serve
 from .sessions import add_sessions
 
 __all__ = ["build_parser", "main"]
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     common = _common()
     add_commands(sub, common)
+    add_serve(sub)
     add_chat(sub, common)
     add_sessions(sub)
     return parser

@@ -1,0 +1,105 @@
+"""``agent-core serve``: the pipeline over HTTP (needs the ``server`` extra: Starlette and uvicorn)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..errors import ConfigError
+from .settings import layered_config, serve_table
+
+__all__ = ["add_serve"]
+
+
+def add_serve(sub: argparse._SubParsersAction) -> None:
+    """The ``serve`` command and its flags."""
+    serve = sub.add_parser("serve", help="serve the pipeline over HTTP (OpenAI-compatible + sessions API)",
+                           description="Serve the pipeline over HTTP. Safe as it starts: loopback only, no other "
+                                       "site's pages, and requests may set only the keys a chat client chooses. "
+                                       "See docs/security.md.")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--token", help="bearer token every route wants (default: $AGENT_CORE_TOKEN)")
+    serve.add_argument("--tokens-file", metavar="FILE",
+                       help="a TOML file of tenants, each with its tokens (and, optionally, models and config keys)")
+    serve.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
+    serve.add_argument(
+        "--grace", type=float, default=30.0, metavar="SECONDS",
+        help="on SIGTERM, how long running requests may finish before they are cancelled (default 30)",
+    )
+    serve.add_argument(
+        "-c", "--config", action="append", metavar="KEY=VALUE|FILE",
+        help="the operator's config every request starts from (KEY=VALUE, or a TOML file; its [serve] table "
+             "holds the settings below)",
+    )
+    serve.add_argument("--allow-config", action="append", metavar="KEY",
+                       help="let requests set this config key too (repeat; e.g. system_prompt)")
+    serve.add_argument("--models", metavar="LIST",
+                       help="the models clients may choose, comma-separated provider or provider/model patterns "
+                            "(default: any model of any installed provider)")
+    serve.add_argument("--default-provider", metavar="NAME",
+                       help="the provider of a model name without one, e.g. gpt-4o-mini (default: the config's provider)")
+    serve.add_argument("--model-alias", action="append", metavar="NAME=PROVIDER/MODEL",
+                       help="a model name clients may send for provider/model (repeat)")
+    serve.add_argument("--allowed-host", action="append", metavar="NAME",
+                       help="a Host name to answer besides the loopback names (repeat; '*' for any)")
+    serve.add_argument("--cors-origin", action="append", metavar="ORIGIN",
+                       help="a web origin whose pages may call the server (repeat; none by default)")
+    serve.add_argument("--insecure", action="store_true", default=None,
+                       help="allow listening beyond loopback without a token")
+    for flag, kind, what in _LIMIT_FLAGS:
+        serve.add_argument(flag, type=kind, default=None, metavar="N", help=what)
+    serve.set_defaults(func=_serve)
+
+
+# (flag, type, help) for each limit of ServeSettings; the defaults live there (and in docs/security.md)
+_LIMIT_FLAGS = (
+    ("--max-body-bytes", int, "largest request body (default 8 MiB)"),
+    ("--max-json-depth", int, "deepest JSON nesting of a body (default 64)"),
+    ("--max-messages", int, "most messages in one request (default 2000)"),
+    ("--header-timeout", float, "seconds a client may take to send a request's headers (default 10)"),
+    ("--body-timeout", float, "seconds a client may take to send a request's body (default 30)"),
+    ("--max-concurrent", int, "requests handled at once by this process; 503 beyond (default 256)"),
+    ("--max-choices", int, "most choices (n) in one Chat Completions request, each a model call (default 8)"),
+    ("--turn-wait", float, "seconds a turn waits for its busy session before it gives up (default 60)"),
+)
+
+
+def _aliases(pairs: list[str] | None) -> dict[str, str] | None:
+    """``--model-alias NAME=PROVIDER/MODEL`` flags as a mapping (None when none was given)."""
+    if not pairs:
+        return None
+    aliases = {}
+    for pair in pairs:
+        name, sep, target = pair.partition("=")
+        if not sep or not name.strip() or not target.strip():
+            raise ConfigError(f"--model-alias wants NAME=PROVIDER/MODEL, got {pair!r}", key="model_aliases")
+        aliases[name.strip()] = target.strip()
+    return aliases
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """``agent-core serve``: needs the ``server`` extra (Starlette + uvicorn)."""
+    try:
+        from ..server import ServeSettings, run_server
+    except ImportError as exc:
+        raise ConfigError(f"agent-core serve needs the server extra: pip install 'agent-core[server]' ({exc})")
+    config = layered_config(args, default_provider=None)
+    token = args.token or os.environ.get("AGENT_CORE_TOKEN") or None
+    settings = ServeSettings.from_mapping(
+        serve_table(args),
+        allow_config=tuple(args.allow_config) if args.allow_config else None,
+        models=tuple(m.strip() for m in args.models.split(",") if m.strip()) if args.models else None,
+        allowed_hosts=tuple(args.allowed_host) if args.allowed_host else None,
+        cors_origins=tuple(args.cors_origin) if args.cors_origin else None,
+        tokens_file=args.tokens_file,
+        default_provider=args.default_provider,
+        model_aliases=_aliases(args.model_alias),
+        insecure=args.insecure,
+        max_body_bytes=args.max_body_bytes, max_json_depth=args.max_json_depth, max_messages=args.max_messages,
+        header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, max_concurrent=args.max_concurrent,
+        max_choices=args.max_choices, turn_wait_s=args.turn_wait,
+    )
+    run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace,
+               settings=settings)
+    return 0
