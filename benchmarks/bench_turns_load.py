@@ -37,7 +37,8 @@ Per cell:
   ``retry`` and ``discarded`` events and non-200 answers. Must be 0;
 * ``overlap``: the most model calls the upstream saw running at once on one session. Must be 1;
 * ``CPU/turn``: the serve processes' CPU (user + system, from ``/proc``) while the turns ran,
-  over the turns posted.
+  over the turns posted; ``cores``: how many of the machine's cores were busy meanwhile
+  (``/proc/stat``: the clients, the servers, the upstream, PostgreSQL, and whatever else runs).
 
 The first table is the done-means row of issue 27: 8 clients, 2 processes, 3 turns each (24)
 on one session, both backends. The run exits 1 when any cell loses a turn, calls the model other
@@ -176,29 +177,34 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_serve(home: str, store: str, upstream: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_serves(count: int, home: str, store: str, upstream: str) -> list[tuple[subprocess.Popen[bytes], str]]:
+    """Start ``count`` ``agent-core serve`` processes on ``store`` side by side; return once all answer."""
     import httpx
 
-    port = _free_port()
-    args = [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port), "--store", store,
-            "--turn-wait", "300", "--max-concurrent", "2048",
-            "-c", f"base_url={upstream}/v1", "-c", f"api_key={API_KEY}", "-c", "max_retries=0"]
-    log = open(Path(home) / f"serve-{port}.log", "wb")  # noqa: SIM115 (the process writes it)
-    proc = subprocess.Popen(args, env={**os.environ, "AGENT_CORE_HOME": home}, stdout=subprocess.DEVNULL,
-                            stderr=log)
-    log.close()
-    url = f"http://127.0.0.1:{port}"
+    started = []
+    for _ in range(count):
+        port = _free_port()
+        args = [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port), "--store", store,
+                "--turn-wait", "300", "--max-concurrent", "2048",
+                "-c", f"base_url={upstream}/v1", "-c", f"api_key={API_KEY}", "-c", "max_retries=0"]
+        log = Path(home) / f"serve-{port}.log"
+        with log.open("wb") as err:
+            proc = subprocess.Popen(args, env={**os.environ, "AGENT_CORE_HOME": home}, stdout=subprocess.DEVNULL,
+                                    stderr=err)
+        started.append((proc, f"http://127.0.0.1:{port}", log))
     deadline = time.monotonic() + 60
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"agent-core serve exited: {(Path(home) / f'serve-{port}.log').read_text()}")
-        try:
-            httpx.get(f"{url}/healthz", timeout=1)
-            return proc, url
-        except httpx.TransportError:
-            if time.monotonic() > deadline:
-                raise RuntimeError("agent-core serve did not start") from None
-            time.sleep(0.1)
+    for proc, url, log in started:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"agent-core serve exited: {log.read_text()}")
+            try:
+                httpx.get(f"{url}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("agent-core serve did not start") from None
+                time.sleep(0.05)
+    return [(proc, url) for proc, url, _ in started]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -208,6 +214,15 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy() -> float:
+    """CPU seconds every core of the machine has been busy so far (``/proc/stat``; NaN where there is none)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return float("nan")
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
 
 
 def stop(proc: subprocess.Popen[Any]) -> None:
@@ -263,6 +278,7 @@ class Cell:
     overlap: int = 0
     wall: float = 0.0
     server_cpu: float = 0.0  # the serve processes' CPU seconds while the turns ran
+    cores: float = 0.0  # the whole machine's busy CPU seconds per second while the turns ran
     waits: list[float] = field(default_factory=list)
     totals: list[float] = field(default_factory=list)
     events: Counter[str] = field(default_factory=Counter)
@@ -334,11 +350,12 @@ async def _run_cell(cell: Cell, urls: list[str], pids: list[int], upstream: str,
                     cell.events["http-error"] += 1
                     cell.problems.append(f"{sid}: {type(exc).__name__}: {exc}")
 
-        cpu_before = sum(cpu_seconds(pid) for pid in pids)
+        cpu_before, machine_before = sum(cpu_seconds(pid) for pid in pids), machine_busy()
         started = time.perf_counter()
         await asyncio.gather(*(client(i) for i in range(cell.clients)))
         cell.wall = time.perf_counter() - started
         cell.server_cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before
+        cell.cores = (machine_busy() - machine_before) / cell.wall
     # A new client for the checks: the turns' idle keep-alive connections may be closing by now
     # (uvicorn drops one after 5 s idle), and a GET sent on one as it closes fails.
     async with httpx.AsyncClient(timeout=60) as http:
@@ -353,7 +370,8 @@ async def _run_cell(cell: Cell, urls: list[str], pids: list[int], upstream: str,
             data = r.json()
             users = [m.get("content") for m in data["messages"] if m.get("role") == "user"]
             cell.stored += len(set(users) & set(texts))
-            if data["revision"] != len(texts) or len(data["messages"]) != 2 * len(texts) or sorted(users) != sorted(texts):
+            count_ok = data["revision"] == len(texts) and len(data["messages"]) == 2 * len(texts)
+            if not count_ok or sorted(users) != sorted(texts):
                 cell.problems.append(f"{sid}: revision {data['revision']}, {len(data['messages'])} messages, "
                                      f"{len(users)} user messages for {len(texts)} turns posted")
 
@@ -363,12 +381,13 @@ async def _run_cell(cell: Cell, urls: list[str], pids: list[int], upstream: str,
 
 def run_group(backend: str, store: str, processes: int, cells: list[Cell], upstream: str, home: str,
               tag: str) -> None:
-    servers = [start_serve(home, store, upstream) for _ in range(processes)]
+    servers = start_serves(processes, home, store, upstream)
     try:
         urls = [u for _, u in servers]
         for n, cell in enumerate(cells):
             try:
-                asyncio.run(_run_cell(cell, urls, [p.pid for p, _ in servers], upstream, f"{tag}-p{processes}-{n}"))
+                pids = [proc.pid for proc, _ in servers]
+                asyncio.run(_run_cell(cell, urls, pids, upstream, f"{tag}-p{processes}-{n}"))
             except Exception as exc:  # noqa: BLE001 (a cell that breaks is reported with the others)
                 cell.problems.append(f"the cell stopped: {type(exc).__name__}: {exc}")
             print(f"  {row(cell)}", file=sys.stderr, flush=True)
@@ -377,18 +396,34 @@ def run_group(backend: str, store: str, processes: int, cells: list[Cell], upstr
             stop(proc)
 
 
-HEADER = (f"{'backend':<11}{'procs':>5}{'clients':>8}{'session':>8}{'turns':>6}{'turns/s':>9}{'lost':>5}"
-          f"{'calls/turn':>11}{'wait p50':>10}{'wait p99':>10}{'turn p50':>10}{'turn p99':>10}{'queued':>7}"
-          f"{'bad':>4}{'overlap':>8}{'CPU/turn':>9}")
+COLUMNS = [("backend", "<11"), ("procs", ">5"), ("clients", ">8"), ("session", ">8"), ("turns", ">6"),
+           ("turns/s", ">9"), ("lost", ">5"), ("calls/turn", ">11"), ("wait p50", ">10"), ("wait p99", ">10"),
+           ("turn p50", ">10"), ("turn p99", ">10"), ("queued", ">7"), ("bad", ">4"), ("overlap", ">8"),
+           ("CPU/turn", ">9"), ("cores", ">6")]
+
+
+def fields(c: Cell) -> list[str]:
+    def ms(seconds: float) -> str:
+        return f"{seconds * 1000:.0f} ms"
+
+    return [c.backend, str(c.processes), str(c.clients), c.layout, str(c.posted),
+            f"{c.saved_events / c.wall if c.wall else 0:.1f}", str(c.lost), f"{c.calls / max(c.posted, 1):.2f}",
+            ms(_pct(c.waits, .5)), ms(_pct(c.waits, .99)), ms(_pct(c.totals, .5)), ms(_pct(c.totals, .99)),
+            str(c.events["queued"]), str(c.bad), str(c.overlap), f"{c.server_cpu / max(c.posted, 1) * 1000:.1f} ms",
+            f"{c.cores:.2f}"]
+
+
+def table(cells: list[Cell], markdown: bool) -> list[str]:
+    if markdown:
+        lines = ["| " + " | ".join(name for name, _ in COLUMNS) + " |",
+                 "|" + "|".join("---" if align.startswith("<") else "---:" for _, align in COLUMNS) + "|"]
+        return lines + ["| " + " | ".join(fields(c)) + " |" + (" FAILED" if c.failed else "") for c in cells]
+    return ["".join(f"{name:{align}}" for name, align in COLUMNS)] + [row(c) for c in cells]
 
 
 def row(c: Cell) -> str:
-    ms = 1000
-    return (f"{c.backend:<11}{c.processes:>5}{c.clients:>8}{c.layout:>8}{c.posted:>6}"
-            f"{c.saved_events / c.wall if c.wall else 0:>9.1f}{c.lost:>5}{c.calls / max(c.posted, 1):>11.2f}"
-            f"{_pct(c.waits, .5) * ms:>8.0f}ms{_pct(c.waits, .99) * ms:>8.0f}ms"
-            f"{_pct(c.totals, .5) * ms:>8.0f}ms{_pct(c.totals, .99) * ms:>8.0f}ms{c.events['queued']:>7}"
-            f"{c.bad:>4}{c.overlap:>8}{c.server_cpu / max(c.posted, 1) * ms:>7.1f}ms" + ("  FAILED" if c.failed else ""))
+    line = "".join(f"{value:{align}}" for value, (_, align) in zip(fields(c), COLUMNS, strict=True))
+    return line + ("  FAILED" if c.failed else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -400,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-max-connections", type=int, default=1000,
                         help="PostgreSQL's max_connections (a waiting lease holds no connection, a held one does)")
     parser.add_argument("--quick", action="store_true", help="SQLite, 2 processes, 8 clients: the done-means row only")
+    parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.upstream:
@@ -442,14 +478,10 @@ def main(argv: list[str] | None = None) -> int:
           f"Python {sys.version.split()[0]}; whole run {elapsed:.0f} s\n")
     if done_rows:
         print("issue 27 done-means: 8 clients, 2 serve processes, 3 turns each on one session")
-        print(HEADER)
-        for c in done_rows:
-            print(row(c))
+        print("\n".join(table(done_rows, args.markdown)))
     if matrix:
         print(f"\nthe matrix (turns per client: {', '.join(f'{n} clients {turns_for(n)}' for n in clients)})")
-        print(HEADER)
-        for c in matrix:
-            print(row(c))
+        print("\n".join(table(matrix, args.markdown)))
     failed = [c for c in done_rows + matrix if c.failed]
     if failed:
         print(f"\nthe store and the serve processes' logs are kept in {home}")
