@@ -6,6 +6,7 @@ import argparse
 import os
 
 from ..errors import ConfigError
+from ..errors.hints import install_hint
 from .settings import layered_config, serve_table
 
 __all__ = ["add_serve"]
@@ -83,7 +84,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         from ..server import ServeSettings, run_server
     except ImportError as exc:
-        raise ConfigError(f"agent-core serve needs the server extra: pip install 'agent-core[server]' ({exc})")
+        raise ConfigError(f"agent-core serve needs the server extra: {install_hint('server')} ({exc})") from None
     config = layered_config(args, default_provider=None)
     token = args.token or os.environ.get("AGENT_CORE_TOKEN") or None
     settings = ServeSettings.from_mapping(

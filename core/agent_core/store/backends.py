@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, StoreError, StoreUnavailableError
+from ..errors.hints import install_hint
 
 __all__ = ["PostgresBackend", "SqliteBackend", "Tx"]
 
@@ -201,7 +202,7 @@ class PostgresBackend:
             import psycopg_pool  # noqa: F401
         except ImportError as exc:
             raise ConfigError(
-                "a postgresql:// store needs psycopg 3 and psycopg-pool: pip install 'agent-core[postgres]'",
+                f"a postgresql:// store needs psycopg 3 and psycopg-pool: {install_hint('postgres')}",
                 key="url",
             ) from exc
         self._url = url

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from ..errors.hints import install_hint
+
 __all__ = ["agent_snapshot"]
 
 
@@ -28,8 +30,7 @@ def agent_snapshot(request: pytest.FixtureRequest) -> Any:
         syrupy = None
     if syrupy is None:  # failing outside the except block keeps the ImportError out of the report
         pytest.fail(
-            "the agent_snapshot fixture needs syrupy, which is not installed: "
-            "pip install 'agent-core[testing]'",
+            f"the agent_snapshot fixture needs syrupy, which is not installed: {install_hint('testing')}",
             pytrace=False,
         )
     from .snapshot import AgentSnapshotExtension

@@ -20,9 +20,9 @@ from typing import Any
 try:
     from hypothesis import strategies as st
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "agent_core.testing.strategies needs hypothesis: pip install 'agent-core[testing]'"
-    ) from exc
+    from ..errors.hints import install_hint
+
+    raise ImportError(f"agent_core.testing.strategies needs hypothesis: {install_hint('testing')}") from exc
 
 from .. import Message, Session
 
