@@ -36,6 +36,7 @@ from ._call import HTTPCall
 from ._config import (
     SECRET_CONFIG_KEYS,
     Credentials,
+    chunk_timeout_of,
     clean_header_value,
     common_schema,
     deadline_of,
@@ -316,6 +317,7 @@ class HTTPProvider(BaseProvider):
             max_retry_wait=max_retry_wait_of(config),
             deadline=deadline_of(config),
             rate_limit_retries=rate_limit_retries_of(config),
+            chunk_timeout=chunk_timeout_of(config),
         )
 
     # -- what a concrete provider supplies ---------------------------------------------

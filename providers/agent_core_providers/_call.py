@@ -30,6 +30,8 @@ class HTTPCall:
     (seconds, ``None`` for none) bounds the whole call, retries included.
     ``rate_limit_retries`` bounds the retries after a 429 (``None``: only
     ``max_retries`` does), for a gateway whose own clients retry too.
+    ``chunk_timeout`` bounds each silence of a streamed body once its headers
+    are in (``None``: only the client's read timeout does).
     """
 
     provider: str
@@ -42,6 +44,7 @@ class HTTPCall:
     max_retry_wait: float = MAX_RETRY_SLEEP
     deadline: float | None = None
     rate_limit_retries: int | None = None
+    chunk_timeout: float | None = None
 
 
 def build_request(client: httpx.Client | httpx.AsyncClient, call: HTTPCall) -> httpx.Request:

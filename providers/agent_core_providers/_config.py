@@ -30,6 +30,7 @@ __all__ = [
     "SECRET_CONFIG_KEYS",
     "Credentials",
     "clean_header_value",
+    "chunk_timeout_of",
     "common_schema",
     "deadline_of",
     "extra_headers",
@@ -148,6 +149,12 @@ def deadline_of(config: Mapping[str, Any]) -> float | None:
     return None if not value or math.isinf(value) else value
 
 
+def chunk_timeout_of(config: Mapping[str, Any]) -> float | None:
+    """``chunk_timeout_s``; ``None`` (only ``timeout`` bounds a silent stream) when unset, zero or infinite."""
+    value = seconds(config, "chunk_timeout_s")
+    return None if not value or math.isinf(value) else value
+
+
 def max_retries_of(config: Mapping[str, Any], default: int) -> int:
     """``max_retries`` as a whole number >= 0 (negative counts as 0), ``default`` when unset.
 
@@ -202,7 +209,8 @@ def common_schema(prefix: str, base_url: str, model: str, timeout: float, max_re
         "max_retries": {
             "type": "integer",
             "default": max_retries,
-            "description": "retries on 429/5xx/connection errors, only before any output",
+            "description": "retries on 429/5xx/connection errors and timeouts; after output too, when nothing "
+            "the API did would be done twice (the stream then says what to forget)",
         },
         "rate_limit_retries": {
             "type": "integer",
@@ -217,6 +225,11 @@ def common_schema(prefix: str, base_url: str, model: str, timeout: float, max_re
         "deadline_s": {
             "type": "number",
             "description": "seconds one API call may take in all, retries included (default: no limit)",
+        },
+        "chunk_timeout_s": {
+            "type": "number",
+            "description": "seconds a streamed answer may stay silent (from its headers, between chunks) "
+            "before the attempt fails as a retryable timeout (default: only `timeout` bounds it)",
         },
         "extra_headers": {
             "type": "object",

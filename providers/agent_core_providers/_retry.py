@@ -1,11 +1,22 @@
 """The retry rule: which failed attempts are sent again, after how long, and what is raised.
 
 An attempt that fails with a retryable error (429, 5xx/529, a dropped
-connection, a timeout) is repeated up to ``max_retries`` times, after the
-API's ``retry-after`` or an exponential backoff (:func:`retry_delay`), but
-only while no output has been yielded (the streaming attempt says so). A
+connection, a cut stream, an ``overloaded_error`` event, a timeout, a stall
+past ``chunk_timeout_s``) is repeated up to ``max_retries`` times, after the
+API's ``retry-after`` or an exponential backoff (:func:`retry_delay`). A
 ``retry-after`` longer than ``max_retry_wait_s`` is not slept through: the
 error is raised at once, with its ``retry_after`` and a note saying why.
+
+Output already yielded does not stop a retry, but it changes two things.
+The attempt must be repeatable: an answer in which the API ran a tool of its
+own (Anthropic's server tools) is not, since a repeat would run it again and
+bill it twice, so its failure is raised as it is. And the caller must learn
+what to forget: before the new attempt a
+:class:`~agent_core.StreamRetry` is yielded, carrying the failure and the
+usage the broken attempt reported, so the engine can drop what it built from
+the void chunks (see :mod:`agent_core.engine.retract`). Tools the client runs
+are never a reason not to repeat: the engine runs them only after the call
+has ended, so none has run while its stream is still open.
 
 A 429 is retried at most ``rate_limit_retries`` times (default: as many as
 ``max_retries`` allows): a gateway whose clients retry on their own sets it
@@ -30,6 +41,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 import httpx
+from agent_core import StreamRetry
 from agent_core.errors import LLMError, RateLimitError
 
 from ._call import MAX_RETRY_SLEEP, HTTPCall
@@ -131,7 +143,8 @@ class Attempt:
     """One try at a call: a generator of effects and events (:meth:`run`), and what a failure leaves.
 
     The base is a one-shot attempt's view of a failure: no reader, nothing
-    to salvage, no output seen. A streamed attempt overrides all three.
+    to salvage, no output seen, always repeatable, no usage, no error of its
+    own making. A streamed attempt overrides them.
     """
 
     __slots__ = ()
@@ -146,8 +159,20 @@ class Attempt:
         return None
 
     def output_seen(self) -> bool:
-        """True once the caller has seen output: retrying would repeat it."""
+        """True once the caller has seen output: a retry must tell it what to forget."""
         return False
+
+    def repeatable(self) -> bool:
+        """False when the API did work of its own in this attempt that a repeat would do again."""
+        return True
+
+    def billed(self) -> Any:
+        """The usage the API reported for this attempt (normalized), or ``None``."""
+        return None
+
+    def error(self, failure: Exception) -> LLMError | None:
+        """A typed error this attempt knows better than the transport mapping, else ``None``."""
+        return None
 
 
 def retried(exchange: Exchange, new_attempt: Callable[[], Attempt]) -> Generator[Any, Any, None]:
@@ -158,8 +183,10 @@ def retried(exchange: Exchange, new_attempt: Callable[[], Attempt]) -> Generator
     its response is let go and then, in this order: a cancel or a passed
     deadline raises; a stream whose events already complete the answer ends
     with them; a stale pooled connection is sent again at once; else the
-    typed, scrubbed error is raised when output was already seen or the rule
-    gives up, or waited out before the next attempt.
+    typed, scrubbed error is raised when output was already seen of an
+    attempt that is not repeatable, or when the rule gives up; or it is
+    waited out before the next attempt, and when output was already seen a
+    :class:`~agent_core.StreamRetry` is yielded first.
 
     Raises:
         LLMError: the last attempt's typed error.
@@ -185,10 +212,14 @@ def retried(exchange: Exchange, new_attempt: Callable[[], Attempt]) -> Generator
             return
         if retries.resend(failure):
             continue
-        error = retries.error(failure, attempt.reader)
-        if attempt.output_seen():
-            raise error  # never retry after the caller saw output (raised here: no exception context)
-        if (yield exchange.sleep(retries.delay(error))):
+        error = attempt.error(failure) or retries.error(failure, attempt.reader)
+        seen = attempt.output_seen()
+        if seen and not attempt.repeatable():
+            raise error  # the API ran a tool of its own: a repeat would run it again (raised here: no context)
+        delay = retries.delay(error)  # raises when the rule gives up
+        if seen:  # tell the caller to forget what it saw, before it waits, so a UI clears at once
+            yield StreamRetry(retries.attempt + 1, error, attempt.billed())
+        if (yield exchange.sleep(delay)):
             record.raise_if_cancelled()
 
 

@@ -245,6 +245,13 @@ class JSONEventReader:
             event that is not preamble is returned, :attr:`output_seen` stays
             False, so the transport may still retry the request safely.
 
+    What a retry after output needs to know is noted by ``classify`` as it
+    sees each event (the reader does not look for it, so it costs nothing
+    more per event): :attr:`usage`, the API's latest usage report in the
+    API's own shape, and :attr:`repeatable`, False once an event shows work
+    the API did itself that a repeat would do again (a server-side tool).
+    ``normalize_usage`` turns a report into ``{"input_tokens", "output_tokens", ...}``.
+
     ``feed`` raises ``MalformedResponseError`` for data that is not JSON or
     not UTF-8, quoting it (scrubbed of :attr:`secrets`, which the transport
     sets). :meth:`finish` dispatches a last event the body did not close;
@@ -262,6 +269,9 @@ class JSONEventReader:
         "provider",
         "status_code",
         "_cut",
+        "usage",
+        "repeatable",
+        "normalize_usage",
     )
 
     _decoder = msgspec.json.Decoder()
@@ -273,6 +283,7 @@ class JSONEventReader:
         *,
         done_data: bytes | None = None,
         is_preamble: Callable[[Any], bool] | None = None,
+        normalize_usage: Callable[[Any], Any] | None = None,
     ) -> None:
         self._sse = SSEDecoder(provider)
         self._decode = self._decoder.decode
@@ -284,6 +295,9 @@ class JSONEventReader:
         self.provider = provider
         self.status_code: int | None = None
         self._cut: bytes | None = None  # a last event's data that ended mid-JSON
+        self.usage: Any = None
+        self.repeatable = True
+        self.normalize_usage = normalize_usage
 
     @property
     def pending(self) -> bytes:
@@ -353,6 +367,12 @@ class JSONEventReader:
             provider=self.provider,
             status_code=self.status_code,
         )
+
+    def billed(self) -> Any:
+        """The usage the API reported so far, normalized; ``None`` when it reported none."""
+        if not self.usage or self.normalize_usage is None:
+            return None
+        return self.normalize_usage(self.usage)
 
     def incomplete_reason(self) -> str | None:
         """Why the stream is not complete (``None`` when it is)."""

@@ -12,6 +12,13 @@ role-only first chunk) do not count as output, because APIs often fail right
 after sending them; a body that broke off after its answer was complete is
 salvaged, not retried.
 
+A silent stream: with ``chunk_timeout_s`` each read of the body (the first
+one included, once the headers are in) may wait that long, not the whole
+``timeout``; a stall past it fails the attempt as a retryable
+:class:`~agent_core.errors.LLMTimeoutError` naming the setting. The read
+timeout is the request's own (httpcore reads it from the request when the
+body starts), so it works the same on the pooled and on injected clients.
+
 A server that ignored ``stream: true`` answers with one JSON document;
 ``from_answer`` turns it into the events the stream would have carried (an
 event stream mislabelled as JSON is read as one).
@@ -32,6 +39,7 @@ from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 import httpx
+from agent_core.errors import LLMError, LLMTimeoutError
 from agent_core.plugin_kit import Pump
 
 from ._decoding import (
@@ -106,6 +114,8 @@ class StreamAttempt(Attempt):
             yield from reader.feed(body)
         else:
             self._start_reader(response.status_code)
+            if call.chunk_timeout is not None:
+                _cap_reads(response, call.chunk_timeout)
             body_chunks = yield exchange.open_body()
             try:
                 yield Pump(body_chunks, self.step)
@@ -134,6 +144,22 @@ class StreamAttempt(Attempt):
     def output_seen(self) -> bool:
         return self.reader is not None and self.reader.output_seen
 
+    def repeatable(self) -> bool:
+        return self.reader is None or self.reader.repeatable
+
+    def billed(self) -> Any:
+        return None if self.reader is None else self.reader.billed()
+
+    def error(self, failure: Exception) -> LLMError | None:
+        """A read timeout with ``chunk_timeout_s`` set: the silence it was, as a retryable timeout."""
+        timeout = self.exchange.call.chunk_timeout
+        if timeout is None or not isinstance(failure, httpx.ReadTimeout) or self.reader is None:
+            return None
+        return LLMTimeoutError(
+            f"the stream was silent for more than chunk_timeout_s ({timeout:g}s)",
+            provider=self.exchange.call.provider, retryable=True,
+        )
+
     def _start_reader(self, status: int) -> JSONEventReader:
         reader = self.reader = self.make_reader()
         reader.secrets, reader.status_code = self.exchange.call.secrets, status
@@ -148,6 +174,20 @@ class StreamAttempt(Attempt):
         error = truncated(self.exchange.call, reader)
         if error is not None:
             raise error
+
+
+def _cap_reads(response: httpx.Response, seconds: float) -> None:
+    """Let each read of ``response``'s body wait at most ``seconds``.
+
+    httpx hands the request's extensions to httpcore as the same mapping, and
+    httpcore takes the read timeout from it when the body starts, so setting
+    it after the headers bounds the body only, not the wait for the answer.
+    """
+    extensions = response.request.extensions
+    timeouts = dict(extensions.get("timeout") or {})
+    read = timeouts.get("read")
+    timeouts["read"] = seconds if read is None else min(read, seconds)
+    extensions["timeout"] = timeouts
 
 
 def _start_drain(record: InFlight) -> float:

@@ -110,6 +110,22 @@ def _is_preamble(event: Mapping[str, Any]) -> bool:
     return event.get("type") == "message_start"
 
 
+def _note(reader: JSONEventReader, kind: Any, event: Mapping[str, Any]) -> None:
+    """What a retry after output must know of an event: the usage so far, and a tool the API ran itself.
+
+    A block of a type the client does not handle (``server_tool_use``, a web
+    search's results, an MCP call) means the API did work of its own during
+    this answer; repeating the request would do it again, so the attempt is
+    no longer repeatable.
+    """
+    if kind == "message_start":
+        reader.usage = (event.get("message") or {}).get("usage") or reader.usage
+    elif kind == "message_delta" and event.get("usage"):
+        reader.usage = {**(reader.usage or {}), **event["usage"]}
+    elif kind == "content_block_start" and (event.get("content_block") or {}).get("type") not in CLIENT_BLOCK_TYPES:
+        reader.repeatable = False
+
+
 def _fold_text(state: Mapping[str, Any]) -> Mapping[str, Any]:
     """``state`` with the streaming text written into its block, and no block streaming."""
     at = state.get("anthropic_text_at")
@@ -344,9 +360,14 @@ class AnthropicProvider(HTTPProvider):
             if kind == "error":
                 return error_from_event(name, value, secrets)
             fault = anthropic_event_fault(value)
-            return None if fault is None else malformed(name, value, fault, secrets)
+            if fault is not None:
+                return malformed(name, value, fault, secrets)
+            if kind != "content_block_delta":  # the common event needs none of this
+                _note(reader, kind, value)
+            return None
 
-        return JSONEventReader(name, classify, is_preamble=_is_preamble)
+        reader = JSONEventReader(name, classify, is_preamble=_is_preamble, normalize_usage=normalize_usage)
+        return reader
 
     def _api_native_from_answer(self, answer: Any) -> Dict:
         if isinstance(answer, Mapping) and answer.get("type") == "error":

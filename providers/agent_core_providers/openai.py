@@ -359,9 +359,18 @@ class OpenAIProvider(HTTPProvider):
             if "error" in value:
                 return error_from_event(name, value, secrets)
             fault = openai_chunk_fault(value)
-            return None if fault is None else malformed(name, value, fault, secrets)
+            if fault is not None:
+                return malformed(name, value, fault, secrets)
+            if "usage" in value or "x_groq" in value:  # noted for a retry that throws this attempt away
+                usage = value.get("usage") or (value.get("x_groq") or {}).get("usage")
+                if usage:
+                    reader.usage = usage
+            return None
 
-        return JSONEventReader(name, classify, done_data=b"[DONE]", is_preamble=_is_preamble)
+        # Chat Completions runs no tool on the server's side, so an attempt is always repeatable.
+        reader = JSONEventReader(name, classify, done_data=b"[DONE]", is_preamble=_is_preamble,
+                                 normalize_usage=normalize_usage)
+        return reader
 
     def _api_native_from_answer(self, answer: Any) -> Dict:
         if isinstance(answer, Mapping) and "error" in answer:

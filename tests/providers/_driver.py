@@ -3,7 +3,9 @@
 Until (and besides) the engine, this is how the provider tests exercise the
 whole hook chain: init -> to_native_messages -> initialize_request ->
 stream_api + process_chunk (or call_api) -> finalize -> closing
-process_chunk(None) -> from_native_messages. Every value passed between
+process_chunk(None) -> from_native_messages. A ``StreamRetry`` in the stream
+sets the history, state and finals back to the call's start, as the engine
+does, and stays in ``Turn.partials`` where it came. Every value passed between
 hooks is frozen, as the engine does, so a hook that mutates its input fails.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent_core import freeze
+from agent_core import StreamRetry, freeze
 
 
 @dataclass
@@ -108,7 +110,12 @@ def run_turn(
     chunks = 0
     if stream:
         finals: Any = []
+        start = (native, state)
         for chunk in provider.stream_api(native, state, request_id=request_id):
+            if isinstance(chunk, StreamRetry):  # as the engine does: back to the call's start
+                partials.append(chunk)  # kept in place, so a test sees where the retry came
+                (native, state), finals = start, []
+                continue
             chunks += 1
             p, f, native, state = on_chunk(provider, extensions, chunk, native, state)
             partials.extend(p)
@@ -140,7 +147,12 @@ async def arun_turn(
     chunks = 0
     if stream:
         finals: Any = []
+        start = (native, state)
         async for chunk in provider.astream_api(native, state, request_id=request_id):
+            if isinstance(chunk, StreamRetry):  # as the engine does: back to the call's start
+                partials.append(chunk)  # kept in place, so a test sees where the retry came
+                (native, state), finals = start, []
+                continue
             chunks += 1
             p, f, native, state = on_chunk(provider, extensions, chunk, native, state)
             partials.extend(p)

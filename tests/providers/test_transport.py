@@ -165,9 +165,9 @@ def test_api_key_is_scrubbed_from_errors(server, kit):
 def test_mid_stream_error_event(server, kit):
     server.enqueue(sse_reply(*_opening(kit), kit.first_event, kit.error_event))
     with pytest.raises(ProviderUnavailableError, match="verloaded") as info:
-        run_turn(kit.provider(), kit.extensions(), USER, kit.config(server, max_retries=3))
+        run_turn(kit.provider(), kit.extensions(), USER, kit.config(server, max_retries=0))
     assert info.value.provider == kit.name
-    assert len(server.requests) == 1  # output was already seen: no retry
+    assert len(server.requests) == 1  # no retry left (test_midstream_retry.py: with retries, it is repeated)
 
 
 @KITS
@@ -248,10 +248,19 @@ def test_retries_are_bounded(server, kit):
 
 
 @KITS
-def test_no_retry_after_partial_output(server, kit):
+def test_a_cut_after_partial_output_is_retried_and_the_partials_retracted(server, kit):
+    server.enqueue(sse_reply(*_opening(kit), kit.first_event, CUT), kit.text("second"))
+    turn = run_turn(kit.provider(), [], USER, kit.config(server, max_retries=3))
+    assert len(server.requests) == 2
+    assert [type(p).__name__ for p in turn.partials][:2] == ["FrozenDict", "StreamRetry"]
+    assert turn.finals[0]["content"] == "second"
+
+
+@KITS
+def test_a_cut_after_partial_output_without_retries_left_fails(server, kit):
     server.enqueue(sse_reply(*_opening(kit), kit.first_event, CUT), kit.text("second"))
     with pytest.raises(ProviderUnavailableError):
-        run_turn(kit.provider(), [], USER, kit.config(server, max_retries=3))
+        run_turn(kit.provider(), [], USER, kit.config(server, max_retries=0))
     assert len(server.requests) == 1
 
 
