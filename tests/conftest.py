@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -18,3 +19,15 @@ def server() -> Iterator[ScriptedServer]:
     finally:
         srv.close()
         close_clients()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _agent_core_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Runs the CLI keeps (``agent-core run`` saves each one) go to a directory of the test run's, not ~."""
+    before = os.environ.get("AGENT_CORE_HOME")
+    os.environ["AGENT_CORE_HOME"] = str(tmp_path_factory.mktemp("agent-core-home"))
+    yield
+    if before is None:
+        os.environ.pop("AGENT_CORE_HOME", None)
+    else:
+        os.environ["AGENT_CORE_HOME"] = before

@@ -25,9 +25,10 @@ def test_run_without_streaming_prints_the_same(capsys):
 def test_run_json_prints_one_event_per_line(capsys):
     assert main(["run", "--json", "-c", "echo_prefix=Said:", "hi there"]) == 0
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [e["type"] for e in events] == ["start", "partial", "partial", "partial", "final", "done"]
-    assert events[-2]["message"]["content"] == "Said: hi there"
-    assert events[-1]["outcome"]["status"] == "finished"
+    assert [e["type"] for e in events] == ["start", "partial", "partial", "partial", "final", "done", "saved"]
+    assert events[-3]["message"]["content"] == "Said: hi there"
+    assert events[-2]["outcome"]["status"] == "finished"
+    assert events[-1]["revision"] == 1  # the run is kept in the store
 
 
 def test_unknown_provider_is_a_clear_error(capsys):

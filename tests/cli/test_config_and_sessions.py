@@ -72,7 +72,7 @@ def test_a_wrong_value_type_from_the_file_names_the_key(tmp_path, capsys):
 def test_sessions_list_show_export_delete(capsys, tmp_path):
     store = open_store()  # the default store under $AGENT_CORE_HOME, as the CLI opens it
     for sid, text in (("alpha", "first"), ("beta", "second")):
-        assert main(["run", "--json", text]) == 0  # (not stored: run is one-shot)
+        assert main(["run", "--json", "--no-log", text]) == 0  # (not stored: --no-log)
         store.create(Session(sid).with_message({"role": "user", "content": text}))
     store.close()
     capsys.readouterr()
@@ -81,7 +81,9 @@ def test_sessions_list_show_export_delete(capsys, tmp_path):
     listed = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in listed] == ["beta", "alpha"]  # the latest first
     assert main(["sessions", "list", "--json"]) == 0
-    assert {json.loads(line)["session_id"] for line in capsys.readouterr().out.splitlines()} == {"alpha", "beta"}
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(e["id"], e["message_count"], e["title"]) for e in listed] == [("beta", 1, "second"), ("alpha", 1, "first")]
+    assert all(e["updated_at"].endswith("Z") and "T" in e["updated_at"] for e in listed)  # ISO 8601, UTC
 
     assert main(["sessions", "show", "alpha"]) == 0
     assert capsys.readouterr().out.splitlines() == ["session alpha (revision 1, 1 messages)", "user: first"]

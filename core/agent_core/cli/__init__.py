@@ -1,6 +1,8 @@
 """``agent-core``: the pipeline from a terminal.
 
     agent-core run "Hello there"                       # offline, echo provider
+    echo "a question" | agent-core run                 # the prompt from stdin; kept in the store
+    agent-core run --continue "and then?"              # go on from the last run (agent-core logs lists them)
     agent-core run --provider openai --model M --base-url http://127.0.0.1:8080/v1 "Hi"
     agent-core run --config agent.toml -c seed=1 "Hi"  # a TOML file, then KEY=VALUE on top
     agent-core chat                                    # a conversation, kept in the session store
@@ -31,14 +33,21 @@ from .sessions import add_sessions
 __all__ = ["build_parser", "main"]
 
 
+def examples(*pairs: tuple[str, str]) -> str:
+    """An ``examples:`` block for a command's help: each command line, then its comment in one column."""
+    width = max(len(command) for command, _ in pairs) + 2
+    return "examples:\n" + "\n".join(f"  {command.ljust(width)}# {what}" for command, what in pairs)
+
+
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--provider", help="provider plugin name (default: echo, offline)")
-    common.add_argument("--model")
-    common.add_argument("--base-url", dest="base_url")
+    common.add_argument("--model", help="the model to ask (default: the provider's own; echo needs none)")
+    common.add_argument("--base-url", dest="base_url",
+                        help="the API's URL, e.g. http://127.0.0.1:8080/v1 (default: the provider's public API)")
     common.add_argument("--api-key", dest="api_key", help="prefer the provider's environment variable")
     common.add_argument("--max-tokens", dest="max_tokens", type=int, help="upper bound on generated tokens")
-    common.add_argument("--temperature", type=float)
+    common.add_argument("--temperature", type=float, help="sampling temperature (default: the API's)")
     common.add_argument("--seed", type=int, help="sampling seed (providers that declare `seed`)")
     common.add_argument(
         "-c", "--config", action="append", metavar="KEY=VALUE|FILE",
@@ -51,7 +60,21 @@ def _common() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agent-core", description="Run prompts through the agent-core pipeline.")
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="agent-core", description="Run prompts through the agent-core pipeline.",
+        epilog=examples(
+            ('agent-core run "Hello, agent"', "offline: the echo provider answers"),
+            ("echo hi | agent-core run", "the prompt from stdin"),
+            ('agent-core run --continue "and then?"', "go on from the last run"),
+            ("agent-core logs", "the latest runs and chats"),
+            ("agent-core chat", "a conversation in the terminal"),
+            ("agent-core plugins", "what runs for a config, and why"),
+            ("agent-core serve", "OpenAI-compatible HTTP on 127.0.0.1:8000"),
+        ) + "\n\n'agent-core COMMAND --help' says more about each.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"agent-core {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     common = _common()
     add_commands(sub, common)

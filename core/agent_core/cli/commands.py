@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
+import uuid
 import warnings
 from typing import Any
 
 from ..engine.core import AgentCore
-from ..errors import UnknownConfigKeyWarning
+from ..errors import InvalidArgumentError, UnknownConfigKeyWarning
 from ..tools.function import function_tool, load_function
 from ..values.events import encode_event
 from ..values.messages import Message
+from .sessions import open_cli_store
 from .settings import layered_config
 
 __all__ = ["add_commands", "make_core", "show_on_stderr"]
@@ -36,25 +40,94 @@ def make_core(args: argparse.Namespace, approval: Any = None, provider: str | No
     return AgentCore.discover(providers=providers, tools=tools, approval=approval)
 
 
+def _piped_stdin() -> str | None:
+    """What was piped or redirected into stdin; None for a terminal (or no usable stdin).
+
+    Only a pipe or a file is read: a terminal would wait for typing, and a socket or a
+    stdin nobody closes (some job runners) would wait forever.
+    """
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced (pytest), closed, or io.UnsupportedOperation
+        return None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        return None
+    return sys.stdin.read()
+
+
+def prompt_of(args: argparse.Namespace) -> str:
+    """The prompt: the argument, stdin for ``-``, or piped input followed by the argument (as ``llm`` does)."""
+    if args.prompt == "-":
+        text = sys.stdin.read()
+    else:
+        piped = _piped_stdin()
+        parts = [p for p in (piped.strip() if piped else "", args.prompt or "") if p]
+        text = "\n\n".join(parts)
+    if not text.strip():
+        raise InvalidArgumentError("no prompt: give one as an argument, or pipe it in (echo hi | agent-core run)",
+                                   argument="prompt")
+    return text
+
+
 def _run(args: argparse.Namespace) -> int:
     config = layered_config(args)
     core = make_core(args, provider=config["provider"])
-    session = core.create_session()
-    if args.system:
-        session = core.add_message(session, Message("system", args.system))
-    session = core.add_message(session, Message("user", args.prompt))
+    prompt = prompt_of(args)
+    if args.system and (args.cont or args.session):
+        raise InvalidArgumentError("--system starts a new conversation; it cannot go with --continue or --session",
+                                   argument="system")
+    store = None if args.no_log and not (args.cont or args.session) else open_cli_store(args.store)
+    try:
+        if args.cont or args.session:
+            session_id = args.session or _latest(store)
+            session = store.get(session_id).session  # SessionNotFoundError names the id
+        else:
+            session_id = uuid.uuid4().hex[:12]
+            session = core.create_session(session_id)
+            if args.system:
+                session = core.add_message(session, Message("system", args.system))
+                if not args.no_log:
+                    store.create(session)
+        if args.no_log:
+            events = core.stream_request(core.add_message(session, Message("user", prompt)), config)
+        else:
+            from ..store import stream_turn
+
+            events = stream_turn(core, store, session_id, prompt, config)
+        return _print_run(events, args.json)
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _latest(store: Any) -> str:
+    """The id of the session saved last (``--continue``)."""
+    from .sessions import recent
+
+    latest = recent(store, 1)
+    if not latest:
+        raise InvalidArgumentError("--continue: no earlier run is stored yet", argument="continue")
+    return str(latest[0].session_id)
+
+
+def _print_run(events: Any, as_json: bool) -> int:
+    """Stream a request's events: the reply's text to stdout, notes and tool activity to stderr."""
     out, err = sys.stdout, sys.stderr
     streamed = False  # text of the current answer is already on stdout
     failed = False  # an error event was printed: the done event adds nothing to it
     with warnings.catch_warnings():
         # The start event carries the same notes; print them once, our way.
         warnings.simplefilter("ignore", UnknownConfigKeyWarning)
-        for event in core.stream_request(session, config):
+        for event in events:
             t = event.type
             if t == "start":
                 for note in event.warnings:
                     err.write(f"warning: {note}\n")
-            if args.json:
+            if as_json:
                 out.write(encode_event(event).decode() + "\n")
                 out.flush()
             elif t == "partial" and isinstance(event.message.content, str):
@@ -71,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
                 show_on_stderr(event, err)
             failed = failed or t == "error"
             if t == "done" and not event.outcome.ok:
-                if not failed and not args.json:
+                if not failed and not as_json:
                     err.write(f"stopped: {event.outcome.reason}: {event.outcome.detail}\n")
                 return 1
     return 0
@@ -124,12 +197,33 @@ def _plugins(args: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """``run`` and ``plugins`` (``serve`` is :mod:`agent_core.cli.serve`)."""
-    run = sub.add_parser("run", parents=[common], help="send one prompt and stream the reply")
-    run.add_argument("prompt")
-    run.add_argument("--system", help="a system message to send first")
+    from . import examples
+
+    run = sub.add_parser(
+        "run", parents=[common], help="send one prompt and stream the reply",
+        description="Send one prompt and stream the reply to stdout. The exchange is kept in the session "
+                    "store (--no-log to skip), so --continue can go on from it.",
+        epilog=examples(
+            ('agent-core run "Hello, agent"', "offline, the echo provider"),
+            ('echo "a question" | agent-core run', "the prompt from stdin"),
+            ('git diff | agent-core run "review this"', "piped text, then the argument"),
+            ('agent-core run --continue "and then?"', "go on from the last run"),
+            ('agent-core run --no-log "not kept"', "leave the store alone"),
+            ('agent-core run --provider openai --model gpt-4o-mini "Hi"', "needs OPENAI_API_KEY"),
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("prompt", nargs="?", help="the prompt; '-' reads it from stdin, and piped input comes "
+                                                "before it when both are given")
+    run.add_argument("--system", help="a system message to send first (a new conversation only)")
     run.add_argument("--no-stream", action="store_true", help="ask for the whole reply at once")
-    run.add_argument("--max-iterations", type=int)
+    run.add_argument("--max-iterations", type=int, metavar="N",
+                     help="most model calls in one request, tool rounds included (default 10)")
     run.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    run.add_argument("--no-log", action="store_true", help="do not keep this exchange in the session store")
+    run.add_argument("--continue", dest="cont", action="store_true",
+                     help="go on from the conversation saved last (-c is --config)")
+    run.add_argument("--session", metavar="ID", help="go on from the stored session with this id")
+    run.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
     run.add_argument(
         "--record", metavar="FILE",
         help="write the raw response body to FILE (openai/anthropic), for agent_core.testing.replay_provider",

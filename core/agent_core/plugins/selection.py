@@ -6,7 +6,11 @@ Each is small and pure apart from the plugin hooks it calls; they live here so
 
 from __future__ import annotations
 
+import difflib
+
 import hashlib
+import os
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -80,8 +84,23 @@ def check_unknown(user_config: Mapping[str, Any], known: set[str]) -> tuple[str,
     if notes and user_config.get("strict_config"):
         raise ConfigError("; ".join(note for _, _, note in notes) + " (strict_config is on)", key=notes[0][0])
     for key, suggestion, note in notes:
-        warnings.warn(UnknownConfigKeyWarning(note, key=key, suggestion=suggestion), stacklevel=5)
+        warnings.warn(UnknownConfigKeyWarning(note, key=key, suggestion=suggestion), stacklevel=_caller_level())
     return tuple(note for _, _, note in notes)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside agent_core, so a warning names the caller's line.
+
+    A fixed number would point into the engine from some entry points and too far out from
+    others (a request, a stream, a resolve, a server route all reach this at other depths).
+    """
+    frame, level = sys._getframe(1), 1  # the caller of this function, which calls warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def by_priority(specs: Sequence[PluginSpec]) -> list[PluginSpec]:
@@ -131,8 +150,10 @@ def pick_provider(specs: Sequence[PluginSpec], config: Mapping[str, Any]) -> Plu
     for s in specs:
         if s.name == wanted:
             return s
+    close = difflib.get_close_matches(str(wanted), names, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ConfigError(
-        f"unknown provider {wanted!r}; registered providers: {', '.join(sorted(names)) or 'none'}",
+        f"unknown provider {wanted!r}{hint}; registered providers: {', '.join(sorted(names)) or 'none'}",
         key="provider",
         plugins=[str(wanted)],
     )

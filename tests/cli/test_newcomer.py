@@ -1,0 +1,130 @@
+"""The CLI as someone new to it meets it (issue 29): run as a subprocess, checked by what it prints.
+
+Piped prompts, runs kept and continued, ``logs``, ``--version``, help with examples and
+defaults, "did you mean" for a misspelt provider, stored text that cannot drive the
+terminal, and the engine's own record (native history) kept out of what people read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from agent_core import NATIVE_KEY, AgentCore, Message, Session
+from agent_core.store import open_store
+from agent_core_providers.echo import EchoProvider
+
+
+def cli(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``agent-core ARGS`` with its own home; stdin is piped text, or /dev/null when None (as under cron)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agent_core.cli", *args], input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "AGENT_CORE_HOME": str(home)}, check=False,
+    )
+
+
+def test_a_piped_prompt_an_argument_and_both(tmp_path: Path) -> None:
+    assert cli(tmp_path, "run", stdin="hi from a pipe\n").stdout == "Echo: hi from a pipe\n"
+    assert cli(tmp_path, "run", "-", stdin="dash reads stdin").stdout == "Echo: dash reads stdin\n"
+    both = cli(tmp_path, "run", "summarize", stdin="some text\n")
+    assert both.stdout == "Echo: some text\n\nsummarize\n"  # piped text first, then the argument
+    assert cli(tmp_path, "run", "just an argument").stdout == "Echo: just an argument\n"
+
+
+def test_no_prompt_at_all_says_how_to_give_one(tmp_path: Path) -> None:
+    done = cli(tmp_path, "run")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: no prompt") and "echo hi | agent-core run" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_runs_are_kept_listed_and_continued(tmp_path: Path) -> None:
+    assert cli(tmp_path, "run", "first question").returncode == 0
+    assert cli(tmp_path, "run", "--no-log", "not kept").returncode == 0
+    logs = [json.loads(line) for line in cli(tmp_path, "logs", "--json").stdout.splitlines()]
+    assert [(e["title"], e["message_count"], e["revision"]) for e in logs] == [("first question", 2, 1)]
+    sid = logs[0]["id"]
+
+    assert cli(tmp_path, "run", "--continue", "and then?").stdout == "Echo: and then?\n"
+    assert cli(tmp_path, "run", "--session", sid, "one more").returncode == 0
+    shown = cli(tmp_path, "sessions", "show", sid).stdout.splitlines()
+    assert shown[0] == f"session {sid} (revision 3, 6 messages)"
+    assert shown[1:] == ["user: first question", "assistant: Echo: first question", "user: and then?",
+                         "assistant: Echo: and then?", "user: one more", "assistant: Echo: one more"]
+    listed = cli(tmp_path, "logs").stdout.splitlines()
+    assert len(listed) == 1 and listed[0].startswith(sid) and listed[0].endswith("6 messages  first question")
+
+    missing = cli(tmp_path, "run", "--session", "nope", "hi")
+    assert missing.returncode == 2 and "'nope'" in missing.stderr
+    clash = cli(tmp_path, "run", "--continue", "--system", "be brief", "hi")
+    assert clash.returncode == 2 and "--system" in clash.stderr
+
+
+def test_continue_with_nothing_stored(tmp_path: Path) -> None:
+    done = cli(tmp_path, "run", "--continue", "hi")
+    assert done.returncode == 2 and "no earlier run" in done.stderr
+
+
+def test_version_and_help_show_examples_and_defaults(tmp_path: Path) -> None:
+    from agent_core import __version__
+
+    assert cli(tmp_path, "--version").stdout == f"agent-core {__version__}\n"
+    top = cli(tmp_path, "--help").stdout
+    assert "examples:" in top and "echo hi | agent-core run" in top and "agent-core logs" in top
+    run = cli(tmp_path, "run", "--help").stdout
+    assert "examples:" in run and "--continue" in run and "--no-log" in run
+    for flag, says in (("--model", "default"), ("--max-iterations", "default 10"), ("--base-url", "default")):
+        line = run[run.index(flag, run.index("options:")):]
+        assert says in line[:300], flag
+    assert "default 10" in cli(tmp_path, "logs", "--help").stdout
+
+
+def test_a_misspelt_provider_gets_a_suggestion(tmp_path: Path) -> None:
+    done = cli(tmp_path, "run", "--provider", "opnai", "hi")
+    assert done.returncode != 0 and "did you mean 'openai'?" in done.stderr
+
+
+def test_stored_text_cannot_drive_the_terminal(tmp_path: Path) -> None:
+    with open_store(f"sqlite:///{tmp_path}/sessions.db") as store:
+        evil = "\x1b[2J\x1b]0;pwned\x07hello\u202eevil"
+        store.create(Session("s1", [Message("user", evil)], {"title": "t\x1b[31mred"}))
+    for args in (("sessions", "list"), ("logs",), ("sessions", "show", "s1")):
+        out = cli(tmp_path, *args).stdout
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, args
+        assert "\\x1b" in out, args
+
+
+def test_export_leaves_the_native_history_out_unless_asked(tmp_path: Path) -> None:
+    assert cli(tmp_path, "run", "hello").returncode == 0
+    sid = json.loads(cli(tmp_path, "logs", "--json").stdout.splitlines()[0])["id"]
+    with open_store(f"sqlite:///{tmp_path}/sessions.db") as store:
+        assert NATIVE_KEY in store.get(sid).session.metadata  # stored, for the next turn's provider
+    plain = Session.from_json(cli(tmp_path, "sessions", "export", sid).stdout)
+    assert NATIVE_KEY not in plain.metadata and [m.content for m in plain.messages] == ["hello", "Echo: hello"]
+    full = Session.from_json(cli(tmp_path, "sessions", "export", "--native", sid).stdout)
+    assert NATIVE_KEY in full.metadata
+
+
+def test_an_unknown_config_key_warns_at_the_caller_s_line() -> None:
+    core = AgentCore(providers=[EchoProvider])
+    session = core.add_message(core.create_session(), "user", "hi")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        core.request(session, {"provider": "echo", "max_tokn": 3})
+        for _ in core.stream_request(session, {"provider": "echo", "temprature": 1}):
+            pass
+    assert [Path(w.filename).name for w in caught] == ["test_newcomer.py", "test_newcomer.py"]
+
+
+@pytest.mark.parametrize("extra", ["server"])
+def test_install_hints_fit_a_checkout(extra: str) -> None:
+    from agent_core.errors.hints import install_hint
+
+    root = Path(__file__).resolve().parents[2]
+    assert install_hint(extra) == f"pip install -e '.[{extra}]' (in {root})"  # the tests run from a checkout
