@@ -157,7 +157,8 @@ class UsageFeature(Feature):
                                 "description": "Per model (or '*'): dollars per million input/output/cached tokens."}}
     ui_elements = (
         {"ui_type": "status_bar", "data": "session.metadata.usage",
-         "template": "{{data.input_tokens}} in / {{data.output_tokens}} out, ${{data.cost}}", "label": "Usage"},
+         "template": "{{data.input_tokens}} in / {{data.output_tokens}} out tokens, ${{data.cost}}",
+         "label": "Session total"},
         {"ui_type": "message_footer", "data": "metadata.usage",
          "template": "{{data.input_tokens}} in / {{data.output_tokens}} out, ${{data.cost}}", "label": "Tokens"},
     )

@@ -171,7 +171,51 @@ def test_the_status_bar_follows_each_reply(home):
     term.type("hello\r")
     term.expect("Hi.")
     shown = term.expect("> ")
-    assert "[Usage: 12 in / 3 out, $0.000018]" in shown
+    assert "[Session total: 12 in / 3 out tokens, $0.000018]" in shown
+    term.type("/exit\r")
+    assert term.exit_code() == 0
+
+
+def test_an_unpriced_model_says_why_its_cost_is_unknown_once(home):
+    script = ('[{"content": "Hi.", "usage": {"input_tokens": 12, "output_tokens": 3}},'
+              ' {"content": "Again.", "usage": {"input_tokens": 20, "output_tokens": 4}}]')
+    term = Terminal(["--provider", "scripted", "-c", f"script={script}"], home)
+    term.expect("> ")
+    term.type("hello\r")
+    shown = term.expect("> ")
+    assert "[Session total: 12 in / 3 out tokens, $?]" in shown and "no price is set for this model" in shown
+    term.type("more\r")
+    shown = term.expect("> ")
+    assert "[Session total: 32 in / 7 out tokens, $?]" in shown  # a running total
+    assert "no price is set" not in shown  # said once
+    term.type("exit\r")  # a bare exit leaves, and is not sent to the model
+    assert term.exit_code() == 0
+    messages = open_store(f"sqlite:///{home}/sessions.db").list()
+    assert [m.message_count for m in messages] == [4]
+
+
+def test_ctrl_c_at_the_prompt_twice_quits(home):
+    term = Terminal([], home)
+    term.expect("> ")
+    term.type("\x03")
+    term.expect("Ctrl-C again, Ctrl-D or /exit quits")
+    term.expect("> ")
+    term.type("\x03")
+    assert term.exit_code() == 0
+
+
+def test_an_unreachable_api_is_reported_once(home):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    term = Terminal(["--provider", "openai", "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key", "sk-x",
+                     "--model", "m", "-c", "max_retries=0"], home)
+    term.expect("> ")
+    term.type("hi\r")
+    shown = term.expect("> ")
+    assert shown.count("error") == 1 and "stopped:" not in shown, shown
     term.type("/exit\r")
     assert term.exit_code() == 0
 

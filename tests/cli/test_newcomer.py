@@ -128,3 +128,11 @@ def test_install_hints_fit_a_checkout(extra: str) -> None:
 
     root = Path(__file__).resolve().parents[2]
     assert install_hint(extra) == f"pip install -e '.[{extra}]' (in {root})"  # the tests run from a checkout
+
+
+def test_plugins_says_which_setting_turns_a_plugin_on(tmp_path: Path) -> None:
+    off = [line for line in cli(tmp_path, "plugins").stdout.splitlines() if " system_prompt " in line]
+    assert len(off) == 1 and "-c KEY=VALUE sets one (system_prompt)" in off[0]
+    on = [line for line in cli(tmp_path, "plugins", "-c", "system_prompt=be brief").stdout.splitlines()
+          if " system_prompt " in line]
+    assert on[0].split()[2] == "on:"

@@ -41,8 +41,12 @@ from .settings import layered_config
 __all__ = ["add_chat", "render_status"]
 
 _FIELD = re.compile(r"\{\{\s*data((?:\.[A-Za-z0-9_]+)*)\s*\}\}")
-_HELP = ("/exit quits (or Ctrl-D), /session prints the session id, /compact [TOKENS] [summarize] shortens what "
-         "the model is sent, Ctrl-C cancels a reply")
+_HELP = ("/exit (or exit, Ctrl-D, Ctrl-C twice) quits, /session prints the session id, /compact [TOKENS] "
+         "[summarize] shortens what the model is sent, Ctrl-C cancels a reply")
+#: lines that leave the chat instead of going to the model (people type them out of habit)
+_LEAVE = frozenset({"/exit", "/quit", "exit", "quit", "exit()", "quit()", ":q"})
+_NO_PRICE = ("(cost $?: no price is set for this model; -c prices='{\"MODEL\": {\"input\": USD_PER_MTOK, "
+             "\"output\": USD_PER_MTOK}}' sets one)")
 
 
 def _walk(root: Any, path: str) -> Any:
@@ -155,6 +159,7 @@ def _turn(core: Any, store: Any, session_id: str, line: str, config: dict[str, A
     previous = signal.signal(signal.SIGINT, interrupt)
     session = None
     streamed = False
+    failed = False  # an error was printed: the stopped outcome would only say it again
     try:
         for event in stream_turn(core, store, session_id, line, config, request_id=request_id):
             t = event.type
@@ -174,11 +179,12 @@ def _turn(core: Any, store: Any, session_id: str, line: str, config: dict[str, A
                 session = event.session
                 if streamed:
                     out.write("\n")
-                if not event.outcome.ok and event.outcome.reason != "cancelled":
+                if not event.outcome.ok and event.outcome.reason != "cancelled" and not failed:
                     err.write(f"stopped: {event.outcome.reason}: {event.outcome.detail}\n")
             elif t == "saved":
                 pass
             else:
+                failed = failed or t == "error"
                 show_on_stderr(event, err)
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -224,10 +230,19 @@ def _chat(args: argparse.Namespace) -> int:
         err.write(f"provider {config['provider']}{model}; {_HELP}\n")
         err.flush()
         _readline(core, config)
+        interrupted = False  # the last prompt ended with Ctrl-C: a second one in a row quits
         while (line := _prompt(out)) is not None:
+            if line is _INTERRUPTED:
+                if interrupted:
+                    break
+                interrupted = True
+                err.write("(Ctrl-C again, Ctrl-D or /exit quits)\n")
+                err.flush()
+                continue
+            interrupted = False
             if not line:
                 continue
-            if line in ("/exit", "/quit"):
+            if line in _LEAVE:
                 break
             if not _command(line, core, store, session_id, config, out, err):
                 _say(core, store, session_id, line, config, status, out, err)
@@ -252,8 +267,11 @@ def _open_session(store: Any, args: argparse.Namespace, err: Any) -> str:
     return session_id
 
 
+_INTERRUPTED = "\x03"  # what _prompt returns for Ctrl-C (never a typed line: it is stripped of controls)
+
+
 def _prompt(out: Any) -> str | None:
-    """The next line typed, stripped; None at Ctrl-D, and "" after Ctrl-C at the prompt (which clears the line)."""
+    """The next line typed, stripped; None at Ctrl-D, and ``_INTERRUPTED`` after Ctrl-C at the prompt."""
     try:
         return input("> ").strip()
     except EOFError:
@@ -261,7 +279,7 @@ def _prompt(out: Any) -> str | None:
         return None
     except KeyboardInterrupt:
         out.write("\n")
-        return ""
+        return _INTERRUPTED
 
 
 def _command(line: str, core: Any, store: Any, session_id: str, config: dict[str, Any], out: Any, err: Any) -> bool:
@@ -280,6 +298,9 @@ def _command(line: str, core: Any, store: Any, session_id: str, config: dict[str
     return True
 
 
+_said_no_price: list[bool] = []  # the cost footnote is said once per chat
+
+
 def _say(core: Any, store: Any, session_id: str, line: str, config: dict[str, Any], status: list[Any], out: Any,
          err: Any) -> None:
     """One turn for ``line``, then the status bar; a failed turn is reported and the conversation goes on."""
@@ -292,6 +313,9 @@ def _say(core: Any, store: Any, session_id: str, line: str, config: dict[str, An
         shown = render_status(status, session)
         if shown:
             err.write(f"[{shown}]\n")
+            if "$?" in shown and not _said_no_price:
+                _said_no_price.append(True)
+                err.write(_NO_PRICE + "\n")
     err.flush()
 
 

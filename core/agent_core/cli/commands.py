@@ -191,6 +191,9 @@ def _plugins(args: argparse.Namespace) -> int:
         for name in core.plugins(kind):
             reason = res.reasons.get(name)
             settings = _settings(declared.get(name, []), res.config) if reason else ""
+            if reason and reason.startswith("off: is_enabled returned False") and declared.get(name):
+                keys = ", ".join(key for key, _ in declared[name])
+                reason = f"off: it switched itself off for these settings; -c KEY=VALUE sets one ({keys})"
             print(f"{kind:9} {name:22} {reason or 'off: not the selected provider'}{settings}")
     return 0
 
