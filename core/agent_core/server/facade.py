@@ -97,7 +97,8 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         """A role chunk per choice, the replies' chunks as they come, a finish chunk per choice, usage, ``[DONE]``.
 
         An error, a cancelled request or a failed X-Session-Id save ends the stream early: an
-        error frame, then ``[DONE]``. The chunks and errors name the client's request id.
+        error frame, then ``[DONE]``; so does an upstream retry after text of that choice was
+        sent (a retry before it is not seen). The chunks and errors name the client's request id.
         """
         rid, created, n = turns[0].client_rid, int(time.time()), len(turns)
         for i in range(n):  # content stays null until text comes: a reply of tool calls only keeps it null
@@ -114,6 +115,12 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                 replies[i] = event.message
                 for frame in _reply_frames(rid, model, created, event.message, streamed[i], i, legacy):
                     yield frame
+            elif event.type == "retract":  # the wire cannot take back what was sent
+                stop = self._retracted(turns[i], event, streamed[i])
+                if stop is not None:
+                    yield sse_error_frame(stop, "openai")
+                    yield _DONE
+                    return
             elif event.type in ("error", "done"):
                 stop = await self._early_end(turns[i], event)
                 if stop is not None:

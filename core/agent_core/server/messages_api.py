@@ -68,7 +68,8 @@ class MessagesRoutes(TurnRoutes):
         """The answer as the Messages API's events, from ``message_start`` to ``message_stop``.
 
         An error, a cancelled request or a failed X-Session-Id save ends it early with an
-        ``error`` event, as the Messages API does mid-stream.
+        ``error`` event, as the Messages API does mid-stream; so does an upstream retry after
+        text or thinking was sent (a retry before it is not seen).
         """
         yield out.start()
         reply = None
@@ -78,6 +79,12 @@ class MessagesRoutes(TurnRoutes):
             elif event.type == "final" and event.message.role == "assistant":
                 reply = event.message
                 yield out.final(reply)
+            elif event.type == "retract":  # the Messages API cannot take back what was sent
+                stop = self._retracted(turn, event, out.streamed_text or out.streamed_reasoning)
+                if stop is not None:
+                    error = anthropic_body(stop)["error"]
+                    yield out.error(error["type"], error["message"])
+                    return
             elif event.type in ("error", "done"):
                 stop = await self._early_end(turn, event)
                 if stop is not None:

@@ -6,6 +6,14 @@ in the store, cancel upstream when the client hangs up, answer an error that com
 before the first output with a status, and end a stream early on an error, a
 cancelled request or a failed save. That is written once here; each facade turns
 the events into its own wire shape.
+
+A provider that retries after its stream broke midway (when the operator allows
+retries: the facades' default is ``max_retries: 0``) sends a ``retract`` event.
+Neither wire can take text back, so the facades pass a retry on only while it
+changes nothing the client has: before any text of the answer was sent the new
+attempt simply streams in its place; after, the stream ends with the failure
+that broke it, in the API's own error shape, as it would have without the retry
+(:meth:`TurnRoutes._retracted`), and the request is cancelled upstream.
 """
 
 from __future__ import annotations
@@ -181,6 +189,22 @@ class TurnRoutes:
             except (StoreError, InvalidArgumentError) as exc:
                 return failure_of(exc)
         return None
+
+    def _retracted(self, turn: FacadeTurn, event: Any, shown: bool) -> Failure | None:
+        """Why the stream ends at a ``retract`` event, or None when the client saw nothing to take back.
+
+        ``shown``: text (or reasoning) of the answer was already sent. Then the
+        turn is cancelled upstream (the retry is wasted on a client that cannot
+        use it) and the failure that broke the attempt is returned, for the
+        facade to send in its own shape.
+        """
+        if not shown:
+            return None
+        self.core.cancel_request(turn.rid)
+        if event.error is not None:
+            return failure_of_info(event.error)
+        return Failure(status=502, kind="ProviderUnavailableError",
+                       message="the upstream stream broke after part of the answer was sent")
 
     async def _with_stored_metadata(self, store: Any, session: Session) -> Session:
         try:
