@@ -132,7 +132,16 @@ def test_install_hints_fit_a_checkout(extra: str) -> None:
 
 def test_plugins_says_which_setting_turns_a_plugin_on(tmp_path: Path) -> None:
     off = [line for line in cli(tmp_path, "plugins").stdout.splitlines() if " system_prompt " in line]
-    assert len(off) == 1 and "-c KEY=VALUE sets one (system_prompt)" in off[0]
+    assert len(off) == 1 and "(system_prompt: -c KEY=VALUE sets them)" in off[0]
     on = [line for line in cli(tmp_path, "plugins", "-c", "system_prompt=be brief").stdout.splitlines()
           if " system_prompt " in line]
     assert on[0].split()[2] == "on:"
+
+
+def test_what_people_read_leaves_the_native_history_out(tmp_path: Path) -> None:
+    done = json.loads(cli(tmp_path, "run", "--json", "--no-log", "hi").stdout.splitlines()[-1])
+    assert done["type"] == "done" and NATIVE_KEY not in done["session"]["metadata"]
+    core = AgentCore(providers=[EchoProvider])
+    session = core.request(core.add_message(core.create_session("r"), "user", "hi"), {"provider": "echo"}).session
+    assert NATIVE_KEY in session.metadata  # the value keeps it, for the next request
+    assert "<native history: echo 2 messages>" in repr(session) and "'role'" not in repr(session).split("native")[1]

@@ -18,11 +18,14 @@ import uuid
 import warnings
 from typing import Any
 
+import msgspec
+
 from ..engine.core import AgentCore
 from ..errors import InvalidArgumentError, UnknownConfigKeyWarning
 from ..tools.function import function_tool, load_function
 from ..values.events import encode_event
 from ..values.messages import Message
+from ..values.native_history import without_native_history
 from .sessions import open_cli_store
 from .settings import layered_config
 
@@ -128,6 +131,8 @@ def _print_run(events: Any, as_json: bool) -> int:
                 for note in event.warnings:
                     err.write(f"warning: {note}\n")
             if as_json:
+                if t == "done":  # the engine's native record stays in the store, out of what people read
+                    event = msgspec.structs.replace(event, session=without_native_history(event.session))
                 out.write(encode_event(event).decode() + "\n")
                 out.flush()
             elif t == "partial" and isinstance(event.message.content, str):
@@ -193,7 +198,7 @@ def _plugins(args: argparse.Namespace) -> int:
             settings = _settings(declared.get(name, []), res.config) if reason else ""
             if reason and reason.startswith("off: is_enabled returned False") and declared.get(name):
                 keys = ", ".join(key for key, _ in declared[name])
-                reason = f"off: it switched itself off for these settings; -c KEY=VALUE sets one ({keys})"
+                reason = f"off: it switched itself off for these settings ({keys}: -c KEY=VALUE sets them)"
             print(f"{kind:9} {name:22} {reason or 'off: not the selected provider'}{settings}")
     return 0
 

@@ -23,9 +23,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..values.messages import Message, Session
-from ..values.native_history import NATIVE_KEY
+from ..values.native_history import without_native_history
 
 __all__ = ["add_sessions", "describe", "open_cli_store"]
+
+
+def iso_time(seconds: float) -> str:
+    from ..store.values import iso_time as iso
+
+    return iso(seconds)
 
 
 def open_cli_store(url: str | None) -> Any:
@@ -36,11 +42,6 @@ def open_cli_store(url: str | None) -> Any:
 
 def _when(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def iso_time(seconds: float) -> str:
-    """An epoch time as ISO 8601 in UTC, to the millisecond (``2026-11-27T22:10:00.123Z``)."""
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -136,17 +137,9 @@ def _show(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     session, _ = _load(args)
     if not args.native:
-        session = without_native(session)
+        session = without_native_history(session)
     sys.stdout.write(session.to_json().decode() + "\n")
     return 0
-
-
-def without_native(session: Session) -> Session:
-    """The session as people read it: the engine's record of each provider's native messages left out."""
-    if NATIVE_KEY not in session.metadata:
-        return session
-    meta = {k: v for k, v in session.metadata.items() if k != NATIVE_KEY}
-    return Session(session.session_id, session.messages, meta)
 
 
 def _delete(args: argparse.Namespace) -> int:

@@ -16,7 +16,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .. import NATIVE_KEY, encode_event
 from ..errors import ConflictError, StoreError, StoreUnavailableError
+from ..store.values import iso_time
 from ..types import Message, Session
+from ..values.native_history import without_native_history
 from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
 from .errors import ApiError, error_body
 from .failures import failure_of
@@ -143,7 +145,7 @@ class SessionRoutes:
         heads = await self.store_for(request).alist(limit=int(raw), after=after)
         return JSONResponse({"object": "list", "data": [
             {"id": h.session_id, "revision": h.revision, "message_count": h.message_count,
-             "created_at": h.created_at, "updated_at": h.updated_at} for h in heads]})
+             "created_at": iso_time(h.created_at), "updated_at": iso_time(h.updated_at)} for h in heads]})
 
     async def get_session(self, request: Request) -> Response:
         stored = await self.store_for(request).aget(path_id(request, "session_id"))
@@ -322,6 +324,8 @@ class SessionRoutes:
                     continue
                 if renamed is not None and getattr(event, "request_id", None) == rid:
                     event = msgspec.structs.replace(event, request_id=renamed)
+                if event.type == "done":  # the native record is the store's: it would grow every done frame
+                    event = msgspec.structs.replace(event, session=without_native_history(event.session))
                 yield sse_frame(encode_event(event))
             finished = True
         except ConflictError as exc:  # astream_turn lost every retry

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import msgspec
 
 from .. import Message, Session
 
-__all__ = ["Revision", "SessionInfo", "Stored"]
+__all__ = ["Revision", "SessionInfo", "Stored", "iso_time"]
+
+
+def iso_time(seconds: float) -> str:
+    """A stored time (Unix seconds) as people and the HTTP API show it: ISO 8601, UTC, to the millisecond."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Stored(msgspec.Struct, frozen=True):

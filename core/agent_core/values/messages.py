@@ -271,6 +271,15 @@ def _as_message(item: Any, index: int) -> Message:
     raise TypeError(f"Session.messages[{index}] must be a Message or a message dict, got {type(item).__name__}")
 
 
+_NATIVE_KEY = "agent_core.native_history"  # values.native_history.NATIVE_KEY (which imports this module)
+
+
+def _native_count(record: Any) -> str:
+    """How many native messages a provider's record holds (``{"messages": [...], ...}``), for a repr."""
+    messages = record.get("messages") if hasattr(record, "get") else None
+    return str(len(messages)) if hasattr(messages, "__len__") else "?"
+
+
 class Session(_JsonForm, msgspec.Struct, frozen=True):
     """A conversation: an id, its messages, and session-level metadata.
 
@@ -294,6 +303,21 @@ class Session(_JsonForm, msgspec.Struct, frozen=True):
                 raise TypeError(f"Session.messages must be a list of messages, got {type(msgs).__name__}")
             force_setattr(self, "messages", FrozenVector([_as_message(m, i) for i, m in enumerate(msgs)]))
         force_setattr(self, "metadata", _frozen_mapping(self.metadata, "metadata", "Session"))
+
+    def __repr__(self) -> str:
+        # The engine's record of each provider's native messages can dwarf the conversation and is
+        # nothing a person wrote: a repr names its providers and sizes, not its content.
+        meta = self.metadata
+        native = meta.get(_NATIVE_KEY)
+        if native is None:
+            shown = repr(meta)
+        else:
+            sizes = ", ".join(f"{name} {_native_count(record)} messages"
+                              for name, record in (native.items() if hasattr(native, "items") else ()))
+            items = [f"{k!r}: {v!r}" for k, v in meta.items() if k != _NATIVE_KEY]
+            items.append(f"{_NATIVE_KEY!r}: <native history: {sizes or 'empty'}>")
+            shown = "FrozenDict({" + ", ".join(items) + "})"
+        return f"Session(session_id={self.session_id!r}, messages={self.messages!r}, metadata={shown})"
 
     def _json_view(self) -> dict[str, Any]:
         return {

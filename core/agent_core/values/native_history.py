@@ -43,9 +43,20 @@ from .frozen import _SCALARS, FrozenDict, FrozenList, FrozenVector, begins_with,
 from .json_values import freeze_json
 from .messages import Message, Session
 
-__all__ = ["NATIVE_KEY", "load_native", "persistable", "prefix_digest", "store_native"]
+__all__ = ["NATIVE_KEY", "load_native", "persistable", "prefix_digest", "store_native", "without_native_history"]
 
 NATIVE_KEY = "agent_core.native_history"
+
+
+def without_native_history(session: Session) -> Session:
+    """``session`` as people read it: the engine's record of each provider's native messages left out.
+
+    That record is what lets the next request continue the provider's own history; it
+    belongs in storage, not in an export, a CLI's JSON or a stream a client renders.
+    """
+    if NATIVE_KEY not in session.metadata:
+        return session
+    return Session(session.session_id, session.messages, {k: v for k, v in session.metadata.items() if k != NATIVE_KEY})
 
 
 def _chain(previous: str, message: Message) -> str:
