@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+from agent_core import StreamRetry
 from agent_core.errors import LLMError, ProviderRequestCancelled
 from agent_core.plugin_kit import drive_async, drive_sync
 from agent_core_providers._call import HTTPCall
@@ -34,7 +35,7 @@ from agent_core_providers._sse import JSONEventReader
 from agent_core_providers._streaming import stream_flow
 from agent_core_providers.clients import aclose_clients, close_clients
 
-from ._server import DROP, Delay, Reply, ScriptedServer, json_reply, sse_reply
+from ._server import CUT, DROP, Delay, Reply, ScriptedServer, json_reply, sse_reply
 from ._wire import OA_DONE, oa_chunk, oa_text
 
 KEY = "sk-parity-0123456789abcdef"
@@ -65,6 +66,7 @@ class Scenario:
     calls: int = 1  # calls made one after the other, on one pool
     max_retries: int = 0
     deadline: float | None = None
+    chunk_timeout: float | None = None
     cancel: bool = False  # cancel each call once the server has its request
     expect: Callable[[Outcome], bool] = field(default=lambda outcome: True)  # what the outcome must be
 
@@ -78,8 +80,28 @@ def _texts(outcome: Outcome) -> list[str | None]:
         elif isinstance(result, dict):
             out.append(result["choices"][0]["message"]["content"])
         else:
-            out.append("".join(e["choices"][0]["delta"].get("content") or "" for e in result if e["choices"]))
+            last = max((i for i, e in enumerate(result) if isinstance(e, tuple)), default=-1)  # after a retry
+            out.append("".join(e["choices"][0]["delta"].get("content") or "" for e in result[last + 1:]
+                               if e["choices"]))
     return out
+
+
+def _retries(outcome: Outcome) -> list[Any]:
+    """Per call: the StreamRetry markers its events held, as plain tuples."""
+    return [[e for e in r if isinstance(e, tuple)] if isinstance(r, list) else [] for r in outcome.results]
+
+
+def _retried(outcome: Outcome, kind: str) -> bool:
+    """A stream retried once after output, after a ``kind`` failure; a one-shot call never says so."""
+    streamed = isinstance(outcome.results[0], list)
+    return [[r[:3] for r in rs] for rs in _retries(outcome)] == ([[("retry", 2, kind)]] if streamed else [[]])
+
+
+def _plain(event: Any) -> Any:
+    """An event as a value two runs can compare (a StreamRetry has no equality of its own)."""
+    if isinstance(event, StreamRetry):
+        return ("retry", event.attempt, type(event.error).__name__, str(event.error), event.usage)
+    return event
 
 
 def _error(name: str, *words: str) -> Callable[[Outcome], bool]:
@@ -104,6 +126,19 @@ SCENARIOS = {
         [oa_text("one"), DROP, oa_text("two")], [_answer("one"), DROP, _answer("two")],
         calls=2,  # the second call finds the first one's connection in the pool, closed by the server
         expect=lambda o: _texts(o) == ["one", "two"] and o.connections == (0, 0, 1),
+    ),
+    "cut after output, retried with a StreamRetry first": Scenario(
+        [sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "hel"}), CUT), oa_text("hello")],
+        [Reply(200, {"content-type": "application/json"}, [b'{"choi', CUT]), _answer("hello")],
+        max_retries=1,
+        expect=lambda o: _texts(o) == ["hello"] and len(o.wire) == 2 and _retried(o, "ProviderUnavailableError"),
+    ),
+    "silent past chunk_timeout, retried": Scenario(
+        [sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "hel"}), Delay(1.0),
+                   oa_chunk({"content": "p"}), CUT), oa_text("hello")],
+        [_answer("hello")],  # a one-shot answer is not a stream: chunk_timeout_s does not apply
+        max_retries=1, chunk_timeout=0.3,
+        expect=lambda o: _texts(o) == ["hello"] and _retried(o, "LLMTimeoutError"),
     ),
     "cancel before the answer": Scenario(
         [_stall()], [_stall()], cancel=True, expect=_error("ProviderRequestCancelled", "req-parity")
@@ -133,6 +168,8 @@ def _call(server: ScriptedServer, scenario: Scenario, stream: bool) -> HTTPCall:
         max_retries=scenario.max_retries,
         secrets=(KEY,),
         deadline=scenario.deadline,
+        chunk_timeout=scenario.chunk_timeout,
+        max_retry_wait=0,
     )
 
 
@@ -172,7 +209,7 @@ def run_sync(server: ScriptedServer, scenario: Scenario, stream: bool) -> Outcom
         with Exchange(sync_client_for(server.url, 10.0), call, table.open("req-parity"), table.close) as exchange:
             try:
                 if stream:
-                    results.append(list(drive_sync(stream_flow(exchange, _reader))))
+                    results.append([_plain(e) for e in drive_sync(stream_flow(exchange, _reader))])
                 else:
                     [answer] = drive_sync(answer_flow(exchange))
                     results.append(answer)
@@ -194,7 +231,7 @@ def run_async(server: ScriptedServer, scenario: Scenario, stream: bool) -> Outco
             async with Exchange(async_client_for(server.url, 10.0), call, table.open("req-parity"), table.close) as ex:
                 try:
                     if stream:
-                        results.append([event async for event in drive_async(stream_flow(ex, _reader))])
+                        results.append([_plain(event) async for event in drive_async(stream_flow(ex, _reader))])
                     else:
                         [answer] = [answer async for answer in drive_async(answer_flow(ex))]
                         results.append(answer)
