@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from agent_core.cli import main
-from providers._server import sse_reply
+from providers._server import CUT, sse_reply
 from providers._wire import OA_DONE, oa_chunk, oa_text
 
 
@@ -76,6 +76,16 @@ def test_run_sends_flag_and_dash_c_values_to_the_wire_with_their_types(server, c
     assert (body["seed"], body["top_p"], body["stop"], body["max_tokens"], body["temperature"]) == (
         1, 0.9, ["END"], 32, 0.2
     )
+
+
+def test_a_stream_retried_midway_ends_the_broken_line_and_says_so(server, capsys):
+    server.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "Half"}), CUT),
+                   oa_text("Whole"))
+    code = main(["run", "--provider", "openai", "--base-url", f"{server.url}/v1", "--model", "m",
+                 "-c", "max_retries=1", "-c", "max_retry_wait_s=0", "hi"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out == "Half\nWhole\n"
+    assert "[retry] the answer broke off" in err
 
 
 def test_seed_flag_reaches_the_wire(server, capsys):

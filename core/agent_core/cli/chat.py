@@ -175,6 +175,11 @@ def _turn(core: Any, store: Any, session_id: str, line: str, config: dict[str, A
                 streamed = False
             elif t == "retry":
                 err.write("(the session was changed elsewhere; asking again)\n")
+            elif t == "retract":  # the terminal keeps what was printed: end its line, then the new answer
+                if streamed:
+                    out.write("\n")
+                    streamed = False
+                show_on_stderr(event, err)
             elif t == "done":
                 session = event.session
                 if streamed:

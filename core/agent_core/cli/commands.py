@@ -145,6 +145,11 @@ def _print_run(events: Any, as_json: bool) -> int:
                 if event.message.content or streamed:
                     out.write("\n")
                 streamed = False
+            elif t == "retract":  # stdout cannot be taken back: end the broken line, say why on stderr
+                if streamed:
+                    out.write("\n")
+                    streamed = False
+                show_on_stderr(event, err)
             else:
                 show_on_stderr(event, err)
             failed = failed or t == "error"
@@ -163,6 +168,9 @@ def show_on_stderr(event: Any, err: Any) -> None:
     elif t == "tool_result":
         content = event.message.content
         err.write(f"[tool] {event.tool_name} -> {content if isinstance(content, str) else json.dumps(content)}\n")
+    elif t == "retract":
+        why = f" ({event.error.message})" if event.error is not None else ""
+        err.write(f"[retry] the answer broke off{why}; asking again, the next answer replaces it\n")
     elif t == "error":
         where = f" ({event.error.plugin}.{event.error.hook})" if event.error.plugin and event.error.hook else ""
         err.write(f"error{where}: {event.error.message}\n")
