@@ -136,7 +136,12 @@ class ProviderPlugin(ToolFormatsPlugin, Protocol):
         return native_messages, state
 
     def stream_api(self, native_messages: Msgs, state: Dict, *, request_id: str | None = None) -> Iterator[Dict]:
-        """Call the API in streaming mode and yield native chunks."""
+        """Call the API in streaming mode and yield native chunks.
+
+        A provider that starts over after output (its stream broke and it asks
+        again) yields a :class:`~agent_core.values.events.StreamRetry` first:
+        the engine then forgets what the chunks before it built.
+        """
         return iter([])
 
     def call_api(
