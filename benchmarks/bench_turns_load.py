@@ -393,6 +393,8 @@ def run_group(backend: str, store: str, processes: int, cells: list[Cell], upstr
             print(f"  {row(cell)}", file=sys.stderr, flush=True)
     finally:
         for proc, _ in servers:
+            proc.terminate()  # all at once, then wait for each
+        for proc, _ in servers:
             stop(proc)
 
 
