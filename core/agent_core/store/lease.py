@@ -183,6 +183,8 @@ class SessionLease:
                  ttl_s: float | None, watcher: Watcher, conn: Any = None) -> None:
         self.info, self.lost = info, False
         self._rows, self._on_claim, self._ttl, self._conn, self._watcher = rows, on_claim, ttl_s, conn, watcher
+        #: called once the lease is released (the store wakes the next waiter in its own line)
+        self.on_release: Callable[[], None] | None = None
         self._lock = threading.Lock()  # a tick and the release never overlap
         self._released = self._answered = False
         self._renew_at = time.monotonic() + (ttl_s or 0) / 3
@@ -249,6 +251,8 @@ class SessionLease:
         finally:
             if self._conn is not None:
                 self._watcher.give_back(self._conn)
+            if self.on_release is not None:
+                self.on_release()
 
     async def arelease(self) -> None:
         await asyncio.to_thread(self.release)

@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from functools import partial
 from typing import Any
 
 from .lease import (
@@ -35,11 +36,62 @@ _WATCHERS_LOCK = threading.Lock()
 
 
 class _Line:
-    """Each session's waiters in this store object, first come first served (``front`` jumps the line)."""
+    """Each session's waiters in this store object, first come first served (``front`` jumps the line).
+
+    A lease taken through this store object wakes the line when it is released (and so does a
+    waiter leaving), so a turn waiting behind another turn of the same process starts at once
+    instead of at its next poll; a holder in another process is still seen by polling.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lines: dict[str, deque[object]] = {}
+        self._changed = threading.Condition(self._lock)
+        self._generation: dict[str, int] = {}  # bumped by every wake-up, so none is missed between two looks
+        self._sleepers: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+
+    def generation(self, session_id: str) -> int:
+        with self._lock:
+            return self._generation.get(session_id, 0)
+
+    def wake(self, session_id: str) -> None:
+        """The session may be free now: wake its waiters in this store object."""
+        with self._lock:
+            if session_id not in self._lines:
+                return
+            self._generation[session_id] = self._generation.get(session_id, 0) + 1
+            self._changed.notify_all()
+            sleepers = list(self._sleepers.get(session_id, ()))
+        for loop, event in sleepers:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # pragma: no cover - that loop closed; its waiter is gone
+                pass
+
+    def pause(self, session_id: str, seen: int, seconds: float) -> None:
+        """Sleep up to ``seconds``, or until a wake-up after generation ``seen``."""
+        with self._lock:
+            self._changed.wait_for(lambda: self._generation.get(session_id, 0) != seen, seconds)
+
+    async def apause(self, session_id: str, seen: int, seconds: float) -> None:
+        """Async twin of :meth:`pause`."""
+        event = asyncio.Event()
+        entry = (asyncio.get_running_loop(), event)
+        with self._lock:
+            if self._generation.get(session_id, 0) != seen:
+                return
+            self._sleepers.setdefault(session_id, []).append(entry)
+        try:
+            await asyncio.wait_for(event.wait(), seconds)
+        except TimeoutError:
+            pass
+        finally:
+            with self._lock:
+                sleepers = self._sleepers.get(session_id)
+                if sleepers is not None:
+                    sleepers.remove(entry)
+                    if not sleepers:
+                        del self._sleepers[session_id]
 
     def join(self, session_id: str, front: bool) -> object:
         ticket = object()
@@ -61,9 +113,16 @@ class _Line:
         with self._lock:
             line = self._lines.get(session_id)
             if line is not None and ticket in line:
+                first = line[0] is ticket
                 line.remove(ticket)
                 if not line:
                     del self._lines[session_id]
+                    self._generation.pop(session_id, None)
+                elif first:  # the next one is first now
+                    self._generation[session_id] = self._generation.get(session_id, 0) + 1
+                    self._changed.notify_all()
+                    for loop, event in self._sleepers.get(session_id, ()):
+                        loop.call_soon_threadsafe(event.set)
 
 
 class LeaseMethods:
@@ -101,9 +160,14 @@ class LeaseMethods:
             return None
         attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
         try:
-            return attempt.take()
+            return self._woken_on_release(attempt.take(), session_id)
         finally:
             attempt.close()
+
+    def _woken_on_release(self, lease: SessionLease | None, session_id: str) -> SessionLease | None:
+        if lease is not None:
+            lease.on_release = partial(self._line.wake, session_id)
+        return lease
 
     async def atry_lease(self, session_id: str, *, request_id: str | None = None,
                          on_claim: Callable[[], bool] | None = None) -> SessionLease | None:
@@ -121,13 +185,15 @@ class LeaseMethods:
         line, deadline = self._line, time.monotonic() + wait_s
         ticket = line.join(session_id, front)
         try:
-            while not (line.first(session_id, ticket) and (lease := attempt.take()) is not None):
+            while True:
+                seen = line.generation(session_id)
+                if line.first(session_id, ticket) and (lease := attempt.take()) is not None:
+                    return self._woken_on_release(lease, session_id)
                 if time.monotonic() >= deadline:
                     return None
                 if between is not None:
                     between()
-                time.sleep(poll_s)
-            return lease
+                line.pause(session_id, seen, min(poll_s, max(0.0, deadline - time.monotonic())))
         finally:
             line.leave(session_id, ticket)
             attempt.close()
@@ -141,13 +207,15 @@ class LeaseMethods:
         line, deadline = self._line, time.monotonic() + wait_s
         ticket = line.join(session_id, front)
         try:
-            while not (line.first(session_id, ticket) and (lease := await asyncio.to_thread(attempt.take))):
+            while True:
+                seen = line.generation(session_id)
+                if line.first(session_id, ticket) and (lease := await asyncio.to_thread(attempt.take)):
+                    return self._woken_on_release(lease, session_id)
                 if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
                     return None
                 if between is not None:
                     await between()
-                await asyncio.sleep(poll_s)
-            return lease
+                await line.apause(session_id, seen, min(poll_s, max(0.0, deadline - time.monotonic())))
         finally:
             line.leave(session_id, ticket)
             await asyncio.to_thread(attempt.close)
