@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import httpx
 import msgspec
 from agent_core import BaseProvider
-from agent_core.errors import LLMError
+from agent_core.errors import ConfigError, LLMError
 from agent_core.plugin_kit import drive_async, drive_sync
 
 from ._call import HTTPCall
@@ -148,8 +148,19 @@ class HTTPProvider(BaseProvider):
     # -- hooks ---------------------------------------------------------------------
 
     def init(self, config: Dict) -> Dict:
-        """Start the request's state; the credentials stay on this instance."""
+        """Start the request's state; the credentials stay on this instance.
+
+        Raises:
+            ConfigError: the request would go to the provider's public API without a key
+                (its 401 would come back after a round trip, in the API's own words, or as a
+                DNS error on an offline machine); this names what to set instead.
+        """
         self._credentials = self._make_credentials(config)
+        if not self._credentials.secrets and self.base_url(config) == self.default_base_url.rstrip("/"):
+            raise ConfigError(
+                f"{self.name} needs an API key for {self.default_base_url}: set ${self.env_prefix}_API_KEY, "
+                f"or the config key api_key (agent-core: --api-key); a local server takes --base-url instead",
+                key="api_key", plugins=[self.name])
         return {"config": {k: v for k, v in config.items() if k not in SECRET_CONFIG_KEYS}}
 
     def get_models(self, config: Dict) -> list[Dict]:

@@ -145,3 +145,13 @@ def test_what_people_read_leaves_the_native_history_out(tmp_path: Path) -> None:
     session = core.request(core.add_message(core.create_session("r"), "user", "hi"), {"provider": "echo"}).session
     assert NATIVE_KEY in session.metadata  # the value keeps it, for the next request
     assert "<native history: echo 2 messages>" in repr(session) and "'role'" not in repr(session).split("native")[1]
+
+
+@pytest.mark.parametrize(("provider", "variable"), [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")])
+def test_a_missing_api_key_is_named_before_anything_is_sent(tmp_path: Path, provider: str, variable: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (variable, variable.replace("API_KEY", "BASE_URL")):
+        monkeypatch.delenv(name, raising=False)
+    done = cli(tmp_path, "run", "--provider", provider, "--model", "m", "hi")
+    assert done.returncode == 1 and done.stdout == ""
+    assert f"${variable}" in done.stderr and "--api-key" in done.stderr and "Traceback" not in done.stderr
