@@ -39,7 +39,8 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                        help="the models clients may choose, comma-separated provider or provider/model patterns "
                             "(default: any model of any installed provider)")
     serve.add_argument("--default-provider", metavar="NAME",
-                       help="the provider of a model name without one, e.g. gpt-4o-mini (default: the config's provider)")
+                       help="the provider of a model name without one (gpt-4o-mini), and of a request that names "
+                            "no provider (default: the config's provider; for a request, else echo)")
     serve.add_argument("--model-alias", action="append", metavar="NAME=PROVIDER/MODEL",
                        help="a model name clients may send for provider/model (repeat)")
     serve.add_argument("--allowed-host", action="append", metavar="NAME",
@@ -48,6 +49,14 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                        help="a web origin whose pages may call the server (repeat; none by default)")
     serve.add_argument("--insecure", action="store_true", default=None,
                        help="allow listening beyond loopback without a token")
+    serve.add_argument("--quiet", action="store_true",
+                       help="print no start banner and no line per request (warnings and errors still)")
+    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
+                       help="the least severe log lines printed on stderr (default info: the banner and one "
+                            "line per request)")
+    serve.add_argument("--log-json", action="store_true",
+                       help="print one JSON object per line (time, level, event, method, path, status, "
+                            "duration_ms, request_id), for a log collector")
     for flag, kind, what in _LIMIT_FLAGS:
         serve.add_argument(flag, type=kind, default=None, metavar="N", help=what)
     serve.set_defaults(func=_serve)
@@ -102,5 +111,5 @@ def _serve(args: argparse.Namespace) -> int:
         max_choices=args.max_choices, turn_wait_s=args.turn_wait,
     )
     run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace,
-               settings=settings)
+               settings=settings, log_level=args.log_level, log_json=args.log_json, quiet=args.quiet)
     return 0

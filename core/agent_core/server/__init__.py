@@ -8,6 +8,7 @@ the testing kit's scripted provider, and nothing in the kernel imports it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,15 @@ from .settings import ServeSettings
 __all__ = ["ClientTools", "ServeSettings", "create_app", "serve"]
 
 
+def _address(servers: list[Any]) -> str:
+    """``http://HOST:PORT`` of the first socket uvicorn listens on (the port it got, for ``--port 0``)."""
+    for server in servers:
+        for sock in server.sockets:
+            host, port = sock.getsockname()[:2]
+            return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    return "http://?"
+
+
 def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float = 30.0,
           header_timeout_s: float = 10.0) -> None:
     """Run ``app`` until SIGTERM/SIGINT.
@@ -28,13 +38,43 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float =
     seconds to finish; then it closes them, and the app cancels the requests still running
     (a cancelled turn is saved, as any stopped one) before the process exits. A connection
     that takes longer than ``header_timeout_s`` to send a request's headers is closed.
+
+    Once it listens, the start banner goes to the ``agent_core.server`` logger, and a line
+    as it starts stopping; uvicorn's access log stays off (the app logs each request) and
+    its logging setup is left to the caller (:func:`~agent_core.server.access_log.configure_logging`).
     """
     import uvicorn
 
+    from .access_log import log_event
+    from .banner import describe
     from .protocol import with_header_timeout
 
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=grace,
-                http=with_header_timeout(header_timeout_s))
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if not self.started:
+                return
+            address = _address(self.servers)
+            inner = getattr(getattr(app, "state", None), "server", None)
+            if inner is None:
+                log_event(logging.INFO, "start", f"listening on {address}", address=address)
+            else:
+                text, fields = describe(inner, address)
+                log_event(logging.INFO, "start", text, **fields)
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            running = getattr(app, "running", 0)
+            said = (f"stopping: {running} request{'s' * (running != 1)} running, given up to {grace:g} s to "
+                    "finish (--grace)") if running else "stopping: no request running"
+            log_event(logging.INFO, "stopping", said, running=running, grace_s=grace)
+            await super().shutdown(sockets)
+
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=None, access_log=False,
+                            timeout_graceful_shutdown=grace, http=with_header_timeout(header_timeout_s))
+    try:
+        Server(config).run()
+    except KeyboardInterrupt:  # SIGINT, re-raised by uvicorn once it has shut down (as uvicorn.run does)
+        pass
 
 
 def check_exposure(host: str, token: str | None, settings: ServeSettings) -> ServeSettings:
@@ -60,10 +100,16 @@ def check_exposure(host: str, token: str | None, settings: ServeSettings) -> Ser
 
 def run_server(*, host: str, port: int, token: str | None, store_url: str | None,
                config: Mapping[str, Any] | None = None, grace: float = 30.0,
-               settings: ServeSettings | None = None) -> None:
-    """What ``agent-core serve`` does: check the exposure, open the store, build the app, serve."""
-    from ..store import open_store
+               settings: ServeSettings | None = None, log_level: str = "info", log_json: bool = False,
+               quiet: bool = False) -> None:
+    """What ``agent-core serve`` does: set up its log on stderr, check the exposure, open the store, build the app, serve.
 
+    ``log_level``, ``log_json`` and ``quiet`` are :func:`~agent_core.server.access_log.configure_logging`'s.
+    """
+    from ..store import open_store
+    from .access_log import configure_logging
+
+    configure_logging(log_level, as_json=log_json, quiet=quiet)
     settings = check_exposure(host, token, settings or ServeSettings())
     store = open_store(store_url)
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ from starlette.routing import Route
 
 from .. import AgentCore
 from ..errors import ConfigError
+from .access_log import AccessLog, log_event
 from .bodies import json_depth
 from .client_tools import ClientTools
 from .errors import ApiError
@@ -46,9 +48,34 @@ __all__ = ["create_app"]
 _decode = msgspec.json.Decoder().decode
 
 
+def default_provider(config: Mapping[str, Any], settings: ServeSettings,
+                     providers: list[str]) -> tuple[str | None, str | None]:
+    """The provider a request that names none runs on, and where that choice came from.
+
+    The operator's config first, then ``--default-provider``, then the only provider
+    installed, then ``echo``: a newcomer's first turn then answers, offline, as the CLI's
+    does, instead of a 400 asking which provider. ``(None, None)`` when none applies.
+
+    Raises:
+        ConfigError: ``--default-provider`` names a provider that is not installed.
+    """
+    if config.get("provider"):
+        return str(config["provider"]), "config"
+    if settings.default_provider:
+        if settings.default_provider not in providers:
+            raise ConfigError(f"--default-provider {settings.default_provider!r} is not an installed provider "
+                              f"(installed: {', '.join(providers)})", key="default_provider")
+        return settings.default_provider, "flag"
+    if len(providers) == 1:
+        return providers[0], "only"
+    if "echo" in providers:
+        return "echo", "echo"
+    return None, None
+
+
 class _Server(FacadeRoutes, MessagesRoutes, SessionRoutes):
     def __init__(self, core: AgentCore, store: Any, config: Mapping[str, Any], retries: int,
-                 settings: ServeSettings, default: Tenant) -> None:
+                 settings: ServeSettings, default: Tenant, tokens: TokenTable | None = None) -> None:
         self.core = core
         self.retries = retries
         self._tasks: set[asyncio.Future[None]] = set()  # running turns (kept referenced until they end)
@@ -58,6 +85,19 @@ class _Server(FacadeRoutes, MessagesRoutes, SessionRoutes):
         self.config = dict(config)
         self.settings = settings
         self.default = default
+        self.tokens = tokens
+        self.access: AccessLog | None = None  # the app's outer layer, which counts the requests in flight
+        self.default_provider, self.default_source = default_provider(
+            self.config, settings, list(core.plugins("provider")))
+        # The operator's config with the default provider filled in. Model names (resolve_model) still
+        # read the operator's own: a mistyped model must be a 404, not an answer from echo.
+        self._with_default = (None if self.default_provider is None or self.default_source == "config"
+                              else {**self.config, "provider": self.default_provider})
+
+    @property
+    def store_if_open(self) -> Any:
+        """The store, or None when it is still to be opened on first use."""
+        return self._store
 
     @property
     def store(self) -> Any:
@@ -77,8 +117,16 @@ class _Server(FacadeRoutes, MessagesRoutes, SessionRoutes):
         return TenantStore(self.store, self.tenant(request))
 
     def config_for(self, request: Request, client: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The operator's config with the keys of ``client`` the tenant's policy allows (403 otherwise)."""
-        return self.tenant(request).policy.merge(self.config, client, providers=self.core.plugins("provider"))
+        """The operator's config with the keys of ``client`` the tenant's policy allows (403 otherwise).
+
+        The default provider fills in only where the tenant may use it: a tenant limited to
+        ``--models openai`` gets no echo behind its back (it is told to name a provider).
+        """
+        policy = self.tenant(request).policy
+        base = self.config
+        if self._with_default is not None and policy.offers(self.default_provider):
+            base = self._with_default
+        return policy.merge(base, client, providers=self.core.plugins("provider"))
 
     def _declared(self) -> set[str]:
         return {entry["key"] for entry in self.core.get_config_schema()}
@@ -152,10 +200,16 @@ class _Server(FacadeRoutes, MessagesRoutes, SessionRoutes):
         yield
         if self.relay is not None:
             await self.relay.close()
+        cancelled = len(self._running)
         for rid in list(self._running):
             self.core.cancel_request(rid)
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=10)
+        if self.access is not None:
+            await self.access.drained(timeout=2)
+        log_event(logging.INFO, "stop",
+                  f"stopped; cancelled {cancelled} request{'s' * (cancelled != 1)} still running after the grace "
+                  "period" if cancelled else "stopped", cancelled=cancelled)
 
     def routes(self) -> list[Route]:
         return [
@@ -197,8 +251,13 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
         settings: who may connect, from where, and the limits (default :class:`ServeSettings`:
             loopback host names only, no cross-site pages, the documented limits).
 
+    A request whose config names no provider runs on the operator config's ``provider``,
+    else ``settings.default_provider``, else ``echo`` (see :func:`default_provider`). Each
+    request is logged to the ``agent_core.server`` logger (:mod:`agent_core.server.access_log`).
+
     Raises:
-        ConfigError: a tokens file that cannot be read, or both ``token`` and a tokens file.
+        ConfigError: a tokens file that cannot be read, both ``token`` and a tokens file, or a
+            ``default_provider`` that is not installed.
     """
     settings = settings or ServeSettings()
     if core is None:
@@ -214,7 +273,7 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
         tokens = TokenTable(load_tokens_file(settings.tokens_file, policy))
     elif token:
         tokens = TokenTable.single(token, default)
-    server = _Server(core, store, config or {}, retries, settings, default)
+    server = _Server(core, store, config or {}, retries, settings, default, tokens)
     if cancel_url is not None:
         from .relay import PgCancelRelay
 
@@ -231,4 +290,7 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
             allow_headers=["authorization", "content-type", "if-match", "x-request-id", "x-session-id"],
             expose_headers=["etag", "retry-after", "x-request-id", "x-session-revision"],
         )
-    return Gate(wrapped, allowed_hosts=settings.allowed_hosts, cors_origins=settings.cors_origins)
+    # Outermost, so the requests the Gate refuses are logged too.
+    server.access = AccessLog(Gate(wrapped, allowed_hosts=settings.allowed_hosts, cors_origins=settings.cors_origins),
+                              state=app.state)
+    return server.access

@@ -6,12 +6,14 @@ provider alone (``echo``). Clients written for one API send that API's bare name
 own, so a client configured for ``openai/gpt-4o-mini`` through LiteLLM ends up sending
 ``gpt-4o-mini``. The operator can therefore name aliases and a default provider; a name
 is read as: an alias, then ``provider/model`` with an installed provider, then the
-default provider's model. Anything else is a 404 naming the model.
+default provider's model. Anything else is a 404 naming the model, with the closest names
+the server knows when one is close (``opnai/gpt-4o``: did you mean ``openai/gpt-4o``?).
 """
 
 from __future__ import annotations
 
 import asyncio
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,15 +22,45 @@ from starlette.responses import JSONResponse, Response
 
 from .errors import ApiError
 
-__all__ = ["ModelRoutes", "resolve_model"]
+__all__ = ["ModelRoutes", "close_names", "resolve_model"]
+
+_MOST_SUGGESTIONS = 3
+
+
+def close_names(model: str, providers: Sequence[str], known: Sequence[str] = ()) -> list[str]:
+    """The names a mistyped ``model`` most likely meant, best first (at most three).
+
+    ``known`` holds the names the server answers to (``provider/model`` ids, aliases). A
+    mistyped provider in front (``opnai/gpt-4o``) is mended first; then whole names are
+    compared, a known ``provider/model`` also by its model part alone, since a client that
+    sends ``gpt-4o-mnii`` meant a bare name.
+    """
+    found: list[str] = []
+    head, slash, tail = model.partition("/")
+    if slash and tail and head not in providers:
+        found += [f"{name}/{tail}" for name in difflib.get_close_matches(head, providers, n=2)]
+    by_bare = {name.partition("/")[2]: name for name in known if "/" in name}
+    candidates = {*providers, *known, *by_bare}
+    found += [by_bare.get(name, name) for name in difflib.get_close_matches(model, candidates, n=_MOST_SUGGESTIONS,
+                                                                              cutoff=0.75)]
+    return list(dict.fromkeys(found))[:_MOST_SUGGESTIONS]
 
 
 def resolve_model(model: str, providers: Sequence[str], *, aliases: Mapping[str, str] | None = None,
-                  default_provider: str | None = None) -> str:
+                  default_provider: str | None = None, known: Sequence[str] = ()) -> str:
     """The server's name (``provider/model`` or ``provider``) for the model a client asked for.
 
+    Args:
+        model: the name the client sent.
+        providers: the installed providers.
+        aliases: the operator's model names (``{"fast": "openai/gpt-4o-mini"}``).
+        default_provider: the provider of a name that names none; None: such a name is a 404.
+        known: further names the server knows (``provider/model`` ids), read only to suggest
+            one in the 404 (:func:`close_names`).
+
     Raises:
-        ApiError: 400 without a model; 404 when no installed provider answers to it.
+        ApiError: 400 without a model; 404 when no installed provider answers to it, with a
+            "did you mean" when a known name is close.
     """
     if not model:
         raise ApiError(400, "invalid_request_error",
@@ -41,10 +73,12 @@ def resolve_model(model: str, providers: Sequence[str], *, aliases: Mapping[str,
     if default_provider is not None and default_provider in providers:
         return f"{default_provider}/{model}"
     installed = ", ".join(providers)
+    close = close_names(model, providers, [*(aliases or {}), *known])
     hint = "" if default_provider else "; name it as provider/model, or start the server with --default-provider"
+    mean = f". Did you mean {' or '.join(map(repr, close))}?" if close else ""
     raise ApiError(404, "model_not_found",
-                   f"model {model!r}: no provider named {model.partition('/')[0]!r} (installed: {installed}){hint}",
-                   param="model")
+                   f"model {model!r}: no provider named {model.partition('/')[0]!r} (installed: {installed}){hint}"
+                   f"{mean}", param="model")
 
 
 def _model_object(model_id: str, provider: str) -> dict[str, Any]:
@@ -56,8 +90,37 @@ class ModelRoutes:
 
     def _resolve_model(self, model: str) -> str:
         settings = self.settings
-        return resolve_model(model, self.core.plugins("provider"), aliases=settings.model_aliases,
-                             default_provider=settings.default_provider or self.config.get("provider"))
+        providers = self.core.plugins("provider")
+        try:
+            return resolve_model(model, providers, aliases=settings.model_aliases,
+                                 default_provider=settings.default_provider or self.config.get("provider"))
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        # Only a name that matches nothing pays for the list of known names, to suggest one.
+        return resolve_model(model, providers, aliases=settings.model_aliases,
+                             default_provider=settings.default_provider or self.config.get("provider"),
+                             known=self._known_models())
+
+    def _known_models(self) -> list[str]:
+        """The ``provider/model`` ids the providers name without asking their upstream (their default models)."""
+        known = getattr(self, "_known", None)
+        if known is None:
+            # No list_models: no upstream call for a suggestion. No model: it is meant for the config's provider.
+            offline = {k: v for k, v in self.config.items() if k not in ("list_models", "model")}
+            known = []
+            if self.config.get("provider") and self.config.get("model"):
+                known.append(f"{self.config['provider']}/{self.config['model']}")
+            for provider in self.core.plugins("provider"):
+                try:
+                    listed = self.core.get_models({**offline, "provider": provider})
+                except Exception:  # noqa: BLE001, S112 - a suggestion is a courtesy; a provider that cannot list gives none
+                    continue
+                known += [f"{provider}/{m['id']}" for m in listed
+                          if isinstance(m, Mapping) and isinstance(m.get("id"), str)]
+            known += [m for m in self.settings.models or () if "/" in m and not any(c in m for c in "*?[")]
+            self._known = known
+        return known
 
     async def _listed(self, provider: str) -> list[str] | None:
         """The model ids ``provider`` lists, or None when it cannot list (no credentials, no network)."""

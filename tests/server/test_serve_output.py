@@ -1,0 +1,175 @@
+"""What ``agent-core serve`` prints, read from its output as the user sees it (issue 29).
+
+Each test starts the real process (``start_serve`` keeps its stderr in ``serve-PORT.log``),
+makes requests, stops it with SIGTERM and reads the log: the banner once it listens, one
+line per request with its status and request id, a line as it stops, nothing with
+``--quiet``, JSON with ``--log-json``, and never a token or an API key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+from providers._server import Delay, ScriptedServer, sse_reply
+from providers._wire import OA_DONE, oa_chunk
+
+from ._live import start_serve, stop_serve
+
+TOKEN = "tok-never-printed-7f31"
+API_KEY = "sk-never-printed-93ab"
+AUTH = {"authorization": f"Bearer {TOKEN}"}
+HI = [{"role": "user", "content": "hi"}]
+
+
+def _output(tmp_path: Path, url: str) -> str:
+    port = url.rsplit(":", 1)[1]
+    return (tmp_path / f"serve-{port}.log").read_text()
+
+
+def _request_lines(output: str, what: str) -> list[str]:
+    """The access lines for ``what`` (``METHOD /path``): a time, then the request."""
+    return re.findall(rf"^\d\d:\d\d:\d\d {re.escape(what)} .*$", output, re.MULTILINE)
+
+
+def test_the_banner_one_line_per_request_and_the_stop_line_with_no_secret(tmp_path: Path) -> None:
+    proc, url = start_serve(tmp_path, "--token", TOKEN, "-c", f"api_key={API_KEY}",
+                            "--model-alias", "fast=openai/gpt-4o-mini")
+    try:
+        answer = httpx.post(f"{url}/v1/chat/completions", headers={**AUTH, "x-request-id": "req-17"},
+                            json={"model": "echo", "messages": HI})
+        refused = httpx.get(f"{url}/v1/models")  # no token
+        turn = httpx.post(f"{url}/v1/sessions/s1/turns?session_secret=qs-9", headers=AUTH, json={"message": "hi"})
+        odd = httpx.get(f"{url}/v1/a%0Afake%20line", headers=AUTH)
+    finally:
+        stop_serve(proc)
+    assert (answer.status_code, refused.status_code, turn.status_code, odd.status_code) == (200, 401, 200, 404)
+    output = _output(tmp_path, url)
+
+    assert f"agent-core serve: listening on {url} (Ctrl+C to stop)" in output
+    assert f"  store      sqlite:///{tmp_path}/sessions.db\n" in output
+    assert "  auth       one token" in output
+    assert re.search(r"^  providers  .*\becho\b", output, re.MULTILINE)
+    assert "  default    echo (the offline provider" in output
+    assert "aliases: fast -> openai/gpt-4o-mini" in output
+    assert "  docs       " in output and "server.md" in output
+
+    [chat] = _request_lines(output, "POST /v1/chat/completions")
+    assert re.fullmatch(r"\S+ POST /v1/chat/completions 200 \d+\.\d ms id=req-17", chat)
+    assert _request_lines(output, "GET /v1/models")[0].split()[3] == "401"
+    [saved] = _request_lines(output, "POST /v1/sessions/s1/turns")  # the path, not its query
+    assert " 200 " in saved and f"id={turn.headers['x-request-id']}" in saved
+    assert "qs-9" not in output and "session_secret" not in output
+    [escaped] = _request_lines(output, "GET /v1/a%0Afake%20line")  # a decoded newline cannot forge a line
+    assert " 404 " in escaped and not re.search(r"^fake", output, re.MULTILINE)
+
+    assert "stopping: no request running" in output
+    assert output.rstrip().endswith("stopped")
+    assert TOKEN not in output and API_KEY not in output
+
+
+def test_a_streamed_answer_is_logged_once_when_it_ends(tmp_path: Path, server: ScriptedServer) -> None:
+    server.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "Hel"}),
+                             Delay(0.4), oa_chunk({"content": "lo"}), oa_chunk({}, "stop"), OA_DONE))
+    proc, url = start_serve(tmp_path, "--log-json", "-c", f"base_url={server.url}/v1", "-c", f"api_key={API_KEY}")
+    try:
+        body = {"model": "openai/gpt-4o-mini", "messages": HI, "stream": True}
+        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"x-request-id": "s-1"}) as r:
+            text = "".join(r.iter_text())
+    finally:
+        stop_serve(proc)
+    assert "[DONE]" in text
+    records = [json.loads(line) for line in _output(tmp_path, url).splitlines()]
+    [line] = [r for r in records if r.get("path") == "/v1/chat/completions"]
+    assert (line["status"], line["request_id"]) == (200, "s-1")
+    assert line["duration_ms"] >= 400  # written after the last chunk, so it spans the upstream's pause
+    assert API_KEY not in _output(tmp_path, url)
+
+
+def test_log_json_writes_one_object_per_line(tmp_path: Path) -> None:
+    proc, url = start_serve(tmp_path, "--log-json", "-c", f"api_key={API_KEY}", "--token", TOKEN)
+    try:
+        httpx.get(f"{url}/v1/models?limit=3", headers={**AUTH, "x-request-id": "j-1"})
+    finally:
+        stop_serve(proc)
+    output = _output(tmp_path, url)
+    records = [json.loads(line) for line in output.splitlines()]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", r["time"]) for r in records)
+    start = records[0]
+    assert (start["event"], start["level"], start["address"], start["auth"]) == ("start", "info", url, "token")
+    assert start["default_provider"] == "echo" and "echo" in start["providers"]
+    assert start["message"] == f"agent-core serve: listening on {url} (Ctrl+C to stop)"
+    [models] = [r for r in records if r["event"] == "request" and r["path"] == "/v1/models"]
+    assert {k: models[k] for k in ("method", "status")} == {"method": "GET", "status": 200}
+    assert isinstance(models["duration_ms"], float) and "limit" not in json.dumps(models)
+    assert [r["event"] for r in records[-2:]] == ["stopping", "stop"]
+    assert TOKEN not in output and API_KEY not in output
+
+
+def test_quiet_prints_nothing_while_all_is_well(tmp_path: Path) -> None:
+    proc, url = start_serve(tmp_path, "--quiet")
+    try:
+        assert httpx.get(f"{url}/v1/sessions").status_code == 200
+        assert httpx.get(f"{url}/nowhere").status_code == 404
+    finally:
+        stop_serve(proc)
+    assert _output(tmp_path, url) == ""
+
+
+def test_quiet_still_prints_the_error_that_stops_it(tmp_path: Path) -> None:
+    """uvicorn's own errors still reach the output, in the chosen format."""
+    proc, url = start_serve(tmp_path, "--quiet")
+    port = url.rsplit(":", 1)[1]
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "agent_core.cli", "serve", "--port", port, "--quiet", "--log-json"],
+            env={**os.environ, "AGENT_CORE_HOME": str(tmp_path)}, capture_output=True, text=True, timeout=30,
+            check=False)
+    finally:
+        stop_serve(proc)
+    assert second.returncode != 0 and second.stdout == ""
+    [error] = [json.loads(line) for line in second.stderr.splitlines()]
+    assert error["level"] == "error" and error["logger"] == "uvicorn.error"
+    assert "address already in use" in error["message"].lower()
+
+
+def test_log_level_warning_drops_the_info_lines(tmp_path: Path) -> None:
+    proc, url = start_serve(tmp_path, "--log-level", "warning")
+    try:
+        httpx.get(f"{url}/healthz")
+    finally:
+        stop_serve(proc)
+    assert _output(tmp_path, url) == ""
+
+
+def test_the_stop_lines_count_the_requests_still_running(tmp_path: Path, server: ScriptedServer) -> None:
+    server.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "Hel"}),
+                             Delay(30), oa_chunk({}, "stop"), OA_DONE))
+    proc, url = start_serve(tmp_path, "--grace", "0.3", "-c", f"base_url={server.url}/v1", "-c", f"api_key={API_KEY}",
+                            "-c", "max_retries=0")
+    body = {"model": "openai/gpt-4o-mini", "messages": HI, "stream": True}
+    try:
+        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"x-request-id": "late-1"}) as r:
+            lines = r.iter_lines()
+            next(lines)  # the answer has begun
+            proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(httpx.HTTPError):  # the server closes it at the end of its grace
+                for _ in lines:
+                    pass
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            stop_serve(proc)
+    output = _output(tmp_path, url)
+    assert "stopping: 1 request running, given up to 0.3 s to finish (--grace)" in output
+    [late] = _request_lines(output, "POST /v1/chat/completions")
+    assert re.fullmatch(r"\S+ POST /v1/chat/completions 200 \d+\.\d ms id=late-1 \(cut short\)", late)
+    assert output.rstrip().endswith("stopped; cancelled 1 request still running after the grace period")
+    assert "Traceback" not in output  # the cut request's line says so; uvicorn's traceback for it is dropped
