@@ -16,12 +16,14 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 from providers._server import Delay, ScriptedServer, sse_reply
 from providers._wire import OA_DONE, oa_chunk
 
 from ._live import start_serve, stop_serve
+from .conftest import pg_schema_url
 
 TOKEN = "tok-never-printed-7f31"
 API_KEY = "sk-never-printed-93ab"
@@ -173,3 +175,17 @@ def test_the_stop_lines_count_the_requests_still_running(tmp_path: Path, server:
     assert re.fullmatch(r"\S+ POST /v1/chat/completions 200 \d+\.\d ms id=late-1 \(cut short\)", late)
     assert output.rstrip().endswith("stopped; cancelled 1 request still running after the grace period")
     assert "Traceback" not in output  # the cut request's line says so; uvicorn's traceback for it is dropped
+
+
+def test_the_store_password_stays_out_of_the_output(tmp_path: Path, pg: Any) -> None:
+    """The test server trusts any password, so one can be given and must not be printed."""
+    url_with_password = pg_schema_url(pg).replace("postgres@", "postgres:pg-pass-never-printed@", 1)
+    proc, url = start_serve(tmp_path, "--store", url_with_password, "--log-json")
+    try:
+        assert httpx.post(f"{url}/v1/sessions/s1/turns", json={"message": "hi"}).status_code == 200
+    finally:
+        stop_serve(proc)
+    output = _output(tmp_path, url)
+    [start] = [json.loads(line) for line in output.splitlines() if '"start"' in line]
+    assert start["store"].startswith("postgresql://postgres:<redacted>@127.0.0.1:")
+    assert "pg-pass-never-printed" not in output
