@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import signal
@@ -19,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from agent_core.server import create_app
 from providers._server import Delay, ScriptedServer, sse_reply
 from providers._wire import OA_DONE, oa_chunk
 
-from ._live import start_serve, stop_serve
+from ._live import running, start_serve, stop_serve
 from .conftest import pg_schema_url
 
 TOKEN = "tok-never-printed-7f31"
@@ -189,3 +192,29 @@ def test_the_store_password_stays_out_of_the_output(tmp_path: Path, pg: Any) -> 
     [start] = [json.loads(line) for line in output.splitlines() if '"start"' in line]
     assert start["store"].startswith("postgresql://postgres:<redacted>@127.0.0.1:")
     assert "pg-pass-never-printed" not in output
+
+
+def test_the_banner_counts_the_tenants_of_a_tokens_file_and_shows_none_of_their_tokens(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(f'[[tenants]]\nname = "alice"\ntoken = "{TOKEN}"\n\n'
+                      '[[tenants]]\nname = "bob"\ntoken = "tok-bob-never-printed"\nmodels = ["openai"]\n')
+    proc, url = start_serve(tmp_path, "--tokens-file", str(tokens), "--default-provider", "openai")
+    try:
+        assert httpx.get(f"{url}/v1/models", headers=AUTH).status_code == 200
+    finally:
+        stop_serve(proc)
+    output = _output(tmp_path, url)
+    assert f"  auth       2 tenants from {tokens}\n" in output
+    assert "  default    openai (--default-provider)\n" in output
+    assert TOKEN not in output and "tok-bob-never-printed" not in output
+
+
+def test_an_embedding_application_gets_the_records_from_the_agent_core_server_logger(
+    store: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="agent_core.server"), running(create_app(store=store)) as url:
+        httpx.get(f"{url}/v1/sessions?after=secret-cursor", headers={"x-request-id": "e-1"})
+    [record] = [r for r in caplog.records if r.name == "agent_core.server"]
+    assert record.event == "request"  # type: ignore[attr-defined]
+    assert record.fields == {"method": "GET", "path": "/v1/sessions", "status": 200,  # type: ignore[attr-defined]
+                             "duration_ms": record.fields["duration_ms"], "request_id": None}  # type: ignore[attr-defined]
