@@ -149,6 +149,25 @@ def test_each_broken_attempt_is_taken_back_within_max_retries(server, kit):
     assert "".join(after) == "three" and events[-1].final_messages[-1].content == "three"
 
 
+def test_when_max_retries_is_spent_the_last_failure_ends_the_request(server):
+    server.enqueue(broken(OPENAI, "one"), broken(OPENAI, "two"), broken(OPENAI, "three"), oa_text("never"))
+    events = events_of(OPENAI.config(server, max_retries=2))
+    kinds = [e.type for e in events]
+    assert kinds.count("retract") == 2 and kinds[-2:] == ["error", "done"]
+    assert events[-1].outcome.reason == "provider_error" and len(server.requests) == 3
+    assert events[-1].session.messages[-1].role == "user"  # nothing of any attempt was kept
+
+
+def test_retries_after_output_stay_within_deadline_s(server):
+    slow_cut = sse_reply(*OPENAI.opening(), OPENAI.piece("one"), Delay(0.25), CUT)
+    server.enqueue(slow_cut, slow_cut, slow_cut, oa_text("too late"))
+    began = time.monotonic()
+    events = events_of(OPENAI.config(server, max_retries=5, deadline_s=0.6))
+    assert time.monotonic() - began < 1.0
+    assert events[-2].type == "error" and events[-2].error.type == "LLMTimeoutError"
+    assert "deadline_s" in events[-2].error.message and len(server.requests) < 4
+
+
 @KITS
 def test_a_stream_silent_past_chunk_timeout_is_retried_as_a_timeout(server, kit):
     stalled = sse_reply(*kit.opening(), kit.piece("Thinking"), Delay(1.0), kit.piece(" too late"), CUT)
