@@ -42,13 +42,16 @@ def _models(server: Any) -> str:
     return offered + (f"; aliases: {', '.join(aliases)}" if aliases else "")
 
 
-def _default(server: Any) -> str:
+def _default(server: Any) -> tuple[str | None, str]:
+    """(the provider a request naming none runs on, or None; the words for a person)."""
     name, source = server.default_provider, server.default_source
     if name is None:
-        return "none: a request names its provider (model: provider/model, or config provider)"
+        return None, "none: a request names its provider (model: provider/model, or config provider)"
+    if source != "config" and not server.settings.policy().offers(name):
+        return None, f"none: {name} is not among --models, so a request names its provider"
     why = {"config": "the config's provider", "flag": "--default-provider", "only": "the only provider installed",
            "echo": "the offline provider, which answers with the message; -c provider=NAME to change"}[source]
-    return f"{name} ({why})"
+    return name, f"{name} ({why})"
 
 
 def describe(server: Any, address: str) -> tuple[str, dict[str, Any]]:
@@ -58,16 +61,17 @@ def describe(server: Any, address: str) -> tuple[str, dict[str, Any]]:
     mode, auth = _auth(server)
     providers = list(server.core.plugins("provider"))
     models = _models(server)
+    default, default_text = _default(server)
     rows = (
         ("store", str(store_text)),
         ("auth", auth),
         ("providers", ", ".join(providers)),
-        ("default", _default(server)),
+        ("default", default_text),
         ("models", models),
         ("docs", f"{_docs()} (routes, flags, errors); GET {address}/v1/models lists the models"),
     )
     text = f"agent-core serve: listening on {address} (Ctrl+C to stop)\n" + "\n".join(
         f"  {name:<11}{value}" for name, value in rows)
     fields = {"address": address, "store": str(store_text), "auth": mode, "providers": providers,
-              "default_provider": server.default_provider, "models": models, "docs": _docs()}
+              "default_provider": default, "models": models, "docs": _docs()}
     return text, fields
