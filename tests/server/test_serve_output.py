@@ -218,3 +218,18 @@ def test_an_embedding_application_gets_the_records_from_the_agent_core_server_lo
     assert record.event == "request"  # type: ignore[attr-defined]
     assert record.fields == {"method": "GET", "path": "/v1/sessions", "status": 200,  # type: ignore[attr-defined]
                              "duration_ms": record.fields["duration_ms"], "request_id": None}  # type: ignore[attr-defined]
+
+
+class _BrokenStore:
+    """A store whose every call fails as no store error does: the route's 500 is unexpected."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError("the disk caught fire")
+
+
+def test_a_request_that_raises_is_logged_as_a_500_naming_the_error(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="agent_core.server"), running(create_app(store=_BrokenStore())) as url:
+        assert httpx.get(f"{url}/v1/sessions").status_code == 500
+    [record] = [r for r in caplog.records if r.name == "agent_core.server"]
+    assert record.getMessage().startswith("GET /v1/sessions 500 ") and record.getMessage().endswith(" (RuntimeError)")
+    assert record.fields["error"] == "RuntimeError"  # type: ignore[attr-defined]

@@ -97,18 +97,18 @@ class AccessLog:
         self.running += 1
         try:
             await self.app(scope, receive, noting_send)
-        except BaseException:
+        except BaseException as exc:
             # The server answers 500 when nothing was sent; a started answer keeps its status but is cut.
-            self._write(scope, seen, started, failed=True)
+            self._write(scope, seen, started, exc)
             raise
         finally:
             self.running -= 1
-        self._write(scope, seen, started, failed=False)
+        self._write(scope, seen, started, None)
 
     @staticmethod
-    def _write(scope: Any, seen: list[Any], started: float, *, failed: bool) -> None:
+    def _write(scope: Any, seen: list[Any], started: float, exc: BaseException | None) -> None:
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
-        status = seen[0]["status"] if seen else (500 if failed else 0)
+        status = seen[0]["status"] if seen else (500 if exc is not None else 0)
         request_id = None
         if seen:
             for key, value in seen[0].get("headers", ()):
@@ -118,11 +118,15 @@ class AccessLog:
         method, path = scope.get("method", "?"), shown_path(scope.get("path", ""))
         fields: dict[str, Any] = {"method": method, "path": path, "status": status, "duration_ms": duration_ms,
                                   "request_id": request_id}
-        if failed:
-            fields["cut"] = True  # the app raised (or was cancelled) after this status
+        note = ""
+        if isinstance(exc, asyncio.CancelledError):  # the shutdown cancelled it (after its grace period)
+            fields["cut"] = True
+            note = " (cut short)"
+        elif exc is not None:  # its traceback is uvicorn's to log; the class name says which line it belongs to
+            fields["error"] = type(exc).__name__
+            note = f" ({type(exc).__name__})"
         _log.info("%s %s %s %.1f ms%s%s", method, path, status or "-", duration_ms,
-                  f" id={request_id}" if request_id else "", " (cut short)" if failed else "",
-                  extra={"event": "request", "fields": fields})
+                  f" id={request_id}" if request_id else "", note, extra={"event": "request", "fields": fields})
 
 
 class TextFormatter(logging.Formatter):
