@@ -148,19 +148,8 @@ class HTTPProvider(BaseProvider):
     # -- hooks ---------------------------------------------------------------------
 
     def init(self, config: Dict) -> Dict:
-        """Start the request's state; the credentials stay on this instance.
-
-        Raises:
-            ConfigError: the request would go to the provider's public API without a key
-                (its 401 would come back after a round trip, in the API's own words, or as a
-                DNS error on an offline machine); this names what to set instead.
-        """
+        """Start the request's state; the credentials stay on this instance."""
         self._credentials = self._make_credentials(config)
-        if not self._credentials.secrets and self.base_url(config) == self.default_base_url.rstrip("/"):
-            raise ConfigError(
-                f"{self.name} needs an API key for {self.default_base_url}: set ${self.env_prefix}_API_KEY, "
-                f"or the config key api_key (agent-core: --api-key); a local server takes --base-url instead",
-                key="api_key", plugins=[self.name])
         return {"config": {k: v for k, v in config.items() if k not in SECRET_CONFIG_KEYS}}
 
     def get_models(self, config: Dict) -> list[Dict]:
@@ -317,6 +306,20 @@ class HTTPProvider(BaseProvider):
         credentials: Credentials,
         method: str = "POST",
     ) -> HTTPCall:
+        """The request to send.
+
+        Raises:
+            ConfigError: it would go to the provider's public API without a key (the API's 401
+                would come back after a round trip, or a DNS error on an offline machine); the
+                message names what to set. Injected httpx clients may carry their own auth, so
+                they are trusted.
+        """
+        if (not credentials.secrets and self._client is None and self._async_client is None
+                and normal_url(url).startswith(self.default_base_url.rstrip("/") + "/")):
+            raise ConfigError(
+                f"{self.name} needs an API key for {self.default_base_url}: set ${self.env_prefix}_API_KEY, "
+                f"or the config key api_key (agent-core: --api-key); a local server takes --base-url instead",
+                key="api_key", plugins=[self.name])
         return HTTPCall(
             provider=self.name,
             url=normal_url(url),

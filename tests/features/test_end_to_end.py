@@ -44,7 +44,7 @@ def test_the_bundled_plugins_work_together_in_one_run(server, capsys, tmp_path):
     out = capsys.readouterr()
     assert code == 0, out.err
     events = [json.loads(line) for line in out.out.splitlines()]
-    start, done = events[0], events[-1]
+    start, done = events[0], next(e for e in events if e["type"] == "done")  # "saved" follows: runs are kept
     assert start["features"] == ["system_prompt", "tool_policy", "timestamps", "usage"]
     assert sorted(start["tools"]) == ["calculator", "files"]
 
@@ -120,7 +120,7 @@ def test_the_offline_run_with_the_scripted_provider(capsys, tmp_path, monkeypatc
     assert code == 0, out.err
     events = [json.loads(line) for line in out.out.splitlines()]
     assert events[0]["features"] == ["system_prompt", "tool_policy", "timestamps", "usage"]
-    session = events[-1]["session"]
+    session = next(e for e in events if e["type"] == "done")["session"]
     tools = {m["metadata"]["tool_call_id"]: m for m in session["messages"] if m["role"] == "tool"}
     assert tools["call_0_0"]["content"] == "Result: budget: 1200\nspent: 845\n"
     assert tools["call_0_1"]["content"] == "Result: 355"

@@ -49,6 +49,7 @@ type, code, param, message and rate-limit headers in ``.upstream``
 (:class:`UpstreamDetail`, a value, not an error), for a gateway to pass on.
 """
 
+from .hints import install_hint
 from .llm import (
     AuthenticationError,
     ContentFilterError,
@@ -119,4 +120,5 @@ __all__ = [
     "StoreUnavailableError",
     "UnknownConfigKeyWarning",
     "UpstreamDetail",
+    "install_hint",
 ]

@@ -43,7 +43,7 @@ from ..runtime.effects import (
     drive_async,
     drive_sync,
 )
-from ..values.native_history import prefix_digest
+from ..values.native_history import prefix_digest, without_native_history
 from .declared import Extension, Feature
 from .finals import replace_final, rewrite_finals, rewrite_last_assistant
 from .hook_types import ChunkOutput, Dict, Msgs
@@ -73,8 +73,9 @@ __all__ = [
     "Extension", "Feature", "Tool", "ToolCall", "failure", "success",
     # effects and the sync/async drivers (agent_core.runtime.effects)
     "Call", "CancellationToken", "EffectCancelled", "EffectTimeout", "OpenIter", "Pump", "drive_async", "drive_sync",
-    # which stored native history a session's messages continue (agent_core.values.native_history)
-    "prefix_digest",
+    # which stored native history a session's messages continue, and a session without that record
+    # (agent_core.values.native_history)
+    "prefix_digest", "without_native_history",
     # the engine's per-chunk loop over a provider and its extensions, and its closing step (agent_core.engine.hot_loop)
     "HotLoop",
     # a plugin's declared config schema read, and the config it then sees: defaults filled in, types checked

@@ -16,9 +16,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .. import NATIVE_KEY, encode_event
 from ..errors import ConflictError, StoreError, StoreUnavailableError
-from ..store.values import iso_time
+from ..plugin_kit import without_native_history
+from ..store import iso_time
 from ..types import Message, Session
-from ..values.native_history import without_native_history
 from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
 from .errors import ApiError, error_body
 from .failures import failure_of

@@ -29,7 +29,7 @@ from .turns import (
     run_turn,
     stream_turn,
 )
-from .values import Revision, SessionInfo, Stored
+from .values import Revision, SessionInfo, Stored, iso_time
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -53,6 +53,7 @@ __all__ = [
     "arun_turn",
     "astream_turn",
     "default_home",
+    "iso_time",
     "open_store",
     "run_turn",
     "stream_turn",

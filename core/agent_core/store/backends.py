@@ -23,8 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ConfigError, StoreError, StoreUnavailableError
-from ..errors.hints import install_hint
+from ..errors import ConfigError, StoreError, StoreUnavailableError, install_hint
 
 __all__ = ["PostgresBackend", "SqliteBackend", "Tx"]
 

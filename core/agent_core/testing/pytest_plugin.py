@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ..errors.hints import install_hint
+from ..errors import install_hint
 
 __all__ = ["agent_snapshot"]
 

@@ -20,7 +20,7 @@ from typing import Any
 try:
     from hypothesis import strategies as st
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from ..errors.hints import install_hint
+    from ..errors import install_hint
 
     raise ImportError(f"agent_core.testing.strategies needs hypothesis: {install_hint('testing')}") from exc
 
