@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..errors import ConfigError
-from ..errors.hints import install_hint
+from ..errors import ConfigError, install_hint
 from .settings import layered_config, serve_table
 
 __all__ = ["add_serve"]
