@@ -58,7 +58,7 @@ def start_serve(home: str, *config: str) -> tuple[subprocess.Popen[bytes], str]:
     import httpx
 
     port = _free_port()
-    args = [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port)]
+    args = [sys.executable, "-m", "agent_core.cli", "serve", "--quiet", "--port", str(port)]  # no access lines: stderr is a pipe read only on failure
     for item in config:
         args += ["-c", item]
     proc = subprocess.Popen(args, env={**os.environ, "AGENT_CORE_HOME": home},

@@ -184,7 +184,7 @@ def start_serves(count: int, home: str, store: str, upstream: str) -> list[tuple
     started = []
     for _ in range(count):
         port = _free_port()
-        args = [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port), "--store", store,
+        args = [sys.executable, "-m", "agent_core.cli", "serve", "--quiet", "--port", str(port), "--store", store,
                 "--turn-wait", "300", "--max-concurrent", "2048",
                 "-c", f"base_url={upstream}/v1", "-c", f"api_key={API_KEY}", "-c", "max_retries=0"]
         log = Path(home) / f"serve-{port}.log"

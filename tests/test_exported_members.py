@@ -64,6 +64,7 @@ PUBLIC_NAMES = [
     "RequestResult",
     "Resolution",
     "RetractEvent",
+    "RetryingEvent",
     "Role",
     "SchemaVersionError",
     "Session",

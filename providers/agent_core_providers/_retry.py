@@ -150,6 +150,8 @@ class Attempt:
     __slots__ = ()
 
     reader: JSONEventReader | None = None
+    #: a streamed attempt tells its caller of every retry (a StreamRetry), before output too
+    announces: bool = False
 
     def run(self) -> Generator[Any, Any, None]:
         raise NotImplementedError
@@ -185,8 +187,9 @@ def retried(exchange: Exchange, new_attempt: Callable[[], Attempt]) -> Generator
     with them; a stale pooled connection is sent again at once; else the
     typed, scrubbed error is raised when output was already seen of an
     attempt that is not repeatable, or when the rule gives up; or it is
-    waited out before the next attempt, and when output was already seen a
-    :class:`~agent_core.StreamRetry` is yielded first.
+    waited out before the next attempt, and a :class:`~agent_core.StreamRetry`
+    is yielded first when output was already seen (it voids that output) or
+    the attempt is streamed (it only says a retry is coming).
 
     Raises:
         LLMError: the last attempt's typed error.
@@ -217,8 +220,11 @@ def retried(exchange: Exchange, new_attempt: Callable[[], Attempt]) -> Generator
         if seen and not attempt.repeatable():
             raise error  # the API ran a tool of its own: a repeat would run it again (raised here: no context)
         delay = retries.delay(error)  # raises when the rule gives up
-        if seen:  # tell the caller to forget what it saw, before it waits, so a UI clears at once
-            yield StreamRetry(retries.attempt + 1, error, attempt.billed())
+        if seen or attempt.announces:
+            # Before the wait: a UI clears what it saw at once (seen), and can say why nothing comes
+            # for a while (a 429's retry-after); a one-shot call has no stream to say it in.
+            yield StreamRetry(retries.attempt + 1, error, attempt.billed() if seen else None, delay_s=delay,
+                              voids=seen, attempts=exchange.call.max_retries + 1)
         if (yield exchange.sleep(delay)):
             record.raise_if_cancelled()
 

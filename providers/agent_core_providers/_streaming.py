@@ -88,6 +88,7 @@ class StreamAttempt(Attempt):
     """One attempt at a streamed call, and the event reader of its body."""
 
     __slots__ = ("exchange", "record", "make_reader", "from_answer", "reader", "_drain_until")
+    announces = True
 
     def __init__(
         self, exchange: Exchange, make_reader: Callable[[], JSONEventReader], from_answer: FromAnswer | None

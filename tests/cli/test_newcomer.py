@@ -155,3 +155,17 @@ def test_a_missing_api_key_is_named_before_anything_is_sent(tmp_path: Path, prov
     done = cli(tmp_path, "run", "--provider", provider, "--model", "m", "hi")
     assert done.returncode == 1 and done.stdout == ""
     assert f"${variable}" in done.stderr and "--api-key" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_rate_limit_says_when_it_retries(server, capsys: pytest.CaptureFixture[str]) -> None:
+    from agent_core.cli import main
+    from providers._server import json_reply
+    from providers._wire import oa_text
+
+    server.enqueue(json_reply({"error": {"message": "slow down", "type": "rate_limit_error"}}, 429,
+                              {"retry-after": "1"}), oa_text("Here."))
+    code = main(["run", "--no-log", "--provider", "openai", "--base-url", f"{server.url}/v1", "--api-key", "sk-t",
+                 "--model", "m", "hi"])
+    out = capsys.readouterr()
+    assert code == 0 and out.out == "Here.\n"
+    assert "[retry] rate limited by openai; retrying in 1 s (attempt 2 of 3)\n" in out.err

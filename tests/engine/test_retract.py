@@ -90,13 +90,15 @@ def test_the_retract_comes_between_the_attempts_and_voids_the_first_ones_partial
     c = core()
     events = list(c.stream_request(session(c), request_id="r"))
     kinds = [e.type for e in events]
-    assert kinds == ["start", "partial", "partial", "retract", "partial", "partial", "final", "done"]
-    retract = events[3]
+    assert kinds == ["start", "partial", "partial", "retract", "retrying", "partial", "partial", "final", "done"]
+    retract, retrying = events[3], events[4]
+    assert (retrying.request_id, retrying.iteration, retrying.attempt) == ("r", 1, 2)
+    assert retrying.error == retract.error  # the same failure, said once to forget and once to wait
     assert isinstance(retract, RetractEvent)
     assert (retract.request_id, retract.iteration, retract.attempt) == ("r", 1, 2)
     assert retract.error.type == "ProviderUnavailableError" and retract.error.status_code == 529
     assert (retract.usage.input_tokens, retract.usage.output_tokens) == (9, 2)
-    after = [e.message.content for e in events[4:] if e.type == "partial"]
+    after = [e.message.content for e in events[5:] if e.type == "partial"]
     assert "".join(after) == "Goodbye" == events[-2].message.content
 
 

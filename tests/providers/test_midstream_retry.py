@@ -190,6 +190,27 @@ def test_a_stall_before_any_output_is_retried_without_a_retract(server, kit):
     assert events[-1].final_messages[-1].content == "On time." and len(server.requests) == 2
 
 
+@KITS
+@MODES
+def test_every_retry_is_announced_with_its_wait_and_place(server, kit, mode):
+    """A 429 before any output: a retrying event (no retract) says who, why, how long and which attempt."""
+    from ._server import json_reply
+
+    server.enqueue(json_reply({"error": {"message": "slow down", "type": "rate_limit_error"}}, 429,
+                              {"retry-after": "0"}),
+                   broken(kit, "Half"), kit.text("Whole."))
+    events = events_of(kit.config(server), mode)
+    kinds = [e.type for e in events]
+    assert kinds.count("retrying") == 2 and kinds.count("retract") == 1
+    first, second = [e for e in events if e.type == "retrying"]
+    assert kinds.index("retrying") < kinds.index("partial")  # said before anything was shown
+    assert (first.attempt, first.attempts, first.delay_s) == (2, 3, 0.0)
+    assert first.error.type == "RateLimitError" and first.error.plugin == kit.name
+    assert kinds.index("retract") < kinds.index("retrying", kinds.index("retract"))  # forget, then wait
+    assert (second.attempt, second.attempts) == (3, 3) and second.error.type != "RateLimitError"
+    assert events[-1].final_messages[-1].content == "Whole." and len(server.requests) == 3
+
+
 def test_without_chunk_timeout_a_short_pause_is_waited_out(server):
     server.enqueue(sse_reply(*OPENAI.opening(), OPENAI.piece("slow "), Delay(0.4), OPENAI.piece("but fine"),
                              oa_chunk({}, "stop"), OA_DONE))

@@ -170,10 +170,28 @@ def show_on_stderr(event: Any, err: Any) -> None:
         err.write(f"[tool] {event.tool_name} -> {content if isinstance(content, str) else json.dumps(content)}\n")
     elif t == "retract":
         why = f" ({event.error.message})" if event.error is not None else ""
-        err.write(f"[retry] the answer broke off{why}; asking again, the next answer replaces it\n")
+        err.write(f"[retry] the answer broke off{why}; the next answer replaces it\n")
+    elif t == "retrying":
+        err.write(retrying_line(event) + "\n")
     elif t == "error":
         where = f" ({event.error.plugin}.{event.error.hook})" if event.error.plugin and event.error.hook else ""
         err.write(f"error{where}: {event.error.message}\n")
+
+
+def retrying_line(event: Any) -> str:
+    """``rate limited by openai; retrying in 3 s (attempt 2 of 3)``: why the terminal is quiet for a while."""
+    error = event.error
+    who = (error.plugin if error is not None else None) or "the provider"
+    if error is not None and error.type == "RateLimitError":
+        why = f"rate limited by {who}"
+    elif error is not None:
+        why = f"{who} failed ({error.message})"
+    else:
+        why = f"{who} failed"
+    wait = event.delay_s
+    when = "now" if not wait else f"in {wait:g} s" if wait >= 1 else f"in {wait * 1000:.0f} ms"
+    of = f" of {event.attempts}" if event.attempts else ""
+    return f"[retry] {why}; retrying {when} (attempt {event.attempt}{of})"
 
 
 def _settings(declared: list[tuple[str, Any]], config: Any) -> str:

@@ -45,7 +45,7 @@ from ..tools.toolkit import twin_calls
 from ..values.events import AnsweredEvent, PartialEvent, StreamRetry
 from ..values.frozen import _SCALARS, FrozenDict, FrozenList
 from ..values.messages import EMPTY_METADATA, PartialMessage
-from .retract import retract_event
+from .retract import retract_event, retrying_event
 
 __all__ = [
     "HotChain", "HotLoop", "call_once", "call_provider", "finalized", "hot_chain", "hot_failure", "partial_message",
@@ -227,10 +227,17 @@ class HotLoop:
         return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
 
     def retract(self, retry: StreamRetry) -> list[Any]:
-        """The stream starts over (:mod:`.retract`): back to the call's first history and state."""
-        self.native, self.state = self.start
-        self.seen = []
-        return [retract_event(retry, self.request_id, self.iteration, self.billed)]
+        """The stream starts over (:mod:`.retract`): back to the call's first history and state.
+
+        A retry before any output (``voids`` false) forgets nothing; both say a retry is coming.
+        """
+        events: list[Any] = []
+        if retry.voids:
+            self.native, self.state = self.start
+            self.seen = []
+            events.append(retract_event(retry, self.request_id, self.iteration, self.billed))
+        events.append(retrying_event(retry, self.request_id, self.iteration))
+        return events
 
     def close(self, partials: Any, finals: Any, native: Any, state: Any) -> tuple[Any, FrozenList, Any, Any, Any, str]:
         """The closing step: each extension's ``process_chunk(None, partials, finals, native, state)``, once, in order.
@@ -348,6 +355,9 @@ def pump_stream(run: HotLoop, native: Any, state: Any, flight: Flight, *,
         handle = yield OpenIter(sync, asyn, label=f"provider {provider.name!r} stream")
         if announce:
             first = yield NextItem(handle)
+            while first.__class__ is StreamRetry:  # a retry before any answer: not an answer yet
+                yield from run.feed(first)
+                first = yield NextItem(handle)
             if first is END:
                 return
             yield AnsweredEvent(run.request_id, run.iteration)

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..values.events import RetractEvent, StreamRetry, Usage, error_info
+from ..values.events import RetractEvent, RetryingEvent, StreamRetry, Usage, error_info
 
-__all__ = ["retract_event"]
+__all__ = ["retract_event", "retrying_event"]
 
 
 def retract_event(retry: StreamRetry, request_id: str, iteration: int, billed: list[int] | None) -> RetractEvent:
@@ -40,6 +40,14 @@ def retract_event(retry: StreamRetry, request_id: str, iteration: int, billed: l
         billed[1] += usage.output_tokens
     error = error_info(retry.error) if isinstance(retry.error, BaseException) else None
     return RetractEvent(request_id, iteration, int(retry.attempt), error, usage)
+
+
+def retrying_event(retry: StreamRetry, request_id: str, iteration: int) -> RetryingEvent:
+    """The notice that ``retry``'s attempt is coming, and after how long."""
+    error = error_info(retry.error) if isinstance(retry.error, BaseException) else None
+    delay = float(retry.delay_s) if isinstance(retry.delay_s, (int, float)) and retry.delay_s >= 0 else None
+    attempts = retry.attempts if isinstance(retry.attempts, int) and retry.attempts > 0 else None
+    return RetryingEvent(request_id, iteration, int(retry.attempt), attempts, delay, error)
 
 
 def _usage_of(usage: Any) -> Usage | None:

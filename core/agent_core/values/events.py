@@ -43,6 +43,7 @@ __all__ = [
     "Outcome",
     "PartialEvent",
     "RetractEvent",
+    "RetryingEvent",
     "StartEvent",
     "StopReason",
     "StreamRetry",
@@ -154,18 +155,30 @@ class StreamRetry:
     ``error`` is the failure that ended the one before; ``usage`` is what the
     API reported for that broken attempt (``input_tokens``, ``output_tokens``),
     when it reported anything, because it may still be billed.
+
+    A provider may also yield one for a retry *before* any output, with
+    ``voids=False``: nothing is forgotten then, but the caller still learns
+    that a retry is coming (a 429's ``retry-after`` can be seconds of silence).
+    ``delay_s`` is how long the provider waits before the attempt, and
+    ``attempts`` the most attempts its retry budget allows (``None``: unknown).
+    Either way the engine yields a :class:`RetryingEvent`.
     """
 
-    __slots__ = ("attempt", "error", "usage")
+    __slots__ = ("attempt", "attempts", "delay_s", "error", "usage", "voids")
 
     def __init__(self, attempt: int, error: BaseException | None = None,
-                 usage: Mapping[str, Any] | None = None) -> None:
+                 usage: Mapping[str, Any] | None = None, *, delay_s: float | None = None,
+                 voids: bool = True, attempts: int | None = None) -> None:
         self.attempt = attempt
         self.error = error
         self.usage = usage
+        self.delay_s = delay_s
+        self.voids = voids
+        self.attempts = attempts
 
     def __repr__(self) -> str:
-        return f"StreamRetry(attempt={self.attempt}, error={self.error!r}, usage={self.usage!r})"
+        return (f"StreamRetry(attempt={self.attempt}, error={self.error!r}, usage={self.usage!r}, "
+                f"delay_s={self.delay_s!r}, voids={self.voids!r}, attempts={self.attempts!r})")
 
 
 class StartEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="start"):
@@ -225,6 +238,24 @@ class RetractEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="retract"):
     attempt: int = 2
     error: ErrorInfo | None = None
     usage: Usage | None = None
+
+
+class RetryingEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="retrying"):
+    """The provider call ``iteration`` failed and will be tried again after ``delay_s`` seconds.
+
+    So a CLI or a UI can say why nothing arrives for a while ("rate limited; retrying in
+    3 s, attempt 2 of 3") instead of going silent. ``attempt`` numbers the attempt that
+    begins (2 for the first retry), ``attempts`` is the most the retry budget allows
+    (``None`` when the provider did not say), ``error`` the failure that ended the one
+    before. After output it follows the :class:`RetractEvent` that voided that output.
+    """
+
+    request_id: str
+    iteration: int = 1
+    attempt: int = 2
+    attempts: int | None = None
+    delay_s: float | None = None
+    error: ErrorInfo | None = None
 
 
 class FinalEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="final"):
@@ -307,8 +338,8 @@ class DoneEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="done"):
 
 
 Event = Union[
-    StartEvent, AnsweredEvent, PartialEvent, RetractEvent, FinalEvent, ToolCallEvent, ToolProgressEvent,
-    ToolResultEvent, UserMessageEvent, ErrorEvent, DoneEvent,
+    StartEvent, AnsweredEvent, PartialEvent, RetractEvent, RetryingEvent, FinalEvent, ToolCallEvent,
+    ToolProgressEvent, ToolResultEvent, UserMessageEvent, ErrorEvent, DoneEvent,
 ]
 
 
@@ -324,8 +355,8 @@ def _enc_hook(obj: Any) -> Any:
 
 # ``event.type`` is read for every event a caller handles: a plain class attribute per
 # event class answers it without the property's lookup of the struct config.
-for _cls in (StartEvent, AnsweredEvent, PartialEvent, RetractEvent, FinalEvent, ToolCallEvent, ToolProgressEvent, ToolResultEvent,
-             UserMessageEvent, ErrorEvent, DoneEvent):
+for _cls in (StartEvent, AnsweredEvent, PartialEvent, RetractEvent, RetryingEvent, FinalEvent, ToolCallEvent,
+             ToolProgressEvent, ToolResultEvent, UserMessageEvent, ErrorEvent, DoneEvent):
     _cls.type = _cls.__struct_config__.tag  # type: ignore[misc,assignment]
 del _cls
 
