@@ -221,7 +221,7 @@ def test_the_store_package_s_public_names_are_locked() -> None:
         "ConflictError", "CorruptRecordError", "LeaseInfo", "Revision", "SCHEMA_VERSION", "SchemaVersionError",
         "SessionBusyError", "SessionInfo", "SessionLease", "SessionNotFoundError", "SessionStore", "SqlSessionStore",
         "StoreError", "Stored", "TurnDiscardedEvent", "TurnResult",
-        "TurnRetryEvent", "TurnSavedEvent", "arun_turn", "astream_turn", "default_home", "open_store", "run_turn",
+        "TurnRetryEvent", "TurnSavedEvent", "arun_turn", "astream_turn", "default_home", "iso_time", "open_store", "run_turn",
         "stream_turn",
     ]
     assert store_pkg.ConflictError is agent_core.ConflictError
