@@ -169,3 +169,9 @@ def test_a_rate_limit_says_when_it_retries(server, capsys: pytest.CaptureFixture
     out = capsys.readouterr()
     assert code == 0 and out.out == "Here.\n"
     assert "[retry] rate limited by openai; retrying in 1 s (attempt 2 of 3)\n" in out.err
+
+
+def test_serve_help_explains_host_and_port_and_shows_examples(tmp_path: Path) -> None:
+    shown = cli(tmp_path, "serve", "--help").stdout
+    assert "default 127.0.0.1" in shown and "default 8000" in shown
+    assert "examples:" in shown and "--log-json" in shown
