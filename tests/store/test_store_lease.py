@@ -254,3 +254,22 @@ def test_waiters_in_one_store_win_in_the_order_they_came(store: SqlSessionStore)
     for t in threads:
         t.join()
     assert order == ["first", "w1", "w2", "w3"] and store.lease_waiters("s1") == 0
+
+
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)  # SQLite leases use no connection of their own
+def test_lock_connections_are_capped_and_a_turn_past_the_cap_waits(store: SqlSessionStore) -> None:
+    """Past max_lease_connections a free session answers "not now" (the waiter polls), never a refused connection."""
+    store.max_lease_connections = 2
+    first, second = store.try_lease("c1"), store.try_lease("c2")
+    assert first is not None and second is not None
+    assert store.try_lease("c3") is None and store.lease_holder("c3") is None  # free, but no connection to lock with
+    got: list[Any] = []
+    waiter = threading.Thread(target=lambda: got.append(store.wait_lease("c3", wait_s=10, poll_s=0.02)))
+    waiter.start()
+    time.sleep(0.2)
+    assert not got  # still waiting
+    first.release()
+    waiter.join(10)
+    assert got and got[0] is not None and store.lease_holder("c3") is not None
+    got[0].release()
+    second.release()

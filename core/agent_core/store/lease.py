@@ -118,20 +118,33 @@ class Watcher:
 
     max_idle = 8
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: Any, max_open: int = 32) -> None:
         self._backend = backend
         self._leases: set[SessionLease] = set()
         self._idle: list[Any] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        #: most lock connections open at once (held leases, waiters' and idle ones); beyond it a
+        #: turn on a free session waits as if the session were busy, instead of PostgreSQL
+        #: refusing a connection ("too many clients") and the turn failing
+        self.max_open = max_open
+        self._open = 0
         threading.Thread(target=self._run, name="agent-core-leases", daemon=True).start()
 
     def borrow(self) -> tuple[Any, bool]:
-        """A lock connection and whether it was used before (it may have died since)."""
+        """A lock connection and whether it was used before (it may have died since); ``(None, False)`` at the cap."""
         with self._lock:
             if self._idle:
                 return self._idle.pop(), True
-        return self._backend.dedicated(), False
+            if self._open >= self.max_open:
+                return None, False
+            self._open += 1
+        try:
+            return self._backend.dedicated(), False
+        except BaseException:
+            with self._lock:
+                self._open -= 1
+            raise
 
     def give_back(self, conn: Any) -> None:
         """Unlock everything the connection holds and keep it, or close it."""
@@ -143,6 +156,12 @@ class Watcher:
                     return
         except Exception as exc:  # noqa: BLE001 - a dead connection holds no lock: close it
             _log.debug("a lock connection did not come back: %s", exc)
+        self.drop(conn)
+
+    def drop(self, conn: Any) -> None:
+        """Close a lock connection (dropping any lock it holds) and free its place under the cap."""
+        with self._lock:
+            self._open = max(0, self._open - 1)
         conn.close()
 
     def add(self, lease: SessionLease) -> None:
@@ -166,7 +185,7 @@ class Watcher:
         with self._lock:
             idle, self._idle = self._idle, []
         for conn in idle:
-            conn.close()
+            self.drop(conn)
 
 
 class SessionLease:
@@ -300,6 +319,8 @@ class LeaseAttempt:
             try:
                 if self._conn is None:
                     self._conn, reused = self._watcher.borrow()
+                    if self._conn is None:  # this process holds as many lock connections as it may
+                        return None
                 key = _PG_KEY.format("%s")
                 if not self._conn.execute(f"SELECT pg_try_advisory_lock({key})", (self.session_id,)).fetchone()[0]:
                     return None
@@ -310,7 +331,7 @@ class LeaseAttempt:
             except psycopg.Error as exc:
                 conn, self._conn = self._conn, None
                 if conn is not None:
-                    conn.close()  # closing drops a lock it may have taken
+                    self._watcher.drop(conn)  # closing drops a lock it may have taken
                 if not reused:
                     raise StoreError(f"cannot take the lease on session {self.session_id!r}: "
                                      f"{type(exc).__name__}", session_id=self.session_id) from None

@@ -131,6 +131,9 @@ class LeaseMethods:
     _backend: Any
     #: SQLite: how long a lease outlives its holder's last renewal (a dead holder frees the session after this)
     lease_ttl_s: float = 10.0
+    #: PostgreSQL: most lock connections this store object opens at once (a held lease keeps one); past
+    #: it a turn waits for one as for a busy session, rather than the database refusing connections
+    max_lease_connections: int = 32
 
     def lease_attempt(self, session_id: str, *, request_id: str | None = None,
                       on_claim: Callable[[], bool] | None = None) -> LeaseAttempt:
@@ -138,7 +141,7 @@ class LeaseMethods:
         with _WATCHERS_LOCK:
             watcher = self.__dict__.get("_lease_watcher")
             if watcher is None or not watcher.alive():
-                watcher = self.__dict__["_lease_watcher"] = Watcher(self._backend)
+                watcher = self.__dict__["_lease_watcher"] = Watcher(self._backend, self.max_lease_connections)
         return LeaseAttempt(self._backend, session_id, request_id, on_claim, self.lease_ttl_s, watcher)
 
     @property
