@@ -39,6 +39,7 @@ from .http import (
     plain,
 )
 from .messages_api import MessagesRoutes
+from .responses_api import ResponsesRoutes
 from .sessions_api import SessionRoutes
 from .settings import ServeSettings
 from .tenants import Tenant, TenantStore, TokenTable, load_tokens_file
@@ -73,7 +74,7 @@ def default_provider(config: Mapping[str, Any], settings: ServeSettings,
     return None, None
 
 
-class _Server(FacadeRoutes, MessagesRoutes, SessionRoutes):
+class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes):
     def __init__(self, core: AgentCore, store: Any, config: Mapping[str, Any], retries: int,
                  settings: ServeSettings, default: Tenant, tokens: TokenTable | None = None) -> None:
         self.core = core
@@ -216,6 +217,7 @@ class _Server(FacadeRoutes, MessagesRoutes, SessionRoutes):
             Route("/healthz", self.health, methods=["GET"]),
             Route("/v1/chat/completions", self.chat, methods=["POST"]),
             Route("/v1/messages", self.messages, methods=["POST"]),
+            Route("/v1/responses", self.responses, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", self.model, methods=["GET"]),
             Route("/v1/requests/{request_id}", self.cancel, methods=["DELETE"]),
