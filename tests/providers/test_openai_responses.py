@@ -1,0 +1,212 @@
+"""The ``openai_responses`` provider (OpenAI's Responses API) against a scripted loopback server.
+
+The bodies below are the Responses API's own event stream, event for event
+(``event: <type>`` then ``data: {"type": <type>, ...}``, no ``[DONE]``), built
+by the helpers at the top; ``responses_recordings/`` holds real recorded ones.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from agent_core import (
+    AgentCore,
+    ContentFilterError,
+    InvalidRequestError,
+    Message,
+    ProviderUnavailableError,
+    RateLimitError,
+    RetractEvent,
+    thaw,
+)
+from agent_core_providers.openai_responses import OpenAIResponsesProvider
+
+from ._driver import arun_turn, run_turn
+from ._server import CUT, json_reply, sse, sse_reply
+from .conftest import run_async
+from .test_e2e import Calculator
+
+KEY = "sk-test-0123456789abcdef"
+USER = [{"role": "user", "content": "hi"}]
+USAGE = {
+    "input_tokens": 21,
+    "input_tokens_details": {"cached_tokens": 5},
+    "output_tokens": 9,
+    "output_tokens_details": {"reasoning_tokens": 3},
+    "total_tokens": 30,
+}
+
+
+# -- the Responses API's wire format ------------------------------------------------------------
+
+
+class Stream:
+    """Builds one streamed answer: lifecycle events, items opened, deltas, items closed, the end."""
+
+    def __init__(self, response_id: str = "resp_1") -> None:
+        self.id = response_id
+        self.seq = 0
+        self.parts: list[Any] = []
+        self.output: list[dict] = []
+        self.event("response.created", response=self.response("in_progress", []))
+        self.event("response.in_progress", response=self.response("in_progress", []))
+
+    def response(self, status: str, output: list, **extra: Any) -> dict:
+        return {"id": self.id, "object": "response", "created_at": 1, "status": status, "model": "m",
+                "output": output, "usage": None, "error": None, "incomplete_details": None, **extra}
+
+    def event(self, kind: str, **fields: Any) -> Stream:
+        self.parts.append(sse({"type": kind, "sequence_number": self.seq, **fields}, event=kind))
+        self.seq += 1
+        return self
+
+    def raw(self, part: Any) -> Stream:
+        self.parts.append(part)
+        return self
+
+    def text(self, *pieces: str, item_id: str = "msg_1", close: bool = True) -> Stream:
+        index = len(self.output)
+        opened = {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+        self.event("response.output_item.added", output_index=index, item=opened)
+        self.event("response.content_part.added", item_id=item_id, output_index=index, content_index=0,
+                   part={"type": "output_text", "text": "", "annotations": []})
+        for p in pieces:
+            self.event("response.output_text.delta", item_id=item_id, output_index=index, content_index=0, delta=p)
+        text = "".join(pieces)
+        part = {"type": "output_text", "text": text, "annotations": []}
+        item = {**opened, "status": "completed", "content": [part]}
+        self.output.append(item)
+        if close:
+            self.event("response.output_text.done", item_id=item_id, output_index=index, content_index=0, text=text)
+            self.event("response.content_part.done", item_id=item_id, output_index=index, content_index=0, part=part)
+            self.event("response.output_item.done", output_index=index, item=item)
+        return self
+
+    def reasoning(self, *summary: str, item_id: str = "rs_1", encrypted: str | None = "gAAAA-secret") -> Stream:
+        index = len(self.output)
+        opened = {"id": item_id, "type": "reasoning", "summary": []}
+        if encrypted is not None:
+            opened["encrypted_content"] = encrypted
+        self.event("response.output_item.added", output_index=index, item=opened)
+        if summary:
+            self.event("response.reasoning_summary_part.added", item_id=item_id, output_index=index,
+                       summary_index=0, part={"type": "summary_text", "text": ""})
+            for s in summary:
+                self.event("response.reasoning_summary_text.delta", item_id=item_id, output_index=index,
+                           summary_index=0, delta=s)
+            self.event("response.reasoning_summary_text.done", item_id=item_id, output_index=index,
+                       summary_index=0, text="".join(summary))
+        item = {**opened, "summary": [{"type": "summary_text", "text": "".join(summary)}] if summary else []}
+        self.output.append(item)
+        self.event("response.output_item.done", output_index=index, item=item)
+        return self
+
+    def call(self, name: str, *pieces: str, call_id: str = "call_1", item_id: str = "fc_1",
+             close: bool = True) -> Stream:
+        index = len(self.output)
+        opened = {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "",
+                  "call_id": call_id, "name": name}
+        self.event("response.output_item.added", output_index=index, item=opened)
+        for p in pieces:
+            self.event("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=p)
+        item = {**opened, "status": "completed", "arguments": "".join(pieces)}
+        self.output.append(item)
+        if close:
+            self.event("response.function_call_arguments.done", item_id=item_id, output_index=index,
+                       arguments="".join(pieces))
+            self.event("response.output_item.done", output_index=index, item=item)
+        return self
+
+    def completed(self, usage: dict | None = USAGE) -> Any:
+        return self.end("response.completed", self.response("completed", self.output, usage=usage))
+
+    def incomplete(self, reason: str, usage: dict | None = USAGE) -> Any:
+        return self.end("response.incomplete", self.response("incomplete", self.output, usage=usage,
+                                                              incomplete_details={"reason": reason}))
+
+    def failed(self, code: str, message: str) -> Any:
+        return self.end("response.failed", self.response("failed", self.output,
+                                                          error={"code": code, "message": message}))
+
+    def end(self, kind: str, response: dict) -> Any:
+        self.event(kind, response=response)
+        return sse_reply(*self.parts)
+
+    def reply(self) -> Any:
+        """The stream as it is so far (to end it with a raw part, a cut...)."""
+        return sse_reply(*self.parts)
+
+
+def text_reply(*pieces: str) -> Any:
+    return Stream().text(*pieces).completed()
+
+
+def config(server: Any, **extra: Any) -> dict:
+    return {"base_url": f"{server.url}/v1", "api_key": KEY, "model": "m", "max_retries": 0, **extra}
+
+
+def turn(server: Any, messages: list | None = None, **extra: Any) -> Any:
+    return run_turn(OpenAIResponsesProvider(), [], messages or USER, config(server, **extra))
+
+
+# -- streamed text ------------------------------------------------------------------------------------
+
+
+def test_streamed_text(server):
+    server.enqueue(text_reply("Hel", "lo", " world"))
+    t = turn(server)
+
+    assert [p["content"] for p in thaw(t.partials)] == ["Hel", "lo", " world"]
+    (final,) = thaw(t.finals)
+    assert final["content"] == "Hello world"
+    metadata = final["metadata"]
+    assert metadata["finish_reason"] == "stop" and metadata["status"] == "completed"
+    assert metadata["response_id"] == "resp_1"
+    assert metadata["usage"] == {
+        "input_tokens": 21, "output_tokens": 9, "cache_read_tokens": 5, "reasoning_tokens": 3, "total_tokens": 30,
+        "input_tokens_details": {"cached_tokens": 5}, "output_tokens_details": {"reasoning_tokens": 3},
+    }
+    assert "tool_calls" not in metadata and "reasoning" not in metadata
+    (request,) = server.requests
+    assert request.path == "/v1/responses"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert request.body == {"model": "m", "input": [{"role": "user", "content": "hi"}], "store": False,
+                            "stream": True}
+    assert thaw(t.native)[-1]["items"][0]["content"][0]["text"] == "Hello world"
+
+
+def test_request_fields_from_config(server):
+    server.enqueue(text_reply("ok"))
+    messages = [{"role": "system", "content": "be brief"}, *USER]
+    turn(server, messages, max_tokens=64, temperature=0.2, instructions="You are terse.", top_p=0.5,
+         reasoning_effort="low", extra_body={"service_tier": "flex"})
+    body = server.requests[0].body
+    assert body["input"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    assert body["instructions"] == "You are terse."
+    assert body["max_output_tokens"] == 64 and "max_tokens" not in body
+    assert body["temperature"] == 0.2 and body["top_p"] == 0.5
+    assert body["reasoning"] == {"effort": "low", "summary": "auto"}
+    assert body["include"] == ["reasoning.encrypted_content"]
+    assert body["store"] is False and body["service_tier"] == "flex"
+
+
+def test_no_reasoning_fields_for_a_plain_model_and_store_sends_none_encrypted(server):
+    server.enqueue(text_reply("a"), text_reply("b"))
+    turn(server)
+    turn(server, reasoning_effort="high", reasoning_summary="none", store=True)
+    first, second = server.bodies
+    assert "reasoning" not in first and "include" not in first
+    assert second["reasoning"] == {"effort": "high"} and second["store"] is True and "include" not in second
+
+
+def test_async_matches_sync(server):
+    server.enqueue(Stream().reasoning("why").text("Hi", " there").completed())
+    sync_turn = turn(server)
+    server.enqueue(Stream().reasoning("why").text("Hi", " there").completed())
+    async_turn = run_async(arun_turn, OpenAIResponsesProvider(), [], USER, config(server))
+    assert thaw(async_turn.finals) == thaw(sync_turn.finals)
+    assert thaw(async_turn.native) == thaw(sync_turn.native)
+    assert thaw(async_turn.partials) == thaw(sync_turn.partials)
+    assert server.requests[0].raw == server.requests[1].raw
