@@ -210,3 +210,135 @@ def test_async_matches_sync(server):
     assert thaw(async_turn.native) == thaw(sync_turn.native)
     assert thaw(async_turn.partials) == thaw(sync_turn.partials)
     assert server.requests[0].raw == server.requests[1].raw
+
+
+# -- tools, reasoning, and the stateless history -------------------------------------------------------
+
+
+ADD_PARAMS = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}
+
+
+def make_core() -> AgentCore:
+    return AgentCore(providers=[OpenAIResponsesProvider], tools=[Calculator])
+
+
+def engine_config(server: Any, **extra: Any) -> dict:
+    return {"provider": "openai_responses", "stream": True, **config(server, **extra)}
+
+
+def tool_turn_replies() -> list[Any]:
+    """(1) reasoning with encrypted content, then a call of add(1, 2); (2) the answer in text."""
+    first = Stream("resp_1").reasoning("Need ", "a sum.", encrypted="enc-AAA").call(
+        "add", '{"a": 1,', ' "b": 2}', call_id="call_7", item_id="fc_7").completed()
+    second = Stream("resp_2").text("The sum ", "is 3.", item_id="msg_2").completed()
+    return [first, second]
+
+
+def test_streamed_reasoning_summary_and_encrypted_item(server):
+    server.enqueue(Stream().reasoning("Thinking ", "hard.").text("Done").completed())
+    t = turn(server, reasoning_effort="medium")
+
+    partials = thaw(t.partials)
+    assert [p["metadata"]["reasoning"] for p in partials if p.get("metadata")] == ["Thinking ", "hard."]
+    assert all(p["content"] == "" for p in partials if p.get("metadata"))
+    (final,) = thaw(t.finals)
+    assert final["content"] == "Done"
+    assert final["metadata"]["reasoning"] == "Thinking hard."
+    assert final["metadata"]["reasoning_items"] == [
+        {"id": "rs_1", "type": "reasoning", "encrypted_content": "gAAAA-secret",
+         "summary": [{"type": "summary_text", "text": "Thinking hard."}]}]
+    assert [i["type"] for i in thaw(t.native)[-1]["items"]] == ["reasoning", "message"]
+
+
+def test_function_call_round_trip_through_the_engine(server):
+    server.enqueue(*tool_turn_replies())
+    core = make_core()
+    session = core.add_message(core.create_session(), Message(role="user", content="add 1 and 2"))
+    result = core.request(session, engine_config(server, reasoning_effort="low"))
+
+    assert result.outcome.status == "finished"
+    assert [m.role for m in result.final_messages] == ["assistant", "tool", "assistant"]
+    asking, tool, answer = result.final_messages
+    assert thaw(asking.metadata["tool_calls"]) == [
+        {"id": "call_7", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}]
+    assert asking.metadata["finish_reason"] == "tool_calls" and asking.metadata["reasoning"] == "Need a sum."
+    assert tool.metadata["tool_call_id"] == "call_7"
+    assert answer.content == "The sum is 3."
+    first, second = server.bodies
+    assert first["tools"] == [{"type": "function", "name": "add", "description": "a + b", "parameters": ADD_PARAMS}]
+    assert first["include"] == ["reasoning.encrypted_content"]
+    # the second call sends the reasoning item (with its encrypted content), the call and its output, in order
+    assert second["input"] == [
+        {"role": "user", "content": "add 1 and 2"},
+        {"id": "rs_1", "type": "reasoning", "encrypted_content": "enc-AAA",
+         "summary": [{"type": "summary_text", "text": "Need a sum."}]},
+        {"id": "fc_7", "type": "function_call", "status": "completed", "arguments": '{"a": 1, "b": 2}',
+         "call_id": "call_7", "name": "add"},
+        {"type": "function_call_output", "call_id": "call_7", "output": tool.content},
+    ]
+    assert result.usage.input_tokens == 42 and result.usage.output_tokens == 18
+
+
+def test_two_stateless_requests_carry_reasoning_and_the_tool_call(server):
+    """Each request starts from the session as JSON, as a stateless handler would; nothing is kept between."""
+    server.enqueue(*tool_turn_replies())
+    cfg = engine_config(server, reasoning_effort="low")
+    core = make_core()
+    session = core.add_message(core.create_session(), Message(role="user", content="add 1 and 2"))
+    stored = json.dumps(core.request(session, cfg).session.to_dict())
+
+    server.enqueue(Stream("resp_3").text("You're welcome.", item_id="msg_3").completed())
+    handler = make_core()  # another handler, another process for all it knows
+    from agent_core import Session
+
+    session = handler.add_message(Session.from_dict(json.loads(stored)), Message(role="user", content="thanks"))
+    result = handler.request(session, cfg)
+
+    assert result.final_messages[-1].content == "You're welcome."
+    sent = server.bodies[2]["input"]
+    assert [(i.get("type"), i.get("role")) for i in sent] == [
+        (None, "user"), ("reasoning", None), ("function_call", None), ("function_call_output", None),
+        ("message", "assistant"), (None, "user"),
+    ]
+    assert sent[1]["encrypted_content"] == "enc-AAA" and sent[1]["id"] == "rs_1"
+    assert sent[2]["call_id"] == sent[3]["call_id"] == "call_7"
+    assert sent[4]["content"][0]["text"] == "The sum is 3."
+    assert sent[5] == {"role": "user", "content": "thanks"}
+    assert server.bodies[2]["store"] is False
+
+
+def test_history_rebuilt_from_core_messages_keeps_the_encrypted_reasoning(server):
+    """Another provider's record (or none) makes the engine convert core messages: the items come from metadata."""
+    server.enqueue(*tool_turn_replies())
+    core = make_core()
+    session = core.add_message(core.create_session(), Message(role="user", content="add 1 and 2"))
+    data = core.request(session, engine_config(server)).session.to_dict()
+    data["metadata"] = {}  # the native record dropped
+    from agent_core import Session
+
+    server.enqueue(text_reply("ok"))
+    session = core.add_message(Session.from_dict(data), Message(role="user", content="again"))
+    core.request(session, engine_config(server))
+    sent = server.bodies[2]["input"]
+    assert [i.get("type") or i.get("role") for i in sent] == [
+        "user", "reasoning", "function_call", "function_call_output", "message", "user"]
+    assert sent[1]["encrypted_content"] == "enc-AAA"
+
+
+def test_reasoning_without_encrypted_content_is_not_sent_back_without_store(server):
+    server.enqueue(Stream().reasoning("hm", encrypted=None).text("A").completed(), text_reply("B"))
+    t = turn(server)
+    run_turn(OpenAIResponsesProvider(), [], [{"role": "user", "content": "more"}], config(server),
+             history=t.native)
+    assert [i.get("type") or i.get("role") for i in server.bodies[1]["input"]] == ["user", "message", "user"]
+
+
+def test_tool_choice_in_either_form(server):
+    server.enqueue(text_reply("a"), text_reply("b"))
+    tools = [{"type": "function", "function": {"name": "add", "parameters": ADD_PARAMS, "strict": True}}]
+    turn(server, tools=tools, tool_choice={"type": "function", "function": {"name": "add"}})
+    turn(server, tools=tools, tool_choice="required")
+    assert server.bodies[0]["tools"] == [{"type": "function", "name": "add", "parameters": ADD_PARAMS,
+                                          "strict": True}]
+    assert server.bodies[0]["tool_choice"] == {"type": "function", "name": "add"}
+    assert server.bodies[1]["tool_choice"] == "required"
