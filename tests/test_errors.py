@@ -243,6 +243,7 @@ EXAMPLES = [
     errors.StoreError("the store is closed", session_id="s2"),
     errors.StoreUnavailableError("the database is down", reason="unreachable", retry_after=1.0, session_id="s3"),
     errors.UnknownConfigKeyWarning("config key `max_token` is not declared", key="max_token", suggestion="max_tokens"),
+    errors.UnknownHookWarning("no hook", plugin="p", name="proces_chunk", suggestion="process_chunk"),
 ]
 
 

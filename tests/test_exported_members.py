@@ -80,6 +80,7 @@ PUBLIC_NAMES = [
     "ToolProgressEvent",
     "ToolResultEvent",
     "UnknownConfigKeyWarning",
+    "UnknownHookWarning",
     "UpstreamDetail",
     "Usage",
     "UserMessageEvent",

@@ -36,6 +36,7 @@ from .errors import (
     StoreError,
     StoreUnavailableError,
     UnknownConfigKeyWarning,
+    UnknownHookWarning,
     UpstreamDetail,
 )
 from .plugins.config_policy import ConfigPolicy
@@ -153,6 +154,7 @@ __all__ = [
     "ToolProgressEvent",
     "ToolResultEvent",
     "UnknownConfigKeyWarning",
+    "UnknownHookWarning",
     "UpstreamDetail",
     "Usage",
     "UserMessageEvent",

@@ -52,7 +52,8 @@ class Terminal:
     def type(self, keys: str) -> None:
         os.write(self.fd, keys.encode())
 
-    def exit_code(self, timeout: float = 10.0) -> int:
+    def exit_code(self, timeout: float = 10.0, *, kill: bool = True) -> int | None:
+        """The child's exit code; at ``timeout`` it is killed and this fails (or, without ``kill``, None)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:  # keep the pty drained so the child never blocks writing
@@ -63,6 +64,8 @@ class Terminal:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
                 return os.waitstatus_to_exitcode(status)
+        if not kill:
+            return None
         os.kill(self.pid, 9)
         raise AssertionError(f"chat did not exit; the terminal shows:\n{self.seen.decode(errors='replace')}")
 
@@ -200,8 +203,16 @@ def test_ctrl_c_at_the_prompt_twice_quits(home):
     term.type("\x03")
     term.expect("Ctrl-C again, Ctrl-D or /exit quits")
     term.expect("> ")
-    term.type("\x03")
-    assert term.exit_code() == 0
+    # readline sets the terminal up around each prompt; on a loaded machine a key typed at that
+    # very moment can be lost, so the second Ctrl-C is sent again if the first went nowhere.
+    for _ in range(3):
+        time.sleep(0.3)
+        term.type("\x03")
+        code = term.exit_code(timeout=3, kill=False)
+        if code is not None:
+            break
+    assert code == 0 or term.exit_code() == 0
+    assert b"Ctrl-C again" not in term.seen  # it quit at once: no second hint
 
 
 def test_an_unreachable_api_is_reported_once(home):

@@ -40,7 +40,9 @@ The hierarchy::
                                         .reason, .retry_after
 
     UserWarning
-    └── UnknownConfigKeyWarning     a config key nothing declares (a typo?); .key, .suggestion
+    ├── UnknownConfigKeyWarning     a config key nothing declares (a typo?); .key, .suggestion
+    └── UnknownHookWarning          a plugin method named almost like a hook (never called); .plugin, .name,
+                                    .suggestion
 
 LLM errors keep the provider's own message (never an API key) and mark
 whether a retry may help (``retryable``), so retry policy can live outside the
@@ -77,6 +79,7 @@ from .pipeline import (
     ProviderRequestCancelled,
     RequestInFlightError,
     UnknownConfigKeyWarning,
+    UnknownHookWarning,
 )
 from .root import AgentCoreError
 from .store import (
@@ -119,6 +122,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "UnknownConfigKeyWarning",
+    "UnknownHookWarning",
     "UpstreamDetail",
     "install_hint",
 ]

@@ -21,6 +21,7 @@ __all__ = [
     "ProviderRequestCancelled",
     "RequestInFlightError",
     "UnknownConfigKeyWarning",
+    "UnknownHookWarning",
 ]
 
 
@@ -174,6 +175,24 @@ class UnknownConfigKeyWarning(RebuiltByKeywords, UserWarning):
     def __init__(self, message: str, *, key: str, suggestion: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+        self.suggestion = suggestion
+
+
+class UnknownHookWarning(RebuiltByKeywords, UserWarning):
+    """A plugin method named almost like a hook (``proces_chunk``), which the engine will never call.
+
+    Attributes:
+        plugin: the plugin's name.
+        name: the method's name.
+        suggestion: the hook it probably meant.
+    """
+
+    _keywords = ("plugin", "name", "suggestion")
+
+    def __init__(self, message: str, *, plugin: str, name: str, suggestion: str | None = None) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.name = name
         self.suggestion = suggestion
 
 

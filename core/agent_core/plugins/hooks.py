@@ -20,11 +20,23 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
+from ..errors import (
+    ConfigError,
+    InvalidValueError,
+    LLMError,
+    PluginError,
+    ProviderRequestCancelled,
+)
 from ..values.frozen import _SCALARS, FrozenDict, FrozenList, freeze
 from ..values.native_history import freeze_over
 from .contract import HOOKS, PROVIDER_TWINS, parse_signature
-from .protocols import FeaturePlugin, ProviderExtensionPlugin, ProviderPlugin, ToolPlugin
+from .near_miss import check_positions, warn_near_misses
+from .protocols import (
+    FeaturePlugin,
+    ProviderExtensionPlugin,
+    ProviderPlugin,
+    ToolPlugin,
+)
 
 __all__ = ["KINDS", "LivePlugin", "PluginSpec", "call_hook", "cancel_provider_call", "spec_for"]
 
@@ -55,6 +67,9 @@ def _contract_shape(signature: str) -> _Shape:
 _SHAPES: dict[str, dict[str, _Shape]] = {
     kind: {name: _contract_shape(spec.signature) for name, spec in hooks.items()} for kind, hooks in HOOKS.items()
 }
+#: every hook name of every kind: a class may be a plugin of several kinds at once
+_ALL_HOOK_NAMES = frozenset(h for hooks in _SHAPES.values() for h in hooks) | frozenset(
+    h for hooks in _EXTRA_HOOKS.values() for h in hooks)
 for _twin, _sync in PROVIDER_TWINS.items():
     _SHAPES["provider"][_twin] = _SHAPES["provider"][_sync]
 
@@ -95,6 +110,7 @@ def _bind_shape(plugin: str, kind: str, hook: str, func: Callable[..., Any], dro
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     by_name = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     npos = len(shape.positional) if var_pos else min(len(shape.positional), len(positional))
+    check_positions(plugin, hook, [p.name for p in positional[:npos]], shape.positional)
     required_pos = [p for p in positional if p.default is p.empty]
     if len(required_pos) > len(shape.positional):
         expected = ", ".join(shape.positional + tuple(f"*, {k}" for k in shape.keywords[:1]) + shape.keywords[1:])
@@ -269,6 +285,7 @@ def spec_for(kind: str, factory: Any) -> PluginSpec:
             f"provider {name!r} defines none of stream_api, call_api, astream_api, acall_api", plugins=[name]
         )
     bindings = dict(_bindings_for(cls, kind, name))
+    warn_near_misses(cls, kind, name, set(_SHAPES[kind]) | set(_EXTRA_HOOKS.get(kind, ())), _ALL_HOOK_NAMES)
     for extra in _EXTRA_HOOKS.get(kind, ()):
         if inspect.getattr_static(cls, extra, None) is not None:
             func, drop_first = _unwrap(cls, extra)

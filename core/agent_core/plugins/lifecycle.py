@@ -19,8 +19,8 @@ from ..values.frozen import FrozenDict, freeze
 from ..values.messages import Session
 from .hooks import LivePlugin, call_hook, frozen_map
 
-__all__ = ["RESERVED_CONTEXT_KEYS", "REQUEST_TRIGGERS", "lifecycle_table", "merge_context", "plugin_actions",
-           "run_action", "triggers_of"]
+__all__ = ["RESERVED_CONTEXT_KEYS", "REQUEST_TRIGGERS", "action_defaults", "lifecycle_table", "merge_context",
+           "plugin_actions", "run_action", "triggers_of"]
 
 #: context keys the engine owns; caller-supplied context cannot replace them
 RESERVED_CONTEXT_KEYS = frozenset(
@@ -106,14 +106,19 @@ def lifecycle_table(plugins: Iterable[LivePlugin], state: Any) -> Lifecycle:
     return table
 
 
+def action_defaults(action: Mapping[str, Any]) -> dict[str, Any]:
+    """The params an action gets when nobody passes any: its declared inputs' defaults."""
+    return {k: v.get("default") for k, v in (action.get("inputs") or {}).items()
+            if isinstance(v, Mapping) and "default" in v}
+
+
 def run_action(
     plugin: LivePlugin, action: Mapping[str, Any], session: Session, native: Any, context: Mapping[str, Any],
     state: Any, params: Mapping[str, Any] | None = None,
 ) -> FrozenDict:
     """Call ``execute_action`` for one action (params default to its declared input defaults)."""
     if params is None:
-        params = {k: v.get("default") for k, v in (action.get("inputs") or {}).items()
-                  if isinstance(v, Mapping) and "default" in v}
+        params = action_defaults(action)
     result = call_hook(plugin, "execute_action", action["id"], session, native, freeze(params),
                        context if context.__class__ is FrozenDict else freeze(context), state)
     return frozen_map(plugin, "execute_action", result if result is not None else {}, "action result")  # type: ignore[no-any-return]

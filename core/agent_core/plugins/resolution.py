@@ -235,7 +235,8 @@ class ConfigSeen:
         known = {f.key for f in fields}
         others = registry_fields(registry, live) if any(k not in known for k in user_config) else []
         known |= {f.key for f in others}
-        notes = check_unknown(user_config, known)
+        names = sorted({spec.name for specs in registry.values() for spec in specs})
+        notes = check_unknown(user_config, known, names)
         secrets = secret_keys([*fields, *others], user_config)
         refuse_placeholders(user_config, secrets)
         full = effective_config(user_config, fields, strict=False)

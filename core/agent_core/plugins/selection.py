@@ -7,10 +7,7 @@ Each is small and pure apart from the plugin hooks it calls; they live here so
 from __future__ import annotations
 
 import difflib
-
 import hashlib
-import os
-import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,8 +19,9 @@ from ..errors import ConfigError, PluginError, UnknownConfigKeyWarning
 from ..values.frozen import FrozenList, freeze
 from .config import FieldSpec, parse_schema, unknown_key_notes
 from .hooks import LivePlugin, PluginSpec, call_hook
+from .near_miss import caller_level
 
-__all__ = ["Switches", "by_priority", "check_unknown", "instantiate", "model_list", "models_key", "pick_provider",
+__all__ = ["Switches", "by_priority", "check_unknown", "plugin_name_notes", "instantiate", "model_list", "models_key", "pick_provider",
            "registry_fields", "session_plugins", "string_list"]
 
 
@@ -79,28 +77,38 @@ def registry_fields(registry: Mapping[str, Sequence[PluginSpec]], skip: Mapping[
     return out
 
 
-def check_unknown(user_config: Mapping[str, Any], known: set[str]) -> tuple[str, ...]:
+def plugin_name_notes(user_config: Mapping[str, Any], names: Sequence[str]) -> list[tuple[str, str | None, str]]:
+    """A note for each plugin that ``enabled_plugins`` and friends name but nothing installed is called.
+
+    A misspelt name would otherwise switch nothing on (or off), silently.
+    """
+    notes = []
+    for key in ("enabled_plugins", "disabled_plugins", "force_enabled_plugins"):
+        listed = user_config.get(key)
+        if not isinstance(listed, (list, tuple, FrozenList)):
+            continue
+        for name in listed:
+            if not isinstance(name, str) or name in names:
+                continue
+            close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            notes.append((key, close[0] if close else None,
+                          f"{key} names `{name}`, which is no installed plugin{hint}"))
+    return notes
+
+
+def check_unknown(user_config: Mapping[str, Any], known: set[str],
+                  plugin_names: Sequence[str] | None = None) -> tuple[str, ...]:
     notes = unknown_key_notes(user_config, known)
+    if plugin_names is not None:
+        notes += plugin_name_notes(user_config, plugin_names)
     if notes and user_config.get("strict_config"):
         raise ConfigError("; ".join(note for _, _, note in notes) + " (strict_config is on)", key=notes[0][0])
     for key, suggestion, note in notes:
-        warnings.warn(UnknownConfigKeyWarning(note, key=key, suggestion=suggestion), stacklevel=_caller_level())
+        warnings.warn(UnknownConfigKeyWarning(note, key=key, suggestion=suggestion), stacklevel=caller_level())
     return tuple(note for _, _, note in notes)
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside agent_core, so a warning names the caller's line.
-
-    A fixed number would point into the engine from some entry points and too far out from
-    others (a request, a stream, a resolve, a server route all reach this at other depths).
-    """
-    frame, level = sys._getframe(1), 1  # the caller of this function, which calls warnings.warn
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def by_priority(specs: Sequence[PluginSpec]) -> list[PluginSpec]:

@@ -115,6 +115,9 @@ def execute(
         )
     except Exception as exc:  # noqa: BLE001 - a failing tool is an answer for the model
         return _error(f"{type(exc).__name__}: {exc}")
+    if result is None and not streams:  # a missing return is a bug, not an answer: never report it as success
+        return _error(f"the tool {name!r} returned nothing: its execute_tool must return a result such as "
+                      "{'success': True, 'result': ...}")
     if not isinstance(result, Mapping):
         result = {"success": True, "result": result}
     return _kept(plugin, "stream_tool" if streams else "execute_tool", name, result)  # type: ignore[no-any-return]

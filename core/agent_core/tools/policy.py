@@ -31,11 +31,11 @@ from typing import Any
 import msgspec
 
 from ..errors import PluginError
-from ..plugins.hooks import LivePlugin
-from ..plugins.lifecycle import run_action
+from ..plugins.hooks import LivePlugin, call_hook, frozen_map
+from ..plugins.lifecycle import action_defaults, run_action
 from ..runtime.effects import Call
 from ..values.events import Outcome, ToolProgressEvent, ToolResultEvent
-from ..values.frozen import thaw
+from ..values.frozen import freeze, thaw
 from ..values.messages import Message, Session
 from ..values.views import session_view
 from .approval import (
@@ -184,7 +184,13 @@ def tool_pre(kit: ToolKit, r: Routed, session: Session, native: Any, state: Any)
         ctx = {"lifecycle": "tool_pre", "trigger_source": "core", "config": kit.config, "core": kit.core,
                "session": session_view(session), "tool_call": call_info, "request_id": kit.request_id,
                "native_messages": native, "stream": kit.stream}
-        res = run_action(plugin, action, session, native, ctx, state)
+        raw = call_hook(plugin, "execute_action", action["id"], session, native, freeze(action_defaults(action)),
+                        freeze(ctx), state)
+        if raw is None:  # a policy that forgot to answer must not let the call through (fail closed)
+            raise PluginError(plugin.name, "execute_action", TypeError("None"), detail=(
+                f"tool_pre action {action['id']!r} returned None for the call to {r.call.tool_name!r}; the call was "
+                "refused. Return {'action': 'continue'} to let it run, or 'deny', 'modify', 'ask_user'"))
+        res = frozen_map(plugin, "execute_action", raw, "action result")
         verdict = res.get("action") or res.get("decision") or "continue"
         reason = res.get("reason") or ""
         read_hook_extras(plugin, res, verdict, out)

@@ -1,0 +1,125 @@
+"""Policies fail closed, and mistakes in a plugin's shape are named where they are made (issue 28).
+
+A ``tool_pre`` that answers nothing refuses the call; a tool that returns nothing is an
+error the model reads, not "Result: None"; a method named almost like a hook, a hook that
+leaves out a middle parameter, and a misspelt plugin name in ``enabled_plugins`` each get
+a message naming the plugin and what it probably meant.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+from agent_core import AgentCore, UnknownHookWarning
+from agent_core.errors import ConfigError, PluginError
+from agent_core.testing import reply, scripted_provider, tool_call
+
+
+class Adder:
+    name = "adder"
+
+    def __init__(self) -> None:
+        self.ran: list[Any] = []
+
+    def get_tool_schemas(self, state: Any) -> list[dict]:
+        return [{"type": "function", "function": {
+            "name": "add", "description": "add two numbers",
+            "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}}]
+
+    def execute_tool(self, tool_name: Any, payload: Any, state: Any) -> Any:
+        RAN.append(payload)
+        return {"success": True, "result": payload["a"] + payload["b"]}
+
+
+RAN: list[Any] = []
+
+
+class Forgetful:
+    """A tool_pre policy whose action forgot its return."""
+
+    name = "forgetful"
+
+    def get_actions(self, config: Any) -> list[dict]:
+        return [{"id": "vet", "label": "Vet a call", "trigger": "tool_pre"}]
+
+    def execute_action(self, action_id: str, session: Any, native: Any, params: Any, context: Any, state: Any) -> Any:
+        return None
+
+
+def _core(*features: Any, tools: Any = (Adder,)) -> AgentCore:
+    provider = scripted_provider(reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), reply("3"))
+    return AgentCore(providers=[provider], features=list(features), tools=list(tools))
+
+
+def test_a_tool_pre_that_returns_nothing_refuses_the_call() -> None:
+    RAN.clear()
+    core = _core(Forgetful)
+    with pytest.raises(PluginError) as caught:
+        core.request(core.add_message(core.create_session(), "user", "1+2?"), {"provider": "scripted"})
+    assert RAN == []  # the tool never ran
+    assert (caught.value.plugin, caught.value.hook) == ("forgetful", "execute_action")
+    assert "returned None" in str(caught.value) and "'continue'" in str(caught.value)
+
+
+def test_a_tool_that_returns_nothing_is_an_error_for_the_model() -> None:
+    class Silent(Adder):
+        name = "silent"
+
+        def execute_tool(self, tool_name: Any, payload: Any, state: Any) -> Any:
+            return None
+
+    core = _core(tools=(Silent,))
+    events = list(core.stream_request(core.add_message(core.create_session(), "user", "1+2?"),
+                                      {"provider": "scripted"}))
+    (result,) = [e for e in events if e.type == "tool_result"]
+    assert result.success is False and "returned nothing" in result.message.content
+    assert "Result: None" not in result.message.content
+
+
+def test_a_near_miss_hook_name_warns_with_the_hook_it_meant() -> None:
+    class Typo:
+        name = "typo"
+
+        def proces_chunk(self, chunk: Any, partials: Any, finals: Any, native: Any, state: Any) -> Any:
+            return partials, finals, native, state
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        AgentCore(providers=[scripted_provider(reply("x"))], extensions=[Typo])
+    (warning,) = [w for w in caught if issubclass(w.category, UnknownHookWarning)]
+    assert warning.filename == __file__  # the caller's line, not the engine's
+    assert (warning.message.plugin, warning.message.name, warning.message.suggestion) == (
+        "typo", "proces_chunk", "process_chunk")
+
+
+def test_a_hook_that_leaves_out_a_middle_parameter_is_named_at_registration() -> None:
+    class Gap:
+        name = "gap"
+
+        def process_chunk(self, native_chunk: Any, partial_messages: Any, final_messages: Any) -> Any:
+            return partial_messages, final_messages, [], {}  # native history and state left out: trailing
+
+    class Skips:
+        name = "skips"
+
+        def process_chunk(self, native_chunk: Any, state: Any) -> Any:
+            return [], [], [], state
+
+    AgentCore(providers=[scripted_provider(reply("x"))], extensions=[Gap])  # trailing ones may go: fine
+    with pytest.raises(ConfigError) as caught:
+        AgentCore(providers=[scripted_provider(reply("x"))], extensions=[Skips])
+    message = str(caught.value)
+    assert "'skips'" in message and "'process_chunk'" in message and "'native_messages'" in message
+    assert "multiple values" not in message
+
+
+def test_a_misspelt_plugin_name_in_enabled_plugins_says_which_it_meant() -> None:
+    core = AgentCore.discover()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        res = core.resolve({"provider": "echo", "enabled_plugins": ["redactt"]})
+    assert res.warnings == ("enabled_plugins names `redactt`, which is no installed plugin; did you mean `redact`?",)
+    with pytest.raises(ConfigError, match="redactt"):
+        core.resolve({"provider": "echo", "enabled_plugins": ["redactt"], "strict_config": True})
