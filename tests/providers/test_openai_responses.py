@@ -342,3 +342,211 @@ def test_tool_choice_in_either_form(server):
                                           "strict": True}]
     assert server.bodies[0]["tool_choice"] == {"type": "function", "name": "add"}
     assert server.bodies[1]["tool_choice"] == "required"
+
+
+# -- not streamed ----------------------------------------------------------------------------------------
+
+
+def response_object(output: list, status: str = "completed", **extra: Any) -> dict:
+    return {"id": "resp_9", "object": "response", "created_at": 1, "status": status, "model": "m",
+            "output": output, "usage": USAGE, "error": None, "incomplete_details": None, **extra}
+
+
+CALL_ITEM = {"id": "fc_1", "type": "function_call", "status": "completed", "arguments": '{"a": 2, "b": 3}',
+             "call_id": "call_1", "name": "add"}
+REASONING_ITEM = {"id": "rs_1", "type": "reasoning", "encrypted_content": "enc-B",
+                  "summary": [{"type": "summary_text", "text": "Add them."}]}
+MESSAGE_ITEM = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Five.", "annotations": []}]}
+
+
+def test_not_streamed(server):
+    server.enqueue(json_reply(response_object([REASONING_ITEM, MESSAGE_ITEM, CALL_ITEM])))
+    t = run_turn(OpenAIResponsesProvider(), [], USER, config(server), stream=False)
+
+    assert server.requests[0].body["stream"] is False
+    (final,) = thaw(t.finals)
+    assert final["content"] == "Five."
+    assert final["metadata"]["reasoning"] == "Add them."
+    assert final["metadata"]["tool_calls"] == [
+        {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}]
+    assert final["metadata"]["finish_reason"] == "tool_calls"
+    assert final["metadata"]["usage"]["input_tokens"] == 21
+    assert thaw(t.native)[-1]["items"] == [REASONING_ITEM, MESSAGE_ITEM, CALL_ITEM]
+
+
+def test_sync_and_async_agree_not_streamed(server):
+    server.enqueue(json_reply(response_object([REASONING_ITEM, MESSAGE_ITEM])))
+    sync_turn = run_turn(OpenAIResponsesProvider(), [], USER, config(server), stream=False)
+    server.enqueue(json_reply(response_object([REASONING_ITEM, MESSAGE_ITEM])))
+    async_turn = run_async(arun_turn, OpenAIResponsesProvider(), [], USER, config(server), stream=False)
+    assert thaw(async_turn.finals) == thaw(sync_turn.finals)
+    assert thaw(async_turn.native) == thaw(sync_turn.native)
+
+
+def test_a_json_answer_to_a_streaming_request_is_replayed_as_its_stream(server):
+    server.enqueue(json_reply(response_object([REASONING_ITEM, MESSAGE_ITEM])))
+    t = turn(server)
+    assert [p["content"] for p in thaw(t.partials) if p["content"]] == ["Five."]
+    assert [p["metadata"]["reasoning"] for p in thaw(t.partials) if p.get("metadata")] == ["Add them."]
+    assert thaw(t.finals)[0]["content"] == "Five." and len(server.requests) == 1
+
+
+def test_not_streamed_failed_response_raises_its_typed_error(server):
+    failed = response_object([], "failed", error={"code": "server_error", "message": "The server had an error"})
+    server.enqueue(json_reply(failed))
+    with pytest.raises(ProviderUnavailableError, match="The server had an error"):
+        run_turn(OpenAIResponsesProvider(), [], USER, config(server), stream=False)
+
+
+# -- how an answer ends: incomplete, failed, error events ------------------------------------------------
+
+
+def test_incomplete_at_the_token_limit_ends_with_length(server):
+    server.enqueue(Stream().text("Once upon a", close=False).incomplete("max_output_tokens"))
+    t = turn(server, max_tokens=3)
+    (final,) = thaw(t.finals)
+    assert final["content"] == "Once upon a"
+    assert final["metadata"]["finish_reason"] == "length"
+    assert final["metadata"]["status"] == "incomplete"
+    assert final["metadata"]["incomplete_reason"] == "max_output_tokens"
+    assert server.requests[0].body["max_output_tokens"] == 3
+
+
+def test_incomplete_by_content_filter(server):
+    server.enqueue(Stream().text("I can", close=False).incomplete("content_filter"))
+    (final,) = thaw(turn(server).finals)
+    assert final["metadata"]["finish_reason"] == "content_filter"
+    assert final["metadata"]["incomplete_reason"] == "content_filter"
+
+
+def test_a_call_cut_by_the_token_limit_stops_the_request_as_truncated(server):
+    server.enqueue(Stream().call("add", '{"a": 1, "b', close=False).incomplete("max_output_tokens"))
+    core = make_core()
+    session = core.add_message(core.create_session(), Message(role="user", content="add"))
+    events = list(core.stream_request(session, engine_config(server)))
+    done = events[-1]
+    assert done.outcome.status == "stopped" and done.outcome.reason == "truncated"
+    (answer,) = done.final_messages
+    assert thaw(answer.metadata["tool_calls"]) == [{"id": "call_1", "type": "function", "incomplete": True,
+                                                   "function": {"name": "add", "arguments": '{"a": 1, "b'}}]
+    assert not [e for e in events if e.type == "tool_call"] and len(server.requests) == 1
+    # the next request never sends the cut call back
+    server.enqueue(text_reply("ok"))
+    core.request(core.add_message(done.session, Message(role="user", content="again")), engine_config(server))
+    assert [i.get("type") or i.get("role") for i in server.bodies[1]["input"]] == ["user", "user"]
+
+
+@pytest.mark.parametrize(("code", "error"), [
+    ("server_error", ProviderUnavailableError),
+    ("rate_limit_exceeded", RateLimitError),
+    ("invalid_prompt", InvalidRequestError),
+])
+def test_response_failed_is_a_typed_error(server, code, error):
+    server.enqueue(Stream().text("Hal", close=False).failed(code, f"failed: {code}"))
+    with pytest.raises(error) as caught:
+        turn(server)
+    assert caught.value.message == f"failed: {code}"
+    assert caught.value.upstream.code == code and caught.value.upstream.status is None
+
+
+@pytest.mark.parametrize(("event", "error"), [
+    ({"code": "rate_limit_exceeded", "message": "slow down", "param": None}, RateLimitError),
+    ({"code": "context_length_exceeded", "message": "too long", "param": "input"}, Exception),
+    ({"error": {"type": "invalid_request_error", "code": None, "message": "bad tool"}}, InvalidRequestError),
+    ({"code": None, "message": "flagged by the content filter", "param": None}, ContentFilterError),
+])
+def test_error_event_is_a_typed_error(server, event, error):
+    from agent_core import ContextLengthError
+
+    error = ContextLengthError if error is Exception else error
+    server.enqueue(Stream().raw(sse({"type": "error", "sequence_number": 2, **event}, event="error")).reply())
+    with pytest.raises(error):
+        turn(server)
+
+
+def test_malformed_event_is_reported_not_crashed(server):
+    from agent_core import MalformedResponseError
+
+    server.enqueue(Stream().event("response.output_text.delta", output_index=0, delta=7).completed())
+    with pytest.raises(MalformedResponseError, match="has no text delta"):
+        turn(server)
+
+
+def test_a_stream_without_its_terminal_event_is_an_error(server):
+    server.enqueue(Stream().text("Hi").reply())
+    with pytest.raises(ProviderUnavailableError, match="before the API marked it complete"):
+        turn(server)
+
+
+# -- retries ---------------------------------------------------------------------------------------------
+
+
+def test_429_is_retried(server):
+    server.enqueue(json_reply({"error": {"message": "Rate limit reached", "type": "requests",
+                                         "code": "rate_limit_exceeded"}}, status=429, headers={"retry-after": "0"}),
+                   text_reply("after the wait"))
+    t = turn(server, max_retries=2)
+    assert thaw(t.finals)[0]["content"] == "after the wait"
+    assert len(server.requests) == 2 and server.requests[0].raw == server.requests[1].raw
+
+
+def test_response_failed_with_server_error_is_retried_after_output_with_a_retract(server):
+    broken = Stream().text("Hal", close=False).failed("server_error", "try again")
+    server.enqueue(broken, text_reply("Whole"))
+    core = make_core()
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+    events = list(core.stream_request(session, engine_config(server, max_retries=1, max_retry_wait_s=0)))
+    kinds = [e.type for e in events]
+    assert kinds.index("retract") > kinds.index("partial")
+    assert events[-1].final_messages[-1].content == "Whole"
+
+
+def test_a_stream_cut_mid_answer_is_retried_with_a_retract(server):
+    server.enqueue(Stream().text("Half an", close=False).raw(CUT).reply(), text_reply("Whole answer"))
+    core = make_core()
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+    events = list(core.stream_request(session, engine_config(server, max_retries=2, max_retry_wait_s=0)))
+    (retract,) = [e for e in events if isinstance(e, RetractEvent)]
+    at = events.index(retract)
+    before = "".join(e.message.content for e in events[:at] if e.type == "partial")
+    after = "".join(e.message.content for e in events[at:] if e.type == "partial")
+    assert before == "Half an" and after == "Whole answer"
+    done = events[-1]
+    assert done.outcome.status == "finished" and done.final_messages[-1].content == "Whole answer"
+    assert len(server.requests) == 2
+
+
+def test_a_cut_before_any_output_is_retried_without_a_retract(server):
+    server.enqueue(Stream().raw(CUT).reply(), text_reply("ok"))
+    core = make_core()
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+    events = list(core.stream_request(session, engine_config(server, max_retries=1, max_retry_wait_s=0)))
+    assert "retract" not in [e.type for e in events] and "retrying" in [e.type for e in events]
+    assert events[-1].final_messages[-1].content == "ok"
+
+
+def test_a_server_side_tool_makes_the_answer_unrepeatable(server):
+    search = {"id": "ws_1", "type": "web_search_call", "status": "completed", "action": {"type": "search"}}
+    broken = Stream().event("response.output_item.added", output_index=0, item=search).text("Found", close=False)
+    server.enqueue(broken.raw(CUT).reply())
+    with pytest.raises(ProviderUnavailableError):
+        turn(server, max_retries=2, max_retry_wait_s=0)
+    assert len(server.requests) == 1
+
+
+# -- the command line ------------------------------------------------------------------------------------
+
+
+def test_agent_core_run_streams_from_the_responses_api(server, capsys):
+    from agent_core.cli import main
+
+    server.enqueue(text_reply("Hi ", "there"))
+    code = main(["run", "--provider", "openai_responses", "--base-url", f"{server.url}/v1", "--api-key", "k",
+                 "--model", "m", "hi"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert out.out == "Hi there\n"
+    request = server.requests[0]
+    assert request.path == "/v1/responses" and request.headers["authorization"] == "Bearer k"
+    assert request.body["input"] == [{"role": "user", "content": "hi"}] and request.body["stream"] is True
