@@ -211,3 +211,41 @@ def test_a_stream_that_breaks_after_text_ends_with_an_error_event(facade: str, s
     assert error["message"] and failed["response"]["status"] == "failed"
     assert failed["response"]["error"]["message"] == error["message"]
     assert "response.completed" not in names
+
+
+@pytest.fixture
+def retrying(server: ScriptedServer, store: Any) -> Iterator[str]:
+    """A server whose operator allows upstream retries (the facades' own default is none)."""
+    config = {"base_url": f"{server.url}/v1", "api_key": "sk-upstream-0123456789", "max_retries": 2,
+              "max_retry_wait_s": 0}
+    with running(create_app(store=store, config=config)) as url:
+        yield url
+
+
+def test_a_retry_after_text_ends_the_stream(retrying: str, server: ScriptedServer) -> None:
+    text_then_cut = sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "Half an "}),
+                              CUT)
+    server.enqueue(text_then_cut, oa_text("The whole ", "answer."))
+    r = httpx.post(f"{retrying}/v1/responses", json={"model": "openai/m", "input": "hi", "stream": True},
+                   timeout=10)
+    names = [name for name, _ in _events(r.text)]
+    deltas = [data["delta"] for name, data in _events(r.text) if name == "response.output_text.delta"]
+    assert deltas == ["Half an "] and names[-2:] == ["error", "response.failed"]  # never two attempts glued
+
+
+def test_a_retry_before_any_text_is_unseen(retrying: str, server: ScriptedServer) -> None:
+    server.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": ""}), CUT), oa_text("The whole ", "answer."))
+    r = httpx.post(f"{retrying}/v1/responses", json={"model": "openai/m", "input": "hi", "stream": True},
+                   timeout=10)
+    events = _events(r.text)
+    assert events[-1][0] == "response.completed" and "error" not in [name for name, _ in events]
+    assert events[-1][1]["response"]["output"][0]["content"][0]["text"] == "The whole answer."
+    assert len(server.requests) == 2
+
+
+def test_x_session_id_keeps_the_exchange(client: openai.OpenAI, store: Any) -> None:
+    reply = client.responses.create(model="echo", input="remember me", extra_headers={"X-Session-Id": "r1"})
+    assert reply.output_text == "Echo: remember me"
+    kept = store.get("r1").session
+    assert [(m.role, m.content) for m in kept.messages] == [("user", "remember me"),
+                                                           ("assistant", "Echo: remember me")]
