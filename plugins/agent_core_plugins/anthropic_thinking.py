@@ -1,8 +1,12 @@
 """Extended thinking for the ``anthropic`` provider.
 
-Why an extension: thinking is a capability of some Claude models (the
-provider tags them ``thinking``), switched on per request with a token
-budget, and its blocks need care the text path does not:
+Why an extension: thinking is a capability of some Claude models, switched
+on per request with a token budget, and its blocks need care the text path
+does not. It runs with the ``anthropic`` provider whatever the budget: a
+model, a gateway or ``extra_body`` may turn thinking on without the budget,
+and a block that arrives must not be dropped (its text is the reasoning, and
+the API wants a signed block back before a ``tool_use``). The budget only
+decides whether this extension asks for thinking:
 
 * ``initialize_request`` asks for thinking when ``thinking_budget`` > 0. The
   API wants ``max_tokens`` above the budget and no custom temperature, so
@@ -37,31 +41,20 @@ _THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
 class AnthropicThinkingExtension(Extension):
-    """Extended thinking; on for models tagged ``thinking``, active when ``thinking_budget`` > 0."""
+    """Extended thinking: keeps thinking blocks whenever they arrive; asks for them when ``thinking_budget`` > 0."""
 
     name = "anthropic_thinking"
     version = "0.1.0"
     priority = 40
-    requires = ("provider:anthropic", "thinking")
+    requires = ("provider:anthropic",)
     config_schema = {
         "thinking_budget": {
             "type": "integer",
             "default": 0,
-            "description": "tokens the model may think before answering (>= 1024); 0 turns thinking off",
+            "description": "tokens the model may think before answering (>= 1024); 0 asks for no thinking "
+                       "(blocks that arrive anyway are still kept)",
         },
     }
-
-    def is_enabled(self, config: Dict, tags: list[str], models: Msgs, context: Dict | None = None) -> bool | None:
-        """Off while no thinking is asked for; otherwise the tag rules decide.
-
-        Thinking is asked for with ``thinking_budget`` > 0, or by hand through
-        ``extra_body["thinking"]`` (then the blocks still need this extension).
-        So ``resolve()`` and ``agent-core plugins`` say "off" rather than "on"
-        for an extension with nothing to do.
-        """
-        extra = config.get("extra_body")
-        asked = isinstance(extra, Mapping) and bool(extra.get("thinking"))
-        return None if asked or int(config.get("thinking_budget") or 0) > 0 else False
 
     def to_native_messages(self, messages: Msgs, native_messages: Msgs, state: Dict | None = None, *,
                            context: Dict | None = None) -> Msgs:

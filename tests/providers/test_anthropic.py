@@ -238,7 +238,7 @@ def test_tags_follow_the_model():
     assert "thinking" in provider.get_tags({"model": "claude-3-7-sonnet-latest"}, [])
     assert "thinking" not in provider.get_tags({"model": "claude-3-5-haiku-latest"}, [])
     assert {"provider:anthropic", "streaming", "tools"} <= set(provider.get_tags({}, []))
-    assert AnthropicThinkingExtension().required_tags() == ["provider:anthropic", "thinking"]
+    assert AnthropicThinkingExtension().required_tags() == ["provider:anthropic"]  # blocks are kept from any model
     assert AnthropicToolsExtension().accepted_tool_schema_formats({}) == ["anthropic.messages"]
     assert AnthropicToolsExtension().emitted_tool_call_formats({}) == ["openai.chat_completions"]
 
