@@ -8,6 +8,7 @@ by the helpers at the top; ``responses_recordings/`` holds real recorded ones.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -550,3 +551,129 @@ def test_agent_core_run_streams_from_the_responses_api(server, capsys):
     request = server.requests[0]
     assert request.path == "/v1/responses" and request.headers["authorization"] == "Bearer k"
     assert request.body["input"] == [{"role": "user", "content": "hi"}] and request.body["stream"] is True
+
+
+# -- bodies recorded from the real API (responses_recordings/README.md says where from) -------------------
+
+RECORDINGS = Path(__file__).parent / "responses_recordings"
+
+
+def recorded_events(name: str) -> list[bytes]:
+    return [line for line in (RECORDINGS / name).read_bytes().splitlines() if line.strip()]
+
+
+def recorded_stream(lines: list[bytes]) -> Any:
+    """The recorded events framed as the API sends them: ``event: <type>`` then the line as it was."""
+    return sse_reply(*(b"event: %s\ndata: %s\n\n" % (json.loads(line)["type"].encode(), line) for line in lines))
+
+
+def recorded_responses(name: str) -> list[list[bytes]]:
+    """A recording that holds several responses one after the other, cut at each ``response.created``."""
+    out: list[list[bytes]] = []
+    for line in recorded_events(name):
+        if json.loads(line)["type"] == "response.created":
+            out.append([])
+        out[-1].append(line)
+    return out
+
+
+class RecordedCalculator:
+    name = "recorded_calculator"
+    version = "1.0.0"
+
+    def get_tool_schemas(self, state: Any) -> list:
+        params = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"},
+                                                   "op": {"type": "string"}}}
+        return [{"type": "function", "function": {"name": "calculator", "parameters": params}}]
+
+    def execute_tool(self, tool_name: str, payload: Any, state: Any) -> dict:
+        a, b = payload["a"], payload["b"]
+        return {"success": True, "result": a + b if payload["op"] == "add" else a * b}
+
+
+def test_every_recording_has_a_case_and_a_source():
+    files = {p.name for p in RECORDINGS.iterdir() if p.name != "README.md"}
+    cases = {"responses-reasoning-tool-loop.chunks.txt", "responses-reasoning.json",
+             "responses-error-quota.chunks.txt", "responses-web-search.chunks.txt"}
+    assert files == cases
+    readme = (RECORDINGS / "README.md").read_text()
+    assert all(f"| `{name}` |" in readme for name in cases)
+
+
+def test_recorded_tool_loop_with_encrypted_reasoning(server):
+    """The four recorded responses answer the four provider calls of one request, as they did live."""
+    responses = recorded_responses("responses-reasoning-tool-loop.chunks.txt")
+    assert len(responses) == 4
+    server.enqueue(*(recorded_stream(r) for r in responses))
+    core = AgentCore(providers=[OpenAIResponsesProvider], tools=[RecordedCalculator])
+    session = core.add_message(core.create_session(), Message(role="user", content="(12 + 7) * 3 * 10?"))
+    result = core.request(session, engine_config(server, reasoning_effort="high", reasoning_summary="detailed"))
+
+    assert result.outcome.status == "finished"
+    messages = result.final_messages
+    assert [m.role for m in messages] == ["assistant", "tool"] * 3 + ["assistant"]
+    assert [json.loads(m.metadata["tool_calls"][0]["function"]["arguments"]) for m in messages[0:6:2]] == [
+        {"a": 12, "b": 7, "op": "add"}, {"a": 19, "b": 3, "op": "multiply"}, {"a": 57, "b": 10, "op": "multiply"}]
+    assert [m.content for m in messages[1:6:2]] == ["Result: 19", "Result: 57", "Result: 570"]
+    assert messages[-1].content == "The final result is **570**."
+    first = messages[0].metadata
+    assert first["reasoning"].startswith("**Calculating step-by-step using calculator**\n\nI'll compute 12 plus 7")
+    assert first["finish_reason"] == "tool_calls"
+    assert thaw(first["usage"])["input_tokens"] == 134 and thaw(first["usage"])["output_tokens"] == 28
+    assert result.usage.input_tokens == 134 + 221 + 260 + 299
+    # the recorded reasoning item goes back, encrypted content and all, before its call and the call's output
+    recorded_item = json.loads(responses[0][[json.loads(x)["type"] for x in responses[0]].index(
+        "response.output_item.done")])["item"]
+    sent = server.bodies[1]["input"]
+    assert sent[1] == recorded_item and sent[1]["encrypted_content"].startswith("gAAAAABpPDIV")
+    assert [i.get("type") for i in sent[2:]] == ["function_call", "function_call_output"]
+    assert sent[3] == {"type": "function_call_output", "call_id": "call_AB6AaRZ1FYZB2RwS6A5vbdqn",
+                       "output": "Result: 19"}
+    assert [len(b["input"]) for b in server.bodies] == [1, 4, 6, 8]
+
+
+def test_recorded_non_streamed_reasoning(server):
+    server.enqueue(json_reply(json.loads((RECORDINGS / "responses-reasoning.json").read_bytes())))
+    (final,) = thaw(run_turn(OpenAIResponsesProvider(), [], USER, config(server), stream=False).finals)
+    assert final["content"] == "12 + 7 = 19\n19 \u00d7 3 = 57\n57 \u00d7 10 = 570\n\nFinal result: 570"
+    assert final["metadata"]["reasoning"].startswith("**Reporting final result**")
+    assert final["metadata"]["reasoning_items"][0]["encrypted_content"].startswith("gAAAAABpPMlc")
+    assert final["metadata"]["usage"]["reasoning_tokens"] == 128
+    assert final["metadata"]["usage"]["input_tokens"] == 865 and final["metadata"]["finish_reason"] == "stop"
+
+
+def test_recorded_error_event_is_a_spent_quota(server):
+    from agent_core import QuotaExceededError
+
+    server.enqueue(recorded_stream(recorded_events("responses-error-quota.chunks.txt")))
+    with pytest.raises(QuotaExceededError, match="You exceeded your current quota") as caught:
+        turn(server, max_retries=2)
+    assert caught.value.upstream.code == "insufficient_quota" and len(server.requests) == 1
+
+
+def test_recorded_web_search_is_the_api_s_own_tool(server):
+    lines = recorded_events("responses-web-search.chunks.txt")
+    server.enqueue(recorded_stream(lines))
+    t = turn(server)
+    (final,) = thaw(t.finals)
+    assert final["content"].startswith("I checked today\u2019s tech headlines (today = December 5, 2025)")
+    assert len(final["content"]) == 3645
+    assert "".join(p["content"] for p in thaw(t.partials)) == final["content"]
+    assert [s["type"] for s in final["metadata"]["server_tools"]] == ["web_search_call"] * 6
+    assert "tool_calls" not in final["metadata"]
+    assert final["metadata"]["usage"]["cache_read_tokens"] == 3712
+    assert final["metadata"]["usage"]["input_tokens"] == 31073
+    annotations = [a for i in thaw(t.native)[-1]["items"] if i["type"] == "message"
+                   for part in i["content"] for a in part["annotations"]]
+    assert len(annotations) == 12 and annotations[0]["type"] == "url_citation"
+
+
+@pytest.mark.parametrize("name", ["responses-web-search.chunks.txt", "responses-reasoning-tool-loop.chunks.txt"])
+def test_recorded_async_replay_matches_sync(server, name):
+    lines = recorded_responses(name)[0]
+    server.enqueue(recorded_stream(lines))
+    sync_turn = turn(server)
+    server.enqueue(recorded_stream(lines))
+    async_turn = run_async(arun_turn, OpenAIResponsesProvider(), [], USER, config(server))
+    assert thaw(async_turn.finals) == thaw(sync_turn.finals)
+    assert thaw(async_turn.native) == thaw(sync_turn.native)
