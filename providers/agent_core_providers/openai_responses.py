@@ -146,7 +146,7 @@ class OpenAIResponsesProvider(HTTPProvider):
         }
 
     def get_tags(self, config: Dict, models: list[Dict]) -> list[str]:
-        return ["provider:openai_responses", "streaming", "tools", "thinking"]
+        return ["provider:openai_responses", "streaming", "tools"]
 
     def accepted_tool_schema_formats(self, config: Dict, state: Dict | None = None) -> list[str]:
         """Chat Completions functions: the engine adapts every tool to them, the payload flattens them."""

@@ -677,3 +677,39 @@ def test_recorded_async_replay_matches_sync(server, name):
     async_turn = run_async(arun_turn, OpenAIResponsesProvider(), [], USER, config(server))
     assert thaw(async_turn.finals) == thaw(sync_turn.finals)
     assert thaw(async_turn.native) == thaw(sync_turn.native)
+
+
+# -- cancel and secrets ------------------------------------------------------------------------------
+
+
+def test_cancel_through_the_engine_closes_the_stream(server):
+    import threading
+    import time
+
+    from ._server import Delay
+
+    tick = Stream().text("tick ", close=False)
+    for _ in range(50):
+        tick.raw(Delay(0.1)).event("response.output_text.delta", item_id="msg_1", output_index=0,
+                                   content_index=0, delta="tick ")
+    server.enqueue(tick.reply())
+    core = make_core()
+    session = core.add_message(core.create_session(), Message(role="user", content="count"))
+    started = time.monotonic()
+    events = []
+    for event in core.stream_request(session, engine_config(server), request_id="rq-7"):
+        events.append(event)
+        if event.type == "partial" and len([e for e in events if e.type == "partial"]) == 2:
+            threading.Thread(target=core.cancel_request, args=("rq-7",)).start()
+    assert time.monotonic() - started < 3.0  # the stream would run 5 s
+    assert events[-1].outcome.status == "stopped" and events[-1].outcome.reason == "cancelled"
+
+
+def test_the_key_never_reaches_an_error(server):
+    echo = {"type": "error", "code": "invalid_api_key", "message": f"Incorrect API key provided: {KEY}"}
+    server.enqueue(Stream().raw(sse(echo, event="error")).reply())
+    from agent_core import AuthenticationError
+
+    with pytest.raises(AuthenticationError) as caught:
+        turn(server)
+    assert KEY not in str(caught.value) and KEY not in caught.value.upstream.message
