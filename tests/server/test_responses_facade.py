@@ -17,7 +17,14 @@ import openai
 import pytest
 from agent_core.server import create_app
 from providers._server import CUT, ScriptedServer, json_reply, sse_reply
-from providers._wire import OA_DONE, OA_USAGE, oa_chunk, oa_text
+from providers._wire import (
+    OA_DONE,
+    OA_USAGE,
+    an_text,
+    an_thinking_tools,
+    oa_chunk,
+    oa_text,
+)
 
 from ._live import running
 
@@ -249,3 +256,32 @@ def test_x_session_id_keeps_the_exchange(client: openai.OpenAI, store: Any) -> N
     kept = store.get("r1").session
     assert [(m.role, m.content) for m in kept.messages] == [("user", "remember me"),
                                                            ("assistant", "Echo: remember me")]
+
+
+def test_an_anthropic_models_thinking_and_calls_stream_as_reasoning_and_function_call_items(
+        facade: str, client: openai.OpenAI, server: ScriptedServer) -> None:
+    anthropic_tools = [{"type": "function", "name": name, "parameters": {"type": "object", "properties": {}}}
+                       for name in ("add", "mul")]
+    server.enqueue(an_thinking_tools())
+    r = httpx.post(f"{facade}/v1/responses", json={"model": "anthropic/claude-test", "input": "hi",
+                                                   "tools": anthropic_tools, "stream": True})
+    events = _events(r.text)
+    names = [name for name, _ in events]
+    assert names[2:5] == ["response.output_item.added", "response.content_part.added",
+                          "response.reasoning_text.delta"]
+    output = events[-1][1]["response"]["output"]
+    assert [item["type"] for item in output] == ["reasoning", "message", "function_call", "function_call"]
+    assert output[0]["content"] == [{"type": "reasoning_text", "text": "The user wants two sums."}]
+    assert output[1]["content"][0]["text"] == "Let me compute."
+    assert [(c["call_id"], json.loads(c["arguments"])) for c in output[2:]] == [("toolu_1", {"a": 1, "b": 2}),
+                                                                                 ("toolu_2", {"x": 3, "y": 4})]
+    assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
+    # sent back next time, the reasoning item is dropped and the calls are answered
+    server.enqueue(an_text("Done."))
+    answers = [{"type": "function_call_output", "call_id": c["call_id"], "output": "3"} for c in output[2:]]
+    follow = [{"role": "user", "content": "hi"}, *output, *answers]
+    with client.responses.stream(model="anthropic/claude-test", input=follow, tools=anthropic_tools) as stream:
+        assert stream.get_final_response().output_text == "Done."
+    sent = server.requests[-1].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert [b["type"] for b in sent[1]["content"]] == ["text", "tool_use", "tool_use"]

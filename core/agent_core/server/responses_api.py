@@ -76,8 +76,8 @@ class ResponsesRoutes(TurnRoutes):
         """The answer as Responses events, from ``response.created`` to ``response.completed``.
 
         An error, a cancelled request or a failed X-Session-Id save ends it early with an
-        ``error`` event and ``response.failed``; so does an upstream retry after text was
-        sent, since a delta cannot be taken back (a retry before any text is not seen).
+        ``error`` event and ``response.failed``; so does an upstream retry after text or
+        reasoning was sent, since a delta cannot be taken back (a retry before any is not seen).
         """
         yield out.start()
         reply = None
@@ -92,7 +92,7 @@ class ResponsesRoutes(TurnRoutes):
                 if frame:
                     yield frame
             elif event.type == "retract":
-                stop = self._retracted(turn, event, out.streamed_text)
+                stop = self._retracted(turn, event, out.streamed_text or out.streamed_reasoning)
                 if stop is not None:
                     yield out.error(openai_body(stop)["error"])
                     return

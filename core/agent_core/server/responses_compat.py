@@ -5,8 +5,8 @@ become the client's part of the config, named as the Chat Completions facade nam
 them (``max_output_tokens`` is ``max_completion_tokens``, ``text.format`` is
 ``response_format``, ``reasoning.effort`` is ``reasoning_effort``), so one provider
 reads one key whichever API the client speaks. The engine's reply becomes a
-``response`` object whose ``output`` holds a ``message`` item and one ``function_call``
-item per tool call.
+``response`` object whose ``output`` holds a ``reasoning`` item (when the provider gave
+reasoning), a ``message`` item and one ``function_call`` item per tool call.
 
 The server keeps nothing between requests, so anything that points at server-side
 state (``previous_response_id``, ``conversation``, ``prompt``, an ``item_reference``) is
@@ -48,6 +48,7 @@ __all__ = [
     "function_call_item",
     "message_item",
     "output_items",
+    "reasoning_item",
     "response_body",
     "responses_config",
     "responses_session",
@@ -312,6 +313,12 @@ def message_item(item_id: str, text: str, status: str = "completed") -> dict[str
     return {"type": "message", "id": item_id, "role": "assistant", "status": status, "content": content}
 
 
+def reasoning_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+    """The reply's reasoning as the API's ``reasoning`` item (its text in ``content``; no summary is made)."""
+    content = [{"type": "reasoning_text", "text": text}] if status == "completed" else []
+    return {"type": "reasoning", "id": item_id, "summary": [], "content": content, "status": status}
+
+
 def function_call_item(call: Mapping[str, Any], status: str = "completed") -> dict[str, Any]:
     arguments = call["function"].get("arguments") or ""
     return {"type": "function_call", "id": f"fc_{call['id']}", "call_id": call["id"],
@@ -320,8 +327,11 @@ def function_call_item(call: Mapping[str, Any], status: str = "completed") -> di
 
 
 def output_items(request_id: str, reply: Message | None) -> list[dict[str, Any]]:
-    """The reply as output items: a message when it has text, then one function_call per call."""
+    """The reply as output items: its reasoning, a message when it has text, then one function_call per call."""
     items: list[dict[str, Any]] = []
+    reasoning = reply.metadata.get("reasoning") if reply is not None else None
+    if isinstance(reasoning, str) and reasoning:
+        items.append(reasoning_item(f"rs_{request_id}", reasoning))
     text = reply.content if reply is not None and isinstance(reply.content, str) else ""
     if text:
         items.append(message_item(f"msg_{request_id}", text))

@@ -1,10 +1,11 @@
 """The Responses API's server-sent events, built from the engine's events.
 
 Kept apart from :mod:`.responses_compat` (the bodies) because it is the one stateful
-piece: the running sequence number, whether the message item is open, and what the
-output list holds so far (``response.completed`` repeats it whole).
+piece: the running sequence number, which item is open, and what the output list
+holds so far (``response.completed`` repeats it whole).
 
-Order, as the API sends it: ``response.created`` and ``response.in_progress``; the
+Order, as the API sends it: ``response.created`` and ``response.in_progress``; a
+``reasoning`` item when the provider gives reasoning (``reasoning_text`` deltas); the
 message item (``output_item.added``, ``content_part.added``, ``output_text.delta``...,
 ``output_text.done``, ``content_part.done``, ``output_item.done``) opened at the first
 text; each tool call as a ``function_call`` item whose arguments come in one delta (the
@@ -25,6 +26,7 @@ from .responses_compat import (
     finish_of,
     function_call_item,
     message_item,
+    reasoning_item,
     response_body,
     usage_of,
 )
@@ -33,7 +35,12 @@ __all__ = ["ResponseStream"]
 
 
 class ResponseStream:
-    """Engine events in, Responses API events out; ``ended`` once a terminal event is sent."""
+    """Engine events in, Responses API events out; ``ended`` once a terminal event is sent.
+
+    Text and reasoning each stream into an item of their own (``message``, ``reasoning``),
+    opened when the first piece arrives and closed when the other kind starts or the reply
+    is complete.
+    """
 
     def __init__(self, request_id: str, body: ResponsesBody, created: int) -> None:
         self.request_id = request_id
@@ -41,14 +48,12 @@ class ResponseStream:
         self.created = created
         self.sequence = 0
         self.output: list[dict[str, Any]] = []
-        self.text: list[str] = []
-        self.open = False  # the message item is added and still taking deltas
+        self.open: str | None = None  # the kind of the item taking deltas: "message", "reasoning" or None
+        self.item_id = ""
+        self.pieces: list[str] = []
         self.streamed_text = False
+        self.streamed_reasoning = False
         self.ended = False
-
-    @property
-    def message_id(self) -> str:
-        return f"msg_{self.request_id}"
 
     def _event(self, kind: str, **data: Any) -> bytes:
         payload = {"type": kind, "sequence_number": self.sequence, **data}
@@ -63,45 +68,69 @@ class ResponseStream:
         return (self._event("response.created", response=self._response("in_progress"))
                 + self._event("response.in_progress", response=self._response("in_progress")))
 
-    def _text(self, text: str) -> bytes:
+    def _piece(self, kind: str, text: str) -> bytes:
+        """One delta of text or reasoning, opening its item first when another kind (or none) is open."""
         out = b""
-        if not self.open:
-            self.open = True
-            out += self._event("response.output_item.added", output_index=len(self.output),
-                               item=message_item(self.message_id, "", "in_progress"))
-            out += self._event("response.content_part.added", item_id=self.message_id,
-                               output_index=len(self.output), content_index=0,
-                               part={"type": "output_text", "text": "", "annotations": []})
-        self.text.append(text)
-        self.streamed_text = True
-        return out + self._event("response.output_text.delta", item_id=self.message_id,
-                                 output_index=len(self.output), content_index=0, delta=text, logprobs=[])
-
-    def _close_message(self) -> bytes:
-        if not self.open:
-            return b""
-        self.open = False
-        text = "".join(self.text)
         index = len(self.output)
-        item = message_item(self.message_id, text)
+        if self.open != kind:
+            out += self._close()
+            index = len(self.output)
+            self.open, self.pieces = kind, []
+            if kind == "message":
+                self.item_id = item_id(self.request_id, "msg", index, self.streamed_text)
+                item, part = message_item(self.item_id, "", "in_progress"), empty_part("output_text")
+            else:
+                self.item_id = item_id(self.request_id, "rs", index, self.streamed_reasoning)
+                item, part = reasoning_item(self.item_id, "", "in_progress"), empty_part("reasoning_text")
+            out += self._event("response.output_item.added", output_index=index, item=item)
+            out += self._event("response.content_part.added", item_id=self.item_id, output_index=index,
+                               content_index=0, part=part)
+        self.pieces.append(text)
+        if kind == "message":
+            self.streamed_text = True
+            return out + self._event("response.output_text.delta", item_id=self.item_id, output_index=index,
+                                     content_index=0, delta=text, logprobs=[])
+        self.streamed_reasoning = True
+        return out + self._event("response.reasoning_text.delta", item_id=self.item_id, output_index=index,
+                                 content_index=0, delta=text)
+
+    def _close(self) -> bytes:
+        if self.open is None:
+            return b""
+        kind, self.open = self.open, None
+        text = "".join(self.pieces)
+        index = len(self.output)
+        if kind == "message":
+            item = message_item(self.item_id, text)
+            done = self._event("response.output_text.done", item_id=self.item_id, output_index=index,
+                               content_index=0, text=text, logprobs=[])
+        else:
+            item = reasoning_item(self.item_id, text)
+            done = self._event("response.reasoning_text.done", item_id=self.item_id, output_index=index,
+                               content_index=0, text=text)
         self.output.append(item)
-        return (self._event("response.output_text.done", item_id=self.message_id, output_index=index,
-                            content_index=0, text=text, logprobs=[])
-                + self._event("response.content_part.done", item_id=self.message_id, output_index=index,
-                              content_index=0, part=item["content"][0])
+        return (done + self._event("response.content_part.done", item_id=self.item_id, output_index=index,
+                                   content_index=0, part=item["content"][0])
                 + self._event("response.output_item.done", output_index=index, item=item))
 
     def partial(self, message: Message) -> bytes:
+        out = b""
+        reasoning = message.metadata.get("reasoning") if message.metadata else None
+        if isinstance(reasoning, str) and reasoning:
+            out += self._piece("reasoning", reasoning)
         if isinstance(message.content, str) and message.content:
-            return self._text(message.content)
-        return b""
+            out += self._piece("message", message.content)
+        return out
 
     def final(self, reply: Message) -> bytes:
-        """What the final message adds: its text when none was streamed, then its tool calls."""
+        """What the final message adds: reasoning and text not streamed before, then its tool calls."""
         out = b""
+        reasoning = reply.metadata.get("reasoning")
+        if not self.streamed_reasoning and isinstance(reasoning, str) and reasoning:
+            out += self._piece("reasoning", reasoning)
         if not self.streamed_text and isinstance(reply.content, str) and reply.content:
-            out += self._text(reply.content)
-        out += self._close_message()
+            out += self._piece("message", reply.content)
+        out += self._close()
         for call in calls_of(reply):
             index = len(self.output)
             item = function_call_item(call)
@@ -116,7 +145,7 @@ class ResponseStream:
         return out
 
     def end(self, reply: Message | None, usage: Any) -> bytes:
-        out = self._close_message()
+        out = self._close()
         self.ended = True
         status, incomplete = finish_of(reply)
         response = self._response(status, usage=usage_of(usage, reply), incomplete=incomplete)
@@ -130,3 +159,12 @@ class ResponseStream:
         out = self._event("error", code=code, message=error.get("message"), param=error.get("param"))
         failed = self._response("failed", error={"code": code, "message": error.get("message")})
         return out + self._event("response.failed", response=failed)
+
+
+def item_id(request_id: str, prefix: str, index: int, again: bool) -> str:
+    """``msg_<request id>`` (``rs_...``); a second item of the same kind gets its output index too."""
+    return f"{prefix}_{request_id}_{index}" if again else f"{prefix}_{request_id}"
+
+
+def empty_part(kind: str) -> dict[str, Any]:
+    return {"type": kind, "text": "", "annotations": []} if kind == "output_text" else {"type": kind, "text": ""}
