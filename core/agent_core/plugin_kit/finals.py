@@ -20,13 +20,23 @@ __all__ = ["replace_final", "rewrite_finals", "rewrite_last_assistant"]
 Rewrite = Callable[[Any], Any]
 
 
-def replace_final(native_messages: Sequence[Any], old: Mapping[str, Any], new: Mapping[str, Any]) -> Any:
+def replace_final(native_messages: Sequence[Any], old: Mapping[str, Any], new: Mapping[str, Any], *,
+                  from_end: int | None = None) -> Any:
     """``native_messages`` with the final ``old`` (searched from the end) replaced by ``new``.
 
-    Returns the list given when ``old`` is not in it (nothing to keep in step).
+    ``old`` may be missing when an extension earlier in the chain rewrote the final but left
+    the native history as it was. ``from_end`` then says where the final sits: a call's finals
+    are the last messages of its native history, so the final ``k``-th from the end of the
+    finals is the ``k``-th from the end there too (1 for the last); it is replaced when it has
+    ``old``'s role. Returns the list given when neither finds it.
     """
     for i in range(len(native_messages) - 1, -1, -1):
         if native_messages[i] == old:
+            return [*native_messages[:i], new, *native_messages[i + 1 :]]
+    if from_end is not None and 0 < from_end <= len(native_messages):
+        i = len(native_messages) - from_end
+        there = native_messages[i]
+        if isinstance(there, Mapping) and there.get("role") == old.get("role"):
             return [*native_messages[:i], new, *native_messages[i + 1 :]]
     return native_messages
 
@@ -44,7 +54,7 @@ def rewrite_finals(finals: Sequence[Any], native_messages: Sequence[Any], rewrit
             if changed is None:
                 changed = list(finals)
             changed[i] = new
-            native_messages = replace_final(native_messages, old, new)
+            native_messages = replace_final(native_messages, old, new, from_end=len(finals) - i)
     return (finals if changed is None else changed), native_messages
 
 
@@ -63,5 +73,6 @@ def rewrite_last_assistant(
             new = rewrite(old)
             if new is old:
                 break
-            return [*finals[:i], new, *finals[i + 1 :]], replace_final(native_messages, old, new)
+            return [*finals[:i], new, *finals[i + 1 :]], replace_final(native_messages, old, new,
+                                                                       from_end=len(finals) - i)
     return finals, native_messages

@@ -35,7 +35,7 @@ what makes a kind usable, not on the full hook list: a provider needs a
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Optional, Protocol, runtime_checkable
 
 from .base import BasePlugin, Dict, Msgs, TagGatedPlugin
@@ -121,7 +121,10 @@ class ProviderPlugin(ToolFormatsPlugin, Protocol):
         for m in native_messages:
             if not isinstance(m, dict) or not ("role" in m or "content" in m):
                 continue
-            out.append({"role": m.get("role", "assistant"), "content": m.get("content", ""), "metadata": {}})
+            # Metadata an extension set on a final survives (a native shape with no metadata has none).
+            meta = m.get("metadata")
+            out.append({"role": m.get("role", "assistant"), "content": m.get("content", ""),
+                        "metadata": dict(meta) if isinstance(meta, Mapping) else {}})
         return out
 
     def initialize_request(
