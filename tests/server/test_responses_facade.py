@@ -92,7 +92,8 @@ def test_an_openai_model_answers_with_usage_and_the_fields_passed(client: openai
                                     max_output_tokens=50, temperature=0.2, top_p=0.9, user="u1",
                                     text={"format": {"type": "json_schema", "name": "x",
                                                      "schema": {"type": "object"}, "strict": True}},
-                                    store=True, include=[], truncation="disabled")
+                                    store=True, include=[], truncation="disabled", reasoning={"effort": "low"},
+                                    parallel_tool_calls=False)
     assert reply.output_text == "Hello" and reply.model == "openai/gpt-4o-mini"
     usage = reply.usage
     assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (11, 7, 18)
@@ -101,6 +102,7 @@ def test_an_openai_model_answers_with_usage_and_the_fields_passed(client: openai
     assert sent["model"] == "gpt-4o-mini" and sent["temperature"] == 0.2 and sent["top_p"] == 0.9
     assert sent["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
     assert 50 in (sent.get("max_tokens"), sent.get("max_completion_tokens")) and sent["user"] == "u1"
+    assert sent["reasoning_effort"] == "low"
     assert sent["response_format"] == {"type": "json_schema",
                                        "json_schema": {"name": "x", "schema": {"type": "object"}, "strict": True}}
 
@@ -190,6 +192,11 @@ def test_errors_in_openais_shape(client: openai.OpenAI, server: ScriptedServer, 
         client.responses.create(model="openai/m", input="hi")
     assert limited.value.response.headers["retry-after"] == "7" and limited.value.code == "rate_limit_exceeded"
     assert len(server.requests) == 1  # passed on at once: the client's own retries are the only ones
+    server.enqueue(json_reply({"error": {"type": "rate_limit_error", "message": "slow down"}}, 429,
+                              {"retry-after": "3"}))
+    with pytest.raises(openai.RateLimitError) as streamed:  # before the first event: still a status
+        client.responses.create(model="openai/m", input="hi", stream=True)
+    assert streamed.value.response.headers["retry-after"] == "3"
     with pytest.raises(openai.NotFoundError) as missing:
         client.responses.create(model="nosuch/m", input="hi")
     assert missing.value.code == "model_not_found"
