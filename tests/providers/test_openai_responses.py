@@ -713,3 +713,49 @@ def test_the_key_never_reaches_an_error(server):
     with pytest.raises(AuthenticationError) as caught:
         turn(server)
     assert KEY not in str(caught.value) and KEY not in caught.value.upstream.message
+
+
+# -- against another Responses implementation: agent-core's own /v1/responses facade ------------------
+
+
+def test_against_agent_core_s_own_responses_facade(server, tmp_path):
+    """Our provider talks to ``agent-core serve``'s Responses facade, which speaks Chat Completions upstream.
+
+    Two implementations written apart (the facade is checked with the official ``openai`` SDK) must agree
+    on the wire: streamed text, a function call and its output sent back, usage.
+    """
+    from agent_core.server import create_app
+    from agent_core.store import open_store
+    from server._live import running
+
+    from ._wire import OA_DONE, oa_chunk, oa_text
+
+    call = {"index": 0, "id": "call_up", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}
+    server.enqueue(
+        sse_reply(oa_chunk({"role": "assistant", "tool_calls": [call]}), oa_chunk({}, "tool_calls"),
+                  oa_chunk(usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}, choices=False),
+                  OA_DONE),
+        oa_text("The sum ", "is 3."),
+    )
+    store = open_store(f"sqlite:///{tmp_path / 'sessions.db'}")
+    upstream = {"provider": "openai", "base_url": f"{server.url}/v1", "api_key": "sk-up-0123456789", "max_retries": 0}
+    try:
+        with running(create_app(store=store, config=upstream)) as facade:
+            core = make_core()
+            session = core.add_message(core.create_session(), Message(role="user", content="add 1 and 2"))
+            cfg = {"provider": "openai_responses", "stream": True, "base_url": f"{facade}/v1", "api_key": "unused",
+                   "model": "m", "max_retries": 0}
+            result = core.request(session, cfg)
+    finally:
+        store.close()
+
+    assert result.outcome.status == "finished"
+    asking, tool, answer = result.final_messages
+    assert asking.metadata["tool_calls"][0]["function"]["name"] == "add"
+    assert json.loads(asking.metadata["tool_calls"][0]["function"]["arguments"]) == {"a": 1, "b": 2}
+    assert tool.content == "Result: 3" and answer.content == "The sum is 3."
+    assert asking.metadata["usage"]["input_tokens"] == 10
+    # what reached the Chat Completions upstream on the second call: the call and its result, in order
+    sent = server.bodies[1]["messages"]
+    assert sent[-2]["tool_calls"][0]["function"]["name"] == "add"
+    assert sent[-1]["role"] == "tool" and sent[-1]["content"] == "Result: 3"
