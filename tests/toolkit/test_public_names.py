@@ -6,7 +6,7 @@ import agent_core.testing as testing
 
 PUBLIC = [
     "FinalizeResult", "HookCall", "PluginContractError", "PluginHarness", "SAMPLES", "ScriptedTurn", "StreamRecord",
-    "check_plugin", "plugin_kind", "recording_provider", "render", "replay_provider", "reply", "scripted_provider",
+    "check_plugin", "function_provider", "plugin_kind", "recording_provider", "render", "replay_provider", "reply", "scripted_provider",
     "tool_call",
 ]
 

@@ -1,5 +1,6 @@
 """Test helpers for plugin authors (and for agent-core's own tests).
 
+* :func:`function_provider`: a provider whose turns a function computes from the messages;
 * :func:`scripted_provider` / :func:`reply` / :func:`tool_call`: a provider
   that plays scripted model turns, to drive the whole pipeline offline;
 * :class:`PluginHarness`: one plugin's hooks in isolation, plain values in and out;
@@ -21,7 +22,7 @@ from ..errors import PluginContractError
 from .contract import SAMPLES, check_plugin
 from .harness import FinalizeResult, HookCall, PluginHarness, StreamRecord, plugin_kind
 from .render import render
-from .scripted import ScriptedTurn, reply, scripted_provider, tool_call
+from .scripted import ScriptedTurn, function_provider, reply, scripted_provider, tool_call
 
 __all__ = [
     "SAMPLES",
@@ -32,6 +33,7 @@ __all__ = [
     "ScriptedTurn",
     "StreamRecord",
     "check_plugin",
+    "function_provider",
     "plugin_kind",
     "recording_provider",
     "render",

@@ -25,15 +25,17 @@ network: each turn is a text, or ``{"content", "tool_calls": [{"name",
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import thaw
 from ..errors import ConfigError
 
-__all__ = ["ScriptProvider", "ScriptedTurn", "parse_script", "reply", "scripted_provider", "tool_call"]
+__all__ = ["ScriptProvider", "ScriptedTurn", "function_provider", "parse_script", "reply", "scripted_provider",
+           "tool_call"]
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,14 @@ def _native_final(turn: ScriptedTurn) -> dict[str, Any]:
     return msg
 
 
+def _chunks(turn: ScriptedTurn) -> Iterator[dict[str, Any]]:
+    """A turn as the stream plays it: one word per chunk, then the whole final."""
+    words = turn.content.split(" ") if turn.content else []
+    for i, w in enumerate(words):
+        yield {"delta": w if i == 0 else " " + w}
+    yield {"end": True, "final": _native_final(turn)}
+
+
 class _Scripted:
     """What :func:`scripted_provider` builds on: a provider playing ``script`` (or config ``script``).
 
@@ -185,15 +195,13 @@ class _Scripted:
         return native_messages, {**state, "answered": False}
 
     def stream_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Iterator[Any]:
-        turn = self._turn_for(native_messages, state)
-        words = turn.content.split(" ") if turn.content else []
-        for i, w in enumerate(words):
-            yield {"delta": w if i == 0 else " " + w}
-        yield {"end": True}
+        yield from _chunks(self._turn_for(native_messages, state))
 
     def process_chunk(self, chunk: Any, native_messages: Any, state: Any) -> tuple[Any, Any, Any, Any]:
         if "delta" in chunk:
             return [{"role": "assistant", "content": chunk["delta"]}], [], native_messages, state
+        if "final" in chunk:  # the turn is decided once, when the stream starts: finalize uses it
+            return [], [], native_messages, {**state, "final": chunk["final"]}
         return [], [], native_messages, state
 
     def finalize(self, native_messages: Any, state: Any, *, context: Any = None) -> tuple[Any, Any, Any]:
@@ -201,7 +209,7 @@ class _Scripted:
         # already returned, so there is nothing left.
         if state["answered"]:
             return [], native_messages, state
-        final = _native_final(self._turn_for(native_messages, state))
+        final = dict(state["final"]) if state.get("final") else _native_final(self._turn_for(native_messages, state))
         return [final], [*native_messages, final], {**state, "answered": True}
 
     def call_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> tuple[Any, Any, Any, Any]:
@@ -220,3 +228,61 @@ class ScriptProvider(_Scripted):
         return {"script": {"type": "array", "default": [],
                            "description": "Model turns to play: texts, or {content, tool_calls, usage}."},
                 "model": {"type": "string", "default": "scripted-1", "description": "Reported model id."}}
+
+
+def function_provider(fn: Callable[[list[dict[str, Any]]], Any], *, name: str = "function",
+                      tags: Sequence[str] = ()) -> type:
+    """Build a provider whose every turn is computed by ``fn`` from the messages it is sent.
+
+    Where :func:`scripted_provider` plays turns written in advance, ``fn`` answers what it
+    is asked: it gets the conversation as plain dicts in the OpenAI Chat Completions shape
+    (``role``, ``content``, ``tool_calls``, ``tool_call_id``) and returns a text or a
+    :func:`reply` (tool calls and usage included). An ``async def`` works too; the provider
+    then has only the async hooks, which the engine also runs for a sync request. It
+    streams word by word like the scripted provider, and answers at once without
+    streaming; ``fn`` is called once per model turn either way.
+    """
+    if not callable(fn):
+        raise ConfigError(f"function_provider needs a callable, got {type(fn).__name__}")
+    base = _AsyncFunction if inspect.iscoroutinefunction(fn) else _Function
+    cls = type(f"FunctionProvider_{name}", (base,), {"name": name, "fn": staticmethod(fn), "extra_tags": tuple(tags)})
+    cls.__qualname__ = cls.__name__
+    return cls
+
+
+def _as_turn(answer: Any, fn: Any) -> ScriptedTurn:
+    if isinstance(answer, str):
+        return reply(answer)
+    if isinstance(answer, ScriptedTurn):
+        return answer
+    raise TypeError(f"the function_provider function {getattr(fn, '__name__', fn)!r} must return a text or a "
+                    f"reply(...), got {type(answer).__name__}")
+
+
+class _Function(_Scripted):
+    """:func:`function_provider` with a plain function."""
+
+    fn: Callable[[list[dict[str, Any]]], Any]
+
+    def _turn_for(self, native_messages: Sequence[Mapping[str, Any]], state: Any) -> ScriptedTurn:
+        return _as_turn(self.fn([dict(thaw(m)) for m in native_messages]), self.fn)
+
+
+class _AsyncFunction(_Scripted):
+    """:func:`function_provider` with an ``async def``: the async twins only."""
+
+    fn: Callable[[list[dict[str, Any]]], Any]
+    stream_api = None  # type: ignore[assignment]
+    call_api = None  # type: ignore[assignment]
+
+    async def _aturn_for(self, native_messages: Sequence[Mapping[str, Any]]) -> ScriptedTurn:
+        return _as_turn(await self.fn([dict(thaw(m)) for m in native_messages]), self.fn)
+
+    async def astream_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Any:
+        for chunk in _chunks(await self._aturn_for(native_messages)):
+            yield chunk
+
+    async def acall_api(self, native_messages: Any, state: Any, *,
+                        request_id: str | None = None) -> tuple[Any, Any, Any, Any]:
+        final = _native_final(await self._aturn_for(native_messages))
+        return [], [final], [*native_messages, final], {**state, "answered": True}
