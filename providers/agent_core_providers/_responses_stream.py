@@ -12,6 +12,9 @@ When the stream ends, every item the API closed (``response.output_item.done``)
 is taken as it was sent; an item it never closed (a cut answer, or a server that
 sends only deltas) is rebuilt from its opening and its deltas. A server that
 sent no item events at all still lists the items in its terminal response.
+A server that answers a streaming request with one JSON response object gets
+the opposite treatment: :func:`answer_events` turns it into the events its
+stream would have carried, so the same hot path builds the answer.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from agent_core.plugin_kit import push, reasoning_partial, text_of
 
 from ._responses_wire import finish_reason, mark_cut_calls
 
-__all__ = ["HANDLERS", "PREAMBLE", "fresh_buffer", "is_preamble", "native_answer", "streamed_items"]
+__all__ = ["HANDLERS", "PREAMBLE", "answer_events", "fresh_buffer", "is_preamble", "native_answer", "streamed_items"]
 
 Dict = dict[str, Any]
 PREAMBLE = frozenset({"response.created", "response.in_progress", "response.queued"})
@@ -159,10 +162,21 @@ def streamed_items(buffer: Mapping[str, Any], texts: Mapping) -> list[Dict]:
     if not seen:
         response = buffer.get("response") or {}
         return [dict(i) for i in response.get("output") or ()]
-    return [
-        dict(buffer["done"][i]) if i in buffer["done"] else _rebuilt(buffer["opened"].get(i), i, buffer, texts)
-        for i in sorted(seen)
-    ]
+    return [_closed(buffer["done"][i], i, buffer, texts) if i in buffer["done"]
+            else _rebuilt(buffer["opened"].get(i), i, buffer, texts) for i in sorted(seen)]
+
+
+def _closed(item: Mapping[str, Any], index: int, buffer: Mapping[str, Any], texts: Mapping) -> Dict:
+    """An item as the API closed it; rebuilt from its deltas when it came back emptier than they were.
+
+    OpenAI's closing item repeats everything streamed; a compatible server may close an item with an
+    empty ``content`` or ``arguments`` after streaming them, and the streamed pieces must not be lost.
+    """
+    kind = item.get("type")
+    if (kind == "message" and not item.get("content") and (index in texts or index in buffer["refusal"])) or (
+            kind == "function_call" and not item.get("arguments") and index in buffer["args"]):
+        return {**_rebuilt(item, index, buffer, texts), "status": item.get("status") or "completed"}
+    return dict(item)
 
 
 def native_answer(items: list[Dict], response: Mapping[str, Any] | None) -> Dict:
@@ -185,3 +199,35 @@ def native_answer(items: list[Dict], response: Mapping[str, Any] | None) -> Dict
 def is_preamble(event: Mapping[str, Any]) -> bool:
     """Lifecycle events that carry no output yet: a failure right after them is retried without a retract."""
     return event.get("type") in PREAMBLE
+
+
+# -- a JSON answer replayed as a stream ---------------------------------------------------------------
+
+
+def answer_events(answer: Mapping[str, Any]) -> list[Dict]:
+    """A complete response object as the events its stream would have carried.
+
+    For a server that answers a streaming request with one JSON document:
+    each output item is opened, its text, summary or arguments streamed in
+    one delta, and closed; then the terminal event of its status.
+    """
+    output = [i for i in answer.get("output") or () if isinstance(i, Mapping)]
+    events: list[Dict] = [{"type": "response.created", "response": {**answer, "output": []}}]
+    for index, item in enumerate(output):
+        kind = item.get("type")
+        events.append({"type": "response.output_item.added", "output_index": index, "item": dict(item)})
+        if kind == "message":
+            for part in item.get("content") or ():
+                if isinstance(part, Mapping) and part.get("type") == "output_text" and part.get("text"):
+                    events.append({"type": "response.output_text.delta", "output_index": index,
+                                   "delta": part["text"]})
+        elif kind == "reasoning":
+            for n, part in enumerate(item.get("summary") or ()):
+                if isinstance(part, Mapping) and part.get("text"):
+                    events.append({"type": "response.reasoning_summary_text.delta", "output_index": index,
+                                   "summary_index": n, "delta": part["text"]})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": dict(item)})
+    status = answer.get("status")
+    terminal = "response.incomplete" if status == "incomplete" else "response.completed"
+    events.append({"type": terminal, "response": dict(answer)})
+    return events

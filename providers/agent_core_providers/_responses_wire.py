@@ -34,7 +34,6 @@ from .openai import message_text
 
 __all__ = [
     "CLIENT_ITEM_TYPES",
-    "answer_events",
     "answer_fault",
     "assistant_items",
     "core_calls",
@@ -384,35 +383,3 @@ def event_fault(event: Dict) -> str | None:
     if kind.startswith("response.") and "response" in event:
         return answer_fault(event["response"])
     return None
-
-
-# -- a JSON answer replayed as a stream ---------------------------------------------------------------
-
-
-def answer_events(answer: Mapping[str, Any]) -> list[Dict]:
-    """A complete response object as the events its stream would have carried.
-
-    For a server that answers a streaming request with one JSON document:
-    each output item is opened, its text, summary or arguments streamed in
-    one delta, and closed; then the terminal event of its status.
-    """
-    output = [i for i in answer.get("output") or () if isinstance(i, Mapping)]
-    events: list[Dict] = [{"type": "response.created", "response": {**answer, "output": []}}]
-    for index, item in enumerate(output):
-        kind = item.get("type")
-        events.append({"type": "response.output_item.added", "output_index": index, "item": dict(item)})
-        if kind == "message":
-            for part in item.get("content") or ():
-                if isinstance(part, Mapping) and part.get("type") == "output_text" and part.get("text"):
-                    events.append({"type": "response.output_text.delta", "output_index": index,
-                                   "delta": part["text"]})
-        elif kind == "reasoning":
-            for n, part in enumerate(item.get("summary") or ()):
-                if isinstance(part, Mapping) and part.get("text"):
-                    events.append({"type": "response.reasoning_summary_text.delta", "output_index": index,
-                                   "summary_index": n, "delta": part["text"]})
-        events.append({"type": "response.output_item.done", "output_index": index, "item": dict(item)})
-    status = answer.get("status")
-    terminal = "response.incomplete" if status == "incomplete" else "response.completed"
-    events.append({"type": terminal, "response": dict(answer)})
-    return events

@@ -50,6 +50,7 @@ from ._base import HTTPProvider
 from ._errors import error_from_event, scrub_error
 from ._responses_stream import (
     HANDLERS,
+    answer_events,
     fresh_buffer,
     is_preamble,
     native_answer,
@@ -57,7 +58,6 @@ from ._responses_stream import (
 )
 from ._responses_wire import (
     CLIENT_ITEM_TYPES,
-    answer_events,
     answer_fault,
     assistant_items,
     core_calls,

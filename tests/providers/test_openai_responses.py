@@ -759,3 +759,22 @@ def test_against_agent_core_s_own_responses_facade(server, tmp_path):
     sent = server.bodies[1]["messages"]
     assert sent[-2]["tool_calls"][0]["function"]["name"] == "add"
     assert sent[-1]["role"] == "tool" and sent[-1]["content"] == "Result: 3"
+
+
+def test_an_item_closed_emptier_than_it_streamed_keeps_the_streamed_pieces(server):
+    """A compatible server may close items without repeating what it streamed."""
+    s = Stream()
+    s.event("response.output_item.added", output_index=0, item={"id": "m", "type": "message", "role": "assistant"})
+    s.event("response.output_text.delta", output_index=0, item_id="m", content_index=0, delta="Hi")
+    s.event("response.output_item.done", output_index=0,
+            item={"id": "m", "type": "message", "role": "assistant", "content": []})
+    s.event("response.output_item.added", output_index=1,
+            item={"id": "f", "type": "function_call", "call_id": "c", "name": "add"})
+    s.event("response.function_call_arguments.delta", output_index=1, item_id="f", delta='{"a": 1}')
+    s.event("response.output_item.done", output_index=1,
+            item={"id": "f", "type": "function_call", "call_id": "c", "name": "add", "arguments": ""})
+    server.enqueue(s.end("response.completed", s.response("completed", [], usage=USAGE)))
+    (final,) = thaw(turn(server).finals)
+    assert final["content"] == "Hi"
+    assert final["metadata"]["tool_calls"] == [
+        {"id": "c", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}]
