@@ -74,15 +74,42 @@ class RedactExtension(Extension):
         },
     }
 
+    #: this request's redact_patterns, read in init: a provider's state is its own (only the
+    #: bundled providers keep the config there), so the hot path must not look for it there
+    _patterns: tuple[str, ...] = ()
+
     def init(self, config: Dict, state: Dict) -> Dict:
-        Redactor(tuple(config.get("redact_patterns") or ()))  # a bad regex fails here, naming the key
+        self._patterns = tuple(config.get("redact_patterns") or ())
+        Redactor(self._patterns)  # a bad regex fails here, naming the key
         return state
+
+    def finalize(self, final_messages: Msgs, native_messages: Msgs, state: Dict, *,
+                 context: Dict | None = None) -> tuple[Msgs, Msgs, Dict]:
+        """Finals a provider makes only now (after the stream's closing step) are masked here."""
+        finals, native = rewrite_finals(final_messages, native_messages, partial(_mask_message, Redactor(self._patterns)))
+        return finals, native, state
+
+    def from_native_messages(self, native_messages: Msgs, messages: Msgs, state: Dict | None = None, *,
+                             context: Dict | None = None) -> Msgs:
+        """The core messages masked too: a provider whose native shape this extension cannot read still gets
+        its answers masked where people see them (its own native history is its to keep)."""
+        machine = Redactor(self._patterns)
+        out = []
+        for m in messages:
+            masked = _mask_message(machine, m)
+            meta = m.get("metadata")
+            if isinstance(meta, Mapping) and isinstance(meta.get("reasoning"), str):
+                reasoning = machine.text(meta["reasoning"])
+                if reasoning != meta["reasoning"]:
+                    masked = {**masked, "metadata": {**meta, "reasoning": reasoning}}
+            out.append(masked)
+        return out
 
     def process_chunk(self, native_chunk: Dict | None, partial_messages: Msgs, final_messages: Msgs,
                       native_messages: Msgs, state: Dict) -> ChunkOutput:
         """Hot path: mask the answer, reasoning and tool-call text of each partial, holding back what may be a key."""
         carries = state.get(_KEY)
-        patterns = state["config"].get("redact_patterns")
+        patterns = self._patterns
         if (carries is None and not patterns and native_chunk is not None and not final_messages
                 and len(partial_messages) == 1):
             # The commonest chunks of all: one partial, its text free of any key prefix, or with

@@ -111,6 +111,20 @@ class ThinkTagsExtension(Extension):
         },
     }
 
+    #: this request's tag names, read in init: a provider's state is its own (only the bundled
+    #: providers keep the config there), so the hot path must not look for it there
+    _tags: tuple[str, ...] = ("think",)
+
+    def init(self, config: Dict, state: Dict) -> Dict:
+        self._tags = _names(config)
+        return state
+
+    def finalize(self, final_messages: Msgs, native_messages: Msgs, state: Dict, *,
+                 context: Dict | None = None) -> tuple[Msgs, Msgs, Dict]:
+        """Finals a provider makes only now (after the stream's closing step) lose their tags here."""
+        finals, native = rewrite_finals(final_messages, native_messages, partial(_without_tags, names=self._tags))
+        return finals, native, state
+
     def process_chunk(self, native_chunk: Dict | None, partial_messages: Msgs, final_messages: Msgs,
                       native_messages: Msgs, state: Dict) -> ChunkOutput:
         """Hot path: route each partial's new text to content or reasoning."""
@@ -123,7 +137,7 @@ class ThinkTagsExtension(Extension):
                     break
             else:
                 return partial_messages, final_messages, native_messages, state
-        scanner, roles = _scanner(_names(state.get("config")))
+        scanner, roles = _scanner(self._tags)
         held, open_tag = carry
         out: Msgs = []
         for p in partial_messages:
@@ -141,7 +155,7 @@ class ThinkTagsExtension(Extension):
             _emit(out, {"role": "assistant"}, runs)
             # partial, not a lambda: a closure would make a cell of its variable on every chunk
             final_messages, native_messages = rewrite_finals(
-                final_messages, native_messages, partial(_without_tags, names=_names(state.get("config"))))
+                final_messages, native_messages, partial(_without_tags, names=self._tags))
         new_carry = (held, open_tag) if held or open_tag else _OUTSIDE
         if new_carry != carry:
             state = {**state, _KEY: new_carry}
@@ -163,7 +177,20 @@ class ThinkTagsExtension(Extension):
                 core = {**core, "metadata": {**meta, "reasoning": text}}
             out.append(core)
         out.extend(messages[len(out):])
-        return out
+        # A provider whose native shape this extension cannot read: its tags still leave the core messages.
+        return [_core_without_tags(m, self._tags) for m in out]
+
+
+def _core_without_tags(message: Dict, names: tuple[str, ...]) -> Dict:
+    """A core message with tagged reasoning moved from ``content`` to ``metadata["reasoning"]``."""
+    moved = _without_tags(message, names)
+    if moved is message:
+        return message
+    meta = dict(message.get("metadata") or {})
+    reasoning = moved.pop("reasoning_content", "")
+    if reasoning and not meta.get("reasoning"):
+        meta["reasoning"] = reasoning
+    return {**moved, "metadata": meta}
 
 
 def _emit(out: Msgs, source: Dict, runs: list[tuple[bool, str]]) -> None:

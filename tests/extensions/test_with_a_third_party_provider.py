@@ -1,0 +1,69 @@
+"""Every bundled extension and feature with a provider written here: its own chunk and message shapes,
+a state holding nothing the bundled providers keep there, finals made only in ``finalize`` (issue 28 item 5)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from agent_core import AgentCore
+
+ANSWER = "Hello <think>weighing it</think> your key sk-abcdefghijklmnopqrstuvwxyz123456 is out"
+
+
+class Lines:
+    """A JSON-lines style API: chunks ``{"piece"}`` then ``{"done"}``, native messages ``{"r", "t"}``."""
+
+    name = "lines"
+
+    def init(self, config: Any) -> Any:
+        return {"opaque": True}
+
+    def to_native_messages(self, messages: Any, state: Any, context: Any = None) -> Any:
+        return [{"r": m["role"], "t": m["content"]} for m in messages]
+
+    def stream_api(self, native: Any, state: Any, request_id: Any = None) -> Any:
+        for word in ANSWER.split(" "):
+            yield {"piece": word + " "}
+        yield {"done": True}
+
+    def call_api(self, native: Any, state: Any, request_id: Any = None) -> Any:
+        final = {"r": "assistant", "t": ANSWER + " "}
+        return [], [], [*native, final], {**state, "final": final}
+
+    def process_chunk(self, chunk: Any, native: Any, state: Any) -> Any:
+        if "piece" in chunk:
+            return [{"role": "assistant", "content": chunk["piece"]}], [], native, {
+                **state, "text": state.get("text", "") + chunk["piece"]}
+        return [], [], native, state
+
+    def finalize(self, native: Any, state: Any, context: Any = None) -> Any:
+        final = state.get("final") or {"r": "assistant", "t": state.get("text", "")}
+        if state.get("final"):
+            return [final], native, state
+        return [final], [*native, final], state
+
+    def from_native_messages(self, native: Any, state: Any, context: Any = None) -> Any:
+        return [{"role": n["r"], "content": n["t"]} for n in native]
+
+
+EVERY_OPT_IN = ["redact", "timestamps", "title", "file_mentions", "calculator", "files"]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "call"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_every_bundled_plugin_runs_and_does_its_job(stream: bool, mode: str) -> None:
+    core = AgentCore.discover(providers=[Lines])
+    session = core.add_message(core.create_session(), "user", "hi")
+    config = {"provider": "lines", "stream": stream, "enabled_plugins": EVERY_OPT_IN}
+    result = core.request(session, config) if mode == "sync" else asyncio.run(core.arequest(session, config))
+    assert result.outcome.status == "finished", result.outcome
+    answer = result.session.messages[-1]
+    assert "sk-abc" not in answer.content and "[REDACTED]" in answer.content  # redact
+    assert "<think>" not in answer.content and answer.metadata["reasoning"] == "weighing it"  # think_tags
+    assert "timestamp" in answer.metadata  # timestamps
+    if stream:
+        events = list(core.stream_request(session, config))
+        shown = "".join(e.message.content for e in events if e.type == "partial")
+        assert "sk-abc" not in shown and "<think>" not in shown and "weighing" not in shown
