@@ -123,3 +123,34 @@ def test_a_misspelt_plugin_name_in_enabled_plugins_says_which_it_meant() -> None
     assert res.warnings == ("enabled_plugins names `redactt`, which is no installed plugin; did you mean `redact`?",)
     with pytest.raises(ConfigError, match="redactt"):
         core.resolve({"provider": "echo", "enabled_plugins": ["redactt"], "strict_config": True})
+
+
+def _bad_extension(finals: Any = None, out: Any = None) -> Any:
+    class Bad:
+        name = "bad"
+
+        def process_chunk(self, chunk: Any, partials: Any, got: Any, native: Any, state: Any) -> Any:
+            if out is not None:
+                return out
+            return partials, (finals if chunk is None else got), native, state
+
+    return Bad
+
+
+@pytest.mark.parametrize(("label", "extension", "says"), [
+    ("a text as a final", _bad_extension(finals=["oops"]), "final_messages[0] = 'oops', a str"),
+    ("metadata JSON cannot carry", _bad_extension(finals=[{"role": "assistant", "content": "x",
+                                                         "metadata": {"o": object()}}]), "JSON cannot carry"),
+    ("a 3-tuple", _bad_extension(out=([], [], [])), "returned a 3-tuple, expected a 4-tuple"),
+])
+@pytest.mark.parametrize("provider", ["echo", "scripted"])
+def test_a_bad_return_is_blamed_on_the_extension_that_made_it(label: str, extension: Any, says: str,
+                                                             provider: str) -> None:
+    from agent_core_providers.echo import EchoProvider
+
+    model = EchoProvider if provider == "echo" else scripted_provider(reply("hi there"))
+    core = AgentCore(providers=[model], extensions=[extension])
+    with pytest.raises(PluginError) as caught:
+        core.request(core.add_message(core.create_session(), "user", "hi"), {"provider": provider})
+    assert (caught.value.plugin, caught.value.hook) == ("bad", "process_chunk"), label
+    assert says in str(caught.value)

@@ -27,12 +27,13 @@ goes back to the history and state the call began with, as :mod:`.retract` expla
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from ..errors import (
     ConfigError,
     EmptyResponseError,
+    InvalidValueError,
     LLMError,
     PluginError,
     ProviderRequestCancelled,
@@ -44,6 +45,7 @@ from ..runtime.flight import Flight, RunCancelled
 from ..tools.toolkit import twin_calls
 from ..values.events import AnsweredEvent, PartialEvent, StreamRetry
 from ..values.frozen import _SCALARS, FrozenDict, FrozenList
+from ..values.json_values import freeze_json
 from ..values.messages import EMPTY_METADATA, PartialMessage
 from .retract import retract_event, retrying_event
 
@@ -78,6 +80,24 @@ def _listed(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
         if flat is not None:
             return flat
     return frozen_list(plugin, hook, value, what)
+
+
+def checked_finals(plugin: LivePlugin, hook: str, finals: Any) -> Any:
+    """New finals, each a message mapping whose values JSON can carry, or a PluginError naming the plugin.
+
+    Caught here, where the plugin made them: later the provider's ``from_native_messages``
+    would fail on them (and be blamed), or a text final would vanish from the reply.
+    """
+    for i, m in enumerate(finals):
+        if not isinstance(m, Mapping):
+            raise PluginError(plugin.name, hook, TypeError(type(m).__name__), detail=(
+                f"returned final_messages[{i}] = {m!r:.80}, a {type(m).__name__}: each final is a message "
+                "mapping such as {'role': 'assistant', 'content': ...}"))
+        try:
+            freeze_json(m, f"final_messages[{i}]")
+        except InvalidValueError as exc:
+            raise PluginError(plugin.name, hook, exc, detail=f"returned a final JSON cannot carry: {exc}") from exc
+    return finals
 
 
 _frozen_dict, _frozen_list = FrozenDict.from_frozen, FrozenList.from_frozen
@@ -115,7 +135,7 @@ def taken(plugin: LivePlugin, out: Any, native: Any, state: Any,
     if new_state is not state and new_state.__class__ is not FrozenDict:
         new_state = frozen_map(plugin, hook, new_state, "state")
     if finals.__class__ is not FrozenList:
-        finals = _listed(plugin, hook, finals, "final_messages")
+        finals = checked_finals(plugin, hook, _listed(plugin, hook, finals, "final_messages"))
     if partials.__class__ is not list and partials.__class__ is not FrozenList:
         if not isinstance(partials, (list, tuple)):
             frozen_list(plugin, hook, partials, "partial_messages")  # raises, naming the plugin

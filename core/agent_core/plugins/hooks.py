@@ -353,7 +353,8 @@ def expect_tuple(plugin: LivePlugin, hook: str, value: Any, size: int, what: str
         return tuple(value)
     raise PluginError(
         plugin.name, hook, TypeError("bad return value"),
-        detail=f"returned {type(value).__name__}, expected a tuple {what}",
+        detail=(f"returned a {len(value)}-{type(value).__name__}" if isinstance(value, (tuple, list))
+                else f"returned {type(value).__name__}") + f", expected a {size}-tuple {what}",
     )
 
 
