@@ -82,12 +82,9 @@ def _listed(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
     return frozen_list(plugin, hook, value, what)
 
 
-def checked_finals(plugin: LivePlugin, hook: str, finals: Any) -> Any:
-    """New finals, each a message mapping whose values JSON can carry, or a PluginError naming the plugin.
-
-    Caught here, where the plugin made them: later the provider's ``from_native_messages``
-    would fail on them (and be blamed), or a text final would vanish from the reply.
-    """
+def checked_finals(plugin: LivePlugin, hook: str, finals: Any) -> None:
+    """New finals must be message mappings JSON can carry: caught where the plugin made them, not later in
+    the provider's ``from_native_messages`` (blamed wrongly), nor lost from the reply."""
     for i, m in enumerate(finals):
         if not isinstance(m, Mapping):
             raise PluginError(plugin.name, hook, TypeError(type(m).__name__), detail=(
@@ -97,7 +94,6 @@ def checked_finals(plugin: LivePlugin, hook: str, finals: Any) -> Any:
             freeze_json(m, f"final_messages[{i}]")
         except InvalidValueError as exc:
             raise PluginError(plugin.name, hook, exc, detail=f"returned a final JSON cannot carry: {exc}") from exc
-    return finals
 
 
 _frozen_dict, _frozen_list = FrozenDict.from_frozen, FrozenList.from_frozen
@@ -135,7 +131,9 @@ def taken(plugin: LivePlugin, out: Any, native: Any, state: Any,
     if new_state is not state and new_state.__class__ is not FrozenDict:
         new_state = frozen_map(plugin, hook, new_state, "state")
     if finals.__class__ is not FrozenList:
-        finals = checked_finals(plugin, hook, _listed(plugin, hook, finals, "final_messages"))
+        finals = _listed(plugin, hook, finals, "final_messages")
+        if finals:  # new finals are rare: checked in full, where the plugin made them
+            checked_finals(plugin, hook, finals)
     if partials.__class__ is not list and partials.__class__ is not FrozenList:
         if not isinstance(partials, (list, tuple)):
             frozen_list(plugin, hook, partials, "partial_messages")  # raises, naming the plugin
