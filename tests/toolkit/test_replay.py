@@ -117,4 +117,4 @@ def test_record_writes_the_raw_body_and_replaying_it_gives_the_same_answer(
 
 def test_record_refuses_a_provider_without_http(tmp_path, capsys):
     assert main(["run", "--record", str(tmp_path / "x.sse"), "hi"]) == 2
-    assert "not 'echo'" in capsys.readouterr().err
+    assert "'echo' has none" in capsys.readouterr().err  # echo takes no injected httpx clients

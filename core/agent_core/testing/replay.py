@@ -1,4 +1,4 @@
-"""Replay a recorded HTTP response body through a real bundled provider; record one.
+"""Replay a recorded HTTP response body through a real provider; record one.
 
 A bug report about a stream becomes a test by saving the body the server sent
 (``agent-core run ... --record FILE``) and replaying it:
@@ -43,16 +43,32 @@ BUNDLED_HTTP_PROVIDERS = {
 }
 
 
-def _provider_class(provider: str) -> Any:
-    target = BUNDLED_HTTP_PROVIDERS.get(provider)
-    if target is None:
+def _provider_class(provider: str | type) -> Any:
+    """The provider class to replay or record with: a class, a bundled name, or an installed provider's name.
+
+    Any provider that follows the injected-client convention works: a classmethod
+    ``using(client=..., async_client=...)`` that returns the class sending through those
+    httpx clients (the bundled HTTP providers have it; see docs/writing-plugins.md).
+    """
+    if isinstance(provider, type):
+        cls = provider
+    elif provider in BUNDLED_HTTP_PROVIDERS:
+        module, _, name = BUNDLED_HTTP_PROVIDERS[provider].partition(":")
+        cls = getattr(__import__(module, fromlist=[name]), name)
+    else:
+        from importlib.metadata import entry_points
+
+        found = [ep for ep in entry_points(group="agent_core.providers") if ep.name == provider]
+        if not found:
+            raise ConfigError(f"replay/record: no provider named {provider!r} is installed", key="provider")
+        cls = found[0].load()
+    if not callable(getattr(cls, "using", None)):
         raise ConfigError(
-            f"replay/record works with the bundled HTTP providers {sorted(BUNDLED_HTTP_PROVIDERS)}, "
-            f"not {provider!r}",
+            f"replay/record needs a provider that accepts injected httpx clients (a classmethod "
+            f"using(client=..., async_client=...)); {getattr(cls, 'name', cls.__name__)!r} has none",
             key="provider",
         )
-    module, _, cls = target.partition(":")
-    return getattr(__import__(module, fromlist=[cls]), cls)
+    return cls
 
 
 def recorded_reply(body: bytes, provider: str) -> tuple[str, bytes]:
@@ -68,6 +84,8 @@ def recorded_reply(body: bytes, provider: str) -> tuple[str, bytes]:
     first = text.splitlines()[0]
     if first.startswith(("data:", "event:", ":", "id:", "retry:")):
         return "text/event-stream", body
+    if provider not in BUNDLED_HTTP_PROVIDERS:  # another API's own lines: served as recorded
+        return "application/x-ndjson", body
     frames = []
     for line in text.splitlines():
         if not line.strip():
@@ -82,12 +100,15 @@ def recorded_reply(body: bytes, provider: str) -> tuple[str, bytes]:
     return "text/event-stream", "".join(frames).encode()
 
 
-def replay_provider(path: str | os.PathLike[str], provider: str = "openai", *, status_code: int = 200) -> type:
+def replay_provider(path: str | os.PathLike[str], provider: str | type = "openai", *,
+                    status_code: int = 200) -> type:
     """A provider class that answers every call with the body recorded in ``path``.
 
     Args:
         path: the recorded body (raw SSE, a JSON answer, or JSON lines).
-        provider: ``"openai"`` or ``"anthropic"``: which bundled provider parses it.
+        provider: which provider parses it: ``"openai"``, ``"anthropic"``, an installed
+            provider's name, or a provider class; it must accept injected httpx clients
+            (a classmethod ``using(client=..., async_client=...)``).
         status_code: the HTTP status to serve it with (e.g. 429 to replay an error body).
 
     Returns:
@@ -96,11 +117,11 @@ def replay_provider(path: str | os.PathLike[str], provider: str = "openai", *, s
         no API key is needed (a placeholder is sent).
 
     Raises:
-        ConfigError: ``provider`` is not a bundled HTTP provider.
+        ConfigError: ``provider`` is not installed, or takes no injected httpx clients.
         OSError: the file cannot be read.
     """
     cls = _provider_class(provider)
-    content_type, body = recorded_reply(Path(path).read_bytes(), provider)
+    content_type, body = recorded_reply(Path(path).read_bytes(), str(getattr(cls, "name", provider)))
 
     def answer(request: httpx.Request) -> httpx.Response:
         if content_type == "text/event-stream" and not _asks_for_stream(request):
@@ -113,10 +134,13 @@ def replay_provider(path: str | os.PathLike[str], provider: str = "openai", *, s
     base = cls.using(client=httpx.Client(transport=httpx.MockTransport(answer)),
                      async_client=httpx.AsyncClient(transport=httpx.MockTransport(answer)))
 
-    def api_key(self: Any, config: Any) -> str | None:
-        return cls.api_key(self, config) or "replay-placeholder-key"
+    attrs: dict[str, Any] = {"__doc__": f"{cls.__name__} replaying {path}."}
+    if callable(getattr(cls, "api_key", None)):  # the bundled providers': a replay needs no real key
+        def api_key(self: Any, config: Any) -> str | None:
+            return cls.api_key(self, config) or "replay-placeholder-key"
 
-    return type(cls.__name__, (base,), {"api_key": api_key, "__doc__": f"{cls.__name__} replaying {path}."})
+        attrs["api_key"] = api_key
+    return type(cls.__name__, (base,), attrs)
 
 
 def _asks_for_stream(request: httpx.Request) -> bool:
@@ -163,14 +187,14 @@ class _RecordingTransport(httpx.BaseTransport):
         self._inner.close()
 
 
-def recording_provider(provider: str, path: str | os.PathLike[str]) -> type:
+def recording_provider(provider: str | type, path: str | os.PathLike[str]) -> type:
     """The bundled provider ``provider``, writing the raw body of each response it reads to ``path``.
 
     Used by ``agent-core run --record FILE``; a later call overwrites the
     file, so with tools the file holds the last provider call's answer.
 
     Raises:
-        ConfigError: ``provider`` is not a bundled HTTP provider.
+        ConfigError: ``provider`` is not installed, or takes no injected httpx clients.
     """
     cls = _provider_class(provider)
     return cls.using(client=httpx.Client(transport=_RecordingTransport(Path(path))))  # type: ignore[no-any-return]
