@@ -305,12 +305,14 @@ def test_discovered_through_entry_points():
     on = lambda cfg: {str(e) for e in core.resolve(cfg).extensions}  # noqa: E731
     budget = "tool_output_budget"  # bundled, on for every provider (as is compact_history, an action only)
     on = lambda cfg: {str(e) for e in core.resolve(cfg).extensions} - {"compact_history"}  # noqa: E731
-    # no thinking budget, so no thinking extension
-    assert on({"provider": "anthropic", "model": "claude-sonnet-4-5"}) == {"anthropic_tools", budget}
+    # anthropic_thinking runs with the anthropic provider whatever the budget (it keeps blocks that arrive)
+    assert on({"provider": "anthropic", "model": "claude-sonnet-4-5"}) == {"anthropic_tools", "anthropic_thinking",
+                                                                           budget}
     thinking = {"provider": "anthropic", "model": "claude-sonnet-4-5", "thinking_budget": 2048}
     assert on(thinking) == {"anthropic_tools", "anthropic_thinking", budget}
     # think_tags (bundled) runs wherever the provider does not separate reasoning itself
-    assert on({"provider": "anthropic", "model": "claude-3-5-haiku-latest"}) == {"anthropic_tools", "think_tags", budget}
+    assert on({"provider": "anthropic", "model": "claude-3-5-haiku-latest"}) == {
+        "anthropic_tools", "anthropic_thinking", "think_tags", budget}
     assert on({"provider": "openai"}) == {"openai_tools", "openai_reasoning", "think_tags", budget}
     assert on({"provider": "openai", "disabled_plugins": ["openai_tools", "openai_reasoning", budget]}) == {
         "think_tags"}
