@@ -34,11 +34,12 @@ from agent_core_plugins.tool_output_budget import ToolOutputBudgetExtension
 from agent_core_providers.anthropic import AnthropicProvider
 from agent_core_providers.echo import EchoProvider
 from agent_core_providers.openai import OpenAIProvider
+from agent_core_providers.openai_responses import OpenAIResponsesProvider
 
 from .conftest import RECORDINGS
 
 PROVIDERS = {"echo": EchoProvider, "openai": OpenAIProvider, "anthropic": AnthropicProvider,
-             "scripted": ScriptProvider}
+             "openai_responses": OpenAIResponsesProvider, "scripted": ScriptProvider}
 EXTENSIONS = {  # extension -> the provider it runs with
     "openai_tools": (OpenAIToolsExtension, OpenAIProvider),
     "openai_reasoning": (OpenAIReasoningExtension, OpenAIProvider),
