@@ -154,3 +154,21 @@ def test_a_bad_return_is_blamed_on_the_extension_that_made_it(label: str, extens
         core.request(core.add_message(core.create_session(), "user", "hi"), {"provider": provider})
     assert (caught.value.plugin, caught.value.hook) == ("bad", "process_chunk"), label
     assert says in str(caught.value)
+
+
+def test_check_plugin_finds_a_policy_and_a_tool_that_answer_nothing() -> None:
+    from agent_core.errors import PluginContractError
+    from agent_core.testing import check_plugin
+
+    with pytest.raises(PluginContractError, match="tool_pre action 'vet' returned None"):
+        check_plugin(Forgetful, kind="feature")
+
+    class Silent(Adder):
+        name = "silent"
+
+        def execute_tool(self, tool_name: Any, payload: Any, state: Any) -> Any:
+            return None
+
+    with pytest.raises(PluginContractError, match="execute_tool.*returned None"):
+        check_plugin(Silent, samples={"tool_payload": {"a": 1, "b": 2}})
+    check_plugin(Adder, samples={"tool_payload": {"a": 1, "b": 2}})  # a tool that answers passes

@@ -22,6 +22,10 @@ the rule and the offending value in a :class:`PluginContractError` (an
    ``native_chunk=None``.
 6. **No exception** on the sample inputs (the seed's conversation: a user
    turn, an assistant tool call, its tool result and an answer).
+7. **Answers that fail closed**: a tool's ``execute_tool`` on the sample
+   payload (``samples={"tool_payload": {...}}``) returns a result with
+   ``success``, not ``None``; a feature's ``tool_pre`` action returns a
+   verdict, not ``None`` (which the engine takes as a refusal).
 """
 
 from __future__ import annotations
@@ -127,6 +131,8 @@ class _Checker:
         if kind in ("provider", "extension"):
             self.process_chunk()
         self.finalize()
+        if kind == "feature":
+            self.tool_pre()
 
     # -- rules ---------------------------------------------------------------------------
 
@@ -251,6 +257,45 @@ class _Checker:
         schemas = self.invoke("get_tool_schemas", state)
         self.messages_out("get_tool_schemas", schemas, "tool schemas")
         self.invoke("format_tool_result", freeze(self.s["tool_result"]), state)
+        self.tool_result(schemas, state)
+
+    def tool_result(self, schemas: Any, state: Any) -> None:
+        """``execute_tool`` on the sample payload must answer (a tool that raises on it is the engine's to report)."""
+        if not schemas or not callable(getattr(self.h.plugin, "execute_tool", None)):
+            return
+        first = schemas[0]
+        name = (first.get("function") or {}).get("name") or first.get("name") or first.get("title")
+        payload = self.s.get("tool_payload", {})
+        try:
+            result = self.h.call("execute_tool", name, payload, state)
+        except Exception:  # noqa: BLE001 - bad arguments may raise; the engine turns that into an error result
+            return
+        if result is None:
+            raise self.fail("execute_tool", "returned None: the engine reports that to the model as an error; "
+                            "return a result such as {'success': True, 'result': ...}")
+        if isinstance(result, Mapping) and "success" not in result:
+            raise self.fail("execute_tool", "returned a mapping without 'success' (the model would read it as a "
+                            "failure); return {'success': True, 'result': ...} or {'success': False, 'error': ...}",
+                            result)
+
+    def tool_pre(self) -> None:
+        """A ``tool_pre`` action must answer; one that returns None refuses every call (the engine fails closed)."""
+        actions = self.h.call("get_actions", self.h.config) if callable(getattr(self.h.plugin, "get_actions", None)) \
+            else None
+        for action in actions or ():
+            if not isinstance(action, Mapping) or action.get("trigger") != "tool_pre":
+                continue
+            context = {"lifecycle": "tool_pre", "trigger_source": "core", "config": self.h.config,
+                       "tool_call": {"id": "call_add_1", "name": "add", "payload": {"a": 1, "b": 2}}}
+            try:
+                result = self.h.call("execute_action", action.get("id"), {"session_id": "s", "messages": []}, [],
+                                     {}, context, self.state)
+            except Exception:  # noqa: BLE001 - what a policy makes of these sample inputs is its own business
+                continue
+            if result is None:
+                raise self.fail("execute_action", f"the tool_pre action {action.get('id')!r} returned None, so the "
+                                "engine refuses the call (it fails closed): return {'action': 'continue'} to let it "
+                                "run, or 'deny', 'modify', 'ask_user'")
 
 
 def _param_names(fn: Callable[..., Any], n: int) -> list[str]:
