@@ -164,7 +164,9 @@ class _Checker:
             else:
                 native = self.invoke("to_native_messages", b, b, state, context=ctx)
             self.messages_out("to_native_messages", native, "native messages")
-            finals = freeze(self.s["finals"] if batch is msgs else batch)
+            # a single message goes back the way it came: a provider's own native shape, not a core one
+            finals = freeze(self.s["finals"]) if batch is msgs else (
+                freeze(native) if h.kind == "provider" else b)
             if h.kind == "provider":
                 back = self.invoke("from_native_messages", finals, state, context=ctx)
             else:
