@@ -172,3 +172,25 @@ def test_check_plugin_finds_a_policy_and_a_tool_that_answer_nothing() -> None:
     with pytest.raises(PluginContractError, match="execute_tool.*returned None"):
         check_plugin(Silent, samples={"tool_payload": {"a": 1, "b": 2}})
     check_plugin(Adder, samples={"tool_payload": {"a": 1, "b": 2}})  # a tool that answers passes
+
+
+def test_check_plugin_reports_what_registration_finds() -> None:
+    from agent_core.errors import PluginContractError
+    from agent_core.testing import check_plugin
+
+    class Typo:
+        name = "typo"
+
+        def proces_chunk(self, chunk: Any, partials: Any, finals: Any, native: Any, state: Any) -> Any:
+            return partials, finals, native, state
+
+    class Skips:
+        name = "skips"
+
+        def process_chunk(self, native_chunk: Any, state: Any) -> Any:
+            return [], [], [], state
+
+    with pytest.raises(PluginContractError, match="did you mean 'process_chunk'"):
+        check_plugin(Typo, kind="extension")
+    with pytest.raises(PluginContractError, match="lacks 'partial_messages'"):
+        check_plugin(Skips, kind="extension")

@@ -80,6 +80,7 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
             the offending value.
     """
     s = {**SAMPLES, **dict(samples or {})}
+    _registers(plugin, kind)
     try:
         h = PluginHarness(plugin, config, kind=kind, provider=provider)
     except PluginContractError:
@@ -88,6 +89,31 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
         name = getattr(plugin, "name", None) or getattr(plugin, "__name__", type(plugin).__name__)
         raise PluginContractError(str(name), "init", f"raised {type(exc).__name__}: {exc}") from exc
     _Checker(h, s).run()
+
+
+_PLURAL = {"provider": "providers", "extension": "extensions", "feature": "features", "tool": "tools"}
+
+
+def _registers(plugin: Any, kind: str | None) -> None:
+    """What registering the plugin with the engine says: a near-miss hook name, a hook with a gap in its parameters."""
+    import warnings
+
+    from .. import AgentCore, UnknownHookWarning
+    from ..errors import ConfigError
+    from .inspection import plugin_kind
+
+    name = str(getattr(plugin, "name", None) or getattr(plugin, "__name__", type(plugin).__name__))
+    kind = kind or plugin_kind(plugin)
+    factory = plugin if isinstance(plugin, type) else (lambda: plugin)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnknownHookWarning)
+        try:
+            AgentCore(**{_PLURAL[kind]: [factory]})
+        except ConfigError as exc:
+            raise PluginContractError(name, "register", str(exc)) from None
+    for w in caught:
+        if issubclass(w.category, UnknownHookWarning):
+            raise PluginContractError(name, w.message.name, str(w.message))  # type: ignore[attr-defined]
 
 
 class _Checker:
