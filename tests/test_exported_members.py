@@ -12,6 +12,7 @@ PUBLIC_NAMES = [
     "ActionResult",
     "AgentCore",
     "AgentCoreError",
+    "AnsweredEvent",
     "ApprovalRequest",
     "AsyncOnlyHookError",
     "AuthenticationError",

@@ -56,6 +56,7 @@ from .plugins.resolution import PluginRef, Resolution
 from .plugins.tool_interop import InspectedToolCall, ToolInteropContribution
 from .tools.approval import ApprovalRequest
 from .values.events import (
+    AnsweredEvent,
     DoneEvent,
     ErrorEvent,
     ErrorInfo,
@@ -86,6 +87,7 @@ __all__ = [
     "ActionResult",
     "AgentCore",
     "AgentCoreError",
+    "AnsweredEvent",
     "ApprovalRequest",
     "AsyncOnlyHookError",
     "AuthenticationError",

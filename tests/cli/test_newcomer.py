@@ -175,3 +175,22 @@ def test_serve_help_explains_host_and_port_and_shows_examples(tmp_path: Path) ->
     shown = cli(tmp_path, "serve", "--help").stdout
     assert "default 127.0.0.1" in shown and "default 8000" in shown
     assert "examples:" in shown and "--log-json" in shown
+
+
+def test_a_plugin_passed_in_replaces_an_installed_one_and_the_listing_says_so(tmp_path: Path) -> None:
+    from agent_core import AgentCore
+
+    class MyCalculator:
+        name = "calculator"
+
+        def get_tool_schemas(self, state: Any) -> list[dict]:
+            return []
+
+    core = AgentCore.discover(tools=[MyCalculator])
+    assert core.replaced("tool") == ("calculator",) and core.replaced("provider") == ()
+    (tmp_path / "mytools.py").write_text("def calculator(expression: str) -> str:\n    return expression\n")
+    done = subprocess.run([sys.executable, "-m", "agent_core.cli", "plugins", "--tool", "mytools:calculator"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+                          stdin=subprocess.DEVNULL, env={**os.environ, "AGENT_CORE_HOME": str(tmp_path)})
+    line = next(x for x in done.stdout.splitlines() if x.startswith("tool") and " calculator " in x)
+    assert line.endswith("(yours, in place of the installed one)"), done.stdout

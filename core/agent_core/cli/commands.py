@@ -225,7 +225,8 @@ def _plugins(args: argparse.Namespace) -> int:
             if reason and reason.startswith("off: is_enabled returned False") and declared.get(name):
                 keys = ", ".join(key for key, _ in declared[name])
                 reason = f"off: it switched itself off for these settings ({keys}: -c KEY=VALUE sets them)"
-            print(f"{kind:9} {name:22} {reason or 'off: not the selected provider'}{settings}")
+            mine = " (yours, in place of the installed one)" if name in core.replaced(kind) else ""
+            print(f"{kind:9} {name:22} {reason or 'off: not the selected provider'}{settings}{mine}")
     return 0
 
 

@@ -95,6 +95,7 @@ class AgentCore(EngineCalls, PlatformNames):
             )
         self._model_cache = model_cache
         self._specs: dict[str, tuple[PluginSpec, ...]] = {k: () for k in KINDS}
+        self._replaced: set[tuple[str, str]] = set()
         for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
             for item in items:
                 self._add(kind, item)
@@ -158,10 +159,17 @@ class AgentCore(EngineCalls, PlatformNames):
                         plugins=[ep.name],
                     ) from exc
                 core._add(kind, obj, replace=True)
+        installed = {kind: set(core.plugins(kind)) for kind in ENTRY_POINT_GROUPS}
         for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
             for item in items:
-                core._add(kind, item, replace=True)
+                spec = core._add(kind, item, replace=True)
+                if spec.name in installed[kind]:
+                    core._replaced.add((kind, spec.name))
         return core
+
+    def replaced(self, kind: str) -> tuple[str, ...]:
+        """Installed plugins of ``kind`` that a plugin passed to :meth:`discover` replaced (the caller's wins)."""
+        return tuple(sorted(name for k, name in self._replaced if k == kind))
 
     def plugins(self, kind: str) -> tuple[str, ...]:
         """Names of the registered plugins of ``kind`` (provider/extension/feature/tool)."""
