@@ -87,15 +87,17 @@ def test_a_postgresql_restart_under_load(tmp_path: Path, pg: Any) -> None:
         time.sleep(1.0)
         pg.resume()
         back = time.monotonic()
-        time.sleep(2.0)
+        time.sleep(4.0)
         stop.set()
         for t in threads:
             t.join(30)
         seen = Counter(o for results in outcomes.values() for _, o in results)
         assert set(seen) == {"saved", "unavailable"}, seen  # nothing else: no 500, no cut stream
         for sid, results in outcomes.items():
-            late = [o for began, o in results if began > back + 0.5]
-            assert late and set(late) == {"saved"}, (sid, results[-5:])  # recovered without a restart
+            # Recovered without a restart of the server: psycopg_pool reconnects with a backoff that
+            # grew during the outage, so the first seconds after the database is back may still fail.
+            late = [o for began, o in results if began > back + 2.5]
+            assert late and set(late) == {"saved"}, (sid, results[-5:])
             saved = sum(o == "saved" for _, o in results)
             got = httpx.get(f"{url}/v1/sessions/{sid}").json()
             assert got["revision"] == saved and len(got["messages"]) == 2 * saved
