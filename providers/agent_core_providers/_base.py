@@ -358,7 +358,8 @@ class HTTPProvider(BaseProvider):
         raise NotImplementedError
 
     def _api_payload_mode(self, payload: Mapping[str, Any], stream: bool) -> Mapping[str, Any]:
-        raise NotImplementedError
+        """The payload asking for a stream or not (``stream`` set only when it must change)."""
+        return payload if payload.get("stream") is stream else {**payload, "stream": stream}
 
     def _api_reader(self, secrets: tuple[str, ...]) -> JSONEventReader:
         raise NotImplementedError

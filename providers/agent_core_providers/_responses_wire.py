@@ -31,6 +31,7 @@ from agent_core.errors import LLMError
 
 from ._errors import error_from_event
 from .openai import message_text
+from .shapes import usage_fault
 
 __all__ = [
     "CLIENT_ITEM_TYPES",
@@ -327,16 +328,6 @@ def failure(provider: str, err: Any, secrets: tuple[str, ...]) -> LLMError:
 # -- shapes ----------------------------------------------------------------------------------------
 
 
-def _usage_fault(usage: Any) -> str | None:
-    if type(usage) is not dict:
-        return "usage is not an object"
-    for key in _TOKEN_KEYS:
-        value = usage.get(key)
-        if value is not None and type(value) is not int:
-            return f"usage.{key} is not an integer"
-    return None
-
-
 def _output_fault(output: Any) -> str | None:
     if type(output) is not list:
         return "output is not a list"
@@ -359,7 +350,7 @@ def answer_fault(answer: Any) -> str | None:
         if fault:
             return fault
     if answer.get("usage") is not None:
-        return _usage_fault(answer["usage"])
+        return usage_fault(answer["usage"], _TOKEN_KEYS)
     return None
 
 

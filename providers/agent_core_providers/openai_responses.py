@@ -312,9 +312,6 @@ class OpenAIResponsesProvider(HTTPProvider):
     def _api_models_url(self, base_url: str) -> str:
         return f"{base_url}/models"
 
-    def _api_payload_mode(self, payload: Mapping[str, Any], stream: bool) -> Mapping[str, Any]:
-        return payload if payload.get("stream") is stream else {**payload, "stream": stream}
-
     def _api_reader(self, secrets: tuple[str, ...]) -> JSONEventReader:
         name = self.name
 

@@ -25,7 +25,10 @@ from agent_core.errors import MalformedResponseError
 from ._errors import scrub
 from ._sse import quote_line
 
-__all__ = ["anthropic_answer_fault", "anthropic_event_fault", "malformed", "openai_answer_fault", "openai_chunk_fault"]
+__all__ = [
+    "anthropic_answer_fault", "anthropic_event_fault", "malformed", "openai_answer_fault", "openai_chunk_fault",
+    "usage_fault",
+]
 
 Dict = dict[str, Any]
 _json = msgspec.json.Encoder()
@@ -65,10 +68,11 @@ def malformed(provider: str, value: Any, fault: str, secrets: Iterable[str | Non
     )
 
 
-def _usage_fault(usage: Any) -> str | None:
+def usage_fault(usage: Any, keys: Iterable[str] = _TOKEN_KEYS) -> str | None:
+    """Why a ``usage`` object cannot be read (not an object, a count that is no integer), or None."""
     if type(usage) is not dict:
         return "usage is not an object"
-    for key in _TOKEN_KEYS:
+    for key in keys:
         value = usage.get(key)
         if value is not None and type(value) is not int:
             return f"usage.{key} is not an integer"
@@ -141,7 +145,7 @@ def _answer_fault(answer: Any, body_fault: Callable[[Dict], str | None]) -> str 
         return "the answer is not an object"
     fault = body_fault(answer)
     if fault is None and answer.get("usage") is not None:
-        fault = _usage_fault(answer["usage"])
+        fault = usage_fault(answer["usage"])
     return fault
 
 
@@ -171,10 +175,10 @@ def openai_chunk_fault(chunk: Dict) -> str | None:
         return "choices is not a list"
     usage = chunk.get("usage")
     if usage is not None:
-        return _usage_fault(usage)
+        return usage_fault(usage)
     groq = chunk.get("x_groq")  # Groq's side channel: usage in the last chunk
     if groq is not None and type(groq) is dict and groq.get("usage") is not None:
-        return _usage_fault(groq["usage"])
+        return usage_fault(groq["usage"])
     return None
 
 
@@ -202,7 +206,7 @@ def anthropic_event_fault(event: Dict) -> str | None:
         if type(message) is not dict:
             return "message is not an object"
         if message.get("usage") is not None:
-            return _usage_fault(message["usage"])
+            return usage_fault(message["usage"])
     elif kind == "message_delta":
         delta = event.get("delta")
         if delta is not None and type(delta) is not dict:
@@ -210,7 +214,7 @@ def anthropic_event_fault(event: Dict) -> str | None:
         if delta and delta.get("stop_reason") is not None and type(delta["stop_reason"]) is not str:
             return "stop_reason is not a string"
         if event.get("usage") is not None:
-            return _usage_fault(event["usage"])
+            return usage_fault(event["usage"])
     return None
 
 
