@@ -41,6 +41,18 @@ ROUTES: list[tuple[str, str, str, dict[str, str], dict[str, Any], Any]] = [
                                                     "parameters": {"type": "object", "properties": {}}}}],
     }),
     ("chat-stream", "POST", "/v1/chat/completions", {}, {}, {"model": "echo", "stream": True, "messages": [MSG]}),
+    ("responses", "POST", "/v1/responses", {"x-request-id": "rr1"}, {}, {
+        "model": "echo", "stream": False, "instructions": "be brief", "max_output_tokens": 10,
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+                  {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                  {"type": "function_call_output", "call_id": "c1", "output": "3"},
+                  {"role": "developer", "content": "note"}],
+        "tools": [{"type": "function", "name": "f", "description": "d", "parameters": {"type": "object",
+                                                                                    "properties": {}}}],
+        "tool_choice": "auto", "parallel_tool_calls": True, "store": False, "metadata": {"k": "v"},
+        "text": {"format": {"type": "text"}},
+    }),
+    ("responses-stream", "POST", "/v1/responses", {}, {}, {"model": "echo", "stream": True, "input": "hi"}),
     ("create", "POST", "/v1/sessions", {}, {}, {"id": "fz-new", "metadata": {"k": "v"},
                                                "messages": ["hello", {"role": "assistant", "content": "hi",
                                                                       "metadata": {"a": 1}}]}),
@@ -186,3 +198,23 @@ def test_no_hostile_field_on_any_route_reaches_a_5xx(fuzz_url: str, http: httpx.
                 failure = event.get("error") if isinstance(event.get("error"), dict) else {}
                 assert failure.get("type") not in ("internal_error", "PluginError"), (method, path, raw, event)
 
+
+
+@pytest.mark.parametrize("name", ["responses", "responses-stream"])
+def test_the_responses_base_bodies_are_accepted(fuzz_url: str, http: httpx.Client, name: str) -> None:
+    """The fuzz starts from bodies the route takes, so each hostile change is what it refuses."""
+    (_, method, path, headers, _, body), = [r for r in ROUTES if r[0] == name]
+    r = http.request(method, f"{fuzz_url}{path}", headers=headers, json=body)
+    assert r.status_code == 200, r.text[:500]
+
+
+@pytest.mark.parametrize(("change", "param"), [
+    ({"text": {"format": []}}, "text.format"),  # found by the fuzz above: a 500 before
+    ({"input": [{"role": [], "content": "hi"}]}, "input[0].role"),  # likewise
+    ({"text": {"verbosity": {"x": 1}}}, "text.verbosity"),
+    ({"reasoning": {"effort": 3}}, "reasoning.effort"),
+])
+def test_hostile_responses_fields_are_400s_naming_them(fuzz_url: str, http: httpx.Client, change: dict,
+                                                     param: str) -> None:
+    r = http.post(f"{fuzz_url}/v1/responses", json={"model": "echo", "input": "hi", **change})
+    assert r.status_code == 400 and r.json()["error"]["param"] == param, r.text[:300]

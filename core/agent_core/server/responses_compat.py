@@ -162,7 +162,7 @@ def _messages(items: Sequence[Any]) -> list[Message]:
         close()
         if kind == "message":
             role = item.get("role")
-            if role not in _ROLES:
+            if not isinstance(role, str) or role not in _ROLES:
                 raise _bad(f"{where}.role: expected one of user, system, developer, assistant; got {role!r}",
                            f"{where}.role")
             out.append(Message(_ROLES[role], _text(item.get("content"), f"{where}.content")))
@@ -246,7 +246,9 @@ def _tool_choice(choice: str | Mapping[str, Any]) -> Any:
     raise _bad(f"tool_choice: only a function tool can be chosen, got {choice.get('type')!r}", "tool_choice")
 
 
-def _response_format(fmt: Mapping[str, Any]) -> dict[str, Any]:
+def _response_format(fmt: Any) -> dict[str, Any]:
+    if not isinstance(fmt, Mapping):
+        raise _bad(f"text.format: expected an object, got {type(fmt).__name__}", "text.format")
     kind = fmt.get("type")
     if kind in ("text", "json_object"):
         return {"type": kind}
@@ -279,9 +281,13 @@ def responses_config(body: ResponsesBody, model: str) -> dict[str, Any]:
     if text.get("format") is not None:
         config["response_format"] = _response_format(text["format"])
     if text.get("verbosity") is not None:
+        if not isinstance(text["verbosity"], str):
+            raise _bad("text.verbosity: expected low, medium or high", "text.verbosity")
         config["verbosity"] = text["verbosity"]
     effort = (body.reasoning or {}).get("effort")
     if effort is not None:
+        if not isinstance(effort, str):
+            raise _bad("reasoning.effort: expected a string such as low, medium or high", "reasoning.effort")
         config["reasoning_effort"] = effort
     return config
 
