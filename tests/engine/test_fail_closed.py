@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from agent_core import AgentCore, UnknownHookWarning
-from agent_core.errors import ConfigError, PluginError
-from agent_core.testing import reply, scripted_provider, tool_call
+from agent_core.errors import ConfigError, PluginContractError, PluginError
+from agent_core.testing import check_plugin, reply, scripted_provider, tool_call
 
 
 class Adder:
@@ -61,6 +61,31 @@ def test_a_tool_pre_that_returns_nothing_refuses_the_call() -> None:
     assert RAN == []  # the tool never ran
     assert (caught.value.plugin, caught.value.hook) == ("forgetful", "execute_action")
     assert "returned None" in str(caught.value) and "'continue'" in str(caught.value)
+
+
+@pytest.mark.parametrize("answer", [{"action": "contiue"}, {"decision": "yes"}, "continue"])
+def test_a_tool_pre_answer_outside_the_vocabulary_refuses_the_call_and_check_plugin_says_the_same(answer: Any) -> None:
+    class Misspelt(Forgetful):
+        name = "misspelt"
+
+        def execute_action(self, action_id: str, session: Any, native: Any, params: Any, context: Any,
+                           state: Any) -> Any:
+            return answer
+
+    RAN.clear()
+    core = _core(Misspelt)
+    with pytest.raises(PluginError) as caught:
+        core.request(core.add_message(core.create_session(), "user", "1+2?"), {"provider": "scripted"})
+    assert RAN == []
+    assert (caught.value.plugin, caught.value.hook) == ("misspelt", "execute_action")
+    with pytest.raises(PluginContractError) as checked:
+        check_plugin(Misspelt)
+    assert checked.value.hook == "execute_action"
+    if isinstance(answer, dict):  # the same sentence from the engine and from check_plugin
+        said = f"the tool_pre action 'vet' returned the unknown action {next(iter(answer.values()))!r}"
+        assert said in str(caught.value) and said in str(checked.value) and "'ask_user'" in str(checked.value)
+    else:
+        assert "not a mapping" in str(checked.value)
 
 
 def test_a_tool_that_returns_nothing_is_an_error_for_the_model() -> None:

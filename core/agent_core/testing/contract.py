@@ -36,6 +36,7 @@ from typing import Any
 
 from .. import freeze, thaw
 from ..errors import PluginContractError
+from ..plugin_kit import TOOL_PRE_VERDICTS, unknown_verdict
 from .harness import PluginHarness
 from .inspection import PROTOCOLS, fit_call, short
 
@@ -324,6 +325,12 @@ class _Checker:
                 raise self.fail("execute_action", f"the tool_pre action {action.get('id')!r} returned None, so the "
                                 "engine refuses the call (it fails closed): return {'action': 'continue'} to let it "
                                 "run, or 'deny', 'modify', 'ask_user'")
+            if not isinstance(result, Mapping):
+                raise self.fail("execute_action", f"the tool_pre action {action.get('id')!r} returned a "
+                                f"{type(result).__name__}, not a mapping such as {{'action': 'continue'}}", result)
+            verdict = result.get("action") or result.get("decision") or "continue"
+            if verdict not in TOOL_PRE_VERDICTS:
+                raise self.fail("execute_action", unknown_verdict(action.get("id"), verdict), result)
 
 
 def _param_names(fn: Callable[..., Any], n: int) -> list[str]:

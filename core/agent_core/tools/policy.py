@@ -49,12 +49,15 @@ from .kit import ToolKit
 from .toolkit import Routed, is_async_callable
 
 __all__ = [
-    "DEFAULT_APPROVAL_TIMEOUT", "PreOutcome", "approve", "held", "message_metadata", "place",
-    "read_hook_extras", "tool_failure", "tool_post", "tool_pre",
+    "DEFAULT_APPROVAL_TIMEOUT", "TOOL_PRE_VERDICTS", "PreOutcome", "approve", "held", "message_metadata",
+    "place", "read_hook_extras", "tool_failure", "tool_post", "tool_pre", "unknown_verdict",
 ]
 
 #: seconds an ``ask_user`` approval may take before its ``approval_default`` applies (seed 001's default)
 DEFAULT_APPROVAL_TIMEOUT = 300.0
+
+#: what a ``tool_pre`` action may answer in ``action`` (or ``decision``); left out, it means continue
+TOOL_PRE_VERDICTS = ("continue", "allow", "inject_context", "modify", "deny", "ask_user", "ask")
 
 _INJECTION_ROLES = ("system", "user", "assistant")
 _NOTICE_LEVELS = ("info", "warning", "error")
@@ -209,10 +212,15 @@ def tool_pre(kit: ToolKit, r: Routed, session: Session, native: Any, state: Any)
             if not allowed:
                 out.denial = f"tool call not approved ({plugin.name}{why})" + (f": {reason}" if reason else "")
                 return out
-        elif verdict not in ("continue", "allow", "inject_context"):
-            raise PluginError(plugin.name, "execute_action", ValueError(verdict),
-                              detail=f"tool_pre action returned unknown action {verdict!r}")
+        elif verdict not in TOOL_PRE_VERDICTS:
+            raise PluginError(plugin.name, "execute_action", ValueError(verdict), detail=unknown_verdict(action["id"], verdict))
     return out
+
+
+def unknown_verdict(action_id: Any, verdict: Any) -> str:
+    """What the engine and ``check_plugin`` say of an ``action`` outside :data:`TOOL_PRE_VERDICTS`."""
+    return (f"the tool_pre action {action_id!r} returned the unknown action {verdict!r}; the request stops rather "
+            "than run the tool. Use one of " + ", ".join(repr(v) for v in TOOL_PRE_VERDICTS if v not in ("allow", "ask")))
 
 
 def approve(

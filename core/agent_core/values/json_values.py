@@ -162,4 +162,5 @@ def _json_other(value: Any, budget: int) -> Any:
         return _json(view(), budget + 1)
     if isinstance(value, (bytes, bytearray, memoryview)):
         raise _Refused(f"{type(value).__name__} cannot be carried by JSON; decode it to text or base64 it first")
-    raise _Refused(f"a {type(value).__name__} cannot be carried by JSON")
+    kind = type(value).__name__
+    raise _Refused(f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} cannot be carried by JSON")
