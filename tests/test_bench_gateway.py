@@ -1,0 +1,47 @@
+"""benchmarks/bench_gateway.py works: its quick mode relays paced streams through a real agent-core serve.
+
+No figure is checked (tests do not time); the run itself fails when a stream loses a token, a
+non-streamed reply lacks its text, or a process does not start, so a broken relay or a broken
+harness fails here. The LiteLLM side needs its own environment and is not run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_gateway.py"
+
+
+def test_quick_mode_relays_every_token_and_prints_every_figure():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick"], check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()]
+    cells = {(" ".join(row[:-7]), row[-7]) for row in rows if len(row) >= 8 and row[-7] in ("direct", "agent-core")}
+    assert cells == {(n, g) for n in ("1 full", "1", "8") for g in ("direct", "agent-core")}
+    out = done.stdout
+    assert "AgentCore.astream_request on the full-speed stream" in out and "serve / library" in out
+    assert "agent-core" in out.split("non-streamed")[1].split("\n")[0] and "req/s" in out
+    assert "memory idle / peak: agent-core" in out
+    assert out.count("target: ") == 3
+
+
+def test_a_client_worker_counts_tokens_against_a_real_upstream():
+    """The client side alone: a worker streams from the upstream and reports every token and gap."""
+    up = subprocess.Popen([sys.executable, str(SCRIPT), "--upstream", "--pace-ms", "5"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(up.stdout.readline())  # type: ignore[union-attr]
+        worker = subprocess.run([sys.executable, str(SCRIPT), "--worker", "--url", f"http://127.0.0.1:{port}",
+                                 "--model", "paced", "--streams", "3", "--tokens", "6", "--pace-ms", "5"],
+                                input="go\n", check=False, capture_output=True, text=True, timeout=60)
+    finally:
+        up.stdin.close()  # type: ignore[union-attr]
+        up.wait(timeout=10)
+    ready, result = worker.stdout.splitlines()
+    tally = json.loads(result)
+    assert ready == "ready" and tally["bad"] == [] and tally["tokens"] == 18
+    assert len(tally["first"]) == 3 and len(tally["gaps"]) == 15
+    assert all(g > -5 for g in tally["gaps"])  # each gap is the interval minus the 5 ms pacing
