@@ -33,7 +33,9 @@ are closed inside their own loop, before it closes.
 Pool size: httpx keeps at most 20 idle connections by default, so 50 threads
 sharing a client opened a new connection for most requests. The pooled
 clients keep up to :data:`KEEPALIVE_CONNECTIONS` and put no cap on open ones
-(the caller's concurrency is the cap).
+(the caller's concurrency is the cap). The async clients' transports hold a
+:class:`._flat_pool.FlatAsyncPool` instead of httpcore's pool, whose cost per
+request grows with the connections it holds.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ from typing import Any, Protocol
 
 import httpcore
 import httpx
+
+from ._flat_pool import FlatAsyncPool
 
 __all__ = [
     "KEEPALIVE_CONNECTIONS",
@@ -271,6 +275,14 @@ def _start_closer(pool: _LoopPool) -> None:
     pool.closer = closer
 
 
+def _flat(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
+    """``transport`` with :class:`._flat_pool.FlatAsyncPool` in place of httpcore's pool (O(1) per request)."""
+    pool = getattr(transport, "_pool", None)
+    if type(pool) is httpcore.AsyncConnectionPool:  # a proxy pool (a subclass) keeps its own
+        transport._pool = FlatAsyncPool.replacing(pool, KEEPALIVE_CONNECTIONS)  # type: ignore[assignment]
+    return transport
+
+
 def async_client_for(base_url: str, timeout: float) -> httpx.AsyncClient:
     """The pooled async client for ``(base_url, timeout)`` in the running event loop."""
     loop = asyncio.get_running_loop()
@@ -282,7 +294,7 @@ def async_client_for(base_url: str, timeout: float) -> httpx.AsyncClient:
             _start_closer(pool)
         client = pool.clients.get(key)
         if client is None or client.is_closed:
-            transport = _watch(httpx.AsyncHTTPTransport(limits=_LIMITS), _AsyncWatchingBackend)
+            transport = _watch(_flat(httpx.AsyncHTTPTransport(limits=_LIMITS)), _AsyncWatchingBackend)
             client = httpx.AsyncClient(timeout=client_timeout(timeout), limits=_LIMITS, transport=transport)
             pool.clients[key] = client
         return client

@@ -1,0 +1,165 @@
+"""An async connection pool whose cost per request does not grow with the streams it holds.
+
+Theory of operation
+-------------------
+httpcore's ``AsyncConnectionPool`` keeps one list of requests and one of
+connections, and on every request it adds or removes it walks both to assign
+requests to connections again (encode/httpcore #1035). A server relaying
+hundreds of long streams at once pays that walk many times per request: it was
+a third of ``agent-core serve``'s CPU at 200 paced streams.
+
+This pool keeps what a relay needs and nothing it must walk: per origin, a
+stack of idle HTTP/1.1 connections. A request takes the most recently used idle
+one (checking only that one is still usable: ``has_expired`` also notices a
+socket the server closed) or opens a new connection; when the response is
+closed the connection goes back on its stack if it can carry another request.
+Nothing waits for a connection, because the pooled clients set no cap on open
+connections (the caller's concurrency is the cap); the idle ones are capped at
+``max_keepalive`` and the oldest idle one is checked for expiry each time one
+is returned, so a stack does not keep dead sockets for long.
+
+It is a drop-in for the ``_pool`` of an ``httpx.AsyncHTTPTransport``: same
+``handle_async_request`` / ``aclose`` contract, same httpcore connections and
+network backend (so the watched streams of :mod:`._pool` still see every
+write), so httpx still maps httpcore's errors to its own.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any, Self
+
+import anyio
+import httpcore
+
+__all__ = ["FlatAsyncPool"]
+
+
+class FlatAsyncPool:
+    """Idle connections per origin, most recent first; a new connection when none is idle."""
+
+    def __init__(self, *, network_backend: Any, max_keepalive: int, keepalive_expiry: float | None,
+                 ssl_context: Any = None, http1: bool = True, http2: bool = False, retries: int = 0,
+                 local_address: str | None = None, uds: str | None = None, socket_options: Any = None) -> None:
+        self._network_backend = network_backend  # read (and wrapped) by ._pool._watch
+        self._max_keepalive = max_keepalive
+        self._options = {"ssl_context": ssl_context, "keepalive_expiry": keepalive_expiry, "http1": http1,
+                         "http2": http2, "retries": retries, "local_address": local_address, "uds": uds,
+                         "socket_options": socket_options}
+        self._idle: dict[tuple[bytes, bytes, int], deque[httpcore.AsyncHTTPConnection]] = {}  # by origin
+        self._idle_count = 0
+        self._busy: set[httpcore.AsyncHTTPConnection] = set()  # so aclose can close them too
+
+    @classmethod
+    def replacing(cls, pool: Any, max_keepalive: int) -> FlatAsyncPool:
+        """A flat pool with the options of httpcore's ``pool`` (as httpx's transport built it)."""
+        return cls(network_backend=pool._network_backend, max_keepalive=max_keepalive,
+                   keepalive_expiry=pool._keepalive_expiry, ssl_context=pool._ssl_context, http1=pool._http1,
+                   http2=pool._http2, retries=pool._retries, local_address=pool._local_address, uds=pool._uds,
+                   socket_options=pool._socket_options)
+
+    @property
+    def connections(self) -> int:
+        """Open connections, idle and busy (for tests and benchmarks)."""
+        return self._idle_count + len(self._busy)
+
+    def _take(self, origin: httpcore.Origin) -> tuple[httpcore.AsyncHTTPConnection, list[Any]]:
+        """An idle connection to ``origin`` (or a new one), and the dead ones met on the way, to close."""
+        dead = []
+        stack = self._idle.get(_key(origin))
+        while stack:
+            conn = stack.pop()
+            self._idle_count -= 1
+            if conn.is_available() and not conn.has_expired():
+                return conn, dead
+            dead.append(conn)
+        conn = httpcore.AsyncHTTPConnection(origin=origin, network_backend=self._network_backend, **self._options)
+        return conn, dead
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        scheme = request.url.scheme
+        if scheme not in (b"http", b"https"):
+            said = "is missing an 'http://' or 'https://' protocol" if not scheme else \
+                f"has an unsupported protocol '{scheme.decode(errors='replace')}://'"
+            raise httpcore.UnsupportedProtocol(f"Request URL {said}.")
+        conn, dead = self._take(request.url.origin)
+        self._busy.add(conn)
+        await _close_all(dead)
+        try:
+            response = await conn.handle_async_request(request)
+        except BaseException:
+            await self._give_back(conn, request.url.origin)
+            raise
+        return httpcore.Response(status=response.status, headers=response.headers,
+                                 content=_ReturningStream(response.stream, self, conn, request.url.origin),
+                                 extensions=response.extensions)
+
+    async def _give_back(self, conn: httpcore.AsyncHTTPConnection, origin: httpcore.Origin) -> None:
+        """Back on its origin's stack if it can carry another request; else closed."""
+        self._busy.discard(conn)
+        dead = []
+        if conn.is_idle() and not conn.is_closed() and self._idle_count < self._max_keepalive:
+            stack = self._idle.setdefault(_key(origin), deque())
+            stack.append(conn)
+            self._idle_count += 1
+            if len(stack) > 1 and stack[0].has_expired():  # the oldest idle one: O(1) upkeep per return
+                dead.append(stack.popleft())
+                self._idle_count -= 1
+        elif not conn.is_closed():
+            dead.append(conn)
+        await _close_all(dead)
+
+    async def aclose(self) -> None:
+        conns = [c for stack in self._idle.values() for c in stack] + list(self._busy)
+        self._idle.clear()
+        self._busy.clear()
+        self._idle_count = 0
+        await _close_all(conns)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _key(origin: httpcore.Origin) -> tuple[bytes, bytes, int]:
+    return origin.scheme, origin.host, origin.port  # an Origin compares equal but is not hashable
+
+
+async def _close_all(conns: list[Any]) -> None:
+    if not conns:
+        return
+    with anyio.CancelScope(shield=True):  # a cancelled request still closes what it held
+        for conn in conns:
+            await conn.aclose()
+
+
+class _ReturningStream:
+    """The response body; closing it hands the connection back to the pool."""
+
+    def __init__(self, stream: Any, pool: FlatAsyncPool, conn: httpcore.AsyncHTTPConnection,
+                 origin: httpcore.Origin) -> None:
+        self._stream = stream
+        self._origin = origin
+        self._pool = pool
+        self._conn = conn
+        self._closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for part in self._stream:
+                yield part
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            if hasattr(self._stream, "aclose"):
+                await self._stream.aclose()
+            await self._pool._give_back(self._conn, self._origin)
