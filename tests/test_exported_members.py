@@ -62,6 +62,7 @@ PUBLIC_NAMES = [
     "ROLES",
     "RateLimitError",
     "RequestInFlightError",
+    "RequestObserver",
     "RequestResult",
     "Resolution",
     "RetractEvent",

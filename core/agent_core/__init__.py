@@ -6,6 +6,7 @@ Test helpers live in :mod:`agent_core.testing`.
 
 from .compat import install_module_aliases as _install_module_aliases
 from .engine.core import ActionResult, AgentCore, RequestResult
+from .engine.observe import RequestObserver
 from .errors import (
     ActionInputError,
     AgentCoreError,
@@ -137,6 +138,7 @@ __all__ = [
     "ROLES",
     "RateLimitError",
     "RequestInFlightError",
+    "RequestObserver",
     "RequestResult",
     "Resolution",
     "RetractEvent",

@@ -1,11 +1,10 @@
 """One provider call and its hot loop (steps 4c-4d of :mod:`agent_core.engine.run`).
 
-The hot path is every chunk of a stream: the provider's ``process_chunk``
-then each extension's, in chain order. It is written as one small
-method, :meth:`HotLoop.feed`, over a chain prepared once per call, and the
-driver runs the loop (one :class:`~agent_core.runtime.effects.Pump` effect per
-stream), so a chunk costs a few calls, not a resumption of every generator
-between the driver and the request run.
+The hot path is every chunk of a stream: the provider's ``process_chunk`` then each
+extension's, in chain order. It is written as one small method, :meth:`HotLoop.feed`, over a
+chain prepared once per call, and the driver runs the loop (one :class:`~agent_core.runtime.effects.Pump`
+effect per stream), so a chunk costs a few calls, not a resumption of every generator between
+the driver and the request run.
 
 What a plugin hands back is frozen only when it is new: a history or state
 returned as given (the usual case) costs an identity check; an empty list
@@ -49,10 +48,8 @@ from ..values.json_values import freeze_json
 from ..values.messages import EMPTY_METADATA, PartialMessage
 from .retract import retract_event, retrying_event
 
-__all__ = [
-    "HotChain", "HotLoop", "call_once", "call_provider", "finalized", "hot_chain", "hot_failure", "partial_message",
-    "pump_stream",
-]
+__all__ = ["HotChain", "HotLoop", "call_once", "call_provider", "finalized", "hot_chain", "hot_failure",
+           "partial_message", "pump_stream"]
 
 #: a chain prepared for the hot loop: (plugin, its bound ``process_chunk``), provider first. The
 #: loop reads only a plugin's ``name`` (to blame it), so a test harness may put its own steps in.
@@ -317,6 +314,7 @@ def provider_failure(flight: Flight, provider: LivePlugin, hook: str, exc: BaseE
 def call_provider(
     provider: LivePlugin, exts: list[LivePlugin], native: Any, state: Any, *,
     stream: bool, request_id: str, flight: Flight, iteration: int, ctx: Any, billed: list[int] | None = None,
+    on_first: Callable[[], None] | None = None,
 ) -> Generator[Any, Any, tuple[FrozenList, FrozenList, FrozenDict]]:
     """One provider call up to the extensions' closing ``process_chunk(None, ...)``.
 
@@ -327,7 +325,7 @@ def call_provider(
     as events. One call, one request: a stream that yields nothing is never
     followed by ``call_api`` (that would be a second, billable request).
     A stream that starts over (:meth:`HotLoop.retract`) adds the broken
-    attempt's usage to ``billed``. Returns ``(finals, native, state)``.
+    attempt's usage to ``billed``; ``on_first`` runs at a stream's first chunk. Returns ``(finals, native, state)``.
 
     Raises:
         EmptyResponseError: the stream sent no chunk and ``finalize`` no answer.
@@ -340,7 +338,8 @@ def call_provider(
     opening: Any = _NONE  # the partials of a call_api answer: they enter the closing step like any other
     unseen: list[Any] = []
     if streamed:
-        yield from pump_stream(run, native, state, flight, announce=bool(ctx["config"].get("announce_answer")))
+        announce = bool(ctx["config"].get("announce_answer"))
+        yield from pump_stream(run, native, state, flight, announce=announce, on_first=on_first)
         native, state = run.native, run.state
     else:
         opening, finals, native, state = yield from call_once(provider, native, state, request_id, flight)
@@ -360,25 +359,28 @@ def call_provider(
     return FrozenList.from_frozen([*run.seen, *pending]), native, state
 
 
-def pump_stream(run: HotLoop, native: Any, state: Any, flight: Flight, *,
-                announce: bool = False) -> Generator[Any, Any, None]:
+def pump_stream(run: HotLoop, native: Any, state: Any, flight: Flight, *, announce: bool = False,
+                on_first: Callable[[], None] | None = None) -> Generator[Any, Any, None]:
     """Open the provider's stream and pump every chunk through ``run``'s :meth:`HotLoop.feed`.
 
-    ``announce``: the first chunk is pulled on its own and an :class:`AnsweredEvent` goes
-    before its events, so the per-chunk loop stays as it is.
+    ``announce`` (an :class:`AnsweredEvent` before its events) or ``on_first`` (called): the first
+    chunk is pulled on its own, so the per-chunk loop stays as it is.
     """
     provider = run.provider[0]
     sync, asyn = twin_calls(provider, "stream_api", "astream_api", native, state, request_id=run.request_id)
     try:
         handle = yield OpenIter(sync, asyn, label=f"provider {provider.name!r} stream")
-        if announce:
+        if announce or on_first is not None:
             first = yield NextItem(handle)
             while first.__class__ is StreamRetry:  # a retry before any answer: not an answer yet
                 yield from run.feed(first)
                 first = yield NextItem(handle)
             if first is END:
                 return
-            yield AnsweredEvent(run.request_id, run.iteration)
+            if on_first is not None:
+                on_first()
+            if announce:
+                yield AnsweredEvent(run.request_id, run.iteration)
             yield from run.feed(first)
         yield Pump(handle, run.feed)
     except Exception as exc:

@@ -41,6 +41,9 @@ per-turn work grows with the length of the conversation.
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
+import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -78,6 +81,7 @@ from ..values.messages import Message, Session
 from ..values.native_history import load_native, prefix_digest, store_native
 from .finalize import Turn, finalize_turn
 from .hot_loop import call_provider
+from .observe import ABANDONED, Observers, observers_for
 from .request_injection import inject, request_injections
 
 __all__ = ["RequestRun", "error_info"]
@@ -136,11 +140,17 @@ class RequestRun:
         self.ephemeral: list[Message] = []  # injected context for the next provider call only
         self.final_sessions = final_sessions  # finals carry the session (send_request_stream)
         self.on_finish = on_finish  # called once the run has ended, however it ended
+        # For observers (agent_core.engine.observe): when and from which context the request was made.
+        self.started_ns = time.time_ns()
+        self.caller = contextvars.copy_context()
+        self.observer: Observers | None = None
 
     def run(self) -> Generator[Any, Any, None]:
         try:
             yield from self._events()
         finally:
+            if self.observer is not None:  # a no-op when done was reached; else nobody read to the end
+                self.observer.request_ended(ABANDONED, Usage(*self.usage), None)
             if self.on_finish is not None:
                 self.on_finish()
 
@@ -170,10 +180,10 @@ class RequestRun:
             if reason != "cancelled":
                 yield ErrorEvent(self.request_id, error_info(exc))
         added = self.added if self.error is None else []
-        yield DoneEvent(
-            self.request_id, session, self.outcome,
-            Usage(self.usage[0], self.usage[1], self.usage[2]), list(added),
-        )
+        usage = Usage(self.usage[0], self.usage[1], self.usage[2])
+        if self.observer is not None:
+            self.observer.request_ended(self.outcome, usage, self.error)
+        yield DoneEvent(self.request_id, session, self.outcome, usage, list(added))
 
     def _run(self) -> Generator[Any, Any, Session]:
         """Steps 1-4 of the module docstring; returns the new session (``done``, step 5, is :meth:`_events`')."""
@@ -219,6 +229,9 @@ class RequestRun:
         config = kit.config
         state = init_state(provider, chain, lambda p: own_config(p, config))
         kit = kit.with_lifecycle(lifecycle_table(chain, state))
+        self.observer = self._observers(res, chain[len(exts):], config)
+        if self.observer is not None:
+            kit = dataclasses.replace(kit, observer=self.observer)
         base_ctx = {
             "core": self.core, "config": config, "request_id": self.request_id, "tags": list(res.tags),
             "models": list(res.models), "available_tools": kit.available, "tools": kit.offered,
@@ -226,6 +239,14 @@ class RequestRun:
         }
         return Settled(provider, exts, chain, kit, base_ctx, int(config.get("max_iterations") or 10),
                      bool(config.get("stop_on_tool_error"))), state
+
+    def _observers(self, res: Resolution, features: list[LivePlugin], config: Any) -> Observers | None:
+        """The features' observers (:mod:`.observe`), asked in the context the caller made the request in."""
+        def context() -> Any:
+            return freeze({"request_id": self.request_id, "provider": str(res.provider), "stream": self.stream,
+                           "session_id": self.input_session.session_id, "started_ns": self.started_ns})
+
+        return self.caller.run(observers_for, features, lambda p: own_config(p, config), context)
 
     def _answer_pending(self, req: Settled, session: Session, state: Any) -> Generator[Any, Any, tuple[Session, bool]]:
         """Tool calls an earlier request left unanswered (it stopped at ``max_turns``) are answered first.
@@ -261,15 +282,21 @@ class RequestRun:
         ctx = freeze({**req.base_ctx, "iteration": iteration})
         stored, native, state = self._native_for_call(req, session, state, ctx)
         turn = Turn(stored, native, iteration, ctx)
+        observer = self.observer
+        if observer is not None:
+            observer.provider_call_started(iteration, session.messages)
         finals, native, state = yield from call_provider(
             req.provider, req.exts, native, state, stream=self.stream, request_id=self.request_id,
             flight=self.flight, iteration=iteration, ctx=ctx, billed=self.usage,
+            on_first=None if observer is None else partial(observer.first_chunk, iteration),
         )
         self.usage[2] += 1
         messages, session, native, state = finalize_turn(
             req.provider, req.chain, req.kit.lifecycle, turn, finals, native, state, session,
             request_id=self.request_id, stream=self.stream, core=self.core,
         )
+        if observer is not None:
+            observer.provider_call_ended(iteration, messages)
         self.added.extend(messages)
         for m in messages:
             self._count_usage(m)

@@ -123,6 +123,8 @@ _TABLE: dict[str, list[tuple[str, str, str, str]]] = {
         ("get_completions", "app", "config, text", "none"),
         ("apply_completion", "app", "config, text, completion", "''"),
         ("get_template", "app", "config", "''"),
+        # ours, beyond the seed: a watcher of the request's timeline (agent_core.engine.observe)
+        ("observe_request", "setup", "config, *, context=", "None: nothing observed"),
     ],
     "tool": [
         *_SHARED,

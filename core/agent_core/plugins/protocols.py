@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Optional, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 
 from .base import BasePlugin, Dict, Msgs, TagGatedPlugin
 from .contract import ASYNC_HOOKS, HOOKS, Param, parse_signature
@@ -269,6 +269,15 @@ class FeaturePlugin(ChainPlugin, Protocol):
 
     def get_template(self, config: Dict) -> str:
         return ""
+
+    def observe_request(self, config: Dict, *, context: Optional[Dict] = None) -> Any:
+        """An observer of this request's timeline (``agent_core.RequestObserver``), or None.
+
+        Asked once per request, after the init chain; ``context`` has ``request_id``,
+        ``provider``, ``session_id``, ``stream`` and ``started_ns`` (``time.time_ns()``
+        when the request was made). See :mod:`agent_core.engine.observe`.
+        """
+        return None
 
 
 class _Identity:

@@ -75,6 +75,7 @@ class ToolKit:
         lifecycle: the triggered actions by lifecycle point (known after the
             init chain: see :meth:`with_lifecycle`).
         timeout: ``tool_timeout_s`` (None: no limit).
+        observer: the request's observers, or None.
     """
 
     registry: ToolInteropRegistry
@@ -92,6 +93,7 @@ class ToolKit:
     core: Any = None  # what contexts carry as ``core``
     approval: Callable[..., Any] | None = None
     timeout: float | None = None
+    observer: Any = None  # the request's observers (agent_core.engine.observe), told when each call runs
 
     @classmethod
     def for_request(

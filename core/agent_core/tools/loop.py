@@ -54,7 +54,7 @@ def run_tools(
     count = 0
     failures: list[str] = []
     injections: list[tuple[str, Message, bool]] = []
-    flight = kit.flight
+    flight, observer = kit.flight, kit.observer
     assert flight is not None
     for r in routed:
         if flight.cancelled:
@@ -68,6 +68,8 @@ def run_tools(
             yield UserMessageEvent(kit.request_id, plugin_name, text, level, r.call.call_id)
         if pre.denial is not None:
             r = Routed(dataclasses.replace(r.call, error=pre.denial), r.tool, r.descriptor)
+        if observer is not None:
+            observer.tool_started(iteration, r.call.call_id, r.call.tool_name, pre.payload)
         run = run_tool_call(r, pre.payload, tctx, kit.request_id, kit.accepted, token=flight.token, timeout=kit.timeout)
         msg, shown = yield from held(run, pre.suppress)
         if flight.cancelled:
@@ -75,6 +77,8 @@ def run_tools(
         if pre.metadata:
             msg = msg.with_metadata(pre.metadata)
         session, pos, msg = tool_post(kit, r, msg, session, pos, native, state)
+        if observer is not None:
+            observer.tool_ended(r.call.call_id, msg)
         if shown is not None:
             yield msgspec.structs.replace(shown, message=msg)
         count += 1
