@@ -195,11 +195,31 @@ def _shutdown(sock: Any) -> bool:
             # The base method: ssl.SSLSocket.shutdown would also drop its
             # SSL object under the feet of the thread reading from it.
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        else:  # asyncio's TransportSocket
-            sock.shutdown(socket.SHUT_RDWR)
+        else:  # asyncio's TransportSocket, or uvloop's pseudo-socket
+            _shutdown_transport_socket(sock)
     except OSError:
         pass  # already closed: the reader is waking up anyway
     return True
+
+
+def _shutdown_transport_socket(sock: Any) -> None:
+    """``shutdown`` on an event loop's stand-in for a socket.
+
+    uvloop's stand-in (which uvicorn picks when uvloop is installed) refuses
+    ``shutdown`` with a TypeError; the descriptor is then shut through a
+    socket object made on it and detached again, so the loop still owns it.
+    """
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except TypeError:
+        fd = sock.fileno()
+        if fd < 0:  # already closed: its reader is waking up anyway
+            return
+        twin = socket.socket(fileno=fd)
+        try:
+            twin.shutdown(socket.SHUT_RDWR)
+        finally:
+            twin.detach()
 
 
 def _abort(response: httpx.Response, loop: asyncio.AbstractEventLoop | None) -> None:
