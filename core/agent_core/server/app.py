@@ -31,6 +31,7 @@ from .bodies import json_depth
 from .client_tools import ClientTools
 from .errors import ApiError
 from .facade import FacadeRoutes
+from .fields import keys_by_plugin
 from .guard import TENANT_KEY, Admission, Gate
 from .http import (
     LIBRARY_ERRORS,
@@ -130,7 +131,7 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes):
         return policy.merge(base, client, providers=self.core.plugins("provider"))
 
     def _declared(self) -> set[str]:
-        return {entry["key"] for entry in self.core.get_config_schema()}
+        return set().union(*keys_by_plugin(self.core).values())
 
     # -- facade ------------------------------------------------------------
 

@@ -10,12 +10,13 @@ be dropped without a word.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .errors import ApiError
 
-__all__ = ["ALIASES", "declared_for", "fit_to_provider", "with_extra_fields"]
+__all__ = ["ALIASES", "declared_for", "fit_to_provider", "keys_by_plugin", "with_extra_fields"]
 
 #: a config key -> the keys that mean the same for another provider, in order of preference
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -26,12 +27,40 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
+_KINDS = ("provider", "extension", "feature", "tool")
+_keys_cache: weakref.WeakKeyDictionary[Any, tuple[tuple[tuple[str, ...], ...], dict[str, frozenset[str]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def keys_by_plugin(core: Any) -> Mapping[str, frozenset[str]]:
+    """Each registered plugin's declared config keys, by plugin name.
+
+    Asking every plugin for its schema makes an instance of each and parses what
+    it returns (about 0.6 ms with the bundled plugins), and two routes asked on
+    every request; the answer changes only when plugins are registered, so it is
+    kept per core and made again when the registered names change.
+    """
+    names = tuple(core.plugins(kind) for kind in _KINDS)
+    cached = _keys_cache.get(core)
+    if cached is not None and cached[0] == names:
+        return cached[1]
+    keys: dict[str, set[str]] = {}
+    for entry in core.get_config_schema():
+        keys.setdefault(entry["plugin"], set()).add(entry["key"])
+    frozen = {name: frozenset(found) for name, found in keys.items()}
+    _keys_cache[core] = (names, frozen)
+    return frozen
+
+
 def declared_for(core: Any, config: Mapping[str, Any]) -> set[str]:
     """The config keys declared by the plugins that run for ``config`` (and the engine's own)."""
     from ..plugin_kit import ENGINE_KEYS
 
-    running = {str(ref) for ref in core.resolve(config).enabled}
-    return {e["key"] for e in core.get_config_schema() if e["plugin"] in running} | set(ENGINE_KEYS)
+    by_plugin = keys_by_plugin(core)
+    declared = set(ENGINE_KEYS)
+    for ref in core.resolve(config).enabled:
+        declared |= by_plugin.get(str(ref), frozenset())
+    return declared
 
 
 def fit_to_provider(config: dict[str, Any], client_keys: Iterable[str], declared: set[str],
