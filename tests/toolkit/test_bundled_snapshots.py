@@ -18,6 +18,7 @@ from agent_core import NATIVE_KEY, AgentCore, Message
 from agent_core.testing import SAMPLES, PluginHarness, replay_provider, reply, scripted_provider, tool_call
 from agent_core.testing.scripted import ScriptProvider
 from agent_core_features.file_mentions import FileMentionsFeature
+from agent_core_features.otel import OtelFeature
 from agent_core_features.system_prompt import SystemPromptFeature
 from agent_core_features.timestamps import TimestampsFeature
 from agent_core_features.title import TitleFeature
@@ -57,6 +58,7 @@ FEATURES = {  # feature -> the config that switches it on (scripted requests bel
     "tool_policy": (ToolPolicyFeature, {"tool_policy": {"*": "deny"}}),
     "title": (TitleFeature, {"enabled_plugins": ["title"]}),
     "file_mentions": (FileMentionsFeature, {"enabled_plugins": ["file_mentions"], "files_root": "/nonexistent"}),
+    "otel": (OtelFeature, {"enabled_plugins": ["otel"]}),  # spans only: the messages are untouched
 }
 CONFIG = {"model": "snap-model"}
 CONVERSATION = SAMPLES["messages"][:4]  # system, user, assistant tool call, tool result
