@@ -91,8 +91,7 @@ class RedactExtension(Extension):
 
     def from_native_messages(self, native_messages: Msgs, messages: Msgs, state: Dict | None = None, *,
                              context: Dict | None = None) -> Msgs:
-        """The core messages masked too: a provider whose native shape this extension cannot read still gets
-        its answers masked where people see them (its own native history is its to keep)."""
+        """The core messages masked too, whatever the provider made of them from its own native shape."""
         machine = Redactor(self._patterns)
         out = []
         for m in messages:
@@ -266,7 +265,15 @@ _CALL_LISTS = ("tool_calls", "_incomplete_tool_calls", "_cut_tool_uses")
 
 
 def _mask_message(machine: Redactor, m: Dict) -> Dict:
-    """A native final with its text fields and tool-call arguments masked."""
+    """A native final with its text fields and tool-call arguments masked.
+
+    The shapes the bundled providers use (a ``content`` key) are masked field by field,
+    leaving ids and signatures alone. A message without ``content`` is a shape of some
+    other provider's: every string in it is masked, since its history is stored with the
+    session and sent back on the next request.
+    """
+    if isinstance(m, Mapping) and "content" not in m:
+        return mask_deep(machine, m)
     changes: Dict = {}
     for key in ("content", "reasoning_content", "reasoning"):
         value = m.get(key)

@@ -63,7 +63,24 @@ def test_every_bundled_plugin_runs_and_does_its_job(stream: bool, mode: str) -> 
     assert "sk-abc" not in answer.content and "[REDACTED]" in answer.content  # redact
     assert "<think>" not in answer.content and answer.metadata["reasoning"] == "weighing it"  # think_tags
     assert "timestamp" in answer.metadata  # timestamps
+    stored = result.session.metadata["agent_core.native_history"]  # the provider's own shape, stored and sent again
+    assert "sk-abc" not in str(stored) and "[REDACTED]" in str(stored)
     if stream:
         events = list(core.stream_request(session, config))
         shown = "".join(e.message.content for e in events if e.type == "partial")
         assert "sk-abc" not in shown and "<think>" not in shown and "weighing" not in shown
+
+
+def test_the_next_request_sends_the_masked_answer_back() -> None:
+    sent: list[Any] = []
+
+    class Listening(Lines):
+        def stream_api(self, native: Any, state: Any, request_id: Any = None) -> Any:
+            sent.append(list(native))
+            yield from super().stream_api(native, state, request_id)
+
+    core = AgentCore.discover(providers=[Listening])
+    config = {"provider": "lines", "stream": True, "enabled_plugins": ["redact"]}
+    first = core.request(core.add_message(core.create_session(), "user", "hi"), config)
+    core.request(core.add_message(first.session, "user", "again"), config)
+    assert len(sent) == 2 and "sk-abc" not in str(sent[1]) and "[REDACTED]" in str(sent[1])
