@@ -63,8 +63,16 @@ def test_a_tool_pre_that_returns_nothing_refuses_the_call() -> None:
     assert "returned None" in str(caught.value) and "'continue'" in str(caught.value)
 
 
-@pytest.mark.parametrize("answer", [{"action": "contiue"}, {"decision": "yes"}, "continue"])
-def test_a_tool_pre_answer_outside_the_vocabulary_refuses_the_call_and_check_plugin_says_the_same(answer: Any) -> None:
+@pytest.mark.parametrize(("answer", "said"), [
+    ({"action": "contiue"}, "returned the unknown action 'contiue'"),
+    ({"decision": "yes"}, "returned the unknown decision 'yes'"),
+    ({"action": None}, "returned the unknown action None"),
+    ({"reason": "over the limit"}, "gave a reason but no action"),
+    ("continue", "returned a str"),
+    (["deny"], "returned a list"),
+])
+def test_a_tool_pre_answer_outside_the_vocabulary_refuses_the_call_and_check_plugin_says_the_same(
+        answer: Any, said: str) -> None:
     class Misspelt(Forgetful):
         name = "misspelt"
 
@@ -81,11 +89,9 @@ def test_a_tool_pre_answer_outside_the_vocabulary_refuses_the_call_and_check_plu
     with pytest.raises(PluginContractError) as checked:
         check_plugin(Misspelt)
     assert checked.value.hook == "execute_action"
-    if isinstance(answer, dict):  # the same sentence from the engine and from check_plugin
-        said = f"the tool_pre action 'vet' returned the unknown action {next(iter(answer.values()))!r}"
-        assert said in str(caught.value) and said in str(checked.value) and "'ask_user'" in str(checked.value)
-    else:
-        assert "not a mapping" in str(checked.value)
+    said = f"the tool_pre action 'vet' {said}"  # the same sentence from the engine and from check_plugin
+    assert said in str(caught.value) and said in str(checked.value)
+    assert "'continue'" in str(checked.value) and "the request stops rather than run the tool" in str(checked.value)
 
 
 def test_a_tool_that_returns_nothing_is_an_error_for_the_model() -> None:

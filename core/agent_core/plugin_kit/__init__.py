@@ -43,7 +43,7 @@ from ..runtime.effects import (
     drive_async,
     drive_sync,
 )
-from ..tools.policy import TOOL_PRE_VERDICTS, unknown_verdict
+from ..tools.policy import TOOL_PRE_VERDICTS, read_verdict
 from ..values.native_history import prefix_digest, without_native_history
 from .declared import Extension, Feature
 from .finals import replace_final, rewrite_finals, rewrite_last_assistant
@@ -84,5 +84,5 @@ __all__ = [
     # client set unless told otherwise (agent_core.plugins.config_policy)
     "effective_config", "parse_schema", "ENGINE_KEYS", "DEFAULT_CLIENT_KEYS",
     # what a tool_pre action may answer, and what the engine says of any other answer (agent_core.tools.policy)
-    "TOOL_PRE_VERDICTS", "unknown_verdict",
+    "TOOL_PRE_VERDICTS", "read_verdict",
 ]

@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import freeze, thaw
 from ..errors import PluginContractError
-from ..plugin_kit import TOOL_PRE_VERDICTS, unknown_verdict
+from ..plugin_kit import read_verdict
 from .harness import PluginHarness
 from .inspection import PROTOCOLS, fit_call, short
 
@@ -321,16 +321,10 @@ class _Checker:
                                      {}, context, self.state)
             except Exception:  # noqa: BLE001 - what a policy makes of these sample inputs is its own business
                 continue
-            if result is None:
-                raise self.fail("execute_action", f"the tool_pre action {action.get('id')!r} returned None, so the "
-                                "engine refuses the call (it fails closed): return {'action': 'continue'} to let it "
-                                "run, or 'deny', 'modify', 'ask_user'")
-            if not isinstance(result, Mapping):
-                raise self.fail("execute_action", f"the tool_pre action {action.get('id')!r} returned a "
-                                f"{type(result).__name__}, not a mapping such as {{'action': 'continue'}}", result)
-            verdict = result.get("action") or result.get("decision") or "continue"
-            if verdict not in TOOL_PRE_VERDICTS:
-                raise self.fail("execute_action", unknown_verdict(action.get("id"), verdict), result)
+            try:  # the engine's own reading, so check_plugin says what a request would
+                read_verdict(action.get("id"), result)
+            except ValueError as exc:
+                raise self.fail("execute_action", str(exc), result) from None
 
 
 def _param_names(fn: Callable[..., Any], n: int) -> list[str]:

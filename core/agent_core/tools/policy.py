@@ -50,7 +50,7 @@ from .toolkit import Routed, is_async_callable
 
 __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT", "TOOL_PRE_VERDICTS", "PreOutcome", "approve", "held", "message_metadata",
-    "place", "read_hook_extras", "tool_failure", "tool_post", "tool_pre", "unknown_verdict",
+    "place", "read_hook_extras", "tool_failure", "tool_post", "tool_pre", "read_verdict",
 ]
 
 #: seconds an ``ask_user`` approval may take before its ``approval_default`` applies (seed 001's default)
@@ -189,12 +189,11 @@ def tool_pre(kit: ToolKit, r: Routed, session: Session, native: Any, state: Any)
                "native_messages": native, "stream": kit.stream}
         raw = call_hook(plugin, "execute_action", action["id"], session, native, freeze(action_defaults(action)),
                         freeze(ctx), state)
-        if raw is None:  # a policy that forgot to answer must not let the call through (fail closed)
-            raise PluginError(plugin.name, "execute_action", TypeError("None"), detail=(
-                f"tool_pre action {action['id']!r} returned None for the call to {r.call.tool_name!r}; the call was "
-                "refused. Return {'action': 'continue'} to let it run, or 'deny', 'modify', 'ask_user'"))
-        res = frozen_map(plugin, "execute_action", raw, "action result")
-        verdict = res.get("action") or res.get("decision") or "continue"
+        try:  # a policy that forgot to answer, or answered out of its vocabulary, must not let the call through
+            verdict = read_verdict(action["id"], raw)
+        except ValueError as exc:
+            raise PluginError(plugin.name, "execute_action", exc, detail=str(exc)) from None
+        res = frozen_map(plugin, "execute_action", raw, "tool_pre action result")
         reason = res.get("reason") or ""
         read_hook_extras(plugin, res, verdict, out)
         extra = message_metadata(plugin, res, "tool_pre")
@@ -212,15 +211,38 @@ def tool_pre(kit: ToolKit, r: Routed, session: Session, native: Any, state: Any)
             if not allowed:
                 out.denial = f"tool call not approved ({plugin.name}{why})" + (f": {reason}" if reason else "")
                 return out
-        elif verdict not in TOOL_PRE_VERDICTS:
-            raise PluginError(plugin.name, "execute_action", ValueError(verdict), detail=unknown_verdict(action["id"], verdict))
     return out
 
 
-def unknown_verdict(action_id: Any, verdict: Any) -> str:
-    """What the engine and ``check_plugin`` say of an ``action`` outside :data:`TOOL_PRE_VERDICTS`."""
-    return (f"the tool_pre action {action_id!r} returned the unknown action {verdict!r}; the request stops rather "
-            "than run the tool. Use one of " + ", ".join(repr(v) for v in TOOL_PRE_VERDICTS if v not in ("allow", "ask")))
+def read_verdict(action_id: Any, result: Any) -> str:
+    """The verdict of a ``tool_pre`` action's answer, read the same way by the engine and ``check_plugin``.
+
+    ``action`` (or our alias ``decision``) left out means continue, as in seed 001's
+    HookResult. Anything the call could slip through by mistake refuses it instead (the
+    policy fails closed): an action outside :data:`TOOL_PRE_VERDICTS` (``None`` included),
+    or a ``reason`` with no action, which only a refusal or a change would give.
+
+    Raises:
+        ValueError: the answer gives no usable verdict; the message says what to return.
+    """
+    if not isinstance(result, Mapping):
+        said = "None" if result is None else f"a {type(result).__name__}"
+        raise ValueError(f"the tool_pre action {action_id!r} returned {said}, so the request stops rather than run "
+                         "the tool (a policy fails closed). Return a mapping such as {'action': 'continue'} to let "
+                         "it run, or 'deny' (with a 'reason'), 'modify', 'ask_user'")
+    key = "action" if "action" in result else "decision" if "decision" in result else None
+    if key is None:
+        if result.get("reason"):
+            raise ValueError(f"the tool_pre action {action_id!r} gave a reason but no action; the request stops "
+                             "rather than run the tool. Return {'action': 'deny', 'reason': ...} to refuse the "
+                             "call, or {'action': 'continue'} to let it run")
+        return "continue"
+    verdict = result[key]
+    if isinstance(verdict, str) and verdict in TOOL_PRE_VERDICTS:
+        return verdict
+    raise ValueError(f"the tool_pre action {action_id!r} returned the unknown {key} {verdict!r}; the request stops "
+                     "rather than run the tool. Use one of "
+                     + ", ".join(repr(v) for v in TOOL_PRE_VERDICTS if v not in ("allow", "ask")))
 
 
 def approve(
