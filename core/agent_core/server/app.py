@@ -27,8 +27,10 @@ from starlette.routing import Route
 from .. import AgentCore
 from ..errors import ConfigError
 from .access_log import AccessLog, log_event
+from .approvals import ApprovalDesk
 from .bodies import json_depth
 from .client_tools import ClientTools
+from .console_files import PUBLIC_PATHS, ConsoleFiles
 from .errors import ApiError
 from .facade import FacadeRoutes
 from .fields import keys_by_plugin
@@ -39,12 +41,12 @@ from .http import (
     path_id,
     plain,
 )
+from .input_api import InputRoutes
 from .messages_api import MessagesRoutes
 from .responses_api import ResponsesRoutes
 from .sessions_api import SessionRoutes
 from .settings import ServeSettings
 from .tenants import Tenant, TenantStore, TokenTable, load_tokens_file
-from .trace_context import with_trace_context
 
 __all__ = ["create_app"]
 
@@ -76,10 +78,12 @@ def default_provider(config: Mapping[str, Any], settings: ServeSettings,
     return None, None
 
 
-class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes):
+class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, InputRoutes):
     def __init__(self, core: AgentCore, store: Any, config: Mapping[str, Any], retries: int,
                  settings: ServeSettings, default: Tenant, tokens: TokenTable | None = None) -> None:
         self.core = core
+        self.approvals = ApprovalDesk()  # the core's approval callback when the application gave none
+        self.console = ConsoleFiles()
         self.retries = retries
         self._tasks: set[asyncio.Future[None]] = set()  # running turns (kept referenced until they end)
         self._running: set[str] = set()  # engine ids of the requests this process runs (cancelled at shutdown)
@@ -139,6 +143,7 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes):
     async def cancel(self, request: Request) -> Response:
         rid = path_id(request, "request_id")
         internal = self.tenant(request).scope(rid)
+        self.approvals.withdraw(internal)  # a question still open would hold the cancel up
         if self.core.cancel_request(internal):
             for choice in range(1, self.settings.max_choices):  # the other choices of an n > 1 request
                 self.core.cancel_request(self.tenant(request).scope(f"{rid}.{choice}"))
@@ -189,6 +194,10 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes):
 
     async def ui_schema(self, request: Request) -> Response:
         elements = await asyncio.to_thread(self.core.get_ui_schema, self._query_config(request))
+        allowed = self.tenant(request).policy.allow
+        for element in elements:  # which settings a client may send in its config (the console shows those)
+            if element.get("ui_type") == "config" and "key" in element:
+                element["client_settable"] = element["key"] in allowed
         return JSONResponse({"object": "list", "data": json.loads(json.dumps(elements, default=plain))})
 
     async def actions(self, request: Request) -> Response:
@@ -216,6 +225,8 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes):
 
     def routes(self) -> list[Route]:
         return [
+            Route("/", self.console.page, methods=["GET"]),
+            Route("/console/{name}", self.console.asset, methods=["GET"]),
             Route("/healthz", self.health, methods=["GET"]),
             Route("/v1/chat/completions", self.chat, methods=["POST"]),
             Route("/v1/messages", self.messages, methods=["POST"]),
@@ -223,6 +234,9 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes):
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", self.model, methods=["GET"]),
             Route("/v1/requests/{request_id}", self.cancel, methods=["DELETE"]),
+            Route("/v1/requests/{request_id}/approvals/{call_id}", self.answer_approval, methods=["POST"]),
+            Route("/v1/input/completions", self.input_completions, methods=["POST"]),
+            Route("/v1/input/completions/apply", self.apply_input_completion, methods=["POST"]),
             Route("/v1/sessions", self.create_session, methods=["POST"]),
             Route("/v1/sessions", self.list_sessions, methods=["GET"]),
             Route("/v1/sessions/{session_id}", self.get_session, methods=["GET"]),
@@ -278,6 +292,8 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
     elif token:
         tokens = TokenTable.single(token, default)
     server = _Server(core, store, config or {}, retries, settings, default, tokens)
+    if core.approval is None:  # a sessions-API turn's client answers ask_user (docs/server.md, Tool approvals)
+        core.approval = server.approvals
     if cancel_url is not None:
         from .relay import PgCancelRelay
 
@@ -287,8 +303,7 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
     }
     app = Starlette(routes=server.routes(), exception_handlers=dict(handlers), lifespan=server.lifespan)
     app.state.server = server
-    # a client's traceparent parents the spans of its turn (the otel feature's; a no-op without the API)
-    wrapped: Any = Admission(with_trace_context(app), settings, tokens, default)
+    wrapped: Any = Admission(app, settings, tokens, default, PUBLIC_PATHS)
     if settings.cors_origins:
         wrapped = CORSMiddleware(
             wrapped, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST", "DELETE"],

@@ -12,7 +12,9 @@ Theory of operation. Two ASGI layers wrap the routes, cheapest refusal first:
    with a body (a web page can send ``text/plain`` without asking; it cannot
    send ``application/json`` cross-site without a preflight), and a body read in
    full within ``max_body_bytes`` and ``body_timeout_s``. The tenant rides in the
-   ASGI scope to the routes; the body is replayed to them from memory.
+   ASGI scope to the routes; the body is replayed to them from memory. The web
+   console's static files (``public``) are the one exception to the token: they
+   hold no data, and a browser cannot add a header to a page it navigates to.
 
 Every refusal is the JSON error body the routes use, with a status that says
 what to change. Slow headers are the HTTP server's to bound
@@ -126,11 +128,13 @@ class Gate:
 class Admission:
     """Admits a request: a free slot, a known token, a JSON body read within its limits."""
 
-    def __init__(self, app: Any, settings: ServeSettings, tokens: TokenTable | None, default: Tenant) -> None:
+    def __init__(self, app: Any, settings: ServeSettings, tokens: TokenTable | None, default: Tenant,
+                 public: frozenset[str] = frozenset()) -> None:
         self.app = app
         self.settings = settings
         self.tokens = tokens
         self.default = default
+        self.public = public  # GET paths that hold no data (the console's files): no token wanted
         self.running = 0
 
     def _tenant(self, scope: Any) -> Tenant | None:
@@ -164,6 +168,8 @@ class Admission:
 
     async def _admit(self, scope: Any, receive: Any, send: Any) -> None:
         tenant = self._tenant(scope)
+        if tenant is None and scope["method"] in ("GET", "HEAD") and scope.get("path") in self.public:
+            tenant = self.default  # a static file: what it is does not depend on who asks
         if tenant is None:
             await _refuse(scope, send, 401, "authentication_error",
                           "missing or wrong bearer token (Authorization: Bearer ...)", {"www-authenticate": "Bearer"})

@@ -19,6 +19,7 @@ from ..errors import ConflictError, StoreError, StoreUnavailableError
 from ..plugin_kit import without_native_history
 from ..store import iso_time
 from ..types import Message, Session
+from .approvals import ApprovalNote
 from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
 from .errors import ApiError, error_body
 from .failures import failure_of
@@ -178,9 +179,11 @@ class SessionRoutes:
         # still listens: a client that hangs up cancels the request, and the cancelled turn is kept,
         # exactly as after DELETE /v1/requests/{id}. The task also waits for the lease and frees it.
         queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.approvals.listen(ask.rid, client_rid, queue.put_nowait)  # its ask_user questions go in its stream
         task = asyncio.ensure_future(pump(self._queued_turn(ask, lease, holder), queue, self._running))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: self.approvals.forget(ask.rid))
         events = drain(queue)
         try:
             first, failed = await self._first_events(events)  # a bad config fails here: still a 4xx
@@ -219,6 +222,7 @@ class SessionRoutes:
     def _gone(self, ask: _Ask) -> None:
         """The client hung up: stop waiting for the lease, cancel the request if it runs."""
         ask.gone.set()
+        self.approvals.forget(ask.rid)
         self.core.cancel_request(ask.rid)
 
     @staticmethod
@@ -319,7 +323,7 @@ class SessionRoutes:
                     yield sse_frame({"type": "conflict", **error_body("ConflictError", str(event.exc),
                                                                  current_revision=event.exc.current)})
                     continue
-                if isinstance(event, (QueuedNote, BusyNote, DiscardedNote)):
+                if isinstance(event, (QueuedNote, BusyNote, DiscardedNote, ApprovalNote)):
                     yield sse_frame(event.frame)
                     continue
                 if renamed is not None and getattr(event, "request_id", None) == rid:
