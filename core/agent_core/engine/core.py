@@ -9,6 +9,7 @@ only thing it tracks is which requests are in flight, so that
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 import weakref
@@ -391,3 +392,17 @@ class AgentCore(EngineCalls, PlatformNames):
             flight.cancel()
         return any(f.request_id == request_id for f in found)
 
+    def close(self) -> None:
+        """Release what the registered plugin classes keep between requests (an MCP connection pool, say).
+
+        Plugin instances live for one request, so a plugin that keeps something for the
+        process offers a ``close_shared()`` on its class, called here; it opens anew if used again.
+        """
+        for spec in {s.cls: s for specs in self._specs.values() for s in specs}.values():
+            closer = getattr(spec.cls, "close_shared", None)
+            if callable(closer):
+                closer()
+
+    async def aclose(self) -> None:
+        """:meth:`close` from async code (off the event loop: closing may wait on processes)."""
+        await asyncio.to_thread(self.close)

@@ -172,10 +172,29 @@ def _envelope_text(envelope: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _split_metadata(call_id: str, tool_name: str | None, result: FrozenDict) -> tuple[dict[str, Any], FrozenDict]:
+    """The tool message's metadata, and the result as the message keeps it.
+
+    A result's own ``metadata`` (what a tool keeps beside its text: an MCP
+    server's images, say) moves into the message's metadata, so it is stored
+    once; the engine's ``tool_call_id`` and ``tool_name`` win over it, since
+    the tool loop pairs the message with its call by them.
+    """
+    extra = result.get("metadata")
+    if not isinstance(extra, Mapping):
+        return {"tool_call_id": call_id, "tool_name": tool_name}, result
+    kept = FrozenDict({k: v for k, v in result.items() if k != "metadata"})
+    return {**extra, "tool_call_id": call_id, "tool_name": tool_name}, kept
+
+
 def tool_message(
     routed: Routed, result: FrozenDict, accepted: tuple[str, ...]
 ) -> tuple[Message, Any]:
-    """Format a result as the ``tool`` message the model will read, plus a display payload."""
+    """Format a result as the ``tool`` message the model will read, plus a display payload.
+
+    A result's ``metadata`` mapping, when it has one, is kept in the message's
+    metadata under the engine's ``tool_call_id`` and ``tool_name``.
+    """
     call, tool = routed.call, routed.tool
     formatted: Any
     display = None
@@ -205,7 +224,7 @@ def tool_message(
             )))
         except PluginError:
             display = None
-    metadata = {"tool_call_id": call.call_id, "tool_name": call.tool_name}
+    metadata, result = _split_metadata(call.call_id, call.tool_name, result)
     tool_result = result if _jsonable(result) is result else FrozenDict({"success": bool(result.get("success"))})
     return Message("tool", content, metadata, None, tool_result), display
 

@@ -1,0 +1,299 @@
+"""Connections to MCP servers, kept for the process: one background event loop owns them all.
+
+Theory of operation. Plugins are made fresh for every request, but starting
+an MCP server (a process, or an HTTP session with a handshake) costs hundreds
+of milliseconds, so connections live here, in a process-wide :class:`Pool`
+keyed by each server's :attr:`~agent_core_plugins.mcp_servers.ServerSpec.identity`
+(a digest of its whole config: two configs that differ in a header get two
+connections, and no key holds a credential).
+
+The official SDK is async (anyio), and its connections are bound to the event
+loop and the task that opened them, while agent-core is called from sync code
+(the CLI, a thread per request) and from async code on loops that come and go.
+So one daemon thread runs one asyncio loop for the process, and every
+connection is opened, used and closed on it. Each connection has an owner
+task that enters the SDK's ``Client`` and waits until told to close, because
+anyio requires a context to be left by the task that entered it. Callers hand
+coroutines to the loop: :func:`run_sync` blocks the calling thread,
+:func:`run_async` awaits from any asyncio loop; both cancel the coroutine when
+the request's cancellation token fires (or, async, when the awaiting task is
+cancelled), so cancelling a request cancels the MCP call.
+
+A connection's tool list is cached until the server says it changed
+(``notifications/tools/list_changed`` on a handshake-era connection, a
+``subscriptions/listen`` event on a 2026-07-28 one). A connection whose
+server died is dropped, and the next use opens a new one. :func:`close_all`
+closes every connection (``AgentCore.close()``, server shutdown, and at
+interpreter exit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import os
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agent_core_plugins.mcp_servers import ServerSpec
+
+__all__ = ["CONNECT_TIMEOUT_S", "Connection", "Pool", "ServerUnavailable", "close_all", "pool", "run_async",
+           "run_sync"]
+
+#: how long opening a connection (start, handshake) may take
+CONNECT_TIMEOUT_S = 20.0
+#: pages of tools/list read at most: a server whose cursor never ends cannot hang the catalog
+MAX_LIST_PAGES = 20
+
+T = TypeVar("T")
+
+
+class ServerUnavailable(RuntimeError):
+    """A server could not be started, reached or kept; the message names it, never a credential."""
+
+
+class Connection:
+    """One open MCP session; lives on the pool's loop (every method runs there)."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.client: Client | None = None
+        self.tools: list[mcp_types.Tool] | None = None  # None: list again before use
+        self.alive = False
+        self._ready = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._failure: BaseException | None = None
+        self._owner: asyncio.Task[None] | None = None
+
+    def _client(self, errlog: Any) -> Client:
+        spec = self.spec
+        if spec.command is not None:
+            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env) or None,
+                                           cwd=spec.cwd)
+            transport: Any = stdio_client(params, errlog=errlog)
+        else:
+            assert spec.url is not None
+            transport = streamable_http_client(spec.url, http_client=create_mcp_http_client(headers=dict(spec.headers)))
+        return Client(transport, cache=None, message_handler=self._on_message)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self.tools = None
+
+    async def _listen(self, client: Client) -> None:
+        """On a 2026-07-28 connection, list changes come as events of a subscription."""
+        with contextlib.suppress(Exception):
+            async with client.listen(tools_list_changed=True) as sub:
+                async for _event in sub:
+                    self.tools = None
+        self.tools = None  # the subscription ended: changes would go unseen, so list again each time
+
+    async def _own(self) -> None:
+        try:
+            # a stdio server's own log (stderr) would interleave with the CLI's output
+            with open(os.devnull, "w") as quiet:  # noqa: ASYNC230 - /dev/null never blocks
+                client = self._client(quiet)
+                async with client, anyio.create_task_group() as group:
+                    self.client, self.alive = client, True
+                    caps = client.server_capabilities.tools
+                    if client.protocol_version in MODERN_PROTOCOL_VERSIONS and caps is not None and caps.list_changed:
+                        group.start_soon(self._listen, client)
+                    self._ready.set()
+                    await self._closing.wait()
+                    group.cancel_scope.cancel()
+        except BaseException as exc:  # noqa: BLE001 - the owner task records it; callers raise ServerUnavailable
+            self._failure = exc
+        finally:
+            self.alive, self.client = False, None
+            self._ready.set()
+
+    async def open(self) -> None:
+        """Start the owner task and wait for the handshake.
+
+        Raises:
+            ServerUnavailable: the server did not start or answer within :data:`CONNECT_TIMEOUT_S`.
+        """
+        self._owner = asyncio.get_running_loop().create_task(self._own())
+        try:
+            await asyncio.wait_for(self._ready.wait(), CONNECT_TIMEOUT_S)
+        except TimeoutError:
+            await self.close()
+            raise ServerUnavailable(f"MCP server {self.spec.where} did not answer within {CONNECT_TIMEOUT_S:g} s") \
+                from None
+        if not self.alive:
+            raise ServerUnavailable(f"MCP server {self.spec.where} could not be started or reached: "
+                                    f"{_reason(self._failure)}")
+
+    async def list_tools(self) -> list[mcp_types.Tool]:
+        """The server's tools, from the cache unless the server said they changed."""
+        if self.tools is not None:
+            return self.tools
+        client = self._live()
+        tools: list[mcp_types.Tool] = []
+        cursor = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self.tools = tools
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        try:
+            return await self._live().call_tool(name, arguments)
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                self._drop(exc)
+            raise
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            self._drop(exc)
+            raise
+
+    def _drop(self, why: BaseException) -> None:
+        """The server is gone (it crashed or hung up): the next use opens a new connection."""
+        self.alive, self._failure = False, why
+        self._closing.set()
+
+    def _live(self) -> Client:
+        if self.client is None or not self.alive:
+            raise ServerUnavailable(f"MCP server {self.spec.where} closed the connection: {_reason(self._failure)}")
+        return self.client
+
+    async def close(self) -> None:
+        self._closing.set()
+        if self._owner is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(self._owner), 10)
+
+
+def _reason(exc: BaseException | None) -> str:
+    """Why a connection failed, in one line: the innermost error of an exception group, its type and text."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if exc is None:
+        return "no reason given"
+    return f"{type(exc).__name__}: {str(exc)[:300]}" if str(exc) else type(exc).__name__
+
+
+class Pool:
+    """Connections by server identity, and the thread whose loop owns them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: dict[str, Connection] = {}
+        self._opening: dict[str, asyncio.Future[Connection]] = {}
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="agent-core-mcp", daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def on_loop_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    async def connection(self, spec: ServerSpec) -> Connection:
+        """The open connection for ``spec``, opened now when there is none (concurrent callers share one open)."""
+        key = spec.identity
+        conn = self._connections.get(key)
+        if conn is not None and conn.alive:
+            return conn
+        pending = self._opening.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
+        self._opening[key] = future
+        try:
+            conn = Connection(spec)
+            await conn.open()
+            self._connections[key] = conn
+            future.set_result(conn)
+            return conn
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" warning when nobody else waits
+            raise
+        finally:
+            del self._opening[key]
+
+    async def close_connections(self) -> None:
+        connections, self._connections = list(self._connections.values()), {}
+        await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+    def close(self) -> None:
+        """Close every connection (and stop the loop's servers); the pool opens new ones when used again."""
+        with self._lock:
+            loop = self._loop
+        if loop is None or not loop.is_running() or self.on_loop_thread():
+            return
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self.close_connections(), loop).result(timeout=15)
+
+
+_POOL = Pool()
+
+
+def pool() -> Pool:
+    """The process's pool."""
+    return _POOL
+
+
+def close_all() -> None:
+    """Close every MCP connection this process holds (safe to call at any time, any number of times)."""
+    _POOL.close()
+
+
+atexit.register(close_all)
+
+
+def _submit(work: Callable[[], Awaitable[T]]) -> concurrent.futures.Future[T]:
+    if _POOL.on_loop_thread():
+        raise RuntimeError("an MCP call was made from the MCP pool's own thread")
+
+    async def run() -> T:
+        return await work()
+
+    return asyncio.run_coroutine_threadsafe(run(), _POOL.loop())
+
+
+def run_sync(work: Callable[[], Awaitable[T]], token: Any = None) -> T:
+    """Run ``work()`` on the pool's loop and wait; a cancelled ``token`` cancels it.
+
+    Raises:
+        concurrent.futures.CancelledError: the token was cancelled first.
+    """
+    future = _submit(work)
+    remove = token.on_cancel(future.cancel) if token is not None else None
+    try:
+        return future.result()
+    finally:
+        if remove is not None:
+            remove()
+
+
+async def run_async(work: Callable[[], Awaitable[T]]) -> T:
+    """Run ``work()`` on the pool's loop from any asyncio loop; cancelling the awaiting task cancels ``work``.
+
+    No token here: the engine cancels an async tool's task when its request is
+    cancelled, and that cancellation is what reaches ``work``.
+    """
+    return await asyncio.wrap_future(_submit(work))
