@@ -9,6 +9,9 @@ Here a connection must deliver a complete request head within
 it is closed. The ASGI app never sees such a request (the head is not
 complete), which is why this lives in the HTTP server and not in
 :mod:`agent_core.server.guard`.
+
+The protocol also writes through :class:`~agent_core.server.coalesce.CoalescingTransport`:
+the frames one loop turn produces leave in one socket send.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .coalesce import CoalescingTransport
 
 __all__ = ["with_header_timeout"]
 
@@ -44,7 +49,7 @@ def with_header_timeout(timeout_s: float) -> type[H11Protocol]:
                 self.transport.close()
 
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
-            super().connection_made(transport)
+            super().connection_made(CoalescingTransport(transport, self.loop))  # one send per loop turn
             self._arm()
 
         def handle_events(self) -> None:
