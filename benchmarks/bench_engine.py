@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_engine.py            # the tables in docs/performance.md
     .venv/bin/python benchmarks/bench_engine.py --quick    # a smoke run (CI): small sizes, one run each
+    .venv/bin/python benchmarks/bench_engine.py --otel     # the otel feature off and on (its own table)
 
 Two tables, no network (the provider yields chunks from memory, so only the
 engine is measured):
@@ -18,6 +19,11 @@ engine is measured):
   and 100,000 stored messages whose native history is already stored; then one
   turn with 250, 500 and 1,000 tool calls. Targets: the 4-call turn at 100,000
   messages at most 2x the one at 10; calls cost O(calls).
+
+With ``--otel``, only a third table: the same stream and the 4-call turn with the
+``otel`` feature installed but off, then on with the API's no-op tracer (no SDK set
+up), then on with the SDK recording every span into memory. Printed: us per chunk
+and ms per turn, and each one's difference from the run without the feature.
 
 Every variant's accumulated text (and tool message count) is checked, so no
 variant can skip its work. Times are CPU time of this process (``time.process_time``), so other work on a shared machine
@@ -173,9 +179,9 @@ def with_stored_native(core: AgentCore, provider: str, base: Session) -> Session
     return store_native(base, provider, native)
 
 
-def timed_turn(core: AgentCore, session: Session, calls: int) -> float:
+def timed_turn(core: AgentCore, session: Session, calls: int, config: dict[str, Any] | None = None) -> float:
     t0 = time.process_time()
-    result = core.request(session, {"stream": True})
+    result = core.request(session, {"stream": True, **(config or {})})
     t1 = time.process_time()
     added = result.final_messages
     assert [m.role for m in added] == ["assistant", *["tool"] * calls, "assistant"], [m.role for m in added]
@@ -208,10 +214,68 @@ def calls_table(counts: tuple[int, ...], runs: int) -> list[tuple[int, float]]:
     return rows
 
 
+def otel_table(chunks: int, runs: int, turn_runs: int) -> list[tuple[str, float, float, int]]:
+    """us per chunk and ms per 4-call turn without the otel feature, installed and off, on (no-op), on (SDK).
+
+    The last column is the number of spans the SDK recorded per turn (0 without it), so a
+    variant that made no span cannot pass for one that did.
+    """
+    from agent_core_features.otel import OtelFeature
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+        InMemorySpanExporter,
+    )
+
+    exporter = InMemorySpanExporter()
+    sdk = TracerProvider()
+    sdk.add_span_processor(SimpleSpanProcessor(exporter))
+    Stream = type("Stream", (StreamProvider,), {"chunks": chunks})
+    session = Session("bench", [Message("user", "hi")])
+    variants = [("no otel", [], {}), ("otel off", [OtelFeature], {}),
+                ("on, no-op", [OtelFeature], {"enabled_plugins": ["otel"]}),
+                ("on, SDK", [OtelFeature.using(sdk)], {"enabled_plugins": ["otel"]})]
+    rows = []
+    for label, features, config in variants:
+        core = AgentCore(providers=[Stream], features=features)
+        tcore = AgentCore(providers=[ToolTurnProvider], features=features, tools=[Echo])
+
+        def stream(core: AgentCore = core, config: dict[str, Any] = config) -> None:
+            text = [ev.message.content for ev in core.stream_request(session, config) if ev.type == "partial"]
+            assert "".join(text) == "x" * chunks, "the engine lost chunks"
+
+        stream()  # warm up
+        per_chunk = []
+        for _ in range(runs):
+            gc.collect()
+            t0 = time.process_time()
+            stream()
+            per_chunk.append((time.process_time() - t0) / chunks * 1e6)
+        exporter.clear()
+        turns = [timed_turn(tcore, session, 4, config) for _ in range(turn_runs)]
+        made = len(exporter.get_finished_spans()) // turn_runs
+        rows.append((label, statistics.median(per_chunk), statistics.median(turns) * 1e3, made))
+    return rows
+
+
+def print_otel(chunks: int, runs: int, turn_runs: int) -> None:
+    print(f"OpenTelemetry (otel feature; {chunks:,}-chunk stream, median of {runs}; "
+          f"turn = 4 tool calls, median of {turn_runs})")
+    print(f"{'variant':>10} {'us/chunk':>9} {'+us/chunk':>10} {'ms/turn':>8} {'+ms/turn':>9} {'spans':>6}")
+    rows = otel_table(chunks, runs, turn_runs)
+    _, c0, t0, _ = rows[0]
+    for label, c, t, made in rows:
+        print(f"{label:>10} {c:>9.3f} {c - c0:>+10.3f} {t:>8.3f} {t - t0:>+9.3f} {made:>6}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, one run each (a smoke test)")
+    ap.add_argument("--otel", action="store_true", help="only the otel feature's table (off, on no-op, on with the SDK)")
     args = ap.parse_args()
+    if args.otel:
+        print_otel(*((2_000, 1, 1) if args.quick else (20_000, 7, 21)))
+        return
     if args.quick:
         chunks, runs, sizes, turn_runs, counts = 2_000, 1, (10, 1_000), 1, (10, 20)
     else:

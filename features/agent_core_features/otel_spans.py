@@ -199,7 +199,7 @@ class RequestSpans(RequestObserver):
         span.set_attribute("agent_core.outcome.status", outcome.status)
         if outcome.reason:
             span.set_attribute("agent_core.outcome.reason", outcome.reason)
-        if error is not None:
+        if error is not None or outcome.reason == "cancelled":  # failed, cancelled, or abandoned by its reader
             self._failed(span, error, outcome)
         span.end()
 

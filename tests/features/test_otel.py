@@ -260,6 +260,29 @@ def test_the_callers_span_is_the_parent_in_an_async_task(spans):
     assert {s.parent.span_id for s in spans.named("chat scripted-1")} == {request.context.span_id}
 
 
+def test_an_abandoned_stream_ends_its_spans_as_cancelled(spans):
+    core = _core(spans, scripted_provider("one two three four"))
+    events = core.stream_request(_session(core), ON)
+    assert [next(events).type for _ in range(3)] == ["start", "partial", "partial"]
+    events.close()  # the reader went away mid-answer
+    assert spans.tree() == [("invoke_agent", None, "INTERNAL"), ("chat scripted-1", "invoke_agent", "CLIENT")]
+    for span in spans.finished():
+        assert span.attributes["error.type"] == "cancelled" and span.status.status_code is StatusCode.ERROR
+    assert spans.named("invoke_agent")[0].attributes["agent_core.outcome.reason"] == "cancelled"
+
+
+def test_a_cancelled_request_is_recorded_as_such(spans):
+    core = _core(spans, scripted_provider("one two three four"))
+    events = core.stream_request(_session(core), ON, request_id="job-9")
+    for event in events:
+        if event.type == "partial":
+            core.cancel_request("job-9")
+    (request,) = spans.named("invoke_agent")
+    assert request.attributes["error.type"] == "ProviderRequestCancelled"
+    assert request.attributes["agent_core.outcome.reason"] == "cancelled"
+    assert spans.named("chat scripted-1")[0].attributes["error.type"] == "ProviderRequestCancelled"
+
+
 def test_a_request_without_a_span_around_it_starts_a_trace(spans):
     core = _core(spans, scripted_provider("fine"))
     core.request(_session(core), ON)

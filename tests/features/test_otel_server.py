@@ -99,6 +99,14 @@ def test_the_anthropic_facade_too(served):
     _children_of_the_header(seen)
 
 
+def test_the_responses_facade_too(served):
+    url, seen = served
+    body = {"model": "echo", "input": "hi", "stream": False}
+    response = httpx.post(f"{url}/v1/responses", json=body, headers={"traceparent": TRACEPARENT}, timeout=30)
+    assert response.status_code == 200, response.text
+    _children_of_the_header(seen)
+
+
 def test_a_session_turn_too(served):
     url, seen = served
     assert httpx.post(f"{url}/v1/sessions", json={"id": "chat-1"}, timeout=30).status_code == 201
@@ -131,3 +139,35 @@ def test_a_clients_baggage_is_not_taken_in(served):
     assert response.status_code == 200
     _children_of_the_header(seen)
     assert seen.baggage == [{}]
+
+
+def test_an_outer_http_span_stays_the_parent(tmp_path):
+    """An operator's own ASGI instrumentation outside the app: its span, not the raw header, parents the turn."""
+    from opentelemetry.trace.propagation.tracecontext import (
+        TraceContextTextMapPropagator,
+    )
+
+    seen = Seen()
+    tracer = seen.provider.get_tracer("outer-instrumentation")
+    core = AgentCore.discover(features=[OtelFeature.using(seen.provider)])
+    store = open_store(f"sqlite:///{tmp_path / 'sessions.db'}")
+    inner = create_app(core, store=store, config={"enabled_plugins": ["otel"]})
+
+    async def instrumented(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await inner(scope, receive, send)
+            return
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        parent = TraceContextTextMapPropagator().extract(headers)
+        with tracer.start_as_current_span("POST", context=parent):
+            await inner(scope, receive, send)
+
+    try:
+        with running(instrumented) as url:
+            assert _chat(url, {"traceparent": TRACEPARENT}, stream=True).status_code == 200
+    finally:
+        store.close()
+    (http,) = seen.spans("POST")
+    (request,) = seen.spans("invoke_agent")
+    assert f"{http.parent.span_id:016x}" == PARENT_ID
+    assert request.parent.span_id == http.context.span_id

@@ -13,7 +13,9 @@ operator's configured propagators: a client's ``baggage`` header is not taken
 in, so nothing a client writes is passed on to the upstream by an instrumented
 HTTP client. A malformed header is ignored (the propagator checks its format,
 and ``tracestate`` is bounded by the API); the request is answered as without
-it. Without the API installed the app is returned as it is.
+it. When a span is already current (an outer layer, such as the operator's own
+ASGI instrumentation, made the request's HTTP span from the same header), it
+is left as the parent. Without the API installed the app is returned as it is.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class _TraceContext:
     """The ASGI layer: attach the header's context for the request's whole life, then detach it."""
 
     def __init__(self, app: Any) -> None:
-        from opentelemetry import context
+        from opentelemetry import context, trace
         from opentelemetry.trace.propagation.tracecontext import (
             TraceContextTextMapPropagator,
         )
@@ -38,6 +40,7 @@ class _TraceContext:
         self.app = app
         self._propagator = TraceContextTextMapPropagator()
         self._context = context
+        self._current_span = trace.get_current_span
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         carrier: dict[str, str] = {}
@@ -45,7 +48,9 @@ class _TraceContext:
             for name, value in scope.get("headers") or ():
                 if name in TRACE_HEADERS and name.decode() not in carrier:  # the first of each
                     carrier[name.decode()] = value.decode("latin-1")
-        if "traceparent" not in carrier:
+        if "traceparent" not in carrier or self._current_span().get_span_context().is_valid:
+            # no header; or an outer layer (the operator's ASGI instrumentation) already made a
+            # span for this request from it: that span stays the parent
             await self.app(scope, receive, send)
             return
         token = self._context.attach(self._propagator.extract(carrier))
