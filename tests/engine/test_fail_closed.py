@@ -125,6 +125,25 @@ def test_a_near_miss_hook_name_warns_with_the_hook_it_meant() -> None:
         "typo", "proces_chunk", "process_chunk")
 
 
+def test_a_near_miss_warns_at_every_registration_and_names_a_hook_of_another_kind() -> None:
+    class Misplaced:  # no hook at all, so it is taken for a feature, which has no process_chunk
+        name = "misplaced"
+
+        def proces_chunk(self, chunk: Any, partials: Any, finals: Any, native: Any, state: Any) -> Any:
+            return partials, finals, native, state
+
+    for _ in range(2):  # each test registering the plugin sees the warning, not only the first
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            AgentCore(providers=[scripted_provider(reply("x"))], features=[Misplaced])
+        (warning,) = [w for w in caught if issubclass(w.category, UnknownHookWarning)]
+        assert "did you mean 'process_chunk'?" in str(warning.message)
+        assert "another kind of plugin" in str(warning.message)
+    with pytest.raises(PluginContractError) as checked:
+        check_plugin(Misplaced)
+    assert checked.value.hook == "proces_chunk" and "did you mean 'process_chunk'" in str(checked.value)
+
+
 def test_a_hook_that_leaves_out_a_middle_parameter_is_named_at_registration() -> None:
     class Gap:
         name = "gap"

@@ -107,7 +107,29 @@ def test_non_mapping_messages_are_named():
             return partial_messages, [m["content"] for m in final_messages], native_messages, state
 
     err = fails(Strings)
-    assert err.hook == "process_chunk" and "mappings" in err.rule and "1 + 2 = 3" in str(err)
+    assert err.hook == "process_chunk" and "each final is a message mapping" in err.rule and "1 + 2 = 3" in str(err)
+
+
+def test_a_final_json_cannot_carry_gets_the_engines_sentence():
+    import datetime
+
+    from agent_core import AgentCore, Message
+    from agent_core.errors import PluginError
+    from agent_core_providers.echo import EchoProvider
+
+    class Dated(Base):
+        def process_chunk(self, native_chunk, partial_messages, final_messages, native_messages, state):
+            finals = [{**m, "metadata": {"when": datetime.datetime(2026, 1, 1)}} for m in final_messages]
+            return partial_messages, finals, native_messages, state
+
+    err = fails(Dated)
+    assert err.hook == "process_chunk"
+    said = "final_messages[0]['metadata']['when']: a datetime cannot be carried by JSON"
+    assert said in err.rule and "into ISO text" in err.rule
+    core = AgentCore(providers=[EchoProvider], extensions=[Dated])
+    with pytest.raises(PluginError) as caught:
+        core.request(core.add_message(core.create_session(), Message(role="user", content="hi")), {})
+    assert said in str(caught.value) and caught.value.plugin == Dated.name
 
 
 def test_dropping_native_messages_is_named():

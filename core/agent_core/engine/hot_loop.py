@@ -26,13 +26,12 @@ goes back to the history and state the call began with, as :mod:`.retract` expla
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator
 from typing import Any
 
 from ..errors import (
     ConfigError,
     EmptyResponseError,
-    InvalidValueError,
     LLMError,
     PluginError,
     ProviderRequestCancelled,
@@ -44,8 +43,8 @@ from ..runtime.flight import Flight, RunCancelled
 from ..tools.toolkit import twin_calls
 from ..values.events import AnsweredEvent, PartialEvent, StreamRetry
 from ..values.frozen import _SCALARS, FrozenDict, FrozenList
-from ..values.json_values import freeze_json
 from ..values.messages import EMPTY_METADATA, PartialMessage
+from .finals_check import checked_finals
 from .retract import retract_event, retrying_event
 
 __all__ = ["HotChain", "HotLoop", "call_once", "call_provider", "finalized", "hot_chain", "hot_failure",
@@ -77,20 +76,6 @@ def _listed(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
         if flat is not None:
             return flat
     return frozen_list(plugin, hook, value, what)
-
-
-def checked_finals(plugin: LivePlugin, hook: str, finals: Any) -> None:
-    """New finals must be message mappings JSON can carry: caught where the plugin made them, not later in
-    the provider's ``from_native_messages`` (blamed wrongly), nor lost from the reply."""
-    for i, m in enumerate(finals):
-        if not isinstance(m, Mapping):
-            raise PluginError(plugin.name, hook, TypeError(type(m).__name__), detail=(
-                f"returned final_messages[{i}] = {m!r:.80}, a {type(m).__name__}: each final is a message "
-                "mapping such as {'role': 'assistant', 'content': ...}"))
-        try:
-            freeze_json(m, f"final_messages[{i}]")
-        except InvalidValueError as exc:
-            raise PluginError(plugin.name, hook, exc, detail=f"returned a final JSON cannot carry: {exc}") from exc
 
 
 _frozen_dict, _frozen_list = FrozenDict.from_frozen, FrozenList.from_frozen

@@ -36,22 +36,35 @@ def caller_level() -> int:
     return level
 
 
-_NEAR_MISS_SEEN: set[tuple[type, str]] = set()
+#: (class, kind) -> its near misses as (method, hook it resembles, kind of that hook or None for its own)
+_NEAR_MISSES: dict[tuple[type, str], list[tuple[str, str, bool]]] = {}
 
 
 def warn_near_misses(cls: type, kind: str, plugin: str, hooks: Collection[str], all_hooks: Collection[str]) -> None:
-    """Warn, once per class, of a method named almost like a hook (``proces_chunk``): it would never be called."""
-    if (cls, kind) in _NEAR_MISS_SEEN:
-        return
-    _NEAR_MISS_SEEN.add((cls, kind))
-    for attr in dir(cls):
-        if attr.startswith("_") or attr in hooks or attr in all_hooks or not callable(getattr(cls, attr, None)):
-            continue
-        close = difflib.get_close_matches(attr, sorted(hooks), n=1, cutoff=0.85)
-        if close:
-            warnings.warn(UnknownHookWarning(
-                f"plugin {plugin!r} defines {attr!r}, which is no {kind} hook and will never be called; "
-                f"did you mean {close[0]!r}?", plugin=plugin, name=attr, suggestion=close[0]), stacklevel=caller_level())
+    """Warn of a method named almost like a hook (``proces_chunk``): it would never be called.
+
+    The search runs once per class; the warning is issued at every registration, so each
+    test that registers the plugin sees it (Python's own filters still show it once per
+    line in a long-running process). A name close to a hook of another kind of plugin
+    (``proces_chunk`` on a feature) is said too, since the plugin may be registered as
+    the wrong kind.
+    """
+    found = _NEAR_MISSES.get((cls, kind))
+    if found is None:
+        found = []
+        for attr in dir(cls):
+            if attr.startswith("_") or attr in hooks or attr in all_hooks or not callable(getattr(cls, attr, None)):
+                continue
+            own = difflib.get_close_matches(attr, sorted(hooks), n=1, cutoff=0.85)
+            other = own or difflib.get_close_matches(attr, sorted(all_hooks), n=1, cutoff=0.85)
+            if other:
+                found.append((attr, other[0], bool(own)))
+        _NEAR_MISSES[(cls, kind)] = found
+    for attr, hook, own in found:
+        where = "" if own else f" (a hook of another kind of plugin: is {plugin!r} registered as the right kind?)"
+        warnings.warn(UnknownHookWarning(
+            f"plugin {plugin!r} defines {attr!r}, which is no {kind} hook and will never be called; "
+            f"did you mean {hook!r}?{where}", plugin=plugin, name=attr, suggestion=hook), stacklevel=caller_level())
 
 
 def check_positions(plugin: str, hook: str, names: Sequence[str], expected: Sequence[str]) -> None:

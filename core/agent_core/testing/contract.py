@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import freeze, thaw
 from ..errors import PluginContractError
-from ..plugin_kit import read_verdict
+from ..plugin_kit import final_fault, read_verdict
 from .harness import PluginHarness
 from .inspection import PROTOCOLS, fit_call, short
 
@@ -176,7 +176,10 @@ class _Checker:
     def messages_out(self, hook: str, value: Any, what: str) -> None:
         if not isinstance(value, (list, tuple)):
             raise self.fail(hook, f"must return a list of {what}, got {type(value).__name__}", value)
-        for item in value:
+        for i, item in enumerate(value):
+            fault = final_fault(thaw(item), i) if what in ("final_messages", "final messages") else None
+            if fault is not None:  # the engine's sentence for the same final
+                raise self.fail(hook, fault, item)
             if not isinstance(item, Mapping):
                 raise self.fail(hook, f"must return a list of mappings ({what}), got an item of type "
                                 f"{type(item).__name__}", item)
