@@ -64,11 +64,18 @@ def test_live_command_is_run_by_ci_after_the_main_one_and_may_not_skip() -> None
 
 def test_the_client_tier_runs_in_ci_as_the_readme_names_it_and_may_not_skip() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    tier = _ci_lines()[3:]
+    tier = _ci_lines()[3:6]
     assert tier[0] == CLIENTS_SWITCH and len(tier) == 3
     for command in tier[1:]:
         assert f"`{command}`" in readme, command
         assert "pytest -m clients tests/clients" in command
+
+
+def test_the_browser_tier_runs_in_ci_last_as_the_readme_names_it() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    tier = _ci_lines()[6:]
+    assert tier == [".venv/bin/pip install -q -e '.[test,browser]' && .venv/bin/python -m pytest -m browser tests/browser"]
+    assert f"`{tier[0]}`" in readme
 
 
 def test_the_main_run_deselects_the_live_tier_by_default() -> None:

@@ -54,8 +54,13 @@ function newId() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function notice(text) {
+function notice(text, isError) {
   $("notice").textContent = text || "";
+  $("notice").classList.toggle("error", Boolean(isError));
+}
+
+function problem(text) {
+  notice(text, true);
 }
 
 // -- the HTTP API -------------------------------------------------------------------------
@@ -324,7 +329,7 @@ function onFrame(view, frame) {
     case "queued": notice("Another turn runs on this session; this one waits for it."); break;
     case "approval": approvalBox(frame); break;
     case "error": case "busy": case "conflict":
-      notice(`Error: ${(frame.error || {}).message || frame.type}`); break;
+      problem(`Error: ${(frame.error || {}).message || frame.type}`); break;
     case "done":
       if (frame.session) {
         state.session = Object.assign({}, state.session, { messages: frame.session.messages,
@@ -355,7 +360,7 @@ async function readFrames(response, onData) {
       buffer = buffer.slice(cut + 2);
       const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
       if (data) {
-        try { onData(JSON.parse(data)); } catch (error) { notice(`Unreadable event: ${error.message}`); }
+        try { onData(JSON.parse(data)); } catch (error) { problem(`Unreadable event: ${error.message}`); }
       }
     }
   }
@@ -378,7 +383,7 @@ async function sendTurn(text) {
     }
     await readFrames(response, (frame) => onFrame(view, frame));
   } catch (error) {
-    if (error.status !== 401) notice(`Error: ${error.message}`);
+    if (error.status !== 401) problem(`Error: ${error.message}`);
   } finally {
     state.running = null;
     setRunning(false);
@@ -397,7 +402,7 @@ async function cancelTurn() {
   try {
     await apiJson("DELETE", `/v1/requests/${encodeURIComponent(state.running.rid)}`);
   } catch (error) {
-    if (error.status !== 404) notice(`Could not cancel: ${error.message}`);
+    if (error.status !== 404) problem(`Could not cancel: ${error.message}`);
   }
 }
 
@@ -438,7 +443,7 @@ async function openSession(id) {
   try {
     state.session = await apiJson("GET", sessionPath(id));
   } catch (error) {
-    notice(`Could not open ${id}: ${error.message}`);
+    problem(`Could not open ${id}: ${error.message}`);
     return;
   }
   state.settings = loadSettings(id);
@@ -463,7 +468,7 @@ async function deleteSession() {
   try {
     await apiJson("DELETE", sessionPath(state.session.id));
   } catch (error) {
-    notice(`Could not delete: ${error.message}`);
+    problem(`Could not delete: ${error.message}`);
     return;
   }
   notice(`Deleted session ${state.session.id}.`);
@@ -503,7 +508,7 @@ async function refreshPlugins() {
     renderActions(actions.data);
     renderStatus();
   } catch (error) {
-    if (error.status !== 401) notice(`Settings: ${error.message}`);
+    if (error.status !== 401) problem(`Settings: ${error.message}`);
   }
 }
 
@@ -529,7 +534,8 @@ function controlFor(element, id, value) {
     area.value = shownValue === undefined ? "" : String(shownValue);
     return area;
   }
-  const input = el("input", { id, type: type === "number" ? "number" : "text", step: type === "number" ? "any" : null });
+  const input = el("input", { id, type: type === "number" ? "number" : "text", step: type === "number" ? "any" : null,
+    placeholder: "the server's default" });
   input.value = value === undefined || value === null ? "" : String(value);
   return input;
 }
@@ -623,7 +629,7 @@ async function runAction(id, label) {
     renderStatus();
     notice(`${label}: done.`);
   } catch (error) {
-    notice(`${label}: ${error.message}`);
+    problem(`${label}: ${error.message}`);
   }
 }
 
@@ -733,7 +739,7 @@ async function start() {
 
 function wire() {
   $("auth-form").addEventListener("submit", connect);
-  $("new-session").addEventListener("click", () => createSession().catch((e) => notice(`Error: ${e.message}`)));
+  $("new-session").addEventListener("click", () => createSession().catch((e) => problem(`Error: ${e.message}`)));
   $("more-sessions").addEventListener("click", () => listSessions(true));
   $("delete-session").addEventListener("click", deleteSession);
   $("export-session").addEventListener("click", exportSession);

@@ -1,0 +1,267 @@
+"""The web console in headless Chromium: what a person sees and does, through the public HTTP API only.
+
+Each test drives the page as a person would (clicks, keys), waits for what the page shows,
+and checks it against the server where that matters. The screenshots in ``docs/`` are taken
+here, so they show the console as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ._console_app import MARKUP
+from .conftest import DOCS, Watched, serve
+
+pytestmark = pytest.mark.browser
+
+
+def expect(target: Any) -> Any:
+    """Playwright's retrying assertions (imported late: without Playwright the browser fixture skips first)."""
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(target)
+
+SAVE_SHOTS = True
+
+
+def _open(watched: Watched, base_url: str) -> Any:
+    page = watched.page
+    page.goto(base_url + "/")
+    page.get_by_role("button", name="New session").wait_for()
+    return page
+
+
+def _new_session(page: Any) -> str:
+    page.get_by_role("button", name="New session").click()
+    title = page.get_by_role("heading", level=2, name=re.compile(r"^Session "))
+    title.wait_for()
+    return title.inner_text().removeprefix("Session ")
+
+
+def _send(page: Any, text: str) -> None:
+    box = page.get_by_role("textbox", name="Message")
+    box.fill(text)
+    box.press("Enter")
+
+
+def _shot(page: Any, name: str) -> None:
+    if SAVE_SHOTS:
+        page.screenshot(path=str(DOCS / f"console-{name}.png"))
+
+
+def test_a_turn_with_a_tool_call_that_needs_approval(watched: Watched, base_url: str) -> None:
+    page = _open(watched, base_url)
+    sid = _new_session(page)
+    _send(page, "calculate six times seven")
+    approval = page.get_by_role("group", name="Approve echo?")
+    approval.wait_for()
+    assert "6 * 7 = 42" in approval.inner_text()  # the arguments the model sent
+    assert "tool_policy" in approval.inner_text()  # who asks, and what happens without an answer
+    assert "denied" in approval.inner_text()
+    _shot(page, "approval")
+    approval.get_by_role("button", name="Approve").click()
+    log = page.get_by_role("log", name="Conversation")
+    log.get_by_text("The tool said: Result: 6 * 7 = 42").wait_for()
+    # the tool call, its arguments and its result, with the policy's record
+    call = log.locator(".tool-call")
+    assert "Tool call: echo" in call.inner_text() and "allowed by tool_policy" in call.inner_text()
+    # each answer's footer: the timestamp feature's time and the usage feature's tokens and cost
+    footer = log.locator(".msg.assistant .footer").last
+    assert re.search(r"Time: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", footer.inner_text())
+    assert "Tokens: 12 in / 5 out, $0.000022" in footer.inner_text()
+    # the status bar: the session's total over both model calls, and the title feature's title
+    status = page.get_by_role("status", name="Status bar")
+    expect(status).to_contain_text("Session total: 24 in / 10 out tokens, $0.000044")  # once the turn is done
+    expect(status).to_contain_text("Title: calculate six times seven")
+    _shot(page, "chat")
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()  # the stream has ended: the turn is saved
+    stored = httpx.get(f"{base_url}/v1/sessions/{sid}").json()
+    assert [m["role"] for m in stored["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert stored["messages"][2]["metadata"]["tool_policy"]["decision"] == "allowed"
+
+
+def test_a_denied_call_is_denied_and_the_turn_goes_on(watched: Watched, base_url: str) -> None:
+    page = _open(watched, base_url)
+    _new_session(page)
+    _send(page, "calculate again")
+    page.get_by_role("button", name="Deny").click()
+    log = page.get_by_role("log", name="Conversation")
+    log.get_by_text(re.compile(r"^The tool said: .*tool call not approved")).wait_for()
+    assert "denied by tool_policy" in log.locator(".tool-call").inner_text()
+
+
+def test_a_setting_from_the_generated_panel_goes_with_the_turn(watched: Watched, base_url: str) -> None:
+    page = _open(watched, base_url)
+    _new_session(page)
+    settings = page.locator("#settings")
+    # only what the operator lets a client set: the approval timeout, not the policy itself
+    assert settings.get_by_role("spinbutton", name="Approval timeout (s)").is_visible()
+    assert settings.get_by_role("textbox", name="Tool policy").count() == 0
+    field = settings.get_by_role("spinbutton", name="Approval timeout (s)")
+    field.fill("1")
+    field.press("Tab")
+    page.get_by_text("Approval timeout (s) set for this session's turns.").wait_for()
+    started = time.monotonic()
+    _send(page, "calculate with nobody answering")
+    log = page.get_by_role("log", name="Conversation")
+    log.get_by_text("no answer within 1 s", exact=False).first.wait_for()
+    assert time.monotonic() - started < 8  # the default would have waited 300 s
+    _shot(page, "settings")
+
+
+def test_cancel_stops_a_slow_turn(watched: Watched, base_url: str) -> None:
+    page = _open(watched, base_url)
+    sid = _new_session(page)
+    _send(page, "slow answer please")
+    log = page.get_by_role("log", name="Conversation")
+    log.get_by_text("word3", exact=False).wait_for()
+    cancel = page.get_by_role("button", name="Cancel")
+    assert cancel.is_enabled()
+    cancel.click()
+    page.get_by_text("The turn was cancelled.").wait_for()
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    expect(cancel).to_be_disabled()
+    stored = httpx.get(f"{base_url}/v1/sessions/{sid}").json()
+    assert stored["messages"][0]["content"] == "slow answer please"
+    assert "word599" not in json.dumps(stored)
+
+
+def test_resume_action_export_and_delete(watched: Watched, base_url: str) -> None:
+    sid = f"kept-{time.time_ns()}"
+    made = httpx.post(f"{base_url}/v1/sessions", json={"id": sid, "messages": [
+        {"role": "user", "content": "an earlier question"},
+        {"role": "assistant", "content": "an earlier answer", "metadata": {"timestamp": "2026-11-27T10:00:00Z"}}]})
+    assert made.status_code == 201
+    page = _open(watched, base_url)
+    page.get_by_role("navigation", name="Sessions").get_by_role("button", name=re.compile(sid)).click()
+    log = page.get_by_role("log", name="Conversation")
+    log.get_by_text("an earlier answer").wait_for()
+    assert "Time: 2026-11-27T10:00:00Z" in log.locator(".footer").inner_text()
+    # a session action a plugin offers, as a button; what it changed shows in the status bar
+    page.get_by_role("group", name="Session actions").get_by_role("button", name="Pin this session").click()
+    page.get_by_text("Pin this session: done.").wait_for()
+    expect(page.get_by_role("status", name="Status bar")).to_contain_text("Pin: pinned")
+    with page.expect_download() as got:
+        page.get_by_role("button", name="Export").click()
+    exported = json.loads(Path(got.value.path()).read_text(encoding="utf-8"))
+    assert exported["id"] == sid and exported["metadata"]["pinned"] is True
+    assert [m["content"] for m in exported["messages"]] == ["an earlier question", "an earlier answer"]
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete").click()
+    page.get_by_text(f"Deleted session {sid}.").wait_for()
+    assert page.get_by_role("button", name=re.compile(sid)).count() == 0
+    assert httpx.get(f"{base_url}/v1/sessions/{sid}").status_code == 404
+
+
+def test_the_plugins_panel_says_what_is_on_and_why(watched: Watched, base_url: str) -> None:
+    page = _open(watched, base_url)
+    plugins = page.locator("#plugins")
+    plugins.locator(".plugin").first.wait_for()
+    rows = {row.locator(".name").inner_text(): row.inner_text() for row in plugins.locator(".plugin").all()}
+    expected = httpx.get(f"{base_url}/v1/plugins").json()["data"]
+    assert set(rows) == {p["name"] for p in expected}
+    for plugin in expected:
+        assert ("on" if plugin["enabled"] else "off") in rows[plugin["name"]]
+        assert plugin["reason"] in rows[plugin["name"]]  # resolve()'s reason, word for word
+    assert any(not p["enabled"] for p in expected) and any(p["enabled"] for p in expected)
+
+
+def test_what_a_model_and_a_tool_send_is_shown_as_text(watched: Watched, base_url: str) -> None:
+    page = _open(watched, base_url)
+    _new_session(page)
+    _send(page, "xss please")
+    page.get_by_role("button", name="Approve").click()
+    log = page.get_by_role("log", name="Conversation")
+    log.get_by_text("The tool said: Result: " + MARKUP).wait_for()
+    assert MARKUP in log.get_by_text("Here is markup:", exact=False).inner_text()
+    assert MARKUP in log.locator(".tool-output").inner_text()
+    assert page.locator("img").count() == 0  # nothing was parsed as HTML
+    assert page.title() == "agent-core console"
+
+
+def test_completions_come_from_the_completion_hook(watched: Watched, base_url: str) -> None:
+    page = _open(watched, base_url)
+    _new_session(page)
+    box = page.get_by_role("textbox", name="Message")
+    box.press_sequentially("run /ca")
+    option = page.get_by_role("listbox", name="Completions").get_by_role("option", name="/calculate")
+    option.wait_for()
+    box.press("ArrowDown")
+    assert option.get_attribute("aria-selected") == "true"
+    box.press("Enter")
+    expect(box).to_have_value("run /calculate")
+    assert page.get_by_role("listbox", name="Completions").is_hidden()
+
+
+def test_every_control_has_a_name_in_the_accessibility_tree(watched: Watched, base_url: str) -> None:
+    page = _open(watched, base_url)
+    _new_session(page)
+    _send(page, "calculate for the tree")
+    page.get_by_role("button", name="Approve").wait_for()
+    tree = page.locator("body").aria_snapshot()
+    for role in ("button", "textbox", "spinbutton", "combobox", "checkbox", "listbox", "link"):
+        for line in tree.splitlines():
+            item = line.strip()
+            if item.startswith(f"- {role}") and not item.startswith(f"- {role} \""):
+                pytest.fail(f"a {role} without a name in the accessibility tree: {item!r}\n{tree}")
+    for role, name in (("navigation", "Sessions"), ("main", None), ("log", "Conversation"),
+                       ("status", "Status bar"), ("textbox", "Message"), ("button", "Send"),
+                       ("button", "Cancel"), ("group", "Approve echo?"), ("spinbutton", "Approval timeout (s)")):
+        found = page.get_by_role(role, name=name) if name else page.get_by_role(role)
+        assert found.count() >= 1, f"no {role} named {name!r}"
+    page.get_by_role("button", name="Approve").click()
+    page.get_by_text("The tool said:", exact=False).wait_for()
+
+
+def test_keyboard_only(watched: Watched, base_url: str) -> None:
+    page = _open(watched, base_url)
+
+    def tab_to(name: str) -> None:
+        for _ in range(40):
+            page.keyboard.press("Tab")
+            if page.evaluate("document.activeElement && document.activeElement.textContent.trim()") == name:
+                return
+        pytest.fail(f"Tab never reached {name!r}")
+
+    tab_to("New session")
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", level=2, name=re.compile(r"^Session ")).wait_for()
+    expect(page.get_by_role("textbox", name="Message")).to_be_focused()  # a new session puts the cursor there
+    page.keyboard.type("calculate by keyboard")
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="Approve").wait_for()
+    expect(page.get_by_role("button", name="Approve")).to_be_focused()  # the question takes the focus
+    page.keyboard.press("Enter")
+    page.get_by_text("The tool said: Result: 6 * 7 = 42").wait_for()
+
+
+def test_a_token_goes_in_a_header_and_nowhere_else(watched: Watched, tmp_path: Any) -> None:
+    watched.allowed = ("status of 401",)  # the console's first request, before it knows the token
+    with serve(tmp_path, token="s3cret-console-token") as url:
+        assert httpx.get(f"{url}/v1/sessions").status_code == 401
+        page = watched.page
+        page.goto(url + "/")
+        token = page.get_by_label("Bearer token")
+        token.fill("wrong-token")
+        token.press("Enter")
+        page.get_by_text("The server refused that token.").wait_for()
+        sent: list[Any] = []
+        page.on("request", lambda r: sent.append(r))
+        token.fill("s3cret-console-token")
+        token.press("Enter")
+        page.get_by_role("button", name="New session").wait_for()
+        page.get_by_role("button", name="New session").click()
+        page.get_by_role("heading", level=2, name=re.compile(r"^Session ")).wait_for()
+        api = [r for r in sent if "/v1/" in r.url]
+        assert api and all(r.headers.get("authorization") == "Bearer s3cret-console-token" for r in api)
+        assert all("s3cret" not in r.url for r in sent)
+        assert page.context.cookies() == []
+        assert "s3cret" not in page.content()
+        assert page.evaluate("sessionStorage.getItem('agent-core-console-token')") == "s3cret-console-token"
