@@ -242,3 +242,25 @@ def test_the_readme_command_runs_a_real_mcp_tool_through_the_cli(tmp_path: Path)
     assert got.returncode == 0, got.stderr
     assert got.stdout.strip() == "That is the time in UTC."
     assert "[tool] time_get_current_time" in got.stderr and '"timezone": "UTC"' in got.stderr  # the tool lines
+
+
+def test_the_http_server_runs_mcp_tools_and_closes_their_connections_when_it_stops(tmp_path: Path) -> None:
+    from agent_core.server import create_app
+    from agent_core.store import open_store
+    from starlette.testclient import TestClient
+
+    provider = scripted_provider(reply(tool_calls=[tool_call("time_get_current_time", {"timezone": "UTC"})]),
+                                 "It is now.")
+    core = AgentCore(providers=[provider], tools=[MCPTool])
+    app = create_app(core, open_store(f"sqlite:///{tmp_path / 's.db'}"),
+                     config={"provider": provider.name, "mcp_servers": [TIME]})
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        answer = client.post("/v1/sessions/s1/turns", json={"message": "time?"})
+        assert answer.status_code == 200, answer.text
+        events = [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")]
+        done = next(e for e in events if e["type"] == "done")
+        tool = next(m for m in done["final_messages"] if m["role"] == "tool")
+        assert json.loads(tool["content"])["timezone"] == "UTC" and done["final_messages"][-1]["content"] == "It is now."
+        connection = next(c for c in pool()._connections.values() if c.spec.name == "time")
+        assert connection.alive
+    assert not connection.alive and not pool()._connections  # the server's shutdown closed it

@@ -88,3 +88,17 @@ def test_without_the_sdk_the_plugin_is_harmless_and_with_servers_it_says_what_to
     out = json.loads(got.stdout)
     assert out["reply"] == "fine" and out["imported"] == []
     assert out["key"] == "mcp_servers" and "pip install" in out["error"] and "[mcp]" in out["error"]
+
+
+def test_a_server_client_cannot_set_mcp_servers_and_listings_never_show_them() -> None:
+    from agent_core import ConfigNotAllowedError, ConfigPolicy
+
+    with pytest.raises(ConfigNotAllowedError) as caught:
+        ConfigPolicy().merge({}, {"mcp_servers": [{"name": "x", "command": "sh", "args": ["-c", "id"]}]})
+    assert "mcp_servers" in str(caught.value)
+    servers = json.dumps([{"name": "web", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": SECRET}}])
+    got = subprocess.run([f"{sys.prefix}/bin/agent-core", "plugins", "-c", f"mcp_servers={servers}"],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert got.returncode == 0, got.stderr
+    line = next(x for x in got.stdout.splitlines() if x.split()[:2] == ["tool", "mcp"])
+    assert "mcp_servers=<redacted>" in line and "sk-do-not-show" not in got.stdout + got.stderr

@@ -217,6 +217,8 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
             self.core.cancel_request(rid)
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=10)
+        if hasattr(self.core, "aclose"):  # what plugins keep for the process: the MCP tool's connections
+            await self.core.aclose()
         if self.access is not None:
             await self.access.drained(timeout=2)
         log_event(logging.INFO, "stop",
