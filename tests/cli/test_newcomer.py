@@ -179,6 +179,7 @@ def test_serve_help_explains_host_and_port_and_shows_examples(tmp_path: Path) ->
 
 def test_a_plugin_passed_in_replaces_an_installed_one_and_the_listing_says_so(tmp_path: Path) -> None:
     from agent_core import AgentCore
+    from agent_core.errors import InvalidArgumentError
 
     class MyCalculator:
         name = "calculator"
@@ -188,6 +189,9 @@ def test_a_plugin_passed_in_replaces_an_installed_one_and_the_listing_says_so(tm
 
     core = AgentCore.discover(tools=[MyCalculator])
     assert core.replaced("tool") == ("calculator",) and core.replaced("provider") == ()
+    assert core.replaced("tools") == ("calculator",)  # the plural the constructor's keywords use
+    with pytest.raises(InvalidArgumentError, match="no plugin kind 'tol'"):
+        core.replaced("tol")
     (tmp_path / "mytools.py").write_text("def calculator(expression: str) -> str:\n    return expression\n")
     done = subprocess.run([sys.executable, "-m", "agent_core.cli", "plugins", "--tool", "mytools:calculator"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,

@@ -80,3 +80,23 @@ def test_a_provider_without_the_convention_is_named() -> None:
         replay_provider("unused.txt", Plain)
     with pytest.raises(ConfigError, match="no provider named 'nope'"):
         replay_provider("unused.txt", "nope")
+
+
+def test_json_lines_asked_for_without_streaming_get_the_replay_hint(tmp_path: Path) -> None:
+    class Asking(JsonLines):
+        def call_api(self, native: Any, state: Any, request_id: Any = None) -> Any:
+            response = (self._client or httpx.Client()).post(state["url"], json={"messages": list(native),
+                                                                                 "stream": False})
+            return [], [], native, {**state, "said": (response.status_code, response.json())}
+
+        def finalize(self, native: Any, state: Any, context: Any = None) -> Any:
+            final = {"role": "assistant", "text": json.dumps(state.get("said"))}
+            return [final], [*native, final], state
+
+    recorded = tmp_path / "answer.jsonl"
+    recorded.write_text('{"text": "Hel"}\n{"text": "lo"}\n{"done": true}\n')
+    core = AgentCore(providers=[replay_provider(recorded, Asking)])
+    result = core.request(core.add_message(core.create_session(), "user", "hi"), {"provider": "jsonlines",
+                                                                                   "stream": False})
+    status, body = json.loads(result.session.messages[-1].content)
+    assert status == 400 and "holds a streamed body; replay it with a streaming request" in body["error"]["message"]

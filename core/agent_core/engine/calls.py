@@ -23,7 +23,7 @@ from ..values.messages import Message, Session, ToolDescriptor
 from .actions import ActionResult, execute_action, execute_lifecycle, list_actions
 from .info import apply_completion, completions, config_schema, ui_schema
 
-__all__ = ["EngineCalls", "check_config", "check_session"]
+__all__ = ["EngineCalls", "check_config", "check_kind", "check_session"]
 
 
 class EngineCalls:
@@ -215,3 +215,16 @@ def check_session(session: Any, call: str) -> None:
 def check_config(config: Any) -> None:
     if config is not None and not isinstance(config, Mapping):
         raise ConfigError(f"config must be a mapping, got {type(config).__name__}")
+
+
+def check_kind(kind: Any) -> str:
+    """``kind`` as the engine names it: ``"providers"`` is taken for ``"provider"``; any other word is refused.
+
+    Raises:
+        InvalidArgumentError: not a plugin kind, naming the four.
+    """
+    single = kind[:-1] if isinstance(kind, str) and kind.endswith("s") and kind[:-1] in KINDS else kind
+    if single not in KINDS:
+        raise InvalidArgumentError(f"no plugin kind {kind!r}: use one of {', '.join(map(repr, KINDS))}",
+                                   argument="kind")
+    return single  # type: ignore[no-any-return]

@@ -32,6 +32,7 @@ from ..values.messages import Message, Session
 from .actions import ActionResult
 from .calls import EngineCalls
 from .calls import check_config as _check_config
+from .calls import check_kind
 from .calls import check_session as _check_session
 from .flow import Flow, keep_done
 from .run import RequestRun
@@ -170,11 +171,12 @@ class AgentCore(EngineCalls, PlatformNames):
 
     def replaced(self, kind: str) -> tuple[str, ...]:
         """Installed plugins of ``kind`` that a plugin passed to :meth:`discover` replaced (the caller's wins)."""
+        kind = check_kind(kind)
         return tuple(sorted(name for k, name in self._replaced if k == kind))
 
     def plugins(self, kind: str) -> tuple[str, ...]:
         """Names of the registered plugins of ``kind`` (provider/extension/feature/tool)."""
-        return tuple(s.name for s in self._specs[kind])
+        return tuple(s.name for s in self._specs[check_kind(kind)])
 
     # -- sessions -------------------------------------------------------------
 

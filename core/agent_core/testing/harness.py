@@ -382,14 +382,18 @@ class PluginHarness:
         )
 
     def action(self, action_id: str, params: Mapping[str, Any] | None = None, session: Session | None = None,
-               *, native: Any = None) -> dict[str, Any]:
+               *, native: Any = None, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``execute_action(action_id, session, native, params, context, state)``; the result mapping.
 
         The context carries ``session`` (its dict), ``config`` and
-        ``trigger_source="application"`` as the engine's ``execute_action`` gives.
+        ``trigger_source="application"`` as the engine's ``execute_action`` gives;
+        ``context`` adds to it what a lifecycle trigger would, such as
+        ``{"lifecycle": "tool_pre", "tool_call": {"id": ..., "name": ..., "payload": ...}}`` for a
+        policy (then check the answer with :func:`agent_core.plugin_kit.read_verdict`).
         """
         session = session if session is not None else Session(session_id="harness-session")
-        ctx = self._context.merged({"session": session.to_dict(), "trigger_source": "application"})
+        ctx = self._context.merged({"session": session.to_dict(), "trigger_source": "application",
+                                    **dict(context or {})})
         out = self.call("execute_action", action_id, session, freeze(_messages(native)), freeze(dict(params or {})),
                         ctx, self._state)
         return thaw(self._map("execute_action", out, "the action result"))  # type: ignore[no-any-return]

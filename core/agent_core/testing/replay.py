@@ -124,7 +124,8 @@ def replay_provider(path: str | os.PathLike[str], provider: str | type = "openai
     content_type, body = recorded_reply(Path(path).read_bytes(), str(getattr(cls, "name", provider)))
 
     def answer(request: httpx.Request) -> httpx.Response:
-        if content_type == "text/event-stream" and not _asks_for_stream(request):
+        if (content_type == "text/event-stream" and not _asks_for_stream(request)) or (
+                content_type == "application/x-ndjson" and _asks_for_stream(request) is False):
             # A stream cannot answer a non-streamed call; say so instead of a parse error.
             message = (f"{path} holds a streamed body; replay it with a streaming request "
                        "(config stream: True, or stream_request)")
@@ -143,11 +144,13 @@ def replay_provider(path: str | os.PathLike[str], provider: str | type = "openai
     return type(cls.__name__, (base,), attrs)
 
 
-def _asks_for_stream(request: httpx.Request) -> bool:
+def _asks_for_stream(request: httpx.Request) -> bool | None:
+    """The request body's ``stream`` flag: True, False, or None when it has none (another API's own way)."""
     try:
-        return json.loads(request.content or b"{}").get("stream") is True
+        flag = json.loads(request.content or b"{}").get("stream")
     except (ValueError, AttributeError):
-        return False
+        return None
+    return flag if isinstance(flag, bool) else None
 
 
 class _TeeStream(httpx.SyncByteStream):

@@ -59,8 +59,19 @@ def reply(
     usage: Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> ScriptedTurn:
-    """One scripted model turn."""
-    return ScriptedTurn(content, tuple(tool_calls), usage, dict(metadata or {}))
+    """One scripted model turn.
+
+    Calls in one turn that share an id (two ``tool_call("add", ...)``, each ``call_add``) get
+    ``_2``, ``_3``, ... after it, as a real API gives each call its own id, so each result
+    answers its own call.
+    """
+    seen: dict[Any, int] = {}
+    calls = []
+    for call in tool_calls:
+        cid = call.get("id") if isinstance(call, Mapping) else None
+        seen[cid] = seen.get(cid, 0) + 1
+        calls.append(call if cid is None or seen[cid] == 1 else {**call, "id": f"{cid}_{seen[cid]}"})
+    return ScriptedTurn(content, tuple(calls), usage, dict(metadata or {}))
 
 
 def _turn_index(native_messages: Sequence[Mapping[str, Any]]) -> int:

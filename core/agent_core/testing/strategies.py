@@ -118,4 +118,4 @@ def native_chunks(provider: str, text: st.SearchStrategy[str] | None = None) -> 
     build = {"openai": _openai_chunks, "anthropic": _anthropic_chunks}.get(provider)
     if build is None:
         raise ValueError(f"native_chunks knows 'openai' and 'anthropic', not {provider!r}")
-    return (text or _text).flatmap(lambda t: splits(t).map(lambda pieces: (t, build(pieces))))
+    return (_text if text is None else text).flatmap(lambda t: splits(t).map(lambda pieces: (t, build(pieces))))
