@@ -28,18 +28,24 @@ Figures (a cell is one gateway at N concurrent streams; median over ``--rounds``
 --------------------------------------------------------------------------------
 * ``cpu/chunk``: the gateway's CPU (user + system of the process and its children, from
   ``/proc/<pid>/stat``) from the start of the round to its last token, over the tokens the
-  clients received. N = 1 runs paced, and also at full speed (``full``, median of 9), where
-  the same stream goes through ``AgentCore.astream_request`` in a process of its own: the
-  library's async path, whose CPU per chunk is the target's yardstick (``lib``);
+  clients received (for ``direct``: the upstream's own);
+* ``delay p50/p99``: each token's arrival at its client minus the moment the upstream wrote it
+  (the token's text carries the upstream's monotonic clock), ms;
 * ``gap p50/p99``: each interval between two tokens at a client, minus the pacing, over all
-  streams of the round (ms);
-* ``first p50/p99``: from opening the connection to the first token (ms);
+  streams of the round, ms (tokens that arrive together after a stall give negative gaps);
+* ``first p50/p99``: from opening the connection to the first token, ms; ``wall``: the round;
 * ``cores``: the whole machine's busy CPU over the round (clients, upstream and gateway share
   two cores, with whatever else runs);
+* ``1 full``: one stream of ``--full-tokens`` at full speed (median of 9). After each of its
+  rounds the same stream goes through ``AgentCore.astream_request`` in a process of its own,
+  charged its own CPU: the library's async path, the yardstick of issue 31's first target;
 * ``req/s``: non-streamed calls (``full``, 8 tokens) from 8 keep-alive clients in 2 processes
   for ``--seconds``;
 * ``RSS``: the gateway's resident memory after a warm-up (idle), and its high-water mark at
   the end of the run (peak; summed over its processes).
+
+``--profile PREFIX --streams 200`` runs py-spy on ``agent-core serve`` through the cells instead
+(``gateway_profile.py``; 0 is the full-speed stream, -1 the non-streamed calls).
 
 Every stream must deliver every token, and every non-streamed reply must hold the text: a
 broken relay fails the run. The machine has 2 cores shared with other work: compare ratios
@@ -53,6 +59,7 @@ import asyncio
 import itertools
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -64,8 +71,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-API_KEY = "bench-not-a-secret"
+API_KEY = "sk-bench-not-a-secret"  # the upstream's key, and the token both gateways want
 MARK = b"zq"  # every token's text starts with it: a client counts tokens by counting it
+STAMPED = re.compile(rb"zq\d+t(\d+) ")  # a streamed token: its number, then when the upstream wrote it (µs)
 
 
 # -- the upstream (its own process) -----------------------------------------------------------
@@ -90,14 +98,24 @@ def _token(i: int) -> str:
     return f"zq{i} "
 
 
+_BEFORE, _AFTER = _chunk({"content": "@@"}).split(b"\r\n", 1)[1][:-2].split(b"@@")  # a token's SSE event around its text
+
+
+def _stamped(i: int) -> bytes:
+    """Token ``i``'s chunk, its text carrying the monotonic clock (shared by all processes) as written;
+    built from bytes, not ``json.dumps``, so the upstream stays cheap at hundreds of streams."""
+    event = b"%szq%dt%d %s" % (_BEFORE, i, int(time.monotonic() * 1e6), _AFTER)
+    return b"%x\r\n%s\r\n" % (len(event), event)
+
+
 async def _stream(writer: asyncio.StreamWriter, tokens: int, pace: float) -> None:
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-                 + _chunk({"role": "assistant", "content": ""}) + _chunk({"content": _token(0)}))
+                 + _chunk({"role": "assistant", "content": ""}) + _stamped(0))
     await writer.drain()
     for i in range(1, tokens):
         if pace:
             await asyncio.sleep(pace)
-        writer.write(_chunk({"content": _token(i)}))
+        writer.write(_stamped(i))
         await writer.drain()
     usage = {"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": tokens + 5}
     writer.write(_chunk({}, "stop") + _chunk({}, usage=usage) + _event(b"[DONE]") + b"0\r\n\r\n")
@@ -169,10 +187,12 @@ def _request(host: str, path: str, body: dict[str, Any], keep_alive: bool) -> by
 
 @dataclass
 class Tally:
-    """What one worker saw: first-token times (s), added gaps (ms), tokens, failures, replies."""
+    """What one worker saw: first-token times (s); gaps added over the pacing and each token's delay
+    from the upstream's write to its arrival (ms); tokens; failures; non-streamed replies."""
 
     first: list[float] = field(default_factory=list)
     gaps: list[float] = field(default_factory=list)
+    delays: list[float] = field(default_factory=list)
     tokens: int = 0
     bad: list[str] = field(default_factory=list)
     replies: int = 0
@@ -182,14 +202,17 @@ async def _one_stream(url: str, model: str, tokens: int, pace_ms: float, tally: 
     host, port = url.split("//", 1)[1].split(":")
     started = time.monotonic()
     seen: list[float] = []
-    carry = b""
+    tail = b""
 
     def on_data(data: bytes) -> None:
-        nonlocal carry
-        n = (carry + data).count(MARK)
-        carry = data[-1:]
-        if n:
-            seen.extend([time.monotonic()] * n)
+        nonlocal tail
+        now, end, buf = time.monotonic(), 0, tail + data
+        for match in STAMPED.finditer(buf):
+            seen.append(now)
+            tally.delays.append(round(now * 1e3 - int(match[1]) / 1e3, 3))
+            end = match.end()
+        cut = buf.find(MARK, end)  # a token split between two reads waits for the rest
+        tail = buf[cut:] if cut >= 0 else b""
 
     try:
         reader, writer = await asyncio.open_connection(host, int(port))
@@ -332,6 +355,10 @@ class Gateway:
     full: str
     proc: subprocess.Popen[Any] | None = None
 
+    @property
+    def pid(self) -> int:
+        return self.proc.pid if self.proc else os.getpid()
+
 
 def start_upstream(pace_ms: float) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, __file__, "--upstream", "--pace-ms", str(pace_ms)],
@@ -350,7 +377,7 @@ def start_agent_core(upstream: str, home: str, tree: Path) -> Gateway:
     port = _free_port()
     log = Path(home) / "serve.log"
     args = [sys.executable, "-m", "agent_core.cli", "serve", "--log-level", "warning", "--port", str(port),
-            "--max-concurrent", "4096", "-c", f"base_url={upstream}/v1", "-c", f"api_key={API_KEY}",
+            "--token", API_KEY, "--max-concurrent", "4096", "-c", f"base_url={upstream}/v1", "-c", f"api_key={API_KEY}",
             "-c", "max_retries=0"]
     with log.open("wb") as err:
         proc = subprocess.Popen(args, env={**tree_env(tree), "AGENT_CORE_HOME": home}, stdout=subprocess.DEVNULL,
@@ -368,7 +395,8 @@ def start_litellm(venv: str, upstream: str, home: str) -> Gateway:
                      f"      api_base: {upstream}/v1\n      api_key: {API_KEY}\n" for m in ("paced", "full"))
     config.write_text("model_list:\n" + models + "litellm_settings:\n  telemetry: false\n"
                       "  turn_off_message_logging: true\n  drop_params: true\n  callbacks: []\n"
-                      "general_settings:\n  disable_spend_logs: true\n  disable_error_logs: true\n")
+                      "general_settings:\n  disable_spend_logs: true\n  disable_error_logs: true\n"
+                      f"  master_key: {API_KEY}\n")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "LITELLM_MASTER_KEY")}
     env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR", LITELLM_TELEMETRY="False",
                NO_DOCS="True", HOME=home)
@@ -403,7 +431,7 @@ def run_round(gateway: Gateway, model: str, streams: int, tokens: int, pace_ms: 
                for s in shares]
     for w in workers:
         assert w.stdout is not None and w.stdout.readline().strip() == "ready", "a client worker did not start"
-    pid = gateway.proc.pid if gateway.proc else os.getpid()
+    pid = gateway.pid
     cpu, busy, started = cpu_seconds(pid), machine_busy(), time.monotonic()
     for w in workers:
         assert w.stdin is not None
@@ -419,26 +447,34 @@ def run_round(gateway: Gateway, model: str, streams: int, tokens: int, pace_ms: 
         raise AssertionError(f"{gateway.name}, {streams} stream(s) of {model}: {len(bad)} failed, e.g. {bad[0]}")
     first = [f for t in tallies for f in t.first]
     gaps = [g for t in tallies for g in t.gaps]
+    delays = [d for t in tallies for d in t.delays]
     chunks = sum(t.tokens for t in tallies)
     replies = sum(t.replies for t in tallies)
     return {"cpu_us": cpu / max(chunks, replies, 1) * 1e6, "gap50": _pct(gaps, 0.5), "gap99": _pct(gaps, 0.99),
+            "delay50": _pct(delays, 0.5), "delay99": _pct(delays, 0.99),
             "first50": _pct(first, 0.5) * 1e3, "first99": _pct(first, 0.99) * 1e3, "cores": busy / wall,
             "wall": wall, "rate": replies / wall}
 
 
-def cell(gateways: list[Gateway], rounds: int, **kw: Any) -> dict[str, dict[str, float]]:
+def cell(gateways: list[Gateway], rounds: int, library: LibraryPath | None = None,
+         **kw: Any) -> dict[str, dict[str, float]]:
     """Each gateway's median figures over ``rounds``, the gateways taking turns round by round
-    (so drifting machine load hits them alike)."""
+    (so drifting machine load hits them alike); ``library`` streams once after each round."""
     full = kw.pop("full", False)
     runs: dict[str, list[dict[str, float]]] = {g.name: [] for g in gateways}
+    if library:
+        runs["library"] = []
     for _ in range(rounds):
         for g in gateways:
             runs[g.name].append(run_round(g, g.full if full else g.paced, **kw))
+        if library:
+            runs["library"].append({"cpu_us": library.once()})
     return {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
 
 
-async def _library(url: str, tokens: int, rounds: int) -> float:
-    """CPU µs per chunk of ``AgentCore.astream_request`` on the full-speed stream (median)."""
+async def _library(url: str, tokens: int) -> None:
+    """The library's side: one ``AgentCore.astream_request`` on the full-speed stream per line
+    read, answering its CPU µs per chunk (the process's own CPU: the upstream is elsewhere)."""
     from agent_core import AgentCore, Message
 
     core = AgentCore.discover()
@@ -458,23 +494,57 @@ async def _library(url: str, tokens: int, rounds: int) -> float:
         return (time.process_time() - started) / tokens * 1e6
 
     await once()  # warm-up: imports, the connection pool
-    return statistics.median([await once() for _ in range(rounds)])
+    print("ready", flush=True)
+    while await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline):
+        print(await once(), flush=True)
 
 
-def library_cpu(upstream: str, tokens: int, rounds: int, tree: Path) -> float:
-    done = subprocess.run([sys.executable, __file__, "--library", "--url", upstream, "--tokens", str(tokens),
-                           "--rounds", str(rounds)], check=False, capture_output=True, text=True, timeout=600, env=tree_env(tree))
-    if done.returncode:
-        raise RuntimeError(f"the library run failed: {done.stderr[-2000:]}")
-    return float(done.stdout.strip().splitlines()[-1])
+class LibraryPath:
+    """``AgentCore.astream_request`` in a process of its own, streaming when asked."""
+
+    def __init__(self, upstream: str, tokens: int, tree: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, "--library", "--url", upstream, "--tokens", str(tokens)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=tree_env(tree))
+        if self._line() != "ready":
+            raise RuntimeError("the library process did not start")
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if not line:
+            raise RuntimeError("the library's stream failed (its traceback is above)")
+        return line
+
+    def once(self) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        return float(self._line())
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
 
 
 # -- the run ----------------------------------------------------------------------------------
 
 
 def _row(label: str, name: str, f: dict[str, float]) -> None:
-    print(f"{label:<10}{name:<12}{f['cpu_us']:>12.1f}{f['gap50']:>10.2f}{f['gap99']:>10.2f}"
-          f"{f['first50']:>11.1f}{f['first99']:>11.1f}{f['cores']:>7.2f}", flush=True)
+    print(f"{label:<10}{name:<12}{f['cpu_us']:>12.1f}{f['delay50']:>11.2f}{f['delay99']:>11.2f}{f['gap50']:>9.2f}"
+          f"{f['gap99']:>9.2f}{f['first50']:>11.1f}{f['first99']:>11.1f}{f['wall']:>8.1f}{f['cores']:>7.2f}", flush=True)
+
+
+def _versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("uvicorn", "uvloop", "httptools", "httpx", "httpcore"):
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            pass
+    return f"Python {sys.version.split()[0]}, " + ", ".join(found)
 
 
 def _verdict(text: str, value: float, goal: str, ok: bool) -> None:
@@ -487,35 +557,16 @@ def run(args: argparse.Namespace) -> int:
     gateways = [Gateway("direct", up_url, "paced", "full", upstream)]
     try:
         gateways.append(start_agent_core(up_url, home, args.tree))
-        if args.litellm:
+        if args.litellm and not args.profile:
             gateways.append(start_litellm(args.litellm, up_url, home))
         for g in gateways:  # warm-up: imports, pools, first-call caches
             run_round(g, g.full, 1, 50, 0.0)
             run_round(g, g.paced, 4, 5, args.pace_ms)
             run_round(g, g.full, 1, 8, 0.0, plain=0.3)
-        idle = {g.name: memory_mib(g.proc.pid, "VmRSS") for g in gateways[1:] if g.proc}
-        print(f"upstream pacing {args.pace_ms:g} ms, {args.tokens} tokens a paced stream, median of {args.rounds} "
-              f"round(s); the machine's {os.cpu_count()} cores are shared by clients, upstream and gateway")
-        print("(cpu: the gateway's CPU per token relayed; for direct, the upstream's own)")
-        print(f"{'streams':<10}{'gateway':<12}{'cpu us/chunk':>12}{'gap p50':>10}{'gap p99':>10}"
-              f"{'first p50':>11}{'first p99':>11}{'cores':>7}")
-        full = cell(gateways, args.full_rounds, streams=1, tokens=args.full_tokens, pace_ms=0.0, full=True)
-        for name, f in full.items():
-            _row("1 full", name, f)
-        figures: dict[int, dict[str, dict[str, float]]] = {}
-        for n in args.streams:  # a lone stream runs longer: the CPU is read in 10 ms clock ticks
-            tokens = max(args.tokens, 4 * args.tokens // n)
-            figures[n] = cell(gateways, args.rounds, streams=n, tokens=tokens, pace_ms=args.pace_ms)
-            for name, f in figures[n].items():
-                _row(str(n), name, f)
-        lib = library_cpu(up_url, args.full_tokens, args.full_rounds, args.tree)
-        print(f"library: AgentCore.astream_request on the full-speed stream: {lib:.1f} us/chunk "
-              f"(median of {args.full_rounds}); agent-core serve / library = {full['agent-core']['cpu_us'] / lib:.2f}x")
-        plain = cell(gateways[1:], 1, streams=8, tokens=8, pace_ms=0.0, plain=args.seconds, per_worker=4, full=True)
-        print(f"non-streamed, 8 keep-alive clients, {args.seconds:g} s: "
-              + ", ".join(f"{k} {v['rate']:.0f} req/s ({v['cpu_us']:.0f} us CPU a request)" for k, v in plain.items()))
-        peak = {g.name: memory_mib(g.proc.pid, "VmHWM") for g in gateways[1:] if g.proc}
-        print("memory idle / peak: " + ", ".join(f"{k} {idle[k]:.0f} / {peak[k]:.0f} MiB" for k in idle))
+        if args.profile:
+            profile(args, gateways[1])
+            return 0
+        figures = measure(args, gateways, up_url)
     finally:
         for g in gateways[1:]:
             if g.proc:
@@ -523,21 +574,82 @@ def run(args: argparse.Namespace) -> int:
         assert upstream.stdin is not None
         upstream.stdin.close()
         stop(upstream)
-    ours = full["agent-core"]["cpu_us"] / lib
+    verdicts(args, figures)
+    return 0
+
+
+def measure(args: argparse.Namespace, gateways: list[Gateway], up_url: str) -> dict[Any, Any]:
+    """Every cell, the library's path, the non-streamed rate and memory, printed as they come."""
+    idle = {g.name: memory_mib(g.pid, "VmRSS") for g in gateways[1:]}
+    print(f"upstream pacing {args.pace_ms:g} ms, {args.tokens} tokens a paced stream, median of {args.rounds} "
+          f"round(s); the machine's {os.cpu_count()} cores are shared by clients, upstream and gateway")
+    print("(cpu: the gateway's CPU per token relayed; for direct, the upstream's own); " + _versions())
+    print(f"{'streams':<10}{'gateway':<12}{'cpu us/chunk':>12}{'delay p50':>11}{'delay p99':>11}{'gap p50':>9}"
+          f"{'gap p99':>9}{'first p50':>11}{'first p99':>11}{'wall s':>8}{'cores':>7}")
+    library = LibraryPath(up_url, args.full_tokens, args.tree)
+    try:
+        figures: dict[Any, Any] = {"full": cell(gateways, args.full_rounds, library, streams=1,
+                                                tokens=args.full_tokens, pace_ms=0.0, full=True)}
+    finally:
+        library.close()
+    lib = figures["lib"] = figures["full"].pop("library")["cpu_us"]
+    for name, f in figures["full"].items():
+        _row("1 full", name, f)
+    print(f"library: AgentCore.astream_request on the same full-speed stream (its own process, after each round): "
+          f"{lib:.1f} us/chunk; agent-core serve / library = {figures['full']['agent-core']['cpu_us'] / lib:.2f}x")
+    for n in args.streams:  # a lone stream runs longer: the CPU is read in 10 ms clock ticks
+        tokens = max(args.tokens, 4 * args.tokens // n)
+        figures[n] = cell(gateways, args.rounds, streams=n, tokens=tokens, pace_ms=args.pace_ms)
+        for name, f in figures[n].items():
+            _row(str(n), name, f)
+    plain = figures["plain"] = cell(gateways[1:], 1, streams=8, tokens=8, pace_ms=0.0, plain=args.seconds,
+                                    per_worker=4, full=True)
+    print(f"non-streamed, 8 keep-alive clients, {args.seconds:g} s: "
+          + ", ".join(f"{k} {v['rate']:.0f} req/s ({v['cpu_us']:.0f} us CPU a request)" for k, v in plain.items()))
+    peak = {g.name: memory_mib(g.pid, "VmHWM") for g in gateways[1:]}
+    print("memory idle / peak: " + ", ".join(f"{k} {idle[k]:.0f} / {peak[k]:.0f} MiB" for k in idle))
+    return figures
+
+
+def verdicts(args: argparse.Namespace, figures: dict[Any, Any]) -> None:
+    """Ratios of this run against issue 31's targets, one line each."""
+    ours = figures["full"]["agent-core"]["cpu_us"] / figures["lib"]
     _verdict("serve CPU per chunk / library's async path, full speed", ours, "goal <= 1.5x", ours <= 1.5)
     top = max(args.streams)
     gap, first = figures[top]["agent-core"]["gap99"], figures[top]["agent-core"]["first50"]
     _verdict(f"p99 gap added at {top} streams, ms", gap, "goal <= 5", gap <= 5)
     late = first - figures[top]["direct"]["first50"]
     _verdict(f"first token p50 at {top} streams after the upstream's own, ms", late, "goal <= 50", late <= 50)
-    if args.litellm:
-        for n in args.streams:
-            x = figures[n]["litellm"]["cpu_us"] / figures[n]["agent-core"]["cpu_us"]
-            _verdict(f"LiteLLM / agent-core CPU per chunk at {n} streams", x, "goal >= 20x at 50 and 500",
-                     x >= 20 or n not in (50, 500))
-        x = plain["agent-core"]["rate"] / plain["litellm"]["rate"]
-        _verdict("non-streamed req/s, agent-core / LiteLLM", x, "goal >= 10x", x >= 10)
-    return 0
+    if not args.litellm:
+        return
+    for n in ["full", *args.streams]:
+        x = figures[n]["litellm"]["cpu_us"] / figures[n]["agent-core"]["cpu_us"]
+        if n in (50, 500):
+            _verdict(f"LiteLLM / agent-core CPU per chunk at {n} streams", x, "goal >= 20x", x >= 20)
+        else:
+            print(f"LiteLLM / agent-core CPU per chunk at {n if n != 'full' else '1 full-speed'} stream(s) = {x:.2f}")
+    x = figures["plain"]["agent-core"]["rate"] / figures["plain"]["litellm"]["rate"]
+    _verdict("non-streamed req/s, agent-core / LiteLLM", x, "goal >= 10x", x >= 10)
+
+
+def profile(args: argparse.Namespace, gateway: Gateway) -> None:
+    """py-spy on ``agent-core serve`` through each cell of ``--streams`` (0: one full-speed stream,
+    -1: non-streamed calls from 8 clients for ``--seconds``)."""
+    from gateway_profile import Sampler, summarize
+
+    for n in args.streams:
+        out = Path(f"{args.profile}.{n}.txt")
+        sampler = Sampler(gateway.pid, out)
+        time.sleep(1.0)  # py-spy attaches
+        if n == -1:
+            f = cell([gateway], 1, streams=8, tokens=8, pace_ms=0.0, plain=args.seconds, per_worker=4, full=True)
+        elif n == 0:
+            f = cell([gateway], args.rounds, streams=1, tokens=args.full_tokens, pace_ms=0.0, full=True)
+        else:
+            f = cell([gateway], args.rounds, streams=n, tokens=args.tokens, pace_ms=args.pace_ms)
+        sampler.stop()
+        _row({-1: "plain", 0: "1 full"}.get(n, str(n)), gateway.name, f[gateway.name])
+        print(summarize(out.read_text()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -556,6 +668,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(default: $BENCH_LITELLM_VENV)")
     parser.add_argument("--tree", type=Path, default=HERE.parent,
                         help="the checkout whose agent-core serves and runs the library path (default: this one)")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="instead of the table: py-spy on agent-core serve through each --streams cell "
+                             "(0: one full-speed stream; -1: non-streamed calls), raw samples to PREFIX.<n>.txt, "
+                             "shares by area printed")
     parser.add_argument("--quick", action="store_true", help="a smoke run: tiny sizes, one round")
     # the harness's own processes
     parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
@@ -573,7 +689,7 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(_worker(args))
         return 0
     if args.library:
-        print(asyncio.run(_library(args.url, args.tokens, args.rounds)))
+        asyncio.run(_library(args.url, args.tokens))
         return 0
     if args.quick:
         args.streams, args.rounds, args.tokens, args.full_tokens, args.full_rounds, args.seconds = [1, 8], 1, 10, 200, 1, 0.5

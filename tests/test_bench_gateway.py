@@ -18,11 +18,12 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_gateway.
 def test_quick_mode_relays_every_token_and_prints_every_figure():
     done = subprocess.run([sys.executable, str(SCRIPT), "--quick"], check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    rows = [line.split() for line in done.stdout.splitlines()]
-    cells = {(" ".join(row[:-7]), row[-7]) for row in rows if len(row) >= 8 and row[-7] in ("direct", "agent-core")}
+    names = ("direct", "agent-core")
+    rows = [row for line in done.stdout.splitlines() if len(row := line.split()) > 10 and row[-10] in names]
+    cells = {(" ".join(row[:-10]), row[-10]) for row in rows}
     assert cells == {(n, g) for n in ("1 full", "1", "8") for g in ("direct", "agent-core")}
     out = done.stdout
-    assert "AgentCore.astream_request on the full-speed stream" in out and "serve / library" in out
+    assert "AgentCore.astream_request on the same full-speed stream" in out and "serve / library = " in out
     assert "agent-core" in out.split("non-streamed")[1].split("\n")[0] and "req/s" in out
     assert "memory idle / peak: agent-core" in out
     assert out.count("target: ") == 3
@@ -43,5 +44,6 @@ def test_a_client_worker_counts_tokens_against_a_real_upstream():
     ready, result = worker.stdout.splitlines()
     tally = json.loads(result)
     assert ready == "ready" and tally["bad"] == [] and tally["tokens"] == 18
-    assert len(tally["first"]) == 3 and len(tally["gaps"]) == 15
+    assert len(tally["first"]) == 3 and len(tally["gaps"]) == 15 and len(tally["delays"]) == 18
     assert all(g > -5 for g in tally["gaps"])  # each gap is the interval minus the 5 ms pacing
+    assert all(0 <= d < 5000 for d in tally["delays"])  # from the upstream's write to the client, ms
