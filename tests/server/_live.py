@@ -26,10 +26,12 @@ def _free_port() -> int:
 
 
 @contextmanager
-def running(app: Any, *, header_timeout_s: float | None = None, lifespan: str = "off") -> Iterator[str]:
+def running(app: Any, *, header_timeout_s: float | None = 10.0, lifespan: str = "off") -> Iterator[str]:
     """Serve ``app``; yield its base URL (``http://127.0.0.1:PORT``); stop it afterwards.
 
-    ``header_timeout_s`` serves it with the protocol ``agent-core serve`` uses (a deadline for headers).
+    It is served with the HTTP protocol ``agent-core serve`` uses (a deadline of ``header_timeout_s``
+    for headers, writes coalesced per loop turn), so the tests see the server's own bytes;
+    ``header_timeout_s=None`` uses uvicorn's default protocol instead.
     """
     extra: dict[str, Any] = {}
     if header_timeout_s is not None:

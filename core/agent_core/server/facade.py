@@ -25,6 +25,7 @@ from .fields import declared_for, fit_to_provider
 from .http import SSE_HEADERS, session_id_of, sse_frame
 from .models import ModelRoutes
 from .openai_compat import (
+    TextFrames,
     chat_session,
     choice_finish,
     chunk,
@@ -101,6 +102,7 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         sent (a retry before it is not seen). The chunks and errors name the client's request id.
         """
         rid, created, n = turns[0].client_rid, int(time.time()), len(turns)
+        texts = TextFrames(rid, model, created, n)
         for i in range(n):  # content stays null until text comes: a reply of tool calls only keeps it null
             yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": None, "refusal": None},
                                   index=i))
@@ -110,7 +112,7 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                 text = event.message.content
                 if isinstance(text, str) and text:
                     streamed[i] = True
-                    yield sse_frame(chunk(rid, model, created, {"content": text}, index=i))
+                    yield texts.frame(text, i)
             elif event.type == "final" and event.message.role == "assistant":
                 replies[i] = event.message
                 for frame in _reply_frames(rid, model, created, event.message, streamed[i], i, legacy):

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
+import msgspec
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -31,13 +32,28 @@ from .errors import ApiError
 from .failures import Failure, dialect_of, failure_of, failure_of_info, render
 from .tenants import ID_PATTERN
 
-__all__ = ["END_OF_STREAM", "LIBRARY_ERRORS", "SSE_HEADERS", "ConflictNote", "Raised", "checked_id", "drain", "etag", "if_match", "message_of", "on_error", "path_id", "plain", "pump", "request_id_of", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect"]
+__all__ = ["END_OF_STREAM", "LIBRARY_ERRORS", "SSE_HEADERS", "ConflictNote", "Raised", "checked_id", "drain", "etag", "if_match", "json_bytes", "message_of", "on_error", "path_id", "plain", "pump", "request_id_of", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect"]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
+def json_bytes(value: Any) -> bytes:
+    """``value`` as compact JSON, by msgspec's encoder (several times faster than ``json.dumps`` per chunk).
+
+    A string msgspec refuses (a lone surrogate, which a plugin can produce) and a type it
+    does not know fall back to ``json.dumps``, which escapes the first and names the second.
+    """
+    try:
+        return _encode(value)
+    except (UnicodeEncodeError, TypeError):
+        return json.dumps(value).encode()
+
+
+_encode = msgspec.json.Encoder().encode
+
+
 def sse_frame(data: Any) -> bytes:
-    return b"data: " + (data if isinstance(data, bytes) else json.dumps(data).encode()) + b"\n\n"
+    return b"data: " + (data if isinstance(data, bytes) else json_bytes(data)) + b"\n\n"
 
 
 def _client_id(value: str, what: str, kind: str) -> str:

@@ -16,8 +16,9 @@ from .. import thaw as plain
 from ..types import Message, Session
 from .bodies import ChatMessage, ChatPart, ChatToolCall
 from .errors import ApiError
+from .http import json_bytes
 
-__all__ = ["chat_session", "choice_finish", "chunk", "completion_body", "finish_reason", "logprobs_of", "reply_message",
+__all__ = ["TextFrames", "chat_session", "choice_finish", "chunk", "completion_body", "finish_reason", "logprobs_of", "reply_message",
            "reply_of", "usage_body"]
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool",
@@ -166,3 +167,25 @@ def chunk(request_id: str, model: str, created: int, delta: dict[str, Any] | Non
     if usage is not None:
         body["usage"] = usage
     return body
+
+
+class TextFrames:
+    """The SSE frames of a stream's text chunks, from bytes made once per stream.
+
+    A text chunk differs from the next only in its text (and its choice's index), so
+    the bytes around the text are made when the stream starts and only the text is
+    encoded per chunk: the same JSON object as :func:`chunk` with ``{"content": text}``.
+    """
+
+    __slots__ = ("_heads",)
+
+    _TAIL = b'},"finish_reason":null,"logprobs":null}]}\n\n'
+
+    def __init__(self, request_id: str, model: str, created: int, choices: int = 1) -> None:
+        start = (b'data: {"id":' + json_bytes(f"chatcmpl-{request_id}") + b',"object":"chat.completion.chunk","created":'
+                 + str(int(created)).encode() + b',"model":' + json_bytes(model) + b',"choices":[{"index":')
+        self._heads = [start + str(i).encode() + b',"delta":{"content":' for i in range(choices)]
+
+    def frame(self, text: str, index: int = 0) -> bytes:
+        return self._heads[index] + json_bytes(text) + self._TAIL
+
