@@ -1,8 +1,8 @@
 """The server the console's browser tests drive: a model written in the test, real features, a real store.
 
 The model (:func:`answer`) reads the last message: ``calculate ...`` asks for the ``echo``
-tool, which the operator's ``tool_policy`` wants approved; ``slow`` waits long enough to be
-cancelled; ``xss`` answers with markup, and its tool echoes markup back; anything else is
+tool, which the operator's ``tool_policy`` wants approved; ``slow`` streams long enough to be
+cancelled; ``think`` answers with reasoning; ``xss`` answers with markup, and its tool echoes markup back; anything else is
 answered in words. Every answer carries usage, so the ``usage`` feature has numbers to add
 up. :class:`Shortcuts` is a feature written here for what no bundled feature offers without
 files on disk: completions for ``/`` commands, and a session action the console shows as a
@@ -45,6 +45,8 @@ async def answer(messages: list[dict[str, Any]]) -> Any:
     if text.startswith("calculate"):
         return reply("Let me ask the tool.", tool_calls=[tool_call("echo", {"text": "6 * 7 = 42"}, id="call_1")],
                      usage=USAGE, metadata=MODEL)
+    if text.startswith("think"):
+        return reply("Forty-two.", usage=USAGE, metadata={**MODEL, "reasoning": "Six times seven is forty-two."})
     if text.startswith("xss"):
         return reply(f"Here is markup: {MARKUP}",
                      tool_calls=[tool_call("echo", {"text": MARKUP}, id="call_x")], usage=USAGE, metadata=MODEL)

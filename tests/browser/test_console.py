@@ -116,6 +116,20 @@ def test_a_setting_from_the_generated_panel_goes_with_the_turn(watched: Watched,
     _shot(page, "settings")
 
 
+def test_reasoning_is_folded_under_the_answer(watched: Watched, base_url: str) -> None:
+    page = _open(watched, base_url)
+    _new_session(page)
+    _send(page, "think first")
+    log = page.get_by_role("log", name="Conversation")
+    log.get_by_text("Forty-two.", exact=True).wait_for()
+    reasoning = log.locator("details.reasoning")
+    expect(reasoning).to_have_count(1)
+    thought = reasoning.get_by_text("Six times seven is forty-two.")
+    assert reasoning.get_attribute("open") is None and not thought.is_visible()  # folded
+    reasoning.get_by_text("Reasoning").click()
+    expect(thought).to_be_visible()
+
+
 def test_cancel_stops_a_slow_turn(watched: Watched, base_url: str) -> None:
     page = _open(watched, base_url)
     sid = _new_session(page)

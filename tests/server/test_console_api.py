@@ -9,6 +9,7 @@ drives them from the page).
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -116,9 +117,7 @@ class _Turn:
         self._thread.start()
 
     def _read(self, base: str, sid: str, text: str, rid: str, headers: dict[str, str]) -> None:
-        import json
-
-        with httpx.stream("POST", f"{base}/v1/sessions/{sid}/turns", json={"message": text},
+        with httpx.stream("POST", f"{base}/v1/sessions/{sid}/turns?approvals=ask", json={"message": text},
                           headers={"x-request-id": rid, **headers}, timeout=30) as answer:
             self.status = answer.status_code
             for line in answer.iter_lines():
@@ -183,6 +182,18 @@ def test_cancelling_a_turn_withdraws_its_question(url: str) -> None:
     frames = turn.end()
     assert time.monotonic() - started < 5  # not the approval's 300 s
     assert next(f for f in frames if f["type"] == "done")["outcome"]["reason"] == "cancelled"
+
+
+def test_a_turn_that_does_not_ask_for_approvals_gets_the_default_at_once(url: str) -> None:
+    """Without ?approvals=ask a client that knows nothing of approval frames is never kept waiting."""
+    started = time.monotonic()
+    answer = httpx.post(f"{url}/v1/sessions/plain-1/turns", json={"message": "calculate"}, timeout=20)
+    frames = [json.loads(line[6:]) for line in answer.text.splitlines() if line.startswith("data: ")]
+    assert time.monotonic() - started < 5
+    assert "approval" not in [f["type"] for f in frames]
+    assert _tool_message(frames)["metadata"]["tool_policy"]["decision"] == "denied"
+    bad = httpx.post(f"{url}/v1/sessions/plain-1/turns?approvals=yes", json={"message": "calculate"})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "approvals"
 
 
 def test_nobody_to_ask_means_the_default_decides_at_once(url: str) -> None:

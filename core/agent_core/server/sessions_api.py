@@ -58,6 +58,15 @@ def _busy_of(request: Request) -> str:
     return raw
 
 
+def _asks_client(request: Request) -> bool:
+    """``?approvals=``: ``ask`` sends the turn's tool approvals to its client (``default``: the policy decides)."""
+    raw = request.query_params.get("approvals", "default")
+    if raw not in ("ask", "default"):
+        raise ApiError(400, "invalid_request_error", f"approvals must be ask or default, got {raw[:40]!r}",
+                       param="approvals")
+    return raw == "ask"
+
+
 def _canceller(loop: asyncio.AbstractEventLoop, core: Any, rid: str) -> Callable[[], bool]:
     """The lease's ``on_claim``: cancel ``rid`` on the server's loop (the lease calls from its own thread)."""
 
@@ -165,6 +174,7 @@ class SessionRoutes:
         """Run one turn on the session once it holds the session's lease (``docs/server.md``, *Busy sessions*)."""
         sid = path_id(request, "session_id")
         busy = _busy_of(request)
+        asks = _asks_client(request)
         body = parse_body(await request.body(), TurnBody, max_depth=self.settings.max_json_depth)
         tenant = self.tenant(request)
         client_rid = request_id_of(request)
@@ -179,7 +189,8 @@ class SessionRoutes:
         # still listens: a client that hangs up cancels the request, and the cancelled turn is kept,
         # exactly as after DELETE /v1/requests/{id}. The task also waits for the lease and frees it.
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        self.approvals.listen(ask.rid, client_rid, queue.put_nowait)  # its ask_user questions go in its stream
+        if asks:  # its ask_user questions go in its stream, for its client to answer
+            self.approvals.listen(ask.rid, client_rid, queue.put_nowait)
         task = asyncio.ensure_future(pump(self._queued_turn(ask, lease, holder), queue, self._running))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -375,7 +375,7 @@ async function sendTurn(text) {
   notice("");
   showMessage({ role: "user", content: text });
   try {
-    const response = await api("POST", `${sessionPath(state.session.id)}/turns`,
+    const response = await api("POST", `${sessionPath(state.session.id)}/turns?approvals=ask`,
       { message: text, config: state.settings }, { "x-request-id": rid });
     if (!response.ok) {
       const body = await response.json().catch(() => null);
