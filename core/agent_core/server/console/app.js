@@ -245,7 +245,8 @@ function renderTranscript() {
 // -- a streamed turn -------------------------------------------------------------------------
 
 class TurnView {
-  constructor() {
+  constructor(question) {
+    this.question = question;
     this.live = new Map();  // iteration -> {item, text, reasoning}
   }
 
@@ -283,6 +284,12 @@ class TurnView {
       else old.item.remove();
     }
     this.live.delete(event.iteration);
+  }
+
+  dropAll() {  // back to the session as it was, with the question asked again
+    this.live.clear();
+    renderTranscript();
+    showMessage({ role: "user", content: this.question });
   }
 
   retract(event) {
@@ -327,6 +334,11 @@ function onFrame(view, frame) {
     case "retract": view.retract(frame); notice("The upstream stream broke; asking again."); break;
     case "retrying": notice(`Retrying (attempt ${frame.attempt}): ${(frame.error || {}).message || ""}`); break;
     case "queued": notice("Another turn runs on this session; this one waits for it."); break;
+    case "retry":  // another server saved the session first: the turn runs again on the new revision
+      view.dropAll();
+      notice("The session changed meanwhile; the turn runs again.");
+      break;
+    case "discarded": notice("A later turn rolled this one back; nothing of it was saved."); break;
     case "approval": approvalBox(frame); break;
     case "error": case "busy": case "conflict":
       problem(`Error: ${(frame.error || {}).message || frame.type}`); break;
@@ -369,7 +381,7 @@ async function readFrames(response, onData) {
 async function sendTurn(text) {
   if (!state.session) await createSession();
   const rid = newId();
-  const view = new TurnView();
+  const view = new TurnView(text);
   state.running = { rid, view };
   setRunning(true);
   notice("");
