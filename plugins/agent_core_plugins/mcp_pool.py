@@ -49,13 +49,15 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_core_plugins.mcp_servers import ServerSpec
 
-__all__ = ["CONNECT_TIMEOUT_S", "Connection", "Pool", "ServerUnavailable", "close_all", "pool", "run_async",
+__all__ = ["CONNECT_TIMEOUT_S", "MAX_LIST_PAGES", "MAX_TOOLS", "Connection", "Pool", "ServerUnavailable", "close_all", "pool", "run_async",
            "run_sync"]
 
 #: how long opening a connection (start, handshake) may take
 CONNECT_TIMEOUT_S = 20.0
 #: pages of tools/list read at most: a server whose cursor never ends cannot hang the catalog
 MAX_LIST_PAGES = 20
+#: tools kept per server: a server listing thousands cannot fill the model's context (the first are kept)
+MAX_TOOLS = 256
 
 T = TypeVar("T")
 
@@ -129,9 +131,12 @@ class Connection:
         try:
             await asyncio.wait_for(self._ready.wait(), CONNECT_TIMEOUT_S)
         except TimeoutError:
-            await self.close()
+            self._owner.cancel()  # a handshake that hangs would hold the process (or session) for ever
             raise ServerUnavailable(f"MCP server {self.spec.where} did not answer within {CONNECT_TIMEOUT_S:g} s") \
                 from None
+        except BaseException:
+            self._owner.cancel()  # the caller was cancelled while opening: nobody would close what opens
+            raise
         if not self.alive:
             raise ServerUnavailable(f"MCP server {self.spec.where} could not be started or reached: "
                                     f"{_reason(self._failure)}")
@@ -144,17 +149,21 @@ class Connection:
         tools: list[mcp_types.Tool] = []
         cursor = None
         for _ in range(MAX_LIST_PAGES):
-            page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+            page = await self._watched(client.list_tools(cursor=cursor, cache_mode="refresh"))
             tools.extend(page.tools)
             cursor = page.next_cursor
-            if cursor is None:
+            if cursor is None or len(tools) >= MAX_TOOLS:
                 break
-        self.tools = tools
-        return tools
+        self.tools = tools[:MAX_TOOLS]
+        return self.tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        return await self._watched(self._live().call_tool(name, arguments))
+
+    async def _watched(self, request: Awaitable[T]) -> T:
+        """Await a request; an error that says the server is gone drops this connection first."""
         try:
-            return await self._live().call_tool(name, arguments)
+            return await request
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 self._drop(exc)
@@ -174,10 +183,12 @@ class Connection:
         return self.client
 
     async def close(self) -> None:
+        """Ask the owner task to leave the SDK's client (which stops a stdio server); cancel it after 10 s."""
         self._closing.set()
         if self._owner is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._owner), 10)
+            self._owner.cancel()
 
 
 def _reason(exc: BaseException | None) -> str:

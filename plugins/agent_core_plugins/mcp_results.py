@@ -11,10 +11,12 @@ links to resources, embedded resources), optional structured content, and an
   text says that they are there (type, media type, size);
 * structured content is kept whole beside the text, under ``"structured"``.
 
-Everything here came from a server, so sizes are bounded: an attachment over
-:data:`MAX_ATTACHMENT_CHARS` of base64 is replaced by a note, and so is
-every one past :data:`MAX_ATTACHMENTS`; the text itself is left to the
-``tool_output_budget`` extension, as any tool's is.
+Everything here came from a server, so sizes are bounded before the session
+keeps them: an attachment over :data:`MAX_ATTACHMENT_CHARS` of base64 is
+replaced by a note, and so is every one past :data:`MAX_ATTACHMENTS`; text
+and structured content over :data:`MAX_TEXT_CHARS` are cut (structured
+content left out). What the model is sent of the text is the
+``tool_output_budget`` extension's to cut, as for any tool.
 """
 
 from __future__ import annotations
@@ -24,16 +26,18 @@ from typing import Any
 
 import mcp_types
 
-__all__ = ["MAX_ATTACHMENTS", "MAX_ATTACHMENT_CHARS", "result_of"]
+__all__ = ["MAX_ATTACHMENTS", "MAX_ATTACHMENT_CHARS", "MAX_TEXT_CHARS", "result_of"]
 
 #: base64 characters kept per attachment (about 6 MB of data)
 MAX_ATTACHMENT_CHARS = 8 * 1024 * 1024
 #: attachments kept per result
 MAX_ATTACHMENTS = 16
+#: characters of text (and of structured content as JSON) kept per result
+MAX_TEXT_CHARS = 4 * 1024 * 1024
 
 
 def _binary(kind: str, mime: str | None, data: str, extra: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    size = len(data) * 3 // 4
+    size = len(data) * 3 // 4 - data[-2:].count("=")  # base64 padding is not data
     note = f"[{kind} {mime or 'of unknown type'}, {size} bytes"
     if len(data) > MAX_ATTACHMENT_CHARS:
         return {"type": kind, "mime_type": mime, "omitted": f"{size} bytes is over the limit", **extra}, \
@@ -62,6 +66,13 @@ def _block(block: Any) -> tuple[str | None, dict[str, Any] | None, str | None]:
     return None, None, f"[a {type(block).__name__} block this client does not read]"
 
 
+def _bounded(text: str) -> str:
+    """``text`` cut to :data:`MAX_TEXT_CHARS`, saying so: the session keeps what is kept here."""
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    return text[:MAX_TEXT_CHARS] + f"\n[cut: the server sent {len(text)} characters, {MAX_TEXT_CHARS} are kept]"
+
+
 def result_of(server: str, tool: str, answer: mcp_types.CallToolResult) -> dict[str, Any]:
     """``answer`` as ``{"success", "result" | "error", "structured"?, "metadata"}``.
 
@@ -82,9 +93,13 @@ def result_of(server: str, tool: str, answer: mcp_types.CallToolResult) -> dict[
         if note is not None:
             texts.append(note)
     structured = answer.structured_content
+    shown = json.dumps(structured, ensure_ascii=False) if structured is not None else ""
     if not texts and structured is not None:
-        texts.append(json.dumps(structured, ensure_ascii=False))
-    text = "\n".join(texts)
+        texts.append(shown)
+    text = _bounded("\n".join(texts))
+    if len(shown) > MAX_TEXT_CHARS:
+        structured = None
+        text += f"\n[structured content of {len(shown)} characters left out: over {MAX_TEXT_CHARS}]"
     meta: dict[str, Any] = {"server": server, "tool": tool}
     if attachments:
         meta["attachments"] = attachments
