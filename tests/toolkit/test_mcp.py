@@ -176,27 +176,44 @@ def test_a_hung_call_times_out_as_a_tool_error_and_the_server_sees_it_cancelled(
     assert int(count.content) >= 1
 
 
-def test_cancelling_the_request_cancels_the_mcp_call(web: HttpServer) -> None:
-    before = int(_tools(_run([web.spec()], reply(tool_calls=[tool_call("web_cancelled_calls", {})]), "x"))[0].content)
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_cancelling_the_request_cancels_the_mcp_call(web: HttpServer, driver: str) -> None:
+    def count() -> int:
+        return int(_tools(_run([web.spec()], reply(tool_calls=[tool_call("web_cancelled_calls", {})]), "x"))[0].content)
+
+    before = count()
     core = AgentCore(providers=[scripted_provider(reply(tool_calls=[tool_call("web_hang", {"seconds": 30})]), "x")],
                      tools=[MCPTool])
     session = core.add_message(core.create_session(), Message("user", "go"))
-    threading.Timer(1.5, core.cancel_request, args=("hang-req",)).start()
+    config = {"mcp_servers": [web.spec()]}
+    threading.Timer(1.5, core.cancel_request, args=(f"hang-{driver}",)).start()
     start = time.monotonic()
 
     async def go():
-        return [ev async for ev in core.astream_request(session, {"mcp_servers": [web.spec()]}, request_id="hang-req")]
+        return [ev async for ev in core.astream_request(session, config, request_id="hang-async")]
 
-    events = asyncio.run(go())
+    events = (asyncio.run(go()) if driver == "async"
+              else list(core.stream_request(session, config, request_id="hang-sync")))
     assert time.monotonic() - start < 10
     assert events[-1].outcome.status == "stopped" and events[-1].outcome.reason == "cancelled"
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        after = int(_tools(_run([web.spec()], reply(tool_calls=[tool_call("web_cancelled_calls", {})]), "x"))[0].content)
-        if after > before:
-            break
+    while (after := count()) == before and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert after == before + 1
+    assert after == before + 1  # the server saw its call cancelled
+
+
+def test_tool_policy_applies_to_mcp_tools_by_their_names() -> None:
+    from agent_core_features.tool_policy import ToolPolicyFeature
+
+    core = AgentCore(providers=[scripted_provider(reply(tool_calls=[
+        tool_call("time_convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+        tool_call("time_get_current_time", {"timezone": "UTC"})]), "ok")], tools=[MCPTool],
+        features=[ToolPolicyFeature])
+    session = core.add_message(core.create_session(), Message("user", "go"))
+    result = core.request(session, {"mcp_servers": [TIME], "tool_policy": {"time_convert_time": "deny", "*": "allow"}})
+    denied, allowed = _tools(result)
+    assert not denied.tool_result["success"] and denied.metadata["tool_policy"]["decision"] == "denied"
+    assert allowed.tool_result["success"] and "UTC" in allowed.content
 
 
 def test_list_changed_is_honoured_and_a_huge_result_meets_the_output_budget(web: HttpServer) -> None:
