@@ -73,6 +73,7 @@ class Connection:
         self.spec = spec
         self.client: Client | None = None
         self.tools: list[mcp_types.Tool] | None = None  # None: list again before use
+        self.cache_ok = True  # False once a list_changed subscription has ended: list for every request
         self.alive = False
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
@@ -100,7 +101,7 @@ class Connection:
             async with client.listen(tools_list_changed=True) as sub:
                 async for _event in sub:
                     self.tools = None
-        self.tools = None  # the subscription ended: changes would go unseen, so list again each time
+        self.cache_ok, self.tools = False, None  # the subscription ended: changes would go unseen
 
     async def _own(self) -> None:
         try:
@@ -143,7 +144,7 @@ class Connection:
 
     async def list_tools(self) -> list[mcp_types.Tool]:
         """The server's tools, from the cache unless the server said they changed."""
-        if self.tools is not None:
+        if self.tools is not None and self.cache_ok:
             return self.tools
         client = self._live()
         tools: list[mcp_types.Tool] = []
