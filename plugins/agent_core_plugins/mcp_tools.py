@@ -17,9 +17,10 @@ answer that is not MCP, or no answer within ``tool_timeout_s`` is an error
 result the model reads, never a failed request. Cancelling the request
 cancels the call on the server.
 
-Without any ``mcp_servers`` the plugin offers nothing and never imports the
-SDK, so it is harmless where ``mcp`` is not installed; with servers and no
-SDK, ``init`` raises a :class:`ConfigError` saying what to install.
+The plugin switches itself on when ``mcp_servers`` is set, as ``tool_policy``
+does with its key; without it the plugin is off and never imports the SDK,
+so it is harmless where ``mcp`` is not installed. With servers and no SDK,
+``init`` raises a :class:`ConfigError` saying what to install.
 """
 
 from __future__ import annotations
@@ -76,17 +77,29 @@ def _offer(spec: ServerSpec, tool: Any, seen: set[str]) -> dict[str, Any] | None
             "input_schema": {"type": "object", **schema}}
 
 
-async def _catalog(specs: tuple[ServerSpec, ...]) -> dict[str, Any]:
-    """Every server's offered tools (a server that fails offers none: it is named under ``unavailable``)."""
+async def _listed(spec: ServerSpec) -> Any:
+    """A server's listed tools, or the exception that stopped it."""
     from agent_core_plugins.mcp_pool import pool
+
+    try:
+        return await (await pool().connection(spec)).list_tools()
+    except Exception as exc:  # noqa: BLE001 - one server down must not take the others' tools away
+        return exc
+
+
+async def _catalog(specs: tuple[ServerSpec, ...]) -> dict[str, Any]:
+    """Every server's offered tools (a server that fails offers none: it is named under ``unavailable``).
+
+    The servers are asked together, so a request's first catalog waits for the slowest server
+    to start, not for all of them in turn.
+    """
+    import asyncio
 
     tools: list[dict[str, Any]] = []
     unavailable: list[str] = []
-    for spec in specs:
-        try:
-            listed = await (await pool().connection(spec)).list_tools()
-        except Exception as exc:  # noqa: BLE001 - one server down must not take the others' tools away
-            reason = _scrub(f"{type(exc).__name__}: {exc}", spec)[:400]
+    for spec, listed in zip(specs, await asyncio.gather(*(_listed(s) for s in specs)), strict=True):
+        if isinstance(listed, Exception):
+            reason = _scrub(f"{type(listed).__name__}: {listed}", spec)[:400]
             log.warning("MCP server %r offers no tools this request: %s", spec.name, reason)
             unavailable.append(f"{spec.name}: {reason}")
             continue
@@ -150,6 +163,10 @@ class MCPTool(Tool):
                              "(stdio) or {name, url, headers} (streamable HTTP). The operator's only: it starts "
                              "programs and holds credentials."},
     }
+
+    def is_enabled(self, config: Mapping[str, Any], tags: Any, models: Any, context: Any) -> bool:
+        """On exactly when ``mcp_servers`` is set (the value itself is checked in ``init``)."""
+        return config.get(KEY) is not None
 
     def init(self, config: Mapping[str, Any]) -> dict[str, Any]:
         servers = parse_servers(config.get(KEY))

@@ -281,3 +281,20 @@ def test_the_http_server_runs_mcp_tools_and_closes_their_connections_when_it_sto
         connection = next(c for c in pool()._connections.values() if c.spec.name == "time")
         assert connection.alive
     assert not connection.alive and not pool()._connections  # the server's shutdown closed it
+
+
+def test_no_server_can_shadow_another_servers_tool_or_a_built_in_one(web: HttpServer) -> None:
+    from agent_core import ConfigError
+    from agent_core.tools.function import function_tool
+
+    core = AgentCore(providers=[scripted_provider("x")], tools=[MCPTool])
+    names = [d.tool_name for d in core.get_tool_descriptors({"mcp_servers": [web.spec("one"), web.spec("two")]})]
+    assert "one_echo" in names and "two_echo" in names and len(names) == len(set(names))
+
+    def web_echo(text: str) -> str:
+        return text
+
+    clash = AgentCore(providers=[scripted_provider("x")], tools=[MCPTool, function_tool(web_echo)])
+    with pytest.raises(ConfigError) as caught:  # refused by the engine, never silently replaced
+        clash.get_tool_descriptors({"mcp_servers": [web.spec()]})
+    assert "web_echo" in str(caught.value) and "mcp" in caught.value.plugins
