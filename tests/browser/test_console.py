@@ -98,8 +98,7 @@ def test_a_denied_call_is_denied_and_the_turn_goes_on(watched: Watched, base_url
 
 
 def test_a_setting_from_the_generated_panel_goes_with_the_turn(watched: Watched, base_url: str) -> None:
-    page = _open(watched, base_url)
-    _new_session(page)
+    page = _open(watched, base_url)  # no session yet: the first turn makes one, and keeps the setting
     settings = page.locator("#settings")
     # only what the operator lets a client set: the approval timeout, not the policy itself
     assert settings.get_by_role("spinbutton", name="Approval timeout (s)").is_visible()
@@ -113,6 +112,8 @@ def test_a_setting_from_the_generated_panel_goes_with_the_turn(watched: Watched,
     log = page.get_by_role("log", name="Conversation")
     log.get_by_text("no answer within 1 s", exact=False).first.wait_for()
     assert time.monotonic() - started < 8  # the default would have waited 300 s
+    page.get_by_role("heading", level=2, name=re.compile(r"^Session ")).wait_for()
+    expect(settings.get_by_role("spinbutton", name="Approval timeout (s)")).to_have_value("1")
     _shot(page, "settings")
 
 

@@ -451,7 +451,7 @@ function saveSettings() {
   sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(all));
 }
 
-async function openSession(id) {
+async function openSession(id, carried) {
   try {
     state.session = await apiJson("GET", sessionPath(id));
   } catch (error) {
@@ -459,6 +459,10 @@ async function openSession(id) {
     return;
   }
   state.settings = loadSettings(id);
+  if (carried && !Object.keys(state.settings).length) {  // settings chosen before the session existed
+    state.settings = carried;
+    saveSettings();
+  }
   $("chat-title").textContent = `Session ${state.session.id}`;
   $("export-session").disabled = false;
   $("delete-session").disabled = false;
@@ -472,7 +476,7 @@ async function openSession(id) {
 
 async function createSession() {
   const made = await apiJson("POST", "/v1/sessions", {});
-  await openSession(made.id);
+  await openSession(made.id, state.session ? null : state.settings);
 }
 
 async function deleteSession() {
