@@ -171,3 +171,50 @@ def test_an_outer_http_span_stays_the_parent(tmp_path):
     (request,) = seen.spans("invoke_agent")
     assert f"{http.parent.span_id:016x}" == PARENT_ID
     assert request.parent.span_id == http.context.span_id
+
+
+_SITECUSTOMIZE = '''
+import json, os
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+
+class ToFile(SpanExporter):
+    def export(self, spans):
+        with open(os.environ["SPANS_FILE"], "a") as out:
+            for s in spans:
+                out.write(json.dumps({"name": s.name, "trace": f"{s.context.trace_id:032x}",
+                                      "span": f"{s.context.span_id:016x}",
+                                      "parent": f"{s.parent.span_id:016x}" if s.parent else None}) + "\\n")
+        return SpanExportResult.SUCCESS
+
+
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(ToFile()))
+trace.set_tracer_provider(provider)
+'''
+
+
+def test_agent_core_serve_with_the_operators_own_sdk(tmp_path):
+    """The command itself: the SDK set up before it starts (as ``opentelemetry-instrument`` does, through
+    ``sitecustomize``), the feature on in the operator's config, a client's traceparent the parent."""
+    import json
+
+    from server._live import start_serve, stop_serve
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    spans_file = tmp_path / "spans.jsonl"
+    proc, url = start_serve(tmp_path / "home", "-c", 'enabled_plugins=["otel"]',
+                            env={"PYTHONPATH": str(site), "SPANS_FILE": str(spans_file)})
+    try:
+        assert _chat(url, {"traceparent": TRACEPARENT}, stream=True).status_code == 200
+    finally:
+        stop_serve(proc)
+    spans = {s["name"]: s for s in map(json.loads, spans_file.read_text().splitlines())}
+    assert set(spans) == {"invoke_agent", "chat echo-1"}
+    assert spans["invoke_agent"]["trace"] == spans["chat echo-1"]["trace"] == TRACE_ID
+    assert spans["invoke_agent"]["parent"] == PARENT_ID
+    assert spans["chat echo-1"]["parent"] == spans["invoke_agent"]["span"]
