@@ -52,9 +52,12 @@ class FlatAsyncPool:
         self._busy: set[httpcore.AsyncHTTPConnection] = set()  # so aclose can close them too
 
     @classmethod
-    def replacing(cls, pool: Any, max_keepalive: int) -> FlatAsyncPool:
-        """A flat pool with the options of httpcore's ``pool`` (as httpx's transport built it)."""
-        return cls(network_backend=pool._network_backend, max_keepalive=max_keepalive,
+    def replacing(cls, pool: Any, max_keepalive: int, network_backend: Any = None) -> FlatAsyncPool:
+        """A flat pool with the options of httpcore's ``pool`` (as httpx's transport built it).
+
+        ``network_backend``: the one its connections use (default: ``pool``'s).
+        """
+        return cls(network_backend=network_backend or pool._network_backend, max_keepalive=max_keepalive,
                    keepalive_expiry=pool._keepalive_expiry, ssl_context=pool._ssl_context, http1=pool._http1,
                    http2=pool._http2, retries=pool._retries, local_address=pool._local_address, uds=pool._uds,
                    socket_options=pool._socket_options)

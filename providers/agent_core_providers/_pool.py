@@ -53,6 +53,7 @@ from typing import Any, Protocol
 import httpcore
 import httpx
 
+from ._aio_stream import AsyncioBackend
 from ._flat_pool import FlatAsyncPool
 
 __all__ = [
@@ -276,10 +277,15 @@ def _start_closer(pool: _LoopPool) -> None:
 
 
 def _flat(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
-    """``transport`` with :class:`._flat_pool.FlatAsyncPool` in place of httpcore's pool (O(1) per request)."""
+    """``transport`` with :class:`._flat_pool.FlatAsyncPool` in place of httpcore's pool (O(1) per request).
+
+    Its connections are :mod:`._aio_stream`'s, on the loop's own transports (no epoll
+    registration added and removed per read, no cancel scope per read).
+    """
     pool = getattr(transport, "_pool", None)
     if type(pool) is httpcore.AsyncConnectionPool:  # a proxy pool (a subclass) keeps its own
-        transport._pool = FlatAsyncPool.replacing(pool, KEEPALIVE_CONNECTIONS)  # type: ignore[assignment]
+        transport._pool = FlatAsyncPool.replacing(pool, KEEPALIVE_CONNECTIONS,  # type: ignore[assignment]
+                                                  network_backend=AsyncioBackend())
     return transport
 
 

@@ -1,0 +1,193 @@
+"""The pooled async clients' network streams (``_aio_stream``) on real loopback sockets: reads, the end,
+timeouts, resets, cancels, back-pressure, TLS, and what an idle pooled connection reports."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import subprocess
+from pathlib import Path
+
+import httpcore
+import pytest
+from agent_core_providers import _aio_stream
+from agent_core_providers._aio_stream import AsyncioBackend
+from agent_core_providers._pool import aclose_clients, async_client_for
+
+
+async def _serve(handler):  # type: ignore[no-untyped-def]
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+def test_reads_what_arrives_then_the_end() -> None:
+    async def main() -> None:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            assert await reader.readexactly(5) == b"hello"
+            for part in (b"one ", b"two ", b"three"):
+                writer.write(part)
+                await writer.drain()
+                await asyncio.sleep(0.01)
+            writer.close()
+
+        server, port = await _serve(handler)
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
+        await stream.write(b"hello", timeout=5)
+        got = b""
+        while data := await stream.read(3, timeout=5):  # smaller than what arrives: split, nothing lost
+            assert len(data) <= 3
+            got += data
+        assert got == b"one two three"
+        assert await stream.read(10, timeout=5) == b""  # stays at the end
+        await stream.aclose()
+        server.close()
+
+    asyncio.run(main())
+
+
+def test_a_silent_server_is_a_read_timeout_and_a_cancel_is_a_cancel() -> None:
+    async def main() -> None:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await asyncio.sleep(5)
+
+        server, port = await _serve(handler)
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
+        with pytest.raises(httpcore.ReadTimeout):
+            await stream.read(10, timeout=0.05)
+        task = asyncio.ensure_future(stream.read(10, timeout=5))
+        await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):  # not mistaken for the timeout
+            await task
+        await stream.aclose()
+        server.close()
+
+    asyncio.run(main())
+
+
+def test_a_reset_is_a_read_error_and_a_refused_connect_a_connect_error() -> None:
+    async def main() -> None:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(__import__("socket").SOL_SOCKET, __import__("socket").SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            writer.transport.abort()  # RST
+
+        server, port = await _serve(handler)
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
+        with contextlib.suppress(httpcore.ReadError):  # a reset may also read as the end, by platform timing
+            assert await stream.read(10, timeout=5) == b""
+        server.close()
+        await server.wait_closed()
+        with pytest.raises(httpcore.ConnectError):
+            await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
+
+    asyncio.run(main())
+
+
+def test_a_flood_pauses_reading_and_loses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_aio_stream, "HIGH_WATER", 64 * 1024)
+    payload = bytes(range(256)) * 4096  # 1 MiB
+
+    async def main() -> None:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(payload)
+            await writer.drain()
+            writer.close()
+
+        server, port = await _serve(handler)
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
+        await asyncio.sleep(0.2)  # let it arrive unread: the transport must have paused
+        reader = stream._reader  # type: ignore[attr-defined]
+        assert reader.paused and reader.queued < len(payload)
+        got = bytearray()
+        while data := await stream.read(65536, timeout=5):
+            got += data
+        assert bytes(got) == payload
+        server.close()
+
+    asyncio.run(main())
+
+
+def test_an_idle_connection_reports_the_servers_close() -> None:
+    async def main() -> None:
+        closing = asyncio.Event()
+
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await closing.wait()
+            writer.close()
+
+        server, port = await _serve(handler)
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
+        assert stream.get_extra_info("is_readable") is False
+        assert stream.get_extra_info("server_addr")[1] == port
+        closing.set()
+        await asyncio.sleep(0.05)
+        assert stream.get_extra_info("is_readable") is True
+        server.close()
+
+    asyncio.run(main())
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = where / "cert.pem", where / "key.pem"
+    try:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+                        "-out", str(cert)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no openssl to make a test certificate")
+    return cert, key
+
+
+def test_https_through_the_pooled_client(certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An HTTPS upstream: the handshake on the loop's transport, the certificate checked, then a streamed body."""
+    cert, key = certificate
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the pooled client's default context trusts this CA
+
+    async def main() -> None:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+            await writer.drain()
+
+        server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_ctx.load_cert_chain(cert, key)
+        server = await asyncio.start_server(handler, "127.0.0.1", 0, ssl=server_ctx)
+        url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        try:
+            client = async_client_for(url, 10.0)
+            async with client.stream("GET", f"{url}/x") as response:
+                assert response.status_code == 200
+                assert await response.aread() == b"hello"
+                assert response.extensions["network_stream"].get_extra_info("ssl_object") is not None
+        finally:
+            await aclose_clients()
+            server.close()
+
+    asyncio.run(main())
+
+
+def test_an_untrusted_certificate_is_a_connect_error(certificate: tuple[Path, Path]) -> None:
+    cert, key = certificate
+
+    async def main() -> None:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await asyncio.sleep(1)
+
+        server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_ctx.load_cert_chain(cert, key)
+        server = await asyncio.start_server(handler, "127.0.0.1", 0, ssl=server_ctx)
+        url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        try:
+            stream = await AsyncioBackend().connect_tcp("127.0.0.1", server.sockets[0].getsockname()[1], timeout=5)
+            with pytest.raises(httpcore.ConnectError, match="(?i)certificate"):
+                await stream.start_tls(ssl.create_default_context(), server_hostname="127.0.0.1", timeout=5)
+        finally:
+            await aclose_clients()
+            server.close()
+        assert url
+
+    asyncio.run(main())
