@@ -75,25 +75,22 @@ def summarize(raw: str, rate: int = 250, top: int = 15) -> str:
     """The samples of a py-spy raw file by area, then the busiest innermost functions."""
     by_area: Counter[str] = Counter()
     by_leaf: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
     for line in raw.splitlines():
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
             continue
         frames = stack.split(";")  # outermost first, each 'function (file:line)'
         by_area[_area(frames)] += int(count)
-        by_leaf[_short(frames[-1])] += int(count)
+        by_leaf[frames[-1]] += int(count)  # py-spy already names files from their package down
+        for frame in set(frames):
+            if "agent_core" in frame:
+                inclusive[frame.rsplit(":", 1)[0] + ")"] += int(count)  # the function, whatever line
     total = sum(by_area.values()) or 1
     lines = [f"{total} samples ({rate} a second of CPU), by area:"]
     lines += [f"  {area:<58}{n / total:>6.0%}" for area, n in by_area.most_common()]
     lines.append("innermost functions (self time):")
     lines += [f"  {leaf:<84}{n / total:>6.1%}" for leaf, n in by_leaf.most_common(top)]
+    lines.append("agent-core's functions by the samples under them (inclusive; the ones under all left out):")
+    lines += [f"  {name:<84}{n / total:>6.1%}" for name, n in inclusive.most_common() if n < 0.95 * total][:top]
     return "\n".join(lines)
-
-
-def _short(frame: str) -> str:
-    """A frame with its file cut to the part after site-packages or the checkout."""
-    for cut in ("site-packages/", "python3.11/", "/core/", "/providers/", "/plugins/", "/features/"):
-        if cut in frame:
-            head, _, tail = frame.partition("(")
-            return f"{head}({tail.split(cut, 1)[1]}" if cut in tail else frame
-    return frame
