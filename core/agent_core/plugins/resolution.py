@@ -60,6 +60,8 @@ from typing import Any
 from ..errors import ConfigError, PluginError
 from ..values.frozen import FrozenDict, FrozenList, freeze
 from .config import (
+    _ENGINE_EXTRA_KEYS,
+    ENGINE_KEYS,
     FieldSpec,
     check_engine_keys,
     effective_config,
@@ -82,6 +84,8 @@ from .selection import (
     string_list,
 )
 from .stubs import provider_streams
+
+_ENGINE_OWNED = frozenset(ENGINE_KEYS) | _ENGINE_EXTRA_KEYS  # keys the engine reads itself
 
 __all__ = ["PluginRef", "Resolution", "own_config", "resolve", "session_plugins"]
 
@@ -233,7 +237,10 @@ class ConfigSeen:
         schemas = {name: parse_schema(name, call_hook(lp, "get_config_schema")) for name, lp in live.items()}
         fields = [f for n in live for f in schemas[n]]
         known = {f.key for f in fields}
-        others = registry_fields(registry, live) if any(k not in known for k in user_config) else []
+        # The other plugins' schemas are read only for a key neither the candidates nor the engine
+        # own: the facades' engine keys (stream, max_iterations...) made every request read them all.
+        others = registry_fields(registry, live) if any(k not in known and k not in _ENGINE_OWNED
+                                                        for k in user_config) else []
         known |= {f.key for f in others}
         names = sorted({spec.name for specs in registry.values() for spec in specs})
         notes = check_unknown(user_config, known, names)
