@@ -298,3 +298,14 @@ def test_no_server_can_shadow_another_servers_tool_or_a_built_in_one(web: HttpSe
     with pytest.raises(ConfigError) as caught:  # refused by the engine, never silently replaced
         clash.get_tool_descriptors({"mcp_servers": [web.spec()]})
     assert "web_echo" in str(caught.value) and "mcp" in caught.value.plugins
+
+
+def test_an_mcp_tools_schema_reaches_each_provider_in_its_own_shape() -> None:
+    core = AgentCore.discover()
+    config = {"model": "m", "api_key": "sk-x", "mcp_servers": [TIME]}
+    openai = core.get_tool_schemas({**config, "provider": "openai"})
+    anthropic = core.get_tool_schemas({**config, "provider": "anthropic"})
+    (fn,) = [s["function"] for s in openai if s["function"]["name"] == "time_get_current_time"]
+    (tool,) = [s for s in anthropic if s["name"] == "time_get_current_time"]
+    assert fn["parameters"]["required"] == ["timezone"] == tool["input_schema"]["required"]
+    assert tool["input_schema"]["properties"]["timezone"]["type"] == "string"
