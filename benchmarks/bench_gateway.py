@@ -196,6 +196,7 @@ class Tally:
     tokens: int = 0
     bad: list[str] = field(default_factory=list)
     replies: int = 0
+    cpu: float = 0.0  # the worker's own CPU seconds from "go" to the end
 
 
 async def _one_stream(url: str, model: str, tokens: int, pace_ms: float, tally: Tally) -> None:
@@ -256,13 +257,14 @@ async def _plain_client(url: str, model: str, until: float, tally: Tally) -> Non
 async def _worker(args: argparse.Namespace) -> None:
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # the parent's "go"
-    tally = Tally()
+    tally, started = Tally(), time.process_time()
     if args.plain:
         until = time.monotonic() + args.plain
         jobs = [_plain_client(args.url, args.model, until, tally) for _ in range(args.streams)]
     else:
         jobs = [_one_stream(args.url, args.model, args.tokens, args.pace_ms, tally) for _ in range(args.streams)]
     await asyncio.gather(*jobs)
+    tally.cpu = time.process_time() - started
     print(json.dumps(tally.__dict__), flush=True)
 
 
@@ -354,6 +356,7 @@ class Gateway:
     paced: str
     full: str
     proc: subprocess.Popen[Any] | None = None
+    upstream: int = 0  # the upstream's pid, whose CPU the harness column counts
 
     @property
     def pid(self) -> int:
@@ -432,14 +435,14 @@ def run_round(gateway: Gateway, model: str, streams: int, tokens: int, pace_ms: 
     for w in workers:
         assert w.stdout is not None and w.stdout.readline().strip() == "ready", "a client worker did not start"
     pid = gateway.pid
-    cpu, busy, started = cpu_seconds(pid), machine_busy(), time.monotonic()
+    cpu, busy, up, started = cpu_seconds(pid), machine_busy(), cpu_seconds(gateway.upstream), time.monotonic()
     for w in workers:
         assert w.stdin is not None
         w.stdin.write("go\n")
         w.stdin.flush()
     tallies = [Tally(**json.loads(w.stdout.readline() or "{}")) for w in workers]  # type: ignore[union-attr]
     wall = time.monotonic() - started
-    cpu, busy = cpu_seconds(pid) - cpu, machine_busy() - busy
+    cpu, busy, up = cpu_seconds(pid) - cpu, machine_busy() - busy, cpu_seconds(gateway.upstream) - up
     for w in workers:
         w.wait()
     bad = [b for t in tallies for b in t.bad]
@@ -453,7 +456,8 @@ def run_round(gateway: Gateway, model: str, streams: int, tokens: int, pace_ms: 
     return {"cpu_us": cpu / max(chunks, replies, 1) * 1e6, "gap50": _pct(gaps, 0.5), "gap99": _pct(gaps, 0.99),
             "delay50": _pct(delays, 0.5), "delay99": _pct(delays, 0.99),
             "first50": _pct(first, 0.5) * 1e3, "first99": _pct(first, 0.99) * 1e3, "cores": busy / wall,
-            "wall": wall, "rate": replies / wall}
+            "wall": wall, "rate": replies / wall,
+            "harness_us": (up + sum(t.cpu for t in tallies)) / max(chunks, replies, 1) * 1e6}
 
 
 def cell(gateways: list[Gateway], rounds: int, library: LibraryPath | None = None,
@@ -532,7 +536,8 @@ class LibraryPath:
 
 def _row(label: str, name: str, f: dict[str, float]) -> None:
     print(f"{label:<10}{name:<12}{f['cpu_us']:>12.1f}{f['delay50']:>11.2f}{f['delay99']:>11.2f}{f['gap50']:>9.2f}"
-          f"{f['gap99']:>9.2f}{f['first50']:>11.1f}{f['first99']:>11.1f}{f['wall']:>8.1f}{f['cores']:>7.2f}", flush=True)
+          f"{f['gap99']:>9.2f}{f['first50']:>11.1f}{f['first99']:>11.1f}{f['wall']:>8.1f}{f['cores']:>7.2f}"
+          f"{f['harness_us']:>9.1f}", flush=True)
 
 
 def _versions() -> str:
@@ -554,11 +559,13 @@ def _verdict(text: str, value: float, goal: str, ok: bool) -> None:
 def run(args: argparse.Namespace) -> int:
     upstream, up_url = start_upstream(args.pace_ms)
     home = tempfile.mkdtemp(prefix="bench-gateway-")
-    gateways = [Gateway("direct", up_url, "paced", "full", upstream)]
+    gateways = [Gateway("direct", up_url, "paced", "full", upstream, upstream.pid)]
     try:
         gateways.append(start_agent_core(up_url, home, args.tree))
         if args.litellm and not args.profile:
             gateways.append(start_litellm(args.litellm, up_url, home))
+        for g in gateways:
+            g.upstream = upstream.pid
         for g in gateways:  # warm-up: imports, pools, first-call caches
             run_round(g, g.full, 1, 50, 0.0)
             run_round(g, g.paced, 4, 5, args.pace_ms)
@@ -583,9 +590,10 @@ def measure(args: argparse.Namespace, gateways: list[Gateway], up_url: str) -> d
     idle = {g.name: memory_mib(g.pid, "VmRSS") for g in gateways[1:]}
     print(f"upstream pacing {args.pace_ms:g} ms, {args.tokens} tokens a paced stream, median of {args.rounds} "
           f"round(s); the machine's {os.cpu_count()} cores are shared by clients, upstream and gateway")
-    print("(cpu: the gateway's CPU per token relayed; for direct, the upstream's own); " + _versions())
+    print("(cpu: the gateway's CPU per token relayed, for direct the upstream's own; harness: the upstream's and the "
+          "clients' CPU per token; us) " + _versions())
     print(f"{'streams':<10}{'gateway':<12}{'cpu us/chunk':>12}{'delay p50':>11}{'delay p99':>11}{'gap p50':>9}"
-          f"{'gap p99':>9}{'first p50':>11}{'first p99':>11}{'wall s':>8}{'cores':>7}")
+          f"{'gap p99':>9}{'first p50':>11}{'first p99':>11}{'wall s':>8}{'cores':>7}{'harness':>9}")
     library = LibraryPath(up_url, args.full_tokens, args.tree)
     try:
         figures: dict[Any, Any] = {"full": cell(gateways, args.full_rounds, library, streams=1,

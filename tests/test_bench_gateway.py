@@ -19,8 +19,8 @@ def test_quick_mode_relays_every_token_and_prints_every_figure():
     done = subprocess.run([sys.executable, str(SCRIPT), "--quick"], check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     names = ("direct", "agent-core")
-    rows = [row for line in done.stdout.splitlines() if len(row := line.split()) > 10 and row[-10] in names]
-    cells = {(" ".join(row[:-10]), row[-10]) for row in rows}
+    rows = [row for line in done.stdout.splitlines() if len(row := line.split()) > 11 and row[-11] in names]
+    cells = {(" ".join(row[:-11]), row[-11]) for row in rows}
     assert cells == {(n, g) for n in ("1 full", "1", "8") for g in ("direct", "agent-core")}
     out = done.stdout
     assert "AgentCore.astream_request on the same full-speed stream" in out and "serve / library = " in out
