@@ -309,3 +309,22 @@ def test_an_mcp_tools_schema_reaches_each_provider_in_its_own_shape() -> None:
     (tool,) = [s for s in anthropic if s["name"] == "time_get_current_time"]
     assert fn["parameters"]["required"] == ["timezone"] == tool["input_schema"]["required"]
     assert tool["input_schema"]["properties"]["timezone"]["type"] == "string"
+
+
+def test_concurrent_requests_from_threads_and_loops_share_one_connection(web: HttpServer) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    spec = web.spec("shared")
+
+    def one(i: int) -> str:
+        turns = (reply(tool_calls=[tool_call("shared_echo", {"text": f"n{i}"})]), "ok")
+        if i % 2:  # half of them async, each on an event loop of its own
+            core = AgentCore(providers=[scripted_provider(*turns)], tools=[MCPTool])
+            session = core.add_message(core.create_session(), Message("user", "go"))
+            return _tools(asyncio.run(core.arequest(session, {"mcp_servers": [spec]})))[0].content
+        return _tools(_run([spec], *turns))[0].content
+
+    with ThreadPoolExecutor(8) as workers:
+        answers = list(workers.map(one, range(16)))
+    assert answers == [f"n{i}" for i in range(16)]
+    assert len([c for c in pool()._connections.values() if c.spec.name == "shared"]) == 1
