@@ -166,22 +166,33 @@ def _catalog(web: HttpServer) -> list[str]:
     return [d.tool_name for d in core.get_tool_descriptors({"mcp_servers": [web.spec()]})]
 
 
+def _cancelled_count(web: HttpServer) -> int:
+    """How many calls of ``hang`` the test server saw cancelled."""
+    return int(_tools(_run([web.spec()], reply(tool_calls=[tool_call("web_cancelled_calls", {})]), "x"))[0].content)
+
+
+def _until_more(web: HttpServer, before: int) -> int:
+    """The server's count of cancelled calls once it passes ``before`` (it notes a cancel a moment later)."""
+    deadline = time.monotonic() + 5
+    while (after := _cancelled_count(web)) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return after
+
+
 def test_a_hung_call_times_out_as_a_tool_error_and_the_server_sees_it_cancelled(web: HttpServer) -> None:
+    before = _cancelled_count(web)
     start = time.monotonic()
-    result = _run([web.spec()], reply(tool_calls=[tool_call("web_hang", {"seconds": 30})]),
-                  reply(tool_calls=[tool_call("web_cancelled_calls", {})]), "done", config={"tool_timeout_s": 0.5})
-    hang, count = _tools(result)
+    result = _run([web.spec()], reply(tool_calls=[tool_call("web_hang", {"seconds": 30})]), "done",
+                  config={"tool_timeout_s": 0.5})
+    (hang,) = _tools(result)
     assert time.monotonic() - start < 10 and result.outcome.status == "finished"
     assert not hang.tool_result["success"] and "tool_timeout_s" in hang.content
-    assert int(count.content) >= 1
+    assert _until_more(web, before) == before + 1
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
 def test_cancelling_the_request_cancels_the_mcp_call(web: HttpServer, driver: str) -> None:
-    def count() -> int:
-        return int(_tools(_run([web.spec()], reply(tool_calls=[tool_call("web_cancelled_calls", {})]), "x"))[0].content)
-
-    before = count()
+    before = _cancelled_count(web)
     core = AgentCore(providers=[scripted_provider(reply(tool_calls=[tool_call("web_hang", {"seconds": 30})]), "x")],
                      tools=[MCPTool])
     session = core.add_message(core.create_session(), Message("user", "go"))
@@ -196,10 +207,7 @@ def test_cancelling_the_request_cancels_the_mcp_call(web: HttpServer, driver: st
               else list(core.stream_request(session, config, request_id="hang-sync")))
     assert time.monotonic() - start < 10
     assert events[-1].outcome.status == "stopped" and events[-1].outcome.reason == "cancelled"
-    deadline = time.monotonic() + 5
-    while (after := count()) == before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert after == before + 1  # the server saw its call cancelled
+    assert _until_more(web, before) == before + 1  # the server saw its call cancelled
 
 
 def test_tool_policy_applies_to_mcp_tools_by_their_names() -> None:
