@@ -253,8 +253,14 @@ def test_a_crashed_or_garbage_server_is_a_tool_error_and_the_next_request_reconn
     finally:
         server.stop()
     junk = {"name": "junk", "command": sys.executable, "args": ["-c", "print('this is not MCP'); print('{}')"]}
-    result = _run([junk, TIME], reply(tool_calls=[tool_call("time_get_current_time", {"timezone": "UTC"})]), "ok")
-    assert result.outcome.status == "finished" and _tools(result)[0].tool_result["success"]
+    garbling = {"name": "garbled", "command": sys.executable,
+                "args": [str(HERE / "mcp_garbling_proxy.py"), TIME["command"], *TIME["args"]]}
+    result = _run([junk, TIME, garbling], reply(tool_calls=[
+        tool_call("time_get_current_time", {"timezone": "UTC"}),
+        tool_call("garbled_get_current_time", {"timezone": "UTC"})]), "ok")
+    fine, garbled = _tools(result)
+    assert result.outcome.status == "finished" and fine.tool_result["success"]
+    assert not garbled.tool_result["success"] and "is not an MCP tool result" in garbled.content
 
 
 def test_the_readme_command_runs_a_real_mcp_tool_through_the_cli(tmp_path: Path) -> None:
