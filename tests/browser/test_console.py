@@ -28,8 +28,6 @@ def expect(target: Any) -> Any:
 
     return playwright_expect(target)
 
-SAVE_SHOTS = True
-
 
 def _open(watched: Watched, base_url: str) -> Any:
     page = watched.page
@@ -52,8 +50,8 @@ def _send(page: Any, text: str) -> None:
 
 
 def _shot(page: Any, name: str) -> None:
-    if SAVE_SHOTS:
-        page.screenshot(path=str(DOCS / f"console-{name}.png"))
+    """``docs/console-{name}.png``: the README links them, so they show the console as the tests left it."""
+    page.screenshot(path=str(DOCS / f"console-{name}.png"))
 
 
 def test_a_turn_with_a_tool_call_that_needs_approval(watched: Watched, base_url: str) -> None:
