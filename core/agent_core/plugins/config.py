@@ -31,6 +31,7 @@ known key, which the engine reports as an :class:`UnknownConfigKeyWarning`
 
 from __future__ import annotations
 
+import copy
 import difflib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -153,14 +154,44 @@ def schema_fields(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return raw
 
 
+#: plugin name -> (a private copy of the schema it last returned, that schema's fields)
+_parsed: dict[str, tuple[Any, tuple[FieldSpec, ...]]] = {}
+
+
 def parse_schema(plugin: str, raw: Any) -> tuple[FieldSpec, ...]:
     """Normalize a plugin's config schema into field specs.
+
+    Every request asks each candidate plugin for its schema, and a provider's takes
+    over 0.1 ms to parse (a secret-name check per key); a schema equal to the one the
+    same plugin name gave last time gets the fields parsed then. The comparison is
+    with a copy made when it was parsed, so a plugin changing its schema (or the dict
+    it returned) is parsed again.
 
     Raises:
         ConfigError: the schema is not a mapping of key -> field description.
     """
     if raw is None:
         return ()
+    last = _parsed.get(plugin)
+    if last is not None and _same(last[0], raw):
+        return last[1]
+    try:
+        kept = copy.deepcopy(raw)
+    except Exception:  # noqa: BLE001 - a value that cannot be copied: parsed every time
+        return _parse_schema(plugin, raw)
+    fields = _parse_schema(plugin, kept)
+    _parsed[plugin] = (copy.deepcopy(kept), fields)  # the fields' defaults are the first copy's, nobody else's
+    return fields
+
+
+def _same(kept: Any, raw: Any) -> bool:
+    try:
+        return bool(kept == raw)
+    except Exception:  # noqa: BLE001 - a value whose == raises: parse it afresh
+        return False
+
+
+def _parse_schema(plugin: str, raw: Any) -> tuple[FieldSpec, ...]:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"plugin {plugin!r}: get_config_schema() must return a mapping", plugins=[plugin])
     fields = schema_fields(raw)
