@@ -24,14 +24,17 @@ from pathlib import Path
 EVENT_LOOP = "event loop (asyncio or uvloop: epoll, callbacks)"
 # (a path fragment of a frame's file, the area it stands for), first match wins
 AREAS = (
-    ("httpcore/_async/connection_pool.py", "upstream connection pool (httpcore)"),
-    ("httpcore/_async/connection.py", "upstream connection pool (httpcore)"),
-    ("httpcore/", "upstream read (httpx, httpcore, h11)"),
-    ("h11/", "upstream read (httpx, httpcore, h11)"),
-    ("httpx/", "upstream read (httpx, httpcore, h11)"),
+    ("httpcore/_async/connection_pool.py", "upstream connection pool"),
+    ("httpcore/_async/connection.py", "upstream connection pool"),
+    ("httpcore/", "upstream read (httpx, httpcore, h11, socket stream)"),
+    ("h11/", "upstream read (httpx, httpcore, h11, socket stream)"),
+    ("httpx/", "upstream read (httpx, httpcore, h11, socket stream)"),
     ("uvicorn/", "HTTP server (uvicorn: request parsing, response writes)"),
     ("starlette/", "starlette (routing, streaming response)"),
     ("agent_core/server/", "agent-core server (facades, SSE encoding)"),
+    ("agent_core_providers/_flat_pool.py", "upstream connection pool"),
+    ("agent_core_providers/_aio_stream.py", "upstream read (httpx, httpcore, h11, socket stream)"),  # the pool's socket stream
+    ("agent_core_providers/_pool.py", "upstream read (httpx, httpcore, h11, socket stream)"),  # the watched read
     ("agent_core_providers/", "provider (openai, SSE reader)"),
     ("agent_core_plugins/", "extensions"),
     ("agent_core_features/", "extensions"),
