@@ -742,6 +742,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.library:
         asyncio.run(_library(args.url, args.tokens))
         return 0
+    if not args.profile and min(args.streams) < 1:
+        parser.error("--streams: 0 (full speed) and -1 (non-streamed) are cells of --profile only")
     if args.quick:
         args.streams, args.rounds, args.tokens, args.full_tokens, args.full_rounds = [1, 8], 1, 10, 200, 1
         args.seconds, args.plain_rounds = 0.5, 1
