@@ -196,6 +196,8 @@ def test_no_hostile_field_on_any_route_reaches_a_5xx(fuzz_url: str, http: httpx.
         return
     assert r.status_code < 500, (method, path, headers, query, raw and raw[:300], r.status_code, r.text[:500])
     assert "Traceback" not in r.text
+    if r.status_code == 400 and r.text == "Invalid HTTP request received.":
+        return  # uvicorn's HTTP parser refused the request line or a header: the app never saw it
     if r.status_code >= 400:
         error = r.json()["error"]
         assert error["type"] and error["message"]
