@@ -37,6 +37,7 @@ import msgspec
 from agent_core.errors import ConfigError, install_hint
 from agent_core.plugin_kit import Tool, ToolCall, failure
 
+from agent_core_plugins.file_access import printable
 from agent_core_plugins.mcp_servers import KEY, ServerSpec, exposed_name, parse_servers
 
 __all__ = ["DEFAULT_CALL_TIMEOUT_S", "MAX_SCHEMA_CHARS", "MCPTool"]
@@ -242,8 +243,12 @@ class MCPTool(Tool):
             pool_module.close_all()
 
     def preview(self, call: ToolCall) -> str:
-        args = json.dumps(call.payload, ensure_ascii=False) if isinstance(call.payload, Mapping) else ""
-        return f"{call.tool_name}({args[:100]}{'...' if len(args) > 100 else ''})"
+        """Where the call goes (the server's own tool name and the server), which the call line does not say."""
+        tools = call.prepared.get("tools", ()) if isinstance(call.prepared, Mapping) else ()
+        entry = next((t for t in tools if t["name"] == call.tool_name), None)
+        if entry is None:
+            return f"{call.tool_name} on an MCP server"
+        return f"{printable(str(entry['tool']))[:80]} on MCP server {entry['server']!r}"
 
     def format_tool_result(self, result: Mapping[str, Any], state: Any) -> str:
         if result.get("success"):

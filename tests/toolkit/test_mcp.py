@@ -273,6 +273,7 @@ def test_the_readme_command_runs_a_real_mcp_tool_through_the_cli(tmp_path: Path)
     assert got.returncode == 0, got.stderr
     assert got.stdout.strip() == "That is the time in UTC."
     assert "[tool] time_get_current_time" in got.stderr and '"timezone": "UTC"' in got.stderr  # the tool lines
+    assert "get_current_time on MCP server 'time'" in got.stderr  # the preview says where the call goes
 
 
 def test_the_http_server_runs_mcp_tools_and_closes_their_connections_when_it_stops(tmp_path: Path) -> None:
