@@ -6,9 +6,10 @@ a dependency: ``.venv/bin/pip install py-spy``. It records only samples where a 
 running (not idle), so the samples stand for CPU time.
 
 How a sample is charged: the stack is walked from the innermost frame outward, and the first
-frame that belongs to a named part (``AREAS``) takes the sample. The standard library and anyio
-are plumbing, charged to whichever part called them (a ``socket.send`` under uvicorn is
-uvicorn's; a timeout scope under httpcore is the upstream read's). A stack with no named part
+frame that belongs to a named part (``AREAS``) takes the sample. The standard library, anyio
+and h11 are plumbing, charged to whichever part called them (h11 parsing the upstream's
+response under httpcore is the upstream read's; h11 framing a response under uvicorn is
+uvicorn's; a ``socket.send`` under uvicorn is uvicorn's). A stack with no named part
 at all is the event loop's own work (``epoll``, callback dispatch, timers).
 """
 
@@ -26,15 +27,14 @@ EVENT_LOOP = "event loop (asyncio or uvloop: epoll, callbacks)"
 AREAS = (
     ("httpcore/_async/connection_pool.py", "upstream connection pool"),
     ("httpcore/_async/connection.py", "upstream connection pool"),
-    ("httpcore/", "upstream read (httpx, httpcore, h11, socket stream)"),
-    ("h11/", "upstream read (httpx, httpcore, h11, socket stream)"),
-    ("httpx/", "upstream read (httpx, httpcore, h11, socket stream)"),
-    ("uvicorn/", "HTTP server (uvicorn: request parsing, response writes)"),
+    ("httpcore/", "upstream read (httpx, httpcore and its h11, socket stream)"),
+    ("httpx/", "upstream read (httpx, httpcore and its h11, socket stream)"),
+    ("uvicorn/", "HTTP server (uvicorn and its h11: request parsing, response writes)"),
     ("starlette/", "starlette (routing, streaming response)"),
     ("agent_core/server/", "agent-core server (facades, SSE encoding)"),
     ("agent_core_providers/_flat_pool.py", "upstream connection pool"),
-    ("agent_core_providers/_aio_stream.py", "upstream read (httpx, httpcore, h11, socket stream)"),  # the pool's socket stream
-    ("agent_core_providers/_pool.py", "upstream read (httpx, httpcore, h11, socket stream)"),  # the watched read
+    ("agent_core_providers/_aio_stream.py", "upstream read (httpx, httpcore and its h11, socket stream)"),  # the pool's socket stream
+    ("agent_core_providers/_pool.py", "upstream read (httpx, httpcore and its h11, socket stream)"),  # the watched read
     ("agent_core_providers/", "provider (openai, SSE reader)"),
     ("agent_core_plugins/", "extensions"),
     ("agent_core_features/", "extensions"),
