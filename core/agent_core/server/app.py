@@ -47,6 +47,7 @@ from .responses_api import ResponsesRoutes
 from .sessions_api import SessionRoutes
 from .settings import ServeSettings
 from .tenants import Tenant, TenantStore, TokenTable, load_tokens_file
+from .trace_context import with_trace_context
 
 __all__ = ["create_app"]
 
@@ -305,7 +306,8 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
     }
     app = Starlette(routes=server.routes(), exception_handlers=dict(handlers), lifespan=server.lifespan)
     app.state.server = server
-    wrapped: Any = Admission(app, settings, tokens, default, PUBLIC_PATHS)
+    # a client's traceparent parents the spans of its turn (the otel feature's; a no-op without the API)
+    wrapped: Any = Admission(with_trace_context(app), settings, tokens, default, PUBLIC_PATHS)
     if settings.cors_origins:
         wrapped = CORSMiddleware(
             wrapped, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST", "DELETE"],
