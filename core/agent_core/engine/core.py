@@ -17,8 +17,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-import msgspec
-
 from ..compat import PlatformNames
 from ..errors import ConfigError, InvalidArgumentError, RequestInFlightError
 from ..plugins.core import PluginCore, side_config
@@ -26,15 +24,16 @@ from ..plugins.hooks import KINDS, PluginSpec, spec_for
 from ..plugins.resolution import Resolution, resolve, session_plugins
 from ..runtime.effects import drive_async, drive_sync
 from ..runtime.flight import Flight
-from ..values.events import DoneEvent, Event, Outcome, Usage
+from ..values.events import DoneEvent, Event
 from ..values.frozen import thaw
 from ..values.messages import Message, Session
 from .actions import ActionResult
-from .calls import EngineCalls
+from .calls import EngineCalls, check_kind
 from .calls import check_config as _check_config
-from .calls import check_kind
 from .calls import check_session as _check_session
 from .flow import Flow, keep_done
+from .handed import Basis, check_handed
+from .result import RequestResult, result_of
 from .run import RequestRun
 
 __all__ = ["ActionResult", "AgentCore", "RequestResult"]
@@ -45,21 +44,6 @@ ENTRY_POINT_GROUPS = {
     "feature": "agent_core.features",
     "tool": "agent_core.tools",
 }
-
-class RequestResult(msgspec.Struct, frozen=True):
-    """What ``request`` returns.
-
-    ``final_messages`` are the messages this request added to the session, in
-    order (assistant replies and tool results); ``final_messages[-1]`` is the
-    reply when the outcome is ``finished``.
-    """
-
-    session: Session
-    final_messages: list[Message]
-    outcome: Outcome
-    request_id: str
-    usage: Usage
-
 
 class AgentCore(EngineCalls, PlatformNames):
     """A stateless pipeline over registered plugin classes.
@@ -207,14 +191,17 @@ class AgentCore(EngineCalls, PlatformNames):
         """Which plugins run for ``config``, in run order, and why (see :mod:`agent_core.plugins.resolution`).
 
         With ``session``, its ``metadata["plugins"]`` list (when present)
-        restricts the plugins, as it does for a request on that session.
+        restricts the plugins, as it does for a request on that session. The
+        result can be handed to one request on this config (``resolution=``).
 
         Raises:
             ConfigError: see :func:`agent_core.plugins.resolution.resolve`; also a
                 session ``plugins`` entry that is not a list of ids.
         """
         only = session_plugins(session.metadata) if session is not None else None
-        return resolve(self._specs, {} if config is None else config, only=only, model_cache=self._model_cache)
+        config = {} if config is None else config
+        basis = Basis(self, tuple(self._specs.values()), config, only) if isinstance(config, Mapping) else None
+        return resolve(self._specs, config, only=only, model_cache=self._model_cache, basis=basis)
 
     def get_models(self, config: Mapping[str, Any] | None = None) -> list[Any]:
         return [thaw(m) for m in self.resolve(config).models]
@@ -226,7 +213,7 @@ class AgentCore(EngineCalls, PlatformNames):
 
     def _start(
         self, session: Session, config: Mapping[str, Any] | None, stream_default: bool, request_id: str | None,
-        final_sessions: bool = False,
+        final_sessions: bool = False, resolution: Resolution | None = None,
     ) -> tuple[RequestRun, Flight]:
         _check_session(session, "a request")
         _check_config(config)
@@ -234,7 +221,10 @@ class AgentCore(EngineCalls, PlatformNames):
             raise InvalidArgumentError(
                 f"request_id must be a non-empty string, got {request_id!r}", argument="request_id"
             )
+        given = None if resolution is None else check_handed(
+            resolution, self, tuple(self._specs.values()), config or {}, session_plugins(session.metadata))
         cfg = dict(config or {})
+        resolved = (lambda: given) if given is not None else (lambda: self.resolve(cfg, session=session))
         stream = cfg.get("stream", stream_default)
         rid = request_id or uuid.uuid4().hex
         flight = Flight(rid, cfg)
@@ -245,7 +235,7 @@ class AgentCore(EngineCalls, PlatformNames):
                 raise RequestInFlightError(rid)
             self._flights[rid] = flight
         run = RequestRun(
-            lambda: self.resolve(cfg, session=session), session, cfg, stream=bool(stream), request_id=rid,
+            resolved, session, cfg, stream=bool(stream), request_id=rid,
             flight=flight, core=PluginCore(self, rid), approval=self.approval, final_sessions=final_sessions,
             on_finish=lambda: self._finish(flight),
         )
@@ -257,25 +247,30 @@ class AgentCore(EngineCalls, PlatformNames):
                 del self._flights[flight.request_id]
 
     def stream_request(
-        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None,
+        resolution: Resolution | None = None,
     ) -> Iterator[Event]:
         """Run a request, yielding events; the last is ``done`` (streams by default).
 
         Failures do not raise: they arrive as an ``error`` event followed by
         ``done`` with a ``stopped`` outcome, and the input session is untouched.
+        ``resolution`` is one :meth:`resolve` made for this session and config,
+        used instead of resolving again (``docs/engine.md``).
         """
-        return self._stream(session, config, request_id, final_sessions=False)
+        return self._stream(session, config, request_id, final_sessions=False, resolution=resolution)
 
     def _stream(
-        self, session: Session, config: Mapping[str, Any] | None, request_id: str | None, *, final_sessions: bool
+        self, session: Session, config: Mapping[str, Any] | None, request_id: str | None, *, final_sessions: bool,
+        resolution: Resolution | None = None,
     ) -> Iterator[Event]:
-        run, flight = self._start(session, config, True, request_id, final_sessions)
+        run, flight = self._start(session, config, True, request_id, final_sessions, resolution)
         gen = drive_sync(run.run())  # the run frees its id when it ends (see _start)
         weakref.finalize(gen, self._finish, flight)  # a stream never iterated still frees its id
         return gen
 
     def request(
-        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None,
+        resolution: Resolution | None = None,
     ) -> RequestResult:
         """Run a request to completion (no streaming unless ``config["stream"]``).
 
@@ -286,8 +281,9 @@ class AgentCore(EngineCalls, PlatformNames):
         Raises:
             PluginError, LLMError subclasses, ConfigError, ActionInputError,
             ProviderRequestCancelled: the request failed; the input session is untouched.
+            InvalidArgumentError: ``resolution`` was not made for this core, session and config.
         """
-        run, flight = self._start(session, config, False, request_id)
+        run, flight = self._start(session, config, False, request_id, resolution=resolution)
         done: DoneEvent | None = None
         try:
             for ev in drive_sync(run.run()):
@@ -295,29 +291,24 @@ class AgentCore(EngineCalls, PlatformNames):
                     done = ev
         finally:
             self._finish(flight)
-        return self._result(run, done)
-
-    @staticmethod
-    def _result(run: RequestRun, done: DoneEvent | None) -> RequestResult:
-        if run.error is not None:
-            raise run.error
-        assert done is not None
-        return RequestResult(done.session, done.final_messages, done.outcome, done.request_id, done.usage)
+        return result_of(run, done)
 
     def astream_request(
-        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None,
+        resolution: Resolution | None = None,
     ) -> AsyncIterator[Event]:
         """Async twin of :meth:`stream_request` (same events, same order)."""
-        run, flight = self._start(session, config, True, request_id)
+        run, flight = self._start(session, config, True, request_id, resolution=resolution)
         agen = drive_async(run.run())  # the run frees its id when it ends (see _start)
         weakref.finalize(agen, self._finish, flight)
         return agen
 
     async def arequest(
-        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None
+        self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None,
+        resolution: Resolution | None = None,
     ) -> RequestResult:
         """Async twin of :meth:`request`."""
-        run, flight = self._start(session, config, False, request_id)
+        run, flight = self._start(session, config, False, request_id, resolution=resolution)
         done: DoneEvent | None = None
         try:
             async for ev in drive_async(run.run()):
@@ -325,7 +316,7 @@ class AgentCore(EngineCalls, PlatformNames):
                     done = ev
         finally:
             self._finish(flight)
-        return self._result(run, done)
+        return result_of(run, done)
 
     def request_flow(
         self, session: Session, config: Mapping[str, Any] | None = None, *, request_id: str | None = None,
@@ -342,7 +333,7 @@ class AgentCore(EngineCalls, PlatformNames):
         raises at the call (InvalidArgumentError, RequestInFlightError), before anything runs.
         """
         run, flight = self._start(session, config, stream, request_id)
-        flow = keep_done(run.run(), lambda done: self._result(run, done))
+        flow = keep_done(run.run(), lambda done: result_of(run, done))
         weakref.finalize(flow, self._finish, flight)  # a flow never started still frees its id
         return flow
 

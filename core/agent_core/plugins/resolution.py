@@ -143,6 +143,8 @@ class Resolution:
     config: FrozenDict = field(repr=False)
     live: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
     warnings: tuple[str, ...] = ()
+    #: what ``AgentCore.resolve`` made it from, checked when a request is handed it (``engine/handed.py``)
+    basis: Any = field(repr=False, compare=False, default=None)
 
     @property
     def enabled(self) -> tuple[PluginRef, ...]:
@@ -160,12 +162,14 @@ def resolve(
     *,
     only: frozenset[str] | None = None,
     model_cache: MutableMapping[str, Any] | None = None,
+    basis: Any = None,
 ) -> Resolution:
     """Resolve the plugins for ``user_config`` (see the module docstring).
 
     Plugin instances made here are the ones the request then uses, available
     in ``Resolution.live`` by name. ``only`` is a session's explicit plugin
-    list; ``model_cache`` keeps ``get_models`` results per config.
+    list; ``model_cache`` keeps ``get_models`` results per config; ``basis`` is
+    stored on the result as it is (see ``agent_core.engine.handed``).
 
     Raises:
         ConfigError: bad engine keys, unknown provider, a value of the wrong
@@ -204,6 +208,7 @@ def resolve(
         config=seen.settled(user_config, chain, live),
         live={n: live[n] for n in chain},
         warnings=seen.notes,
+        basis=basis,
     )
 
 
