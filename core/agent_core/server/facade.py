@@ -21,7 +21,6 @@ from .bodies import ChatBody, parse_fields
 from .chat_fields import chat_config, droppable
 from .errors import ApiError
 from .failures import sse_error_frame
-from .fields import declared_for, fit_to_provider
 from .http import SSE_HEADERS, session_id_of, sse_frame
 from .models import ModelRoutes
 from .openai_compat import (
@@ -45,12 +44,10 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         body, rest = parse_fields(await request.body(), ChatBody, max_depth=self.settings.max_json_depth)
         client = chat_config(body, rest, self._resolve_model(body.model), self._declared())
         config = self.config_for(request, client)
-        declared = declared_for(self.core, config)
-        fit_to_provider(config, client, declared, {}, droppable)
-        self._facade_defaults(config, declared)
-        config.update(max_iterations=1, run_pending_tool_calls=False, stream=bool(body.stream))
+        resolution = self._fit_config(config, client, {}, droppable, bool(body.stream))
         session = chat_session(session_id_of(request) or uuid.uuid4().hex, body.messages, self.settings.max_messages)
-        turns = [await self._facade_turn(request, session, config, choice=i) for i in range(self._choices(request, body))]
+        turns = [await self._facade_turn(request, session, config, choice=i, resolution=None if i else resolution)
+                 for i in range(self._choices(request, body))]
         for turn in turns:
             turn.group = [t.rid for t in turns]
         headers = {"x-request-id": turns[0].client_rid}

@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import ApiError
 
-__all__ = ["ALIASES", "declared_for", "fit_to_provider", "keys_by_plugin", "with_extra_fields"]
+__all__ = ["ALIASES", "declared_by", "declared_for", "fit_to_provider", "keys_by_plugin", "with_extra_fields"]
 
 #: a config key -> the keys that mean the same for another provider, in order of preference
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -54,28 +54,35 @@ def keys_by_plugin(core: Any) -> Mapping[str, frozenset[str]]:
 
 def declared_for(core: Any, config: Mapping[str, Any]) -> set[str]:
     """The config keys declared by the plugins that run for ``config`` (and the engine's own)."""
+    return declared_by(core, core.resolve(config))
+
+
+def declared_by(core: Any, resolution: Any) -> set[str]:
+    """The config keys declared by the plugins ``resolution`` runs (and the engine's own)."""
     from ..plugin_kit import ENGINE_KEYS
 
     by_plugin = keys_by_plugin(core)
     declared = set(ENGINE_KEYS)
-    for ref in core.resolve(config).enabled:
+    for ref in resolution.enabled:
         declared |= by_plugin.get(str(ref), frozenset())
     return declared
 
 
 def fit_to_provider(config: dict[str, Any], client_keys: Iterable[str], declared: set[str],
-                    fields: Mapping[str, str], droppable: Callable[[str, Any], bool]) -> None:
+                    fields: Mapping[str, str], droppable: Callable[[str, Any], bool]) -> bool:
     """Rename each key the client set to one the running plugins read, or refuse it (400 naming the field).
 
     ``fields`` maps a config key to the wire field it came from, for the message (the key
     itself when absent); ``droppable(key, value)`` says whether leaving the key out changes
     nothing a provider without it could honour (a token limit for a provider that counts no
-    tokens, a user id, ``tool_choice: "auto"``).
+    tokens, a user id, ``tool_choice: "auto"``). True when ``config`` changed.
     """
+    changed = False
     for key in list(client_keys):
         if key in declared or key not in config or key in ("model", "provider"):
             continue
         target = next((alias for alias in ALIASES.get(key, ()) if alias in declared), None)
+        changed = True
         if target is None and droppable(key, config[key]):
             del config[key]
             continue
@@ -85,6 +92,7 @@ def fit_to_provider(config: dict[str, Any], client_keys: Iterable[str], declared
                            f"{field}: the selected model's provider does not support it, so it cannot be honoured",
                            param=field)
         config[target] = config.pop(key)
+    return changed
 
 
 def with_extra_fields(config: dict[str, Any], rest: Mapping[str, Any], installed: set[str], api: str) -> None:

@@ -27,7 +27,7 @@ from .anthropic_compat import (
 from .anthropic_stream import MessageStream
 from .bodies import parse_fields
 from .failures import anthropic_body
-from .fields import declared_for, fit_to_provider, with_extra_fields
+from .fields import with_extra_fields
 from .http import SSE_HEADERS, session_id_of
 from .openai_compat import reply_of
 from .turns import FacadeTurn, TurnRoutes, chained, rate_limits
@@ -43,12 +43,9 @@ class MessagesRoutes(TurnRoutes):
         client = messages_config(body, self._resolve_model(body.model))
         with_extra_fields(client, rest, self._declared(), "Messages")
         config = self.config_for(request, client)
-        declared = declared_for(self.core, config)
-        fit_to_provider(config, client, declared, FIELDS, lambda key, _value: key in DROPPABLE)
-        self._facade_defaults(config, declared)
-        config.update(max_iterations=1, run_pending_tool_calls=False, stream=bool(body.stream))
+        resolution = self._fit_config(config, client, FIELDS, lambda key, _value: key in DROPPABLE, bool(body.stream))
         session = messages_session(session_id_of(request) or uuid.uuid4().hex, body, self.settings.max_messages)
-        turn = await self._facade_turn(request, session, config)
+        turn = await self._facade_turn(request, session, config, resolution=resolution)
         headers = {"x-request-id": turn.client_rid, "request-id": turn.client_rid}
         if not body.stream:
             result, saved = await self._run_whole(request, turn)

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from .bodies import parse_fields
 from .chat_fields import droppable
 from .failures import openai_body
-from .fields import declared_for, fit_to_provider, with_extra_fields
+from .fields import with_extra_fields
 from .http import SSE_HEADERS, session_id_of
 from .openai_compat import reply_of
 from .responses_compat import (
@@ -47,12 +47,9 @@ class ResponsesRoutes(TurnRoutes):
         client = responses_config(body, self._resolve_model(body.model))
         with_extra_fields(client, rest, self._declared(), "Responses")
         config = self.config_for(request, client)
-        declared = declared_for(self.core, config)
-        fit_to_provider(config, client, declared, FIELDS, droppable)
-        self._facade_defaults(config, declared)
-        config.update(max_iterations=1, run_pending_tool_calls=False, stream=bool(body.stream))
+        resolution = self._fit_config(config, client, FIELDS, droppable, bool(body.stream))
         session = responses_session(session_id_of(request) or uuid.uuid4().hex, body, self.settings.max_messages)
-        turn = await self._facade_turn(request, session, config)
+        turn = await self._facade_turn(request, session, config, resolution=resolution)
         headers = {"x-request-id": turn.client_rid}
         created = int(time.time())
         if not body.stream:
