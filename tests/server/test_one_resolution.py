@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("starlette", reason="agent-core serve needs the server extra")
 
-from agent_core import AgentCore  # noqa: E402
-from agent_core.server import create_app  # noqa: E402
+from agent_core import AgentCore
+from agent_core.server import create_app
 
-from ._live import running  # noqa: E402
+from ._live import running
 
 MADE: list[int] = []
 MSG = {"role": "user", "content": "hi"}
