@@ -148,7 +148,12 @@ class TurnRoutes:
 
     def _release(self, turn: FacadeTurn) -> None:
         if turn.watcher is not None:
+            # Dropped as well as cancelled: the cancelled task keeps its CancelledError, whose traceback
+            # holds the watcher's frame, whose ``gone`` holds the turn; with the turn still holding the
+            # task, that cycle kept each request's whole graph (session, plugins, upstream response)
+            # for the cyclic collector instead of freeing it when the request ended.
             turn.watcher.cancel()
+            turn.watcher = None
         self._running.discard(turn.rid)
 
     async def _run_whole(self, request: Request, turn: FacadeTurn) -> tuple[Any, dict[str, str]]:
