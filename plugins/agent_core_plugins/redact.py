@@ -268,12 +268,13 @@ def _mask_message(machine: Redactor, m: Dict) -> Dict:
     """A native final with its text fields and tool-call arguments masked.
 
     The shapes the bundled providers use (a ``content`` key) are masked field by field,
-    leaving ids and signatures alone. A message without ``content`` is a shape of some
-    other provider's: every string in it is masked, since its history is stored with the
-    session and sent back on the next request.
+    leaving ids and signatures alone. A message without ``content`` (the Responses API's
+    ``items``, a third-party provider's own shape) has every string masked, since its history
+    is stored with the session and sent back on the next request; only the values of
+    :data:`_OPAQUE` keys are left as they are, which only the API reads back.
     """
     if isinstance(m, Mapping) and "content" not in m:
-        return mask_deep(machine, m)
+        return _mask_shape(machine, m)
     changes: Dict = {}
     for key in ("content", "reasoning_content", "reasoning"):
         value = m.get(key)
@@ -302,6 +303,22 @@ def _mask_message(machine: Redactor, m: Dict) -> Dict:
         if any(a is not b for a, b in zip(masked_calls, meta["tool_calls"])):
             changes["metadata"] = {**meta, "tool_calls": masked_calls}
     return {**m, **changes} if changes else m
+
+
+#: values a provider hands back to its API verbatim (ids, signatures, encrypted reasoning): never
+#: model text, and a random token in them can look like a key prefix, so masking would break them
+_OPAQUE = frozenset({"id", "call_id", "signature", "encrypted_content"})
+
+
+def _mask_shape(machine: Redactor, value: Any) -> Any:
+    """Every string in a native value of a shape this module does not know, but those under :data:`_OPAQUE` keys."""
+    if isinstance(value, Mapping):
+        items = {k: v if k in _OPAQUE else _mask_shape(machine, v) for k, v in value.items()}
+        return items if any(items[k] is not v for k, v in value.items()) else value
+    if isinstance(value, (list, tuple)):
+        seq = [_mask_shape(machine, v) for v in value]
+        return seq if any(a is not b for a, b in zip(seq, value)) else value
+    return mask_deep(machine, value)
 
 
 def _mask_block(machine: Redactor, block: Any) -> Any:

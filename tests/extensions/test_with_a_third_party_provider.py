@@ -84,3 +84,26 @@ def test_the_next_request_sends_the_masked_answer_back() -> None:
     first = core.request(core.add_message(core.create_session(), "user", "hi"), config)
     core.request(core.add_message(first.session, "user", "again"), config)
     assert len(sent) == 2 and "sk-abc" not in str(sent[1]) and "[REDACTED]" in str(sent[1])
+
+
+def test_values_only_the_api_reads_are_left_alone_in_a_shape_without_content() -> None:
+    """The Responses API's native finals carry ``items`` and no ``content``: the text in them is masked, but an
+    encrypted reasoning blob, an id or a signature is handed back to the API verbatim, even when a run in it looks
+    like a key (urlsafe base64 holds ``sk-`` followed by key characters now and then)."""
+    from agent_core.testing import PluginHarness
+    from agent_core_plugins.redact import RedactExtension
+
+    blob = "gAAAAABsk-proj-Ab3dE5gH7jK9mN1pQ3rS5tU7vW9xY1zA3bC5dE7_x"  # a key pattern matches inside it
+    final = {"role": "assistant", "items": [
+        {"id": "rs_1", "type": "reasoning", "encrypted_content": blob, "summary": []},
+        {"id": "msg_1", "type": "message", "content": [
+            {"type": "output_text", "text": "key sk-abcdefghijklmnopqrstuvwxyz123456 here"}]},
+        {"type": "function_call", "call_id": "call_sk-proj-Ab3dE5gH7jK9mN1pQ3rS5tU7vW9", "name": "f",
+         "arguments": '{"token": "sk-abcdefghijklmnopqrstuvwxyz123456"}'},
+    ]}
+    record = PluginHarness(RedactExtension).stream([{}], partials=[""], finals=[final])
+    (masked,) = record.finals
+    reasoning, message, call = masked["items"]
+    assert reasoning["encrypted_content"] == blob and call["call_id"] == "call_sk-proj-Ab3dE5gH7jK9mN1pQ3rS5tU7vW9"
+    assert message["content"][0]["text"] == "key [REDACTED] here"
+    assert "sk-abc" not in call["arguments"] and "[REDACTED]" in call["arguments"]
