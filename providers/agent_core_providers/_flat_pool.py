@@ -19,21 +19,30 @@ connections (the caller's concurrency is the cap); the idle ones are capped at
 is returned, so a stack does not keep dead sockets for long.
 
 It is a drop-in for the ``_pool`` of an ``httpx.AsyncHTTPTransport``: same
-``handle_async_request`` / ``aclose`` contract, same httpcore connections and
-network backend (so the watched streams of :mod:`._pool` still see every
-write), so httpx still maps httpcore's errors to its own.
+``handle_async_request`` / ``aclose`` contract, same network backend (so the
+watched streams of :mod:`._pool` still see every write), and httpcore's errors,
+so httpx still maps them to its own. Its connections are :mod:`._lean_conn`'s
+(HTTP/1.1 with a lean body reader); a transport set up for HTTP/2 or connect
+retries keeps httpcore's connections, which do those.
+
+:class:`FlatPool` is the same pool for the sync clients, whose requests come
+from many threads: the stacks are changed under a lock, and connections are
+closed outside it.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Self
 
 import anyio
 import httpcore
 
-__all__ = ["FlatAsyncPool"]
+from ._lean_conn import AsyncLeanConnection, LeanConnection
+
+__all__ = ["FlatAsyncPool", "FlatPool"]
 
 
 class FlatAsyncPool:
@@ -47,9 +56,9 @@ class FlatAsyncPool:
         self._options = {"ssl_context": ssl_context, "keepalive_expiry": keepalive_expiry, "http1": http1,
                          "http2": http2, "retries": retries, "local_address": local_address, "uds": uds,
                          "socket_options": socket_options}
-        self._idle: dict[tuple[bytes, bytes, int], deque[httpcore.AsyncHTTPConnection]] = {}  # by origin
+        self._idle: dict[tuple[bytes, bytes, int], deque[Any]] = {}  # by origin
         self._idle_count = 0
-        self._busy: set[httpcore.AsyncHTTPConnection] = set()  # so aclose can close them too
+        self._busy: set[Any] = set()  # so aclose can close them too
 
     @classmethod
     def replacing(cls, pool: Any, max_keepalive: int, network_backend: Any = None) -> FlatAsyncPool:
@@ -77,8 +86,8 @@ class FlatAsyncPool:
             if conn.is_available() and not conn.has_expired():
                 return conn, dead
             dead.append(conn)
-        conn = httpcore.AsyncHTTPConnection(origin=origin, network_backend=self._network_backend, **self._options)
-        return conn, dead
+        return _open(origin, self._network_backend, self._options, AsyncLeanConnection,
+                     httpcore.AsyncHTTPConnection), dead
 
     async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
         scheme = request.url.scheme
@@ -127,6 +136,15 @@ class FlatAsyncPool:
         await self.aclose()
 
 
+def _open(origin: httpcore.Origin, backend: Any, options: dict[str, Any], lean: type, general: type) -> Any:
+    """A new connection to ``origin``: a lean HTTP/1.1 one unless the options ask for what only httpcore's do."""
+    if options["http2"] or not options["http1"] or options["retries"]:
+        return general(origin=origin, network_backend=backend, **options)
+    return lean(origin, network_backend=backend, ssl_context=options["ssl_context"],
+                keepalive_expiry=options["keepalive_expiry"], local_address=options["local_address"],
+                uds=options["uds"], socket_options=options["socket_options"])
+
+
 def _key(origin: httpcore.Origin) -> tuple[bytes, bytes, int]:
     return origin.scheme, origin.host, origin.port  # an Origin compares equal but is not hashable
 
@@ -166,3 +184,115 @@ class _ReturningStream:
             if hasattr(self._stream, "aclose"):
                 await self._stream.aclose()
             await self._pool._give_back(self._conn, self._origin)
+
+
+class FlatPool:
+    """The sync twin of :class:`FlatAsyncPool`, shared by threads (see the module's docstring)."""
+
+    def __init__(self, *, network_backend: Any, max_keepalive: int, keepalive_expiry: float | None,
+                 ssl_context: Any = None, http1: bool = True, http2: bool = False, retries: int = 0,
+                 local_address: str | None = None, uds: str | None = None, socket_options: Any = None) -> None:
+        self._network_backend = network_backend  # read (and wrapped) by ._pool._watch
+        self._max_keepalive = max_keepalive
+        self._options = {"ssl_context": ssl_context, "keepalive_expiry": keepalive_expiry, "http1": http1,
+                         "http2": http2, "retries": retries, "local_address": local_address, "uds": uds,
+                         "socket_options": socket_options}
+        self._idle: dict[tuple[bytes, bytes, int], deque[Any]] = {}
+        self._idle_count = 0
+        self._busy: set[Any] = set()
+        self._lock = threading.Lock()
+
+    replacing = classmethod(FlatAsyncPool.replacing.__func__)  # type: ignore[attr-defined]
+
+    @property
+    def connections(self) -> int:
+        """Open connections, idle and busy (for tests and benchmarks)."""
+        return self._idle_count + len(self._busy)
+
+    def handle_request(self, request: httpcore.Request) -> httpcore.Response:
+        scheme = request.url.scheme
+        if scheme not in (b"http", b"https"):
+            said = "is missing an 'http://' or 'https://' protocol" if not scheme else \
+                f"has an unsupported protocol '{scheme.decode(errors='replace')}://'"
+            raise httpcore.UnsupportedProtocol(f"Request URL {said}.")
+        origin = request.url.origin
+        dead = []
+        with self._lock:
+            stack = self._idle.get(_key(origin))
+            conn = None
+            while stack:
+                candidate = stack.pop()
+                self._idle_count -= 1
+                if candidate.is_available() and not candidate.has_expired():
+                    conn = candidate
+                    break
+                dead.append(candidate)
+            if conn is None:
+                conn = _open(origin, self._network_backend, self._options, LeanConnection, httpcore.HTTPConnection)
+            self._busy.add(conn)
+        for old in dead:
+            old.close()
+        try:
+            response = conn.handle_request(request)
+        except BaseException:
+            self._give_back(conn, origin)
+            raise
+        return httpcore.Response(status=response.status, headers=response.headers,
+                                 content=_Returning(response.stream, self, conn, origin),
+                                 extensions=response.extensions)
+
+    def _give_back(self, conn: Any, origin: httpcore.Origin) -> None:
+        dead = []
+        with self._lock:
+            self._busy.discard(conn)
+            if conn.is_idle() and not conn.is_closed() and self._idle_count < self._max_keepalive:
+                stack = self._idle.setdefault(_key(origin), deque())
+                stack.append(conn)
+                self._idle_count += 1
+                if len(stack) > 1 and stack[0].has_expired():
+                    dead.append(stack.popleft())
+                    self._idle_count -= 1
+            elif not conn.is_closed():
+                dead.append(conn)
+        for old in dead:
+            old.close()
+
+    def close(self) -> None:
+        with self._lock:
+            conns = [c for stack in self._idle.values() for c in stack] + list(self._busy)
+            self._idle.clear()
+            self._busy.clear()
+            self._idle_count = 0
+        for conn in conns:
+            conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Returning:
+    """The sync twin of :class:`_ReturningStream`."""
+
+    def __init__(self, stream: Any, pool: FlatPool, conn: Any, origin: httpcore.Origin) -> None:
+        self._stream, self._pool, self._conn, self._origin = stream, pool, conn, origin
+        self._closed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._stream
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if hasattr(self._stream, "close"):
+                self._stream.close()
+        finally:
+            self._pool._give_back(self._conn, self._origin)

@@ -54,7 +54,7 @@ import httpcore
 import httpx
 
 from ._aio_stream import AsyncioBackend
-from ._flat_pool import FlatAsyncPool
+from ._flat_pool import FlatAsyncPool, FlatPool
 
 __all__ = [
     "KEEPALIVE_CONNECTIONS",
@@ -247,7 +247,7 @@ def sync_client_for(base_url: str, timeout: float) -> httpx.Client:
     with _pool_lock:
         client = _sync_clients.get(key)
         if client is None or client.is_closed:
-            transport = _watch(httpx.HTTPTransport(limits=_LIMITS), _WatchingBackend)
+            transport = _watch(_flat_sync(httpx.HTTPTransport(limits=_LIMITS)), _WatchingBackend)
             client = httpx.Client(timeout=client_timeout(timeout), limits=_LIMITS, transport=transport)
             _sync_clients[key] = client
         return client
@@ -274,6 +274,14 @@ def _start_closer(pool: _LoopPool) -> None:
     except StopIteration:
         pass
     pool.closer = closer
+
+
+def _flat_sync(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
+    """``transport`` with :class:`._flat_pool.FlatPool` in place of httpcore's pool (see :func:`_flat`)."""
+    pool = getattr(transport, "_pool", None)
+    if type(pool) is httpcore.ConnectionPool:
+        transport._pool = FlatPool.replacing(pool, KEEPALIVE_CONNECTIONS)  # type: ignore[assignment]
+    return transport
 
 
 def _flat(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:

@@ -1,0 +1,218 @@
+"""How an HTTP/1.1 response body ends, read without I/O: chunked, by length, or at the close.
+
+Theory of operation
+-------------------
+h11 parses a body event by event: two ``next_event`` calls, a state machine
+step and a buffer copy for every network read. A model's stream arrives as
+one small chunk per read, hundreds per answer, so that was most of what a
+client paid per chunk below the provider (:mod:`._lean_conn` has the figures).
+These decoders take the body over once h11 has parsed the response head: each
+``feed`` is handed the bytes of one read and gives back the body bytes they
+complete, usually in one ``find`` and one slice: a list with one item per
+HTTP chunk, as h11 gave them (a server that writes each event as its own
+chunk has its events handed on one by one even when a read holds several).
+
+They are as strict as h11 0.16 where it matters for safety: a chunk's data
+must be followed by exactly CRLF, a size line is hex digits with optional
+extensions and ends in CRLF, a size line or trailer section longer than
+:data:`MAX_LINE` / :data:`MAX_TRAILERS` bytes is refused, and a body that
+ends early is an error, never a short answer taken for a whole one. Every
+refusal is an ``httpcore.RemoteProtocolError`` (httpx maps it to its own),
+whose message names what was wrong and never quotes the body.
+
+``done`` says the body is complete; ``leftover`` holds what the server sent
+after it (a connection with leftover bytes is not used again).
+"""
+
+from __future__ import annotations
+
+import re
+
+import httpcore
+
+__all__ = ["MAX_LINE", "MAX_TRAILERS", "Chunked", "Framing", "Sized", "UntilClose", "framing_for"]
+
+#: longest chunk-size line (with its extensions) accepted, in bytes
+MAX_LINE = 4096
+#: most bytes of trailer fields accepted after the last chunk
+MAX_TRAILERS = 16384
+
+_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?")
+
+_LINE, _DATA, _CRLF, _TRAILER, _DONE = range(5)
+
+
+class Framing:
+    """A body decoder: ``feed`` each read, ``eof`` when the connection ends."""
+
+    __slots__ = ("done", "leftover")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.leftover = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        raise NotImplementedError
+
+    def eof(self) -> None:
+        """The connection ended; raises when that leaves the body incomplete."""
+        if not self.done:
+            raise httpcore.RemoteProtocolError(self._incomplete())
+
+    def _incomplete(self) -> str:
+        return "peer closed connection without sending complete message body"
+
+
+class Empty(Framing):
+    """No body at all (HEAD, 1xx, 204, 304): complete before the first read."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.done = True
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self.leftover += data
+        return []
+
+
+class Sized(Framing):
+    """A ``Content-Length`` body: exactly that many bytes."""
+
+    __slots__ = ("left", "size")
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = self.left = size
+        self.done = size == 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        left = self.left
+        if self.done:
+            self.leftover += data
+            return []
+        if len(data) < left:
+            self.left = left - len(data)
+            return [data]
+        self.left = 0
+        self.done = True
+        if len(data) > left:
+            self.leftover = data[left:]
+            return [data[:left]]
+        return [data]
+
+    def _incomplete(self) -> str:
+        got = self.size - self.left
+        return f"peer closed connection without sending complete message body: received {got} bytes, expected {self.size}"
+
+
+class UntilClose(Framing):
+    """Neither length nor chunks: the body is whatever comes until the server closes."""
+
+    __slots__ = ()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        return [data]
+
+    def eof(self) -> None:
+        self.done = True
+
+
+class Chunked(Framing):
+    """``Transfer-Encoding: chunked``: size lines, data, CRLF; a zero size, trailers, a blank line."""
+
+    __slots__ = ("_buf", "_state", "_left", "_trailers")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._buf = b""
+        self._state = _LINE
+        self._left = 0
+        self._trailers = 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self.done:
+            self.leftover += data
+            return []
+        buf = self._buf + data if self._buf else data
+        end = len(buf)
+        at = 0
+        out: list[bytes] = []
+        state = self._state
+        while at < end:
+            if state == _DATA:
+                take = min(self._left, end - at)
+                out.append(buf[at:at + take])
+                at += take
+                self._left -= take
+                if self._left:
+                    break
+                state = _CRLF
+            elif state == _CRLF:
+                if end - at < 2:
+                    if buf[at:end] != b"\r":
+                        raise httpcore.RemoteProtocolError("chunk data was not followed by CRLF")
+                    break
+                if buf[at:at + 2] != b"\r\n":
+                    raise httpcore.RemoteProtocolError("chunk data was not followed by CRLF")
+                at += 2
+                state = _LINE
+            elif state == _LINE:
+                eol = buf.find(b"\r\n", at, at + MAX_LINE + 2)
+                if eol < 0:
+                    if end - at > MAX_LINE:
+                        raise httpcore.RemoteProtocolError(f"a chunk size line was longer than {MAX_LINE} bytes")
+                    break
+                matched = _SIZE.fullmatch(buf, at, eol)
+                if matched is None:
+                    raise httpcore.RemoteProtocolError("a chunk size line was not a hexadecimal size")
+                at = eol + 2
+                size = int(matched.group(1), 16)
+                if size:
+                    self._left = size
+                    state = _DATA
+                else:
+                    state = _TRAILER
+            elif state == _TRAILER:
+                eol = buf.find(b"\r\n", at)
+                if eol < 0:
+                    if self._trailers + end - at > MAX_TRAILERS:
+                        raise httpcore.RemoteProtocolError(f"the trailers were longer than {MAX_TRAILERS} bytes")
+                    break
+                if eol == at:  # the blank line: the body is complete
+                    at += 2
+                    state = _DONE
+                    self.done = True
+                    self.leftover = buf[at:]
+                    at = end
+                    break
+                self._trailers += eol + 2 - at
+                if self._trailers > MAX_TRAILERS:
+                    raise httpcore.RemoteProtocolError(f"the trailers were longer than {MAX_TRAILERS} bytes")
+                if b":" not in buf[at:eol]:
+                    raise httpcore.RemoteProtocolError("a trailer line was not a header field")
+                at = eol + 2
+        self._state = state
+        self._buf = buf[at:] if at < end else b""
+        return out
+
+    def _incomplete(self) -> str:
+        return "peer closed connection without sending complete message body: incomplete chunked read"
+
+
+def framing_for(method: bytes, status: int, headers: list[tuple[bytes, bytes]]) -> Framing:
+    """The decoder for a response to ``method`` with ``status`` and ``headers`` (as h11 checked them).
+
+    h11 has already refused a ``Transfer-Encoding`` other than ``chunked`` and a
+    malformed or conflicting ``Content-Length``; names here are lower case.
+    """
+    if method == b"HEAD" or status < 200 or status in (204, 304):
+        return Empty()
+    length = None
+    for name, value in headers:
+        if name == b"transfer-encoding":
+            return Chunked()
+        if name == b"content-length":
+            length = int(value)
+    return UntilClose() if length is None else Sized(length)

@@ -1,0 +1,386 @@
+"""HTTP/1.1 connections for the pooled clients: h11 for the request and the response head, then a lean body.
+
+Theory of operation
+-------------------
+Under httpx, httpcore's HTTP/1.1 connection hands every network read of a
+body to h11 and walks several layers of generators, trace blocks and
+exception maps per read. For a model's stream, one small chunk per read,
+that was most of a client's cost per chunk: on a loopback stream paced like
+a model, a bare socket loop cost 15 µs of CPU per chunk and
+``httpx.Response.iter_raw`` 63 µs.
+
+These connections keep h11 where parsing is subtle, writing the request
+(it refuses a header value with a line break) and reading the response head
+(status line, header syntax, conflicting lengths, ``Transfer-Encoding``),
+and then read the body with :mod:`._framing`: one ``read`` of the network
+stream and one ``feed`` per chunk. They are what the pooled clients'
+connection pools (:mod:`._flat_pool`) open; clients injected by a user
+keep whatever transport they were built with.
+
+Behaviour kept from httpcore, which httpx and :mod:`._inflight` rely on:
+a failed request write is not raised at once, the answer is read anyway (a
+server may answer before it read the whole request, and a cancel shuts the
+socket so that read fails at once); errors are httpcore's own (httpx maps
+them to its own); the body's read timeout is read from the request when the
+body starts (so :func:`._streaming._cap_reads` can shorten it after the
+headers); the response carries ``http_version``, ``reason_phrase`` and
+``network_stream`` extensions. A connection goes back to its pool only after
+a complete body with nothing after it, on a response that allows keep-alive.
+
+One connection carries one request at a time (HTTP/1.1); the pool sees to that.
+The sync and async classes differ only in their awaits: the decisions are in
+:class:`Cycle`, which does no I/O.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import h11
+import httpcore
+
+from ._framing import Framing, UntilClose, framing_for
+
+__all__ = ["AsyncLeanConnection", "Cycle", "LeanConnection"]
+
+#: bytes asked of the network per read (httpcore's figure)
+READ_SIZE = 64 * 1024
+#: largest response head accepted (httpcore's figure)
+MAX_HEAD = 100 * 1024
+
+_NEW, _ACTIVE, _IDLE, _CLOSED = range(4)
+
+
+class Cycle:
+    """One request and the head of its response, without I/O: h11's side of the exchange."""
+
+    __slots__ = ("request", "h11", "write_failed")
+
+    def __init__(self, request: httpcore.Request) -> None:
+        self.request = request
+        self.h11 = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+        self.write_failed = False
+
+    def head(self) -> bytes:
+        """The request line and headers."""
+        request = self.request
+        try:
+            event = h11.Request(method=request.method, target=request.url.target, headers=request.headers)
+            return self.h11.send(event) or b""
+        except h11.LocalProtocolError as exc:
+            raise httpcore.LocalProtocolError(str(exc)) from exc
+
+    def data(self, chunk: bytes) -> bytes:
+        try:
+            return self.h11.send(h11.Data(data=chunk)) or b""
+        except h11.LocalProtocolError as exc:  # more bytes than the Content-Length said
+            raise httpcore.LocalProtocolError(str(exc)) from exc
+
+    def end(self) -> bytes:
+        try:
+            return self.h11.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError as exc:  # fewer bytes than the Content-Length said
+            raise httpcore.LocalProtocolError(str(exc)) from exc
+
+    def response(self) -> h11.Response | None:
+        """The final response head once it is in, else None (read more; 1xx heads are skipped)."""
+        conn = self.h11
+        while True:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise httpcore.RemoteProtocolError(str(exc)) from exc
+            if event is h11.NEED_DATA:
+                return None
+            if isinstance(event, h11.InformationalResponse) and event.status_code != 101:
+                continue
+            if isinstance(event, (h11.Response, h11.InformationalResponse)):
+                return event  # type: ignore[return-value]
+            raise httpcore.RemoteProtocolError(f"expected a response head, got {type(event).__name__}")
+
+    def receive(self, data: bytes) -> None:
+        if not data and self.h11.their_state is h11.SEND_RESPONSE:
+            raise httpcore.RemoteProtocolError("Server disconnected without sending a response.")
+        self.h11.receive_data(data)
+
+    def answer(self, event: h11.Response, stream: Any) -> tuple[httpcore.Response, Framing, bytes, bool]:
+        """The response for httpx, its body's decoder, the body bytes already read, and whether keep-alive holds."""
+        lowered = list(event.headers)
+        framing = framing_for(self.request.method, event.status_code, lowered)
+        leftover = self.h11.trailing_data[0]
+        keep = (event.http_version == b"1.1" and event.status_code != 101 and not self.write_failed
+                and not isinstance(framing, UntilClose)
+                and not _says_close(lowered) and not _says_close(self.request.headers))
+        response = httpcore.Response(
+            status=event.status_code, headers=event.headers.raw_items(), content=None,
+            extensions={"http_version": b"HTTP/" + event.http_version, "reason_phrase": event.reason,
+                        "network_stream": stream})
+        return response, framing, bytes(leftover), keep
+
+
+def _says_close(headers: Any) -> bool:
+    for name, value in headers:
+        if name.lower() == b"connection" and b"close" in (t.strip().lower() for t in value.split(b",")):
+            return True
+    return False
+
+
+class _Base:
+    """What both connections hold: the origin, the options, the state and the keep-alive clock."""
+
+    def __init__(self, origin: httpcore.Origin, *, network_backend: Any, ssl_context: Any = None,
+                 keepalive_expiry: float | None = None, local_address: str | None = None,
+                 uds: str | None = None, socket_options: Any = None) -> None:
+        self._origin = origin
+        self._backend = network_backend
+        self._ssl_context = ssl_context
+        self._keepalive_expiry = keepalive_expiry
+        self._local_address = local_address
+        self._uds = uds
+        self._socket_options = socket_options
+        self._stream: Any = None
+        self._state = _NEW
+        self._expire_at: float | None = None
+
+    def _begin(self) -> None:
+        if self._state not in (_NEW, _IDLE):
+            raise httpcore.ConnectionNotAvailable()
+        self._state = _ACTIVE
+        self._expire_at = None
+
+    def _connect_args(self, request: httpcore.Request) -> tuple[dict[str, Any], float | None]:
+        timeout = request.extensions.get("timeout", {}).get("connect")
+        if self._uds is not None:
+            return {"path": self._uds, "timeout": timeout, "socket_options": self._socket_options}, timeout
+        return {"host": self._origin.host.decode("ascii"), "port": self._origin.port, "timeout": timeout,
+                "local_address": self._local_address, "socket_options": self._socket_options}, timeout
+
+    def _tls_args(self, request: httpcore.Request, timeout: float | None) -> dict[str, Any] | None:
+        if self._origin.scheme != b"https":
+            return None
+        context = self._ssl_context if self._ssl_context is not None else ssl.create_default_context()
+        context.set_alpn_protocols(["http/1.1"])
+        host = request.extensions.get("sni_hostname") or self._origin.host.decode("ascii")
+        return {"ssl_context": context, "server_hostname": host, "timeout": timeout}
+
+    def _ended(self, reusable: bool) -> bool:
+        """The body is done with; True when the socket must now be closed."""
+        if self._state != _ACTIVE:
+            return False
+        if reusable:
+            self._state = _IDLE
+            if self._keepalive_expiry is not None:
+                self._expire_at = time.monotonic() + self._keepalive_expiry
+            return False
+        self._state = _CLOSED
+        return True
+
+    # the pool's questions (as httpcore's connections answer them)
+
+    def is_available(self) -> bool:
+        return self._state == _IDLE
+
+    def has_expired(self) -> bool:
+        if self._expire_at is not None and time.monotonic() > self._expire_at:
+            return True
+        # an idle socket with something to read: the server closed it (or sent what nobody asked for)
+        return self._state == _IDLE and bool(self._stream.get_extra_info("is_readable"))
+
+    def is_idle(self) -> bool:
+        return self._state == _IDLE
+
+    def is_closed(self) -> bool:
+        return self._state == _CLOSED
+
+
+class LeanConnection(_Base):
+    """A sync HTTP/1.1 connection (see the module's docstring)."""
+
+    def handle_request(self, request: httpcore.Request) -> httpcore.Response:
+        self._begin()
+        try:
+            timeouts = request.extensions.get("timeout", {})
+            if self._stream is None:
+                self._stream = self._connect(request)
+            stream, cycle = self._stream, Cycle(request)
+            try:
+                self._send(stream, cycle, timeouts.get("write"))
+            except httpcore.WriteError:  # read the answer anyway (see the module's docstring)
+                cycle.write_failed = True
+            read = timeouts.get("read")
+            event = cycle.response()
+            while event is None:
+                cycle.receive(stream.read(READ_SIZE, read))
+                event = cycle.response()
+            response, framing, leftover, keep = cycle.answer(event, stream)
+        except BaseException:
+            self.close()
+            raise
+        response.stream = _Body(self, request, framing, leftover, keep)
+        return response
+
+    def _connect(self, request: httpcore.Request) -> Any:
+        args, timeout = self._connect_args(request)
+        backend = self._backend
+        stream = backend.connect_tcp(**args) if self._uds is None else backend.connect_unix_socket(**args)
+        tls = self._tls_args(request, timeout)
+        return stream if tls is None else stream.start_tls(**tls)
+
+    @staticmethod
+    def _send(stream: Any, cycle: Cycle, timeout: float | None) -> None:
+        out = [cycle.head()]
+        for chunk in cycle.request.stream:  # type: ignore[union-attr]
+            out.append(cycle.data(chunk))
+            if sum(map(len, out)) > READ_SIZE:
+                stream.write(b"".join(out), timeout)
+                out = []
+        out.append(cycle.end())
+        stream.write(b"".join(out), timeout)
+
+    def end_body(self, reusable: bool) -> None:
+        if self._ended(reusable):
+            self._stream.close()
+
+    def close(self) -> None:
+        self._state = _CLOSED
+        if self._stream is not None:
+            self._stream.close()
+
+
+class _Body:
+    """A sync response body: one read and one framing step per chunk."""
+
+    __slots__ = ("_conn", "_request", "_framing", "_leftover", "_keep", "_ended")
+
+    def __init__(self, conn: LeanConnection, request: httpcore.Request, framing: Framing, leftover: bytes,
+                 keep: bool) -> None:
+        self._conn, self._request, self._framing = conn, request, framing
+        self._leftover, self._keep, self._ended = leftover, keep, False
+
+    def __iter__(self) -> Iterator[bytes]:
+        framing = self._framing
+        read = self._conn._stream.read
+        timeout = self._request.extensions.get("timeout", {}).get("read")  # now: it may have been shortened
+        try:
+            if self._leftover:
+                pieces, self._leftover = framing.feed(self._leftover), b""
+                yield from pieces
+            while not framing.done:
+                raw = read(READ_SIZE, timeout)
+                if not raw:
+                    framing.eof()
+                    break
+                for piece in framing.feed(raw):
+                    yield piece
+        except BaseException:
+            self._end(False)
+            raise
+        self._end(True)
+
+    def close(self) -> None:
+        self._end(self._framing.done)
+
+    def _end(self, complete: bool) -> None:
+        if not self._ended:
+            self._ended = True
+            self._conn.end_body(complete and self._keep and not self._framing.leftover)
+
+
+class AsyncLeanConnection(_Base):
+    """The async twin of :class:`LeanConnection`."""
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        self._begin()
+        try:
+            timeouts = request.extensions.get("timeout", {})
+            if self._stream is None:
+                self._stream = await self._connect(request)
+            stream, cycle = self._stream, Cycle(request)
+            try:
+                await self._send(stream, cycle, timeouts.get("write"))
+            except httpcore.WriteError:
+                cycle.write_failed = True
+            read = timeouts.get("read")
+            event = cycle.response()
+            while event is None:
+                cycle.receive(await stream.read(READ_SIZE, read))
+                event = cycle.response()
+            response, framing, leftover, keep = cycle.answer(event, stream)
+        except BaseException:
+            await self.aclose()
+            raise
+        response.stream = _AsyncBody(self, request, framing, leftover, keep)
+        return response
+
+    async def _connect(self, request: httpcore.Request) -> Any:
+        args, timeout = self._connect_args(request)
+        backend = self._backend
+        if self._uds is None:
+            stream = await backend.connect_tcp(**args)
+        else:
+            stream = await backend.connect_unix_socket(**args)
+        tls = self._tls_args(request, timeout)
+        return stream if tls is None else await stream.start_tls(**tls)
+
+    @staticmethod
+    async def _send(stream: Any, cycle: Cycle, timeout: float | None) -> None:
+        out = [cycle.head()]
+        async for chunk in cycle.request.stream:  # type: ignore[union-attr]
+            out.append(cycle.data(chunk))
+            if sum(map(len, out)) > READ_SIZE:
+                await stream.write(b"".join(out), timeout)
+                out = []
+        out.append(cycle.end())
+        await stream.write(b"".join(out), timeout)
+
+    async def end_body(self, reusable: bool) -> None:
+        if self._ended(reusable):
+            await self._stream.aclose()
+
+    async def aclose(self) -> None:
+        self._state = _CLOSED
+        if self._stream is not None:
+            await self._stream.aclose()
+
+
+class _AsyncBody:
+    """An async response body (see :class:`_Body`)."""
+
+    __slots__ = ("_conn", "_request", "_framing", "_leftover", "_keep", "_ended")
+
+    def __init__(self, conn: AsyncLeanConnection, request: httpcore.Request, framing: Framing, leftover: bytes,
+                 keep: bool) -> None:
+        self._conn, self._request, self._framing = conn, request, framing
+        self._leftover, self._keep, self._ended = leftover, keep, False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        framing = self._framing
+        read = self._conn._stream.read
+        timeout = self._request.extensions.get("timeout", {}).get("read")
+        try:
+            if self._leftover:
+                pieces, self._leftover = framing.feed(self._leftover), b""
+                for piece in pieces:
+                    yield piece
+            while not framing.done:
+                raw = await read(READ_SIZE, timeout)
+                if not raw:
+                    framing.eof()
+                    break
+                for piece in framing.feed(raw):
+                    yield piece
+        except BaseException:
+            await self._end(False)
+            raise
+        await self._end(True)
+
+    async def aclose(self) -> None:
+        await self._end(self._framing.done)
+
+    async def _end(self, complete: bool) -> None:
+        if not self._ended:
+            self._ended = True
+            await self._conn.end_body(complete and self._keep and not self._framing.leftover)
