@@ -1,0 +1,452 @@
+"""The pooled clients' HTTP/1.1 connections (``_lean_conn`` in ``_flat_pool``) against exact bytes on real sockets.
+
+A raw-socket server on 127.0.0.1 writes the bytes each test scripts (one reply
+per request, in the order requests arrive), counts the connections it accepts
+and notes which connection carried each request, so a test sees whether a
+connection was reused. Every test runs twice, through ``sync_client_for`` and
+through ``async_client_for``: the test body is one coroutine, driven with a thin
+adapter per mode (the sync client simply blocks the loop it runs in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from agent_core_providers._pool import (
+    aclose_clients,
+    async_client_for,
+    close_clients,
+    sync_client_for,
+)
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Wait for ``event`` (at most 5 s) before the next step; the server notes whether it came in time."""
+
+    event: threading.Event
+
+
+CLOSE = object()  #: close the connection here (a FIN, nothing said in a header)
+
+
+class RawServer:
+    """Answers each request with the next scripted reply: a sequence of bytes, :class:`Hold` and :data:`CLOSE`."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self.accepted = 0
+        self.requests: list[tuple[int, bytes]] = []  # (connection number from 1, request line)
+        self.holds: list[bool] = []  # per Hold step: True when its event came before the timeout
+        self._replies: deque[tuple[Any, ...]] = deque()
+        self._events: list[threading.Event] = []
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
+
+    def script(self, *replies: bytes | tuple[Any, ...]) -> None:
+        with self._lock:
+            self._replies.extend(r if isinstance(r, tuple) else (r,) for r in replies)
+
+    def event(self) -> threading.Event:
+        """An event for a :class:`Hold`; :meth:`stop` sets it, so no server thread outlives the test."""
+        event = threading.Event()
+        self._events.append(event)
+        return event
+
+    def conns(self) -> list[int]:
+        """Which connection carried each request, in order."""
+        return [n for n, _ in self.requests]
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self._listener.accept()
+            except OSError:
+                return
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each step leaves at once
+            with self._lock:
+                self.accepted += 1
+                self._socks.append(sock)
+                thread = threading.Thread(target=self._serve, args=(sock, self.accepted), daemon=True)
+                self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, sock: socket.socket, number: int) -> None:
+        buf = b""
+        with contextlib.suppress(OSError), sock:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                lines = head.split(b"\r\n")
+                length = next((int(line.split(b":", 1)[1]) for line in lines[1:]
+                               if line.lower().startswith(b"content-length:")), 0)
+                while len(buf) < length:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                buf = buf[length:]
+                with self._lock:
+                    self.requests.append((number, lines[0]))
+                    reply = self._replies.popleft() if self._replies else (CLOSE,)
+                for step in reply:
+                    if step is CLOSE:
+                        sock.shutdown(socket.SHUT_RDWR)
+                        sock.close()
+                        return
+                    if isinstance(step, Hold):
+                        self.holds.append(step.event.wait(5))
+                    else:
+                        sock.sendall(step)
+
+    def stop(self) -> None:
+        for event in self._events:
+            event.set()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept
+        self._listener.close()
+        with self._lock:
+            socks = list(self._socks)
+        for sock in socks:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        for thread in self._threads:
+            thread.join(5)
+
+
+@pytest.fixture
+def server() -> Iterable[RawServer]:
+    srv = RawServer()
+    yield srv
+    srv.stop()
+
+
+# -- one test body, two clients ------------------------------------------------------------
+
+
+async def _pieces(it: Iterable[bytes]) -> AsyncIterator[bytes]:
+    for piece in it:
+        yield piece
+
+
+class _Sync:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.client = sync_client_for(url, 10.0)
+
+    async def request(self, method: str = "GET") -> httpx.Response:
+        return self.client.request(method, self.url + "/v1/x")
+
+    @contextlib.asynccontextmanager
+    async def stream(self, timeout: httpx.Timeout | None = None) -> AsyncIterator[AsyncIterator[bytes]]:
+        kwargs = {} if timeout is None else {"timeout": timeout}
+        with self.client.stream("GET", self.url + "/v1/x", **kwargs) as response:
+            yield _pieces(response.iter_raw())
+
+    async def close(self) -> None:
+        close_clients()
+
+
+class _Async:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.client = async_client_for(url, 10.0)
+
+    async def request(self, method: str = "GET") -> httpx.Response:
+        return await self.client.request(method, self.url + "/v1/x")
+
+    @contextlib.asynccontextmanager
+    async def stream(self, timeout: httpx.Timeout | None = None) -> AsyncIterator[AsyncIterator[bytes]]:
+        kwargs = {} if timeout is None else {"timeout": timeout}
+        async with self.client.stream("GET", self.url + "/v1/x", **kwargs) as response:
+            yield response.aiter_raw()
+
+    async def close(self) -> None:
+        await aclose_clients()
+
+
+Client = _Sync | _Async
+
+
+def _pool(c: Client) -> Any:
+    return c.client._transport._pool  # type: ignore[union-attr]
+
+
+def _run(mode: str, server: RawServer, body: Callable[[Client], Awaitable[None]]) -> None:
+    async def main() -> None:
+        c = _Sync(server.url) if mode == "sync" else _Async(server.url)
+        try:
+            await body(c)
+        finally:
+            await c.close()
+
+    asyncio.run(main())
+
+
+modes = pytest.mark.parametrize("mode", ["sync", "async"])
+
+CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n"
+SIZED = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world"
+CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+# -- keep-alive and when it must not hold --------------------------------------------------
+
+
+@modes
+@pytest.mark.parametrize("reply", [CHUNKED, SIZED], ids=["chunked", "sized"])
+def test_two_requests_reuse_one_connection(mode: str, server: RawServer, reply: bytes) -> None:
+    server.script(reply, reply)
+
+    async def body(c: Client) -> None:
+        for _ in range(2):
+            response = await c.request()
+            assert response.status_code == 200
+            assert response.content == b"hello world"
+            assert _pool(c).connections == 1  # idle, back in the pool
+        assert server.accepted == 1
+        assert server.conns() == [1, 1]
+
+    _run(mode, server, body)
+
+
+@modes
+def test_large_bodies_arrive_whole_over_many_reads(mode: str, server: RawServer) -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB, many times READ_SIZE
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (data[:300_000], data[300_000:]))
+    server.script(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(data) + data,
+                  CHUNKED_HEAD + chunks + b"0\r\n\r\n", SIZED)
+
+    async def body(c: Client) -> None:
+        assert (await c.request()).content == data
+        assert (await c.request()).content == data
+        assert (await c.request()).content == b"hello world"
+        assert server.conns() == [1, 1, 1]
+
+    _run(mode, server, body)
+
+
+NOT_REUSABLE = {
+    # the server keeps its side open: only the response says the connection is done
+    "connection-close": (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello",),
+    "connection-close-chunked": (CHUNKED_HEAD.replace(b"\r\n\r\n", b"\r\nConnection: keep-alive, Close\r\n\r\n")
+                                 + b"5\r\nhello\r\n0\r\n\r\n",),
+    "http-1.0": (b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello",),
+    "until-close": (b"HTTP/1.1 200 OK\r\n\r\nhel", b"lo", CLOSE),
+    "bytes-after-sized": (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\n",),
+    "bytes-after-chunked": (CHUNKED_HEAD + b"5\r\nhello\r\n0\r\n\r\njunk",),
+}
+
+
+@modes
+@pytest.mark.parametrize("reply", NOT_REUSABLE.values(), ids=NOT_REUSABLE.keys())
+def test_a_connection_that_cannot_carry_another_request_is_not_reused(
+        mode: str, server: RawServer, reply: tuple[Any, ...]) -> None:
+    server.script(reply, SIZED)
+
+    async def body(c: Client) -> None:
+        response = await c.request()
+        assert response.content == b"hello"
+        assert _pool(c).connections == 0  # closed, not put back
+        assert (await c.request()).content == b"hello world"
+        assert server.conns() == [1, 2]
+
+    _run(mode, server, body)
+
+
+@modes
+def test_informational_heads_before_the_response_are_skipped(mode: str, server: RawServer) -> None:
+    early = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"
+    server.script((early, SIZED), (b"HTTP/1.1 100 Continue\r\n\r\n", CHUNKED))  # the second: written apart
+
+    async def body(c: Client) -> None:
+        response = await c.request()
+        assert (response.status_code, response.content) == (200, b"hello world")
+        response = await c.request()
+        assert (response.status_code, response.content) == (200, b"hello world")
+        assert server.conns() == [1, 1]
+
+    _run(mode, server, body)
+
+
+@modes
+def test_head_204_and_304_have_no_body_and_keep_the_connection(mode: str, server: RawServer) -> None:
+    server.script(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n",
+        b"HTTP/1.1 204 No Content\r\n\r\n",
+        b"HTTP/1.1 304 Not Modified\r\nContent-Length: 11\r\n\r\n",
+        SIZED,
+    )
+
+    async def body(c: Client) -> None:
+        head = await c.request("HEAD")
+        assert (head.status_code, head.headers["content-length"], head.content) == (200, "11", b"")
+        assert (await c.request()).status_code == 204
+        not_modified = await c.request()
+        assert (not_modified.status_code, not_modified.content) == (304, b"")
+        assert (await c.request()).content == b"hello world"  # read right after the bodiless ones
+        assert server.conns() == [1, 1, 1, 1]
+        assert [line.split(b" ")[0] for _, line in server.requests] == [b"HEAD", b"GET", b"GET", b"GET"]
+
+    _run(mode, server, body)
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+CUT_SHORT = {
+    "sized": ((b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello", CLOSE), "received 5 bytes, expected 11"),
+    "chunked-no-last-chunk": ((CHUNKED_HEAD + b"5\r\nhello\r\n", CLOSE), "incomplete chunked read"),
+    "chunked-mid-data": ((CHUNKED_HEAD + b"b\r\nhello", CLOSE), "incomplete chunked read"),
+    "chunked-mid-trailers": ((CHUNKED_HEAD + b"5\r\nhello\r\n0\r\nx: y\r\n", CLOSE), "incomplete chunked read"),
+}
+
+
+@modes
+@pytest.mark.parametrize(("reply", "message"), CUT_SHORT.values(), ids=CUT_SHORT.keys())
+def test_a_body_cut_short_is_an_error_and_its_connection_is_dropped(
+        mode: str, server: RawServer, reply: tuple[Any, ...], message: str) -> None:
+    server.script(reply, SIZED)
+
+    async def body(c: Client) -> None:
+        with pytest.raises(httpx.RemoteProtocolError, match=message):
+            await c.request()
+        assert _pool(c).connections == 0
+        assert (await c.request()).content == b"hello world"
+        assert server.conns() == [1, 2]
+
+    _run(mode, server, body)
+
+
+MALFORMED = {
+    "status": (b"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n", "status"),
+    "not-http": (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", "illegal status line"),
+    "header-line": (b"HTTP/1.1 200 OK\r\nno colon here\r\nContent-Length: 0\r\n\r\n", "illegal header line"),
+    "two-lengths": (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", "conflicting"),
+    "transfer-encoding": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nhello", "Transfer-Encoding"),
+    "chunk-size": (CHUNKED_HEAD + b"5\r\nhello\r\nzz\r\nsecret\r\n0\r\n\r\n", "not a hexadecimal size"),
+    "chunk-size-first": (CHUNKED_HEAD + b"0x5\r\nhello\r\n0\r\n\r\n", "not a hexadecimal size"),
+    "chunk-crlf": (CHUNKED_HEAD + b"5\r\nhelloXY0\r\n\r\n", "not followed by CRLF"),
+}
+
+
+@modes
+@pytest.mark.parametrize(("reply", "message"), MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_response_is_a_protocol_error_and_its_connection_is_dropped(
+        mode: str, server: RawServer, reply: bytes, message: str) -> None:
+    server.script(reply, SIZED)  # the server keeps the connection open: the error must not wait for its end
+
+    async def body(c: Client) -> None:
+        with pytest.raises(httpx.RemoteProtocolError, match=message) as info:
+            await c.request()
+        assert "secret" not in str(info.value)
+        assert _pool(c).connections == 0
+        assert (await c.request()).content == b"hello world"
+        assert server.conns() == [1, 2]
+
+    _run(mode, server, body)
+
+
+# -- the server closes an idle connection --------------------------------------------------
+
+
+@modes
+@pytest.mark.parametrize("ending", ["closed", "unasked-bytes"])
+def test_an_idle_connection_the_server_ended_is_replaced_without_an_error(
+        mode: str, server: RawServer, ending: str) -> None:
+    in_pool = server.event()
+    # keep-alive by its headers, then closed (or sent what nobody asked for) while idle in the pool
+    server.script((SIZED, Hold(in_pool), CLOSE if ending == "closed" else b"HTTP/1.1 200 OK\r\n"), SIZED)
+
+    async def body(c: Client) -> None:
+        assert (await c.request()).content == b"hello world"
+        in_pool.set()
+        pool = _pool(c)
+        idle = [conn for stack in pool._idle.values() for conn in stack]
+        assert len(idle) == 1
+        # wait until the client's side can see it (the async stream needs the loop to run for that)
+        deadline = time.monotonic() + 5
+        while not idle[0]._stream.get_extra_info("is_readable"):
+            assert time.monotonic() < deadline, "the client never saw the server's close"
+            await asyncio.sleep(0.002)
+        assert (await c.request()).content == b"hello world"  # no "Server disconnected" from the dead one
+        assert server.conns() == [1, 2]
+        assert server.holds == [True]
+        assert _pool(c).connections == 1
+
+    _run(mode, server, body)
+
+
+# -- streaming ------------------------------------------------------------------------------
+
+
+@modes
+def test_a_stream_is_delivered_piece_by_piece(mode: str, server: RawServer) -> None:
+    first_seen = server.event()
+    server.script((CHUNKED_HEAD + b"5\r\nfirst\r\n", Hold(first_seen),
+                   b"6\r\nsecond\r\n5\r\nthird\r\n0\r\n\r\n"), SIZED)
+
+    async def body(c: Client) -> None:
+        async with c.stream() as pieces:
+            assert await anext(pieces) == b"first"  # before the server sent the rest
+            first_seen.set()
+            rest = [piece async for piece in pieces]
+        assert rest == [b"second", b"third"]  # one piece per chunk, though one read held both
+        assert server.holds == [True]
+        assert (await c.request()).content == b"hello world"
+        assert server.conns() == [1, 1]
+
+    _run(mode, server, body)
+
+
+@modes
+def test_a_stalled_body_is_a_read_timeout(mode: str, server: RawServer) -> None:
+    server.script((CHUNKED_HEAD + b"5\r\nhello\r\n", Hold(server.event())), SIZED)
+
+    async def body(c: Client) -> None:
+        got = []
+        started = time.monotonic()
+        with pytest.raises(httpx.ReadTimeout):
+            async with c.stream(timeout=httpx.Timeout(10, read=0.2)) as pieces:
+                async for piece in pieces:
+                    got.append(piece)
+        assert 0.15 < time.monotonic() - started < 1.5  # the 0.2 s of this request, not the client's 10 s
+        assert got == [b"hello"]
+        assert _pool(c).connections == 0
+        assert (await c.request()).content == b"hello world"
+        assert server.conns() == [1, 2]
+
+    _run(mode, server, body)
+
+
+@modes
+def test_closing_a_response_before_its_end_drops_the_connection(mode: str, server: RawServer) -> None:
+    release = server.event()
+    server.script((CHUNKED_HEAD + b"5\r\nhello\r\n", Hold(release), b"5\r\nworld\r\n0\r\n\r\n"), SIZED)
+
+    async def body(c: Client) -> None:
+        async with c.stream() as pieces:
+            assert await anext(pieces) == b"hello"
+        assert _pool(c).connections == 0
+        release.set()
+        assert (await c.request()).content == b"hello world"
+        assert server.conns() == [1, 2]
+
+    _run(mode, server, body)
