@@ -122,7 +122,7 @@ class UntilClose(Framing):
 class Chunked(Framing):
     """``Transfer-Encoding: chunked``: size lines, data, CRLF; a zero size, trailers, a blank line."""
 
-    __slots__ = ("_buf", "_state", "_left", "_trailers")
+    __slots__ = ("_buf", "_left", "_state", "_trailers")
 
     def __init__(self) -> None:
         super().__init__()
@@ -135,6 +135,14 @@ class Chunked(Framing):
         if self.done:
             self.leftover += data
             return []
+        if self._state == _LINE and not self._buf:  # the usual read: exactly one whole chunk
+            eol = data.find(b"\r\n", 0, MAX_LINE + 2)
+            matched = _SIZE.fullmatch(data, 0, eol) if eol > 0 else None
+            if matched is not None:
+                start = eol + 2
+                stop = start + int(matched.group(1), 16)
+                if stop > start and len(data) == stop + 2 and data[stop:] == b"\r\n":
+                    return [data[start:stop]]
         buf = self._buf + data if self._buf else data
         end = len(buf)
         at = 0
@@ -161,7 +169,7 @@ class Chunked(Framing):
             elif state == _LINE:
                 eol = buf.find(b"\r\n", at, at + MAX_LINE + 2)
                 if eol < 0:
-                    if end - at > MAX_LINE:
+                    if end - at - _cr_at_end(buf) > MAX_LINE:  # a CR that may start the CRLF does not count
                         raise httpcore.RemoteProtocolError(f"a chunk size line was longer than {MAX_LINE} bytes")
                     break
                 matched = _SIZE.fullmatch(buf, at, eol)
@@ -177,7 +185,7 @@ class Chunked(Framing):
             elif state == _TRAILER:
                 eol = buf.find(b"\r\n", at)
                 if eol < 0:
-                    if self._trailers + end - at > MAX_TRAILERS:
+                    if self._trailers + end - at - _cr_at_end(buf) > MAX_TRAILERS:
                         raise httpcore.RemoteProtocolError(f"the trailers were longer than {MAX_TRAILERS} bytes")
                     break
                 if eol == at:  # the blank line: the body is complete
@@ -199,6 +207,11 @@ class Chunked(Framing):
 
     def _incomplete(self) -> str:
         return "peer closed connection without sending complete message body: incomplete chunked read"
+
+
+def _cr_at_end(buf: bytes) -> int:
+    """1 when ``buf`` ends in a CR whose LF may come with the next read."""
+    return 1 if buf[-1:] == b"\r" else 0
 
 
 def framing_for(method: bytes, status: int, headers: list[tuple[bytes, bytes]]) -> Framing:

@@ -57,7 +57,7 @@ _NEW, _ACTIVE, _IDLE, _CLOSED = range(4)
 class Cycle:
     """One request and the head of its response, without I/O: h11's side of the exchange."""
 
-    __slots__ = ("request", "h11", "write_failed")
+    __slots__ = ("h11", "request", "write_failed")
 
     def __init__(self, request: httpcore.Request) -> None:
         self.request = request
@@ -253,7 +253,7 @@ class LeanConnection(_Base):
 class _Body:
     """A sync response body: one read and one framing step per chunk."""
 
-    __slots__ = ("_conn", "_request", "_framing", "_leftover", "_keep", "_ended")
+    __slots__ = ("_conn", "_ended", "_framing", "_keep", "_leftover", "_request")
 
     def __init__(self, conn: LeanConnection, request: httpcore.Request, framing: Framing, leftover: bytes,
                  keep: bool) -> None:
@@ -273,8 +273,7 @@ class _Body:
                 if not raw:
                     framing.eof()
                     break
-                for piece in framing.feed(raw):
-                    yield piece
+                yield from framing.feed(raw)
         except BaseException:
             self._end(False)
             raise
@@ -286,7 +285,7 @@ class _Body:
     def _end(self, complete: bool) -> None:
         if not self._ended:
             self._ended = True
-            self._conn.end_body(complete and self._keep and not self._framing.leftover)
+            self._conn.end_body(complete and self._keep and not self._leftover and not self._framing.leftover)
 
 
 class AsyncLeanConnection(_Base):
@@ -349,7 +348,7 @@ class AsyncLeanConnection(_Base):
 class _AsyncBody:
     """An async response body (see :class:`_Body`)."""
 
-    __slots__ = ("_conn", "_request", "_framing", "_leftover", "_keep", "_ended")
+    __slots__ = ("_conn", "_ended", "_framing", "_keep", "_leftover", "_request")
 
     def __init__(self, conn: AsyncLeanConnection, request: httpcore.Request, framing: Framing, leftover: bytes,
                  keep: bool) -> None:
@@ -383,4 +382,4 @@ class _AsyncBody:
     async def _end(self, complete: bool) -> None:
         if not self._ended:
             self._ended = True
-            await self._conn.end_body(complete and self._keep and not self._framing.leftover)
+            await self._conn.end_body(complete and self._keep and not self._leftover and not self._framing.leftover)

@@ -43,6 +43,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import math
+import socket
+import ssl
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator
@@ -102,6 +104,7 @@ class _WatchedStream(httpcore.NetworkStream):
 
     def __init__(self, inner: httpcore.NetworkStream) -> None:
         self._inner = inner
+        self._sock = _readable_socket(inner)
         self._record: Watcher | None = None
         self.requests = 0  # requests started on this connection (> 0 before a write: reused)
         self.read_cap: float | None = None  # shorter read timeout while draining a finished body
@@ -118,7 +121,17 @@ class _WatchedStream(httpcore.NetworkStream):
         cap = self.read_cap
         if cap is not None:
             timeout = cap if timeout is None else min(timeout, cap)
-        data = self._inner.read(max_bytes, timeout)
+        sock = self._sock
+        if sock is None:
+            data = self._inner.read(max_bytes, timeout)
+        else:  # httpcore's read, without its exception-map context manager (one per chunk of a stream)
+            try:
+                sock.settimeout(timeout)
+                data = sock.recv(max_bytes)
+            except TimeoutError as exc:
+                raise httpcore.ReadTimeout(str(exc) or "timed out") from exc
+            except OSError as exc:
+                raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
         record = self._record
         if data and record is not None:
             record.received = True
@@ -132,6 +145,20 @@ class _WatchedStream(httpcore.NetworkStream):
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
+
+
+def _readable_socket(stream: httpcore.NetworkStream) -> socket.socket | None:
+    """The socket a read of ``stream`` may ``recv`` from directly, or None to read through ``stream``.
+
+    A plain TCP stream's socket, or a TLS stream's own ``SSLSocket``; not the
+    outer socket of TLS inside TLS (a proxy tunnel), whose bytes are still encrypted.
+    """
+    sock = stream.get_extra_info("socket")
+    if not isinstance(sock, socket.socket):
+        return None
+    if stream.get_extra_info("ssl_object") is not None and not isinstance(sock, ssl.SSLSocket):
+        return None
+    return sock
 
 
 class _WatchedAsyncStream(httpcore.AsyncNetworkStream):

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import httpcore
 import pytest
 from agent_core_providers import _aio_stream
 from agent_core_providers._aio_stream import AsyncioBackend
-from agent_core_providers._pool import aclose_clients, async_client_for
+from agent_core_providers._pool import (
+    aclose_clients,
+    async_client_for,
+    close_clients,
+    sync_client_for,
+)
 
 
 async def _serve(handler):  # type: ignore[no-untyped-def]
@@ -191,3 +199,36 @@ def test_an_untrusted_certificate_is_a_connect_error(certificate: tuple[Path, Pa
         assert url
 
     asyncio.run(main())
+
+
+def test_https_through_the_pooled_sync_client(certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sync client reads a TLS body from the TLS socket itself (the fast path), never from the raw one."""
+    cert, key = certificate
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"https://127.0.0.1:{listener.getsockname()[1]}"
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with server_ctx.wrap_socket(conn, server_side=True) as tls:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += tls.recv(4096)
+            tls.sendall(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
+            time.sleep(0.05)  # a second read on the client's side
+            tls.sendall(b"6\r\n world\r\n0\r\n\r\n")
+            tls.recv(1)  # until the client goes away
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        with sync_client_for(url, 10.0).stream("GET", f"{url}/x") as response:
+            stream = response.extensions["network_stream"]
+            assert isinstance(stream._sock, ssl.SSLSocket)  # read directly, and decrypted
+            assert list(response.iter_raw()) == [b"hello", b" world"]
+    finally:
+        close_clients()
+        listener.close()
+        thread.join(5)

@@ -231,10 +231,6 @@ def test_a_long_size_line_cut_into_small_reads_is_put_back_together() -> None:
     assert decoder.done and decoder.leftover == b""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_framing.Chunked: a size line of exactly MAX_LINE bytes is accepted when its CRLF arrives in one read, "
-    "but refused as 'longer than MAX_LINE' when a read ends between its CR and LF: the _LINE state checks "
-    "end - at > MAX_LINE on the buffered line including the CR"))
 def test_a_size_line_of_max_line_bytes_is_accepted_however_the_crlf_is_cut() -> None:
     line = b"1;" + b"e" * (MAX_LINE - 2)
     decoder = Chunked()
@@ -272,10 +268,6 @@ def test_trailers_of_exactly_max_trailers_are_accepted() -> None:
     assert decoder.done
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_framing.Chunked: trailers of exactly MAX_TRAILERS bytes are accepted when the closing blank line arrives "
-    "whole, but refused as 'longer than MAX_TRAILERS' when a read ends between its CR and LF: the _TRAILER "
-    "state counts the lone CR of the blank line as trailer bytes"))
 def test_trailers_of_exactly_max_trailers_are_accepted_however_the_end_is_cut() -> None:
     decoder = Chunked()
     assert decoder.feed(b"0\r\n" + _trailer_lines(MAX_TRAILERS) + b"\r") == []

@@ -272,6 +272,21 @@ def test_a_connection_that_cannot_carry_another_request_is_not_reused(
 
 
 @modes
+def test_bytes_after_a_bodiless_head_keep_its_connection_out_of_the_pool(mode: str, server: RawServer) -> None:
+    # what follows a 204 in the same read answers nothing that was asked: the connection is done
+    server.script((b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nbad",), SIZED)
+
+    async def body(c: Client) -> None:
+        async with c.stream():  # closed unread: nothing but the head's read saw those bytes
+            pass
+        assert _pool(c).connections == 0
+        assert (await c.request()).content == b"hello world"
+        assert server.conns() == [1, 2]
+
+    _run(mode, server, body)
+
+
+@modes
 def test_informational_heads_before_the_response_are_skipped(mode: str, server: RawServer) -> None:
     early = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"
     server.script((early, SIZED), (b"HTTP/1.1 100 Continue\r\n\r\n", CHUNKED))  # the second: written apart
