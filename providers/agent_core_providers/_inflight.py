@@ -134,9 +134,10 @@ class InFlight:
         stream.requests += 1
         self.received = False
         if self.cancelled or self.expired:  # checked after publishing the stream: a cancel sees one or the other
-            # httpcore swallows a failed request write and goes on to read the answer
-            # (a server may answer early): shut the socket so that read fails at once
-            # instead of waiting out the read timeout for an answer to nothing.
+            # The connection (httpcore's, and ._lean_conn's alike) swallows a failed request
+            # write and goes on to read the answer (a server may answer early): shut the
+            # socket so that read fails at once instead of waiting out the read timeout for
+            # an answer to nothing.
             _shutdown(stream.get_extra_info("socket"))
             raise httpcore.WriteError("request cancelled before it was sent")
 
