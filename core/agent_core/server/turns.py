@@ -37,6 +37,7 @@ from ..types import Session
 from .failures import Failure, dialect_of, failure_of, failure_of_info
 from .fields import declared_by, fit_to_provider, keys_by_plugin
 from .http import request_id_of, session_id_of, until_output, watch_disconnect
+from .ready import ready_together
 
 __all__ = ["FACADE_DEFAULTS", "FacadeTurn", "TurnRoutes", "chained", "merged", "rate_limits"]
 
@@ -193,10 +194,10 @@ class TurnRoutes:
         """Send ``frames``, and own the request's end: a client gone before the last frame cancels upstream."""
         finished = False
         try:
-            async with aclosing(frames):
-                async for frame in frames:
-                    finished = is_last(frame)
-                    yield frame
+            async with aclosing(frames), aclosing(ready_together(frames)) as batches:
+                async for batch in batches:  # the frames that were ready together, in one message
+                    finished = is_last(batch[-1])
+                    yield batch[0] if len(batch) == 1 else b"".join(batch)
         finally:
             if not finished:
                 await self._abandon(turns)
