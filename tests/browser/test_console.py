@@ -169,7 +169,8 @@ def test_resume_action_export_and_delete(watched: Watched, base_url: str) -> Non
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete").click()
     page.get_by_text(f"Deleted session {sid}.").wait_for()
-    assert page.get_by_role("button", name=re.compile(sid)).count() == 0
+    # the notice comes before the list is fetched again: wait for the list, do not just count once
+    expect(page.get_by_role("button", name=re.compile(sid))).to_have_count(0)
     assert httpx.get(f"{base_url}/v1/sessions/{sid}").status_code == 404
 
 
