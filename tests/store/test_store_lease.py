@@ -233,7 +233,11 @@ def test_waiters_in_one_store_win_in_the_order_they_came(store: SqlSessionStore)
     order: list[str] = []
 
     def waiter(name: str, front: bool = False) -> None:
-        lease = store.wait_lease("s1", wait_s=30, front=front, poll_s=0.01)
+        # A long poll: after its first try a waiter sleeps until a release or a change at the head
+        # of the line wakes it. With a short one, w1 (first in line until "first" came) kept trying,
+        # and a try already under way when "first" joined could win the release: once in a clean-clone
+        # CI run on a loaded machine. Front jumps the line of those waiting, not a try in flight.
+        lease = store.wait_lease("s1", wait_s=30, front=front, poll_s=5)
         assert lease is not None
         order.append(name)
         time.sleep(0.05)
@@ -249,6 +253,7 @@ def test_waiters_in_one_store_win_in_the_order_they_came(store: SqlSessionStore)
     threads[-1].start()
     while store.lease_waiters("s1") < 4:
         time.sleep(0.01)
+    time.sleep(0.2)  # the waiters' first tries (each one database round trip) are over
     held.release()
     assert store.try_lease("s1") is None  # free in the database, but others wait in line
     for t in threads:
