@@ -465,3 +465,36 @@ def test_closing_a_response_before_its_end_drops_the_connection(mode: str, serve
         assert server.conns() == [1, 2]
 
     _run(mode, server, body)
+
+
+def test_threads_sharing_the_sync_pool_each_get_a_whole_answer_and_reuse_connections(server: RawServer) -> None:
+    """The sync pool is shared by every thread of a process: its stacks change under a lock."""
+    threads, each = 12, 15
+    server.script(*([CHUNKED, SIZED] * (threads * each // 2)))
+    client = sync_client_for(server.url, 10.0)
+    bodies: list[bytes] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(threads)
+
+    def work() -> None:
+        start.wait()
+        try:
+            for _ in range(each):
+                with client.stream("GET", server.url + "/v1/x") as response:
+                    bodies.append(b"".join(response.iter_raw()))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    try:
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(30)
+        assert errors == []
+        assert bodies == [b"hello world"] * (threads * each)
+        # never more connections than threads at once, and every one of them back in the pool
+        assert server.accepted <= threads
+        assert client._transport._pool.connections == server.accepted  # type: ignore[attr-defined]
+    finally:
+        close_clients()
