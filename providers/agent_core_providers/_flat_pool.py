@@ -45,8 +45,8 @@ from ._lean_conn import AsyncLeanConnection, LeanConnection
 __all__ = ["FlatAsyncPool", "FlatPool"]
 
 
-class FlatAsyncPool:
-    """Idle connections per origin, most recent first; a new connection when none is idle."""
+class _Stacks:
+    """What both pools keep, with the stack work that does no I/O: take an idle connection, put one back."""
 
     def __init__(self, *, network_backend: Any, max_keepalive: int, keepalive_expiry: float | None,
                  ssl_context: Any = None, http1: bool = True, http2: bool = False, retries: int = 0,
@@ -58,10 +58,10 @@ class FlatAsyncPool:
                          "socket_options": socket_options}
         self._idle: dict[tuple[bytes, bytes, int], deque[Any]] = {}  # by origin
         self._idle_count = 0
-        self._busy: set[Any] = set()  # so aclose can close them too
+        self._busy: set[Any] = set()  # so a close can close them too
 
     @classmethod
-    def replacing(cls, pool: Any, max_keepalive: int, network_backend: Any = None) -> FlatAsyncPool:
+    def replacing(cls, pool: Any, max_keepalive: int, network_backend: Any = None) -> Self:
         """A flat pool with the options of httpcore's ``pool`` (as httpx's transport built it).
 
         ``network_backend``: the one its connections use (default: ``pool``'s).
@@ -76,39 +76,25 @@ class FlatAsyncPool:
         """Open connections, idle and busy (for tests and benchmarks)."""
         return self._idle_count + len(self._busy)
 
-    def _take(self, origin: httpcore.Origin) -> tuple[httpcore.AsyncHTTPConnection, list[Any]]:
-        """An idle connection to ``origin`` (or a new one), and the dead ones met on the way, to close."""
+    def _take(self, origin: httpcore.Origin, lean: type, general: type) -> tuple[Any, list[Any]]:
+        """An idle connection to ``origin`` (or a new one, now busy), and the dead ones met on the way, to close."""
         dead = []
         stack = self._idle.get(_key(origin))
+        conn = None
         while stack:
-            conn = stack.pop()
+            candidate = stack.pop()
             self._idle_count -= 1
-            if conn.is_available() and not conn.has_expired():
-                return conn, dead
-            dead.append(conn)
-        return _open(origin, self._network_backend, self._options, AsyncLeanConnection,
-                     httpcore.AsyncHTTPConnection), dead
-
-    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
-        scheme = request.url.scheme
-        if scheme not in (b"http", b"https"):
-            said = "is missing an 'http://' or 'https://' protocol" if not scheme else \
-                f"has an unsupported protocol '{scheme.decode(errors='replace')}://'"
-            raise httpcore.UnsupportedProtocol(f"Request URL {said}.")
-        conn, dead = self._take(request.url.origin)
+            if candidate.is_available() and not candidate.has_expired():
+                conn = candidate
+                break
+            dead.append(candidate)
+        if conn is None:
+            conn = _open(origin, self._network_backend, self._options, lean, general)
         self._busy.add(conn)
-        await _close_all(dead)
-        try:
-            response = await conn.handle_async_request(request)
-        except BaseException:
-            await self._give_back(conn, request.url.origin)
-            raise
-        return httpcore.Response(status=response.status, headers=response.headers,
-                                 content=_ReturningStream(response.stream, self, conn, request.url.origin),
-                                 extensions=response.extensions)
+        return conn, dead
 
-    async def _give_back(self, conn: httpcore.AsyncHTTPConnection, origin: httpcore.Origin) -> None:
-        """Back on its origin's stack if it can carry another request; else closed."""
+    def _put_back(self, conn: Any, origin: httpcore.Origin) -> list[Any]:
+        """``conn`` back on its origin's stack if it can carry another request; the ones to close."""
         self._busy.discard(conn)
         dead = []
         if conn.is_idle() and not conn.is_closed() and self._idle_count < self._max_keepalive:
@@ -120,20 +106,53 @@ class FlatAsyncPool:
                 self._idle_count -= 1
         elif not conn.is_closed():
             dead.append(conn)
-        await _close_all(dead)
+        return dead
 
-    async def aclose(self) -> None:
+    def _drop_all(self) -> list[Any]:
         conns = [c for stack in self._idle.values() for c in stack] + list(self._busy)
         self._idle.clear()
         self._busy.clear()
         self._idle_count = 0
-        await _close_all(conns)
+        return conns
+
+
+class FlatAsyncPool(_Stacks):
+    """Idle connections per origin, most recent first; a new connection when none is idle."""
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        _check_scheme(request)
+        origin = request.url.origin
+        conn, dead = self._take(origin, AsyncLeanConnection, httpcore.AsyncHTTPConnection)
+        await _close_all(dead)
+        try:
+            response = await conn.handle_async_request(request)
+        except BaseException:
+            await self._give_back(conn, origin)
+            raise
+        return httpcore.Response(status=response.status, headers=response.headers,
+                                 content=_ReturningStream(response.stream, self, conn, origin),
+                                 extensions=response.extensions)
+
+    async def _give_back(self, conn: Any, origin: httpcore.Origin) -> None:
+        """Back on its origin's stack if it can carry another request; else closed."""
+        await _close_all(self._put_back(conn, origin))
+
+    async def aclose(self) -> None:
+        await _close_all(self._drop_all())
 
     async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _check_scheme(request: httpcore.Request) -> None:
+    scheme = request.url.scheme
+    if scheme not in (b"http", b"https"):
+        said = "is missing an 'http://' or 'https://' protocol" if not scheme else \
+            f"has an unsupported protocol '{scheme.decode(errors='replace')}://'"
+        raise httpcore.UnsupportedProtocol(f"Request URL {said}.")
 
 
 def _open(origin: httpcore.Origin, backend: Any, options: dict[str, Any], lean: type, general: type) -> Any:
@@ -186,50 +205,18 @@ class _ReturningStream:
             await self._pool._give_back(self._conn, self._origin)
 
 
-class FlatPool:
+class FlatPool(_Stacks):
     """The sync twin of :class:`FlatAsyncPool`, shared by threads (see the module's docstring)."""
 
-    def __init__(self, *, network_backend: Any, max_keepalive: int, keepalive_expiry: float | None,
-                 ssl_context: Any = None, http1: bool = True, http2: bool = False, retries: int = 0,
-                 local_address: str | None = None, uds: str | None = None, socket_options: Any = None) -> None:
-        self._network_backend = network_backend  # read (and wrapped) by ._pool._watch
-        self._max_keepalive = max_keepalive
-        self._options = {"ssl_context": ssl_context, "keepalive_expiry": keepalive_expiry, "http1": http1,
-                         "http2": http2, "retries": retries, "local_address": local_address, "uds": uds,
-                         "socket_options": socket_options}
-        self._idle: dict[tuple[bytes, bytes, int], deque[Any]] = {}
-        self._idle_count = 0
-        self._busy: set[Any] = set()
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self._lock = threading.Lock()
 
-    replacing = classmethod(FlatAsyncPool.replacing.__func__)  # type: ignore[attr-defined]
-
-    @property
-    def connections(self) -> int:
-        """Open connections, idle and busy (for tests and benchmarks)."""
-        return self._idle_count + len(self._busy)
-
     def handle_request(self, request: httpcore.Request) -> httpcore.Response:
-        scheme = request.url.scheme
-        if scheme not in (b"http", b"https"):
-            said = "is missing an 'http://' or 'https://' protocol" if not scheme else \
-                f"has an unsupported protocol '{scheme.decode(errors='replace')}://'"
-            raise httpcore.UnsupportedProtocol(f"Request URL {said}.")
+        _check_scheme(request)
         origin = request.url.origin
-        dead = []
         with self._lock:
-            stack = self._idle.get(_key(origin))
-            conn = None
-            while stack:
-                candidate = stack.pop()
-                self._idle_count -= 1
-                if candidate.is_available() and not candidate.has_expired():
-                    conn = candidate
-                    break
-                dead.append(candidate)
-            if conn is None:
-                conn = _open(origin, self._network_backend, self._options, LeanConnection, httpcore.HTTPConnection)
-            self._busy.add(conn)
+            conn, dead = self._take(origin, LeanConnection, httpcore.HTTPConnection)
         for old in dead:
             old.close()
         try:
@@ -242,27 +229,14 @@ class FlatPool:
                                  extensions=response.extensions)
 
     def _give_back(self, conn: Any, origin: httpcore.Origin) -> None:
-        dead = []
         with self._lock:
-            self._busy.discard(conn)
-            if conn.is_idle() and not conn.is_closed() and self._idle_count < self._max_keepalive:
-                stack = self._idle.setdefault(_key(origin), deque())
-                stack.append(conn)
-                self._idle_count += 1
-                if len(stack) > 1 and stack[0].has_expired():
-                    dead.append(stack.popleft())
-                    self._idle_count -= 1
-            elif not conn.is_closed():
-                dead.append(conn)
+            dead = self._put_back(conn, origin)
         for old in dead:
             old.close()
 
     def close(self) -> None:
         with self._lock:
-            conns = [c for stack in self._idle.values() for c in stack] + list(self._busy)
-            self._idle.clear()
-            self._busy.clear()
-            self._idle_count = 0
+            conns = self._drop_all()
         for conn in conns:
             conn.close()
 

@@ -250,15 +250,27 @@ class LeanConnection(_Base):
             self._stream.close()
 
 
-class _Body:
-    """A sync response body: one read and one framing step per chunk."""
+class _BodyState:
+    """What both bodies hold, and whether the connection may carry another request when one ends."""
 
     __slots__ = ("_conn", "_ended", "_framing", "_keep", "_leftover", "_request")
 
-    def __init__(self, conn: LeanConnection, request: httpcore.Request, framing: Framing, leftover: bytes,
-                 keep: bool) -> None:
+    def __init__(self, conn: Any, request: httpcore.Request, framing: Framing, leftover: bytes, keep: bool) -> None:
         self._conn, self._request, self._framing = conn, request, framing
         self._leftover, self._keep, self._ended = leftover, keep, False
+
+    def _finished(self, complete: bool) -> bool | None:
+        """None when the end was already handled; else whether the connection is reusable."""
+        if self._ended:
+            return None
+        self._ended = True
+        return complete and self._keep and not self._leftover and not self._framing.leftover
+
+
+class _Body(_BodyState):
+    """A sync response body: one read and one framing step per chunk."""
+
+    __slots__ = ()
 
     def __iter__(self) -> Iterator[bytes]:
         framing = self._framing
@@ -283,9 +295,9 @@ class _Body:
         self._end(self._framing.done)
 
     def _end(self, complete: bool) -> None:
-        if not self._ended:
-            self._ended = True
-            self._conn.end_body(complete and self._keep and not self._leftover and not self._framing.leftover)
+        reusable = self._finished(complete)
+        if reusable is not None:
+            self._conn.end_body(reusable)
 
 
 class AsyncLeanConnection(_Base):
@@ -345,15 +357,10 @@ class AsyncLeanConnection(_Base):
             await self._stream.aclose()
 
 
-class _AsyncBody:
+class _AsyncBody(_BodyState):
     """An async response body (see :class:`_Body`)."""
 
-    __slots__ = ("_conn", "_ended", "_framing", "_keep", "_leftover", "_request")
-
-    def __init__(self, conn: AsyncLeanConnection, request: httpcore.Request, framing: Framing, leftover: bytes,
-                 keep: bool) -> None:
-        self._conn, self._request, self._framing = conn, request, framing
-        self._leftover, self._keep, self._ended = leftover, keep, False
+    __slots__ = ()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         framing = self._framing
@@ -380,6 +387,6 @@ class _AsyncBody:
         await self._end(self._framing.done)
 
     async def _end(self, complete: bool) -> None:
-        if not self._ended:
-            self._ended = True
-            await self._conn.end_body(complete and self._keep and not self._leftover and not self._framing.leftover)
+        reusable = self._finished(complete)
+        if reusable is not None:
+            await self._conn.end_body(reusable)
