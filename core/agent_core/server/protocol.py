@@ -12,17 +12,71 @@ complete), which is why this lives in the HTTP server and not in
 
 The protocol also writes through :class:`~agent_core.server.coalesce.CoalescingTransport`:
 the frames one loop turn produces leave in one socket send.
+
+A streamed body's parts skip h11 (:func:`_framed_send`). uvicorn hands every
+body message to h11, which runs its state machine, builds an event object and
+frames the bytes: about a sixth of what relaying one paced chunk cost. Once a
+response's head is out and h11 is known to frame the body as chunks, the
+middle parts are framed here (``<size in hex>CRLF<bytes>CRLF``, what h11
+writes for them) and the last part, the end of the body and everything else
+go through uvicorn and h11 as before, so h11's state stays true: it is not
+told of data in the middle of a chunked body because none of its decisions
+depend on it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 from .coalesce import CoalescingTransport
 
 __all__ = ["with_header_timeout"]
+
+_NO_BODY_STATUS = frozenset((204, 304))
+
+
+def _chunked(scope: dict[str, Any], message: Any, cycle: RequestResponseCycle) -> bool:
+    """Whether h11 frames the body of the response ``message`` starts as chunks.
+
+    h11 does so for an HTTP/1.1 request when the response names no length and
+    may have a body (not HEAD, not 1xx, 204 or 304). A response that says
+    ``Transfer-Encoding`` itself is left to h11.
+    """
+    if scope.get("http_version") != "1.1" or scope.get("method") == "HEAD":
+        return False
+    status = message.get("status", 200)
+    if status < 200 or status in _NO_BODY_STATUS:
+        return False
+    for name, _ in (*cycle.default_headers, *message.get("headers", ())):
+        lowered = name.lower()
+        if lowered == b"content-length" or lowered == b"transfer-encoding":
+            return False
+    return True
+
+
+def _framed_send(cycle: RequestResponseCycle) -> Callable[[Any], Awaitable[None]]:
+    """``cycle.send``, framing the middle parts of a chunked body itself (see the module's docstring)."""
+    slow = cycle.send
+    transport = cycle.transport
+    chunked = False
+
+    async def send(message: Any) -> None:
+        nonlocal chunked
+        if chunked:
+            if (message.get("more_body") and message["type"] == "http.response.body"
+                    and not cycle.disconnected and not cycle.flow.write_paused and not cycle.response_complete):
+                body = message.get("body", b"")
+                if body:  # h11 writes nothing for an empty part
+                    transport.write(b"%x\r\n%b\r\n" % (len(body), body))
+                return
+        elif message["type"] == "http.response.start" and not cycle.response_started:
+            chunked = _chunked(cycle.scope, message, cycle)
+        await slow(message)
+
+    return send
 
 
 def with_header_timeout(timeout_s: float) -> type[H11Protocol]:
@@ -53,7 +107,10 @@ def with_header_timeout(timeout_s: float) -> type[H11Protocol]:
             self._arm()
 
         def handle_events(self) -> None:
+            before = self.cycle
             super().handle_events()
+            if self.cycle is not before and self.cycle is not None:  # a new request: its task has not run yet
+                self.cycle.send = _framed_send(self.cycle)  # type: ignore[method-assign]
             if self._header_timer is not None and self.cycle is not self._waiting_on:
                 self._disarm()
 

@@ -1,0 +1,120 @@
+"""A streamed body's middle parts are framed by the server's protocol, not h11: same bytes, fewer h11 calls.
+
+Each case sends one raw request to two real servers on 127.0.0.1: uvicorn with its own
+HTTP/1.1 protocol, and uvicorn with the protocol ``agent-core serve`` uses. The bytes that come
+back must be the same (less the ``date`` header); and on a long chunked body h11 must be
+asked to frame only the head and the end.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import h11
+import pytest
+
+pytest.importorskip("uvicorn", reason="agent-core serve needs the server extra")
+
+from ._live import running
+
+PARTS = [b"data: one\n\n", b"", b"x" * 5000, b"data: \xc3\xa9\n\n"] + [b"%d" % i for i in range(200)]
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """``/chunked``: a streamed body of PARTS; ``/sized``: the same with a Content-Length; ``/empty``: a 204."""
+    if scope["type"] != "http":
+        return
+    path = scope["path"]
+    headers = [(b"content-type", b"text/event-stream")]
+    whole = b"".join(PARTS) + b"end"
+    if path == "/sized":
+        headers.append((b"content-length", b"%d" % len(whole)))
+    if path == "/empty":
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    for part in PARTS:
+        await send({"type": "http.response.body", "body": part, "more_body": True})
+    await send({"type": "http.response.body", "body": b"end"})
+
+
+def _exchange(base: str, raw: bytes) -> bytes:
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(raw)
+        got = b""
+        while chunk := sock.recv(65536):
+            got += chunk
+    return re.sub(rb"(?im)^date: [^\r\n]*\r\n", b"", got)
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[str, str]]:
+    with running(app, header_timeout_s=None) as plain, running(app) as ours:
+        yield plain, ours
+
+
+REQUESTS = {
+    "chunked, HTTP/1.1": b"GET /chunked HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    "HTTP/1.0 (read until close)": b"GET /chunked HTTP/1.0\r\nHost: x\r\n\r\n",
+    "HEAD": b"HEAD /chunked HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    "sized": b"GET /sized HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    "204": b"GET /empty HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    "two on one connection": (b"GET /chunked HTTP/1.1\r\nHost: x\r\n\r\n"
+                              b"GET /chunked HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+}
+
+
+@pytest.mark.parametrize("name", list(REQUESTS))
+def test_the_bytes_are_uvicorns(servers: tuple[str, str], name: str) -> None:
+    plain, ours = servers
+    expected = _exchange(plain, REQUESTS[name])
+    assert expected.startswith(b"HTTP/1.1 ")
+    assert _exchange(ours, REQUESTS[name]) == expected
+
+
+def test_a_chunked_body_is_whole_to_a_client(servers: tuple[str, str]) -> None:
+    _, ours = servers
+    got = _exchange(ours, REQUESTS["two on one connection"])
+    client = h11.Connection(h11.CLIENT)
+    client.send(h11.Request(method="GET", target="/chunked", headers=[("Host", "x")]))
+    client.send(h11.EndOfMessage())
+    client.receive_data(got)
+    bodies, body = [], b""
+    while True:
+        event = client.next_event()
+        if isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            bodies.append(body)
+            body = b""
+            if len(bodies) == 2:
+                break
+            client.start_next_cycle()
+            client.send(h11.Request(method="GET", target="/chunked", headers=[("Host", "x")]))
+            client.send(h11.EndOfMessage())
+        elif event is h11.NEED_DATA:
+            raise AssertionError(f"the response was cut: {len(bodies)} whole bodies")
+    assert bodies == [b"".join(PARTS) + b"end"] * 2
+
+
+def test_h11_frames_only_the_head_and_the_end(servers: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    plain, ours = servers
+    sent: list[str] = []
+    real = h11.Connection.send
+
+    def counting(self: h11.Connection, event: Any) -> Any:
+        sent.append(type(event).__name__)
+        return real(self, event)
+
+    monkeypatch.setattr(h11.Connection, "send", counting)
+    _exchange(plain, REQUESTS["chunked, HTTP/1.1"])
+    assert sent.count("Data") == len(PARTS) + 1  # uvicorn's own: every part through h11
+    sent.clear()
+    _exchange(ours, REQUESTS["chunked, HTTP/1.1"])
+    assert sent.count("Data") == 1  # the last part only
+    assert sent[0] == "Response" and "EndOfMessage" in sent
