@@ -19,7 +19,7 @@ that broke it, in the API's own error shape, as it would have without the retry
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -279,23 +279,65 @@ class TurnRoutes:
         raise last
 
 
-async def chained(first: list[Any], events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+def chained(first: list[Any], events: AsyncIterator[Any]) -> AsyncIterator[Any]:
     """The events ``until_output`` already read, then the rest."""
-    for event in first:
-        yield event
-    async for event in events:
-        yield event
+    return _Chained(first, events)
+
+
+class _Chained:
+    """:func:`chained`'s iterator. Not an async generator: once ``first`` is used up,
+    ``__anext__`` is the stream's own, so a relayed chunk passes through no frame of ours.
+    Closing it does not close ``events``, which stay the turn's to close.
+    """
+
+    __slots__ = ("_events", "_first")
+
+    def __init__(self, first: list[Any], events: AsyncIterator[Any]) -> None:
+        self._first = list(first)
+        self._events = events
+
+    def __aiter__(self) -> _Chained:
+        return self
+
+    def __anext__(self) -> Awaitable[Any]:
+        if self._first:
+            return _ready(self._first.pop(0))
+        return self._events.__anext__()
+
+    async def aclose(self) -> None:
+        self._first = []
+
+
+async def _ready(value: Any) -> Any:
+    return value
+
+
+class _Indexed:
+    """One stream's items as ``(0, item)``: what :func:`merged` gives for a single stream."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self, stream: AsyncIterator[Any]) -> None:
+        self._next = stream.__anext__
+
+    def __aiter__(self) -> _Indexed:
+        return self
+
+    async def __anext__(self) -> tuple[int, Any]:
+        return 0, await self._next()
 
 
 _END = object()
 
 
-async def merged(streams: Sequence[AsyncIterator[Any]]) -> AsyncIterator[tuple[int, Any]]:
+def merged(streams: Sequence[AsyncIterator[Any]]) -> AsyncIterator[tuple[int, Any]]:
     """The items of several streams as they come, each with the index of its stream."""
     if len(streams) == 1:
-        async for item in streams[0]:
-            yield 0, item
-        return
+        return _Indexed(streams[0])
+    return _merged(streams)
+
+
+async def _merged(streams: Sequence[AsyncIterator[Any]]) -> AsyncIterator[tuple[int, Any]]:
     queue: asyncio.Queue[tuple[int, Any]] = asyncio.Queue()
 
     async def pump(index: int, stream: AsyncIterator[Any]) -> None:
