@@ -13,8 +13,11 @@ streams went to reading the upstream.
 Here an :class:`asyncio.Protocol` keeps what arrives in a queue and the
 transport keeps reading, until more than :data:`HIGH_WATER` bytes wait
 unread (then it pauses, and resumes once they are read). A read takes what
-is queued at once; only when nothing is there does it wait, on one future,
-with one timer for the read timeout. The protocol also knows at once when
+is queued at once; only when nothing is there does it wait, on one future.
+The read timeout is a deadline the connection's one timer checks when it
+fires (re-armed for a later deadline, never rescheduled per read): a paced
+stream's reads each wait, and a timer added and removed per read cost as much
+as the read itself. The protocol also knows at once when
 the server closed the connection, which is what ``is_readable`` asks of an
 idle pooled connection.
 
@@ -52,9 +55,51 @@ class _Reader(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.paused = False
         self.drained: asyncio.Future[None] | None = None  # set while writing is paused
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.deadline = 0.0  # when the waiting read times out (the loop's clock)
+        self.timer: asyncio.TimerHandle | None = None
+        self.timer_at = 0.0
+        self.timed_out = False
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
+        self.loop = asyncio.get_running_loop()
+
+    def wait(self, timeout: float | None) -> asyncio.Future[None]:
+        """A future for the next data (or the end); it also ends, with ``timed_out`` set, after ``timeout``."""
+        loop = self.loop
+        assert loop is not None
+        self.waiter = fut = loop.create_future()
+        self.timed_out = False
+        if timeout is not None:
+            self.deadline = deadline = loop.time() + timeout
+            if self.timer is None or deadline < self.timer_at:
+                self._arm(deadline)
+        return fut
+
+    def _arm(self, when: float) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        assert self.loop is not None
+        self.timer = self.loop.call_at(when, self._on_timer)
+        self.timer_at = when
+
+    def _on_timer(self) -> None:
+        self.timer = None
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            return  # no read waits: the next one arms the timer again
+        assert self.loop is not None
+        if self.loop.time() >= self.deadline:
+            self.timed_out = True
+            waiter.set_result(None)
+        else:  # the read that waits now began later than the one the timer was set for
+            self._arm(self.deadline)
+
+    def disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
 
     def data_received(self, data: bytes) -> None:
         self.queue.append(data)
@@ -72,6 +117,7 @@ class _Reader(asyncio.Protocol):
     def connection_lost(self, exc: BaseException | None) -> None:
         self.eof = True
         self.error = exc
+        self.disarm()
         self._wake()
         if self.drained is not None and not self.drained.done():
             self.drained.set_result(None)
@@ -135,12 +181,12 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if not reader.queue:
             if reader.eof:
                 return b""
-            reader.waiter = fut = asyncio.get_running_loop().create_future()
             try:
-                if not await _wait(fut, timeout):
-                    raise httpcore.ReadTimeout("timed out reading from the upstream")
+                await reader.wait(timeout)
             finally:
                 reader.waiter = None
+            if reader.timed_out and not reader.queue:
+                raise httpcore.ReadTimeout("timed out reading from the upstream")
             if not reader.queue:
                 if reader.error is not None:
                     raise httpcore.ReadError(str(reader.error) or type(reader.error).__name__)
@@ -161,6 +207,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteTimeout("timed out writing to the upstream")
 
     async def aclose(self) -> None:
+        self._reader.disarm()
         self._transport.close()
 
     async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,

@@ -74,6 +74,44 @@ def test_a_silent_server_is_a_read_timeout_and_a_cancel_is_a_cancel() -> None:
     asyncio.run(main())
 
 
+def test_the_read_timeout_is_per_read_not_per_stream() -> None:
+    """One timer serves every read of a connection: each read still gets its own full timeout,
+    and a read with a shorter timeout than the one before still times out on time."""
+    async def main() -> None:
+        more, go = asyncio.Event(), asyncio.Event()
+
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            for i in range(8):  # 8 pieces 40 ms apart: 320 ms in all, each read waits 40 ms
+                await asyncio.sleep(0.04)
+                writer.write(b"%d" % i)
+            await more.wait()
+            writer.write(b"8")
+            await go.wait()
+            writer.write(b"late")
+            await asyncio.sleep(5)
+
+        server, port = await _serve(handler)
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
+        got = b""
+        for _ in range(8):
+            got += await stream.read(10, timeout=0.15)  # less than the whole, more than a gap
+        assert got == b"01234567"
+        await asyncio.sleep(0.3)  # the timer fires with no read waiting, and is not set again
+        more.set()
+        assert await stream.read(10, timeout=5) == b"8"  # this read sets it 5 s ahead
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(httpcore.ReadTimeout):
+            await stream.read(10, timeout=0.05)
+        assert loop.time() - started < 1.0  # the timer set 5 s ahead did not delay it
+        go.set()
+        assert await stream.read(10, timeout=5) == b"late"  # a timed-out read leaves the stream usable
+        await stream.aclose()
+        server.close()
+
+    asyncio.run(main())
+
+
 def test_a_reset_is_a_read_error_and_a_refused_connect_a_connect_error() -> None:
     async def main() -> None:
         async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
