@@ -36,12 +36,17 @@ clients keep up to :data:`KEEPALIVE_CONNECTIONS` and put no cap on open ones
 (the caller's concurrency is the cap). The async clients' transports hold a
 :class:`._flat_pool.FlatAsyncPool` instead of httpcore's pool, whose cost per
 request grows with the connections it holds.
+
+Cookies: the pooled clients keep none (:class:`_NoCookies`). They are shared by
+every caller of a base URL, every tenant of a server, and a kept cookie would
+be sent on the next caller's request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import http.cookiejar
 import math
 import socket
 import ssl
@@ -260,6 +265,23 @@ class _LoopPool:
 _async_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPool] = weakref.WeakKeyDictionary()
 
 
+class _NoCookies(http.cookiejar.CookieJar):
+    """A cookie jar that keeps nothing.
+
+    A pooled client serves every caller of its base URL: in ``agent-core serve``,
+    every tenant. httpx keeps each ``Set-Cookie`` it is answered with and sends it
+    on the client's later requests, so a session cookie an upstream (or a
+    gateway before it) gave one tenant's key would ride on the next tenant's
+    request. LLM APIs authenticate each request by its key; nothing is lost.
+    """
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        return None
+
+
 def client_timeout(seconds: float) -> httpx.Timeout:
     """The pooled clients' timeout: ``seconds`` per network step, connecting at most 15 s; ``inf``: none."""
     if math.isinf(seconds):
@@ -275,7 +297,8 @@ def sync_client_for(base_url: str, timeout: float) -> httpx.Client:
         client = _sync_clients.get(key)
         if client is None or client.is_closed:
             transport = _watch(_flat_sync(httpx.HTTPTransport(limits=_LIMITS)), _WatchingBackend)
-            client = httpx.Client(timeout=client_timeout(timeout), limits=_LIMITS, transport=transport)
+            client = httpx.Client(timeout=client_timeout(timeout), limits=_LIMITS, transport=transport,
+                                  cookies=_NoCookies())
             _sync_clients[key] = client
         return client
 
@@ -336,7 +359,8 @@ def async_client_for(base_url: str, timeout: float) -> httpx.AsyncClient:
         client = pool.clients.get(key)
         if client is None or client.is_closed:
             transport = _watch(_flat(httpx.AsyncHTTPTransport(limits=_LIMITS)), _AsyncWatchingBackend)
-            client = httpx.AsyncClient(timeout=client_timeout(timeout), limits=_LIMITS, transport=transport)
+            client = httpx.AsyncClient(timeout=client_timeout(timeout), limits=_LIMITS, transport=transport,
+                                       cookies=_NoCookies())
             pool.clients[key] = client
         return client
 
