@@ -19,6 +19,10 @@ Processes
   ``--litellm VENV`` (installed in an environment of its own, never a dependency of agent-core;
   one worker, both models routed to the same upstream, no database, no callbacks, message
   logging off). ``direct`` is the clients talking to the upstream itself: the harness's floor.
+  With ``--relay``, ``relay`` is a bare byte relay (this file with ``--relay``): asyncio
+  protocols on uvloop, each client connection piped to a connection of its own to the upstream,
+  bytes passed on unread. No gateway that parses and re-encodes a chunk can cost less in Python
+  on this machine: it is the floor under the per-chunk figures.
 * **Clients** (this file with ``--worker``): worker processes, each running up to 125 streams
   as plain asyncio protocols, one connection per stream, finding the tokens in the bytes as they
   arrive (no coroutine step per read, so the clients leave most of the two cores to the
@@ -130,6 +134,46 @@ def _whole(tokens: int) -> bytes:
                                     "finish_reason": "stop"}],
                        "usage": {"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": tokens + 5}}
                       ).encode()
+
+
+async def _relay(upstream: str) -> None:
+    """A bare TCP relay to ``upstream``: one upstream connection per client connection, bytes passed on unread."""
+    host, port = upstream.removeprefix("http://").split(":")
+    loop = asyncio.get_running_loop()
+
+    class Upstream(asyncio.Protocol):
+        def __init__(self, client: asyncio.Transport) -> None:
+            self.client = client
+
+        def data_received(self, data: bytes) -> None:
+            self.client.write(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.client.close()
+
+    class Client(asyncio.Protocol):
+        def connection_made(self, transport: Any) -> None:
+            self.transport, self.early, self.up = transport, [], None
+            loop.create_task(self.open())
+
+        async def open(self) -> None:
+            self.up, _ = await loop.create_connection(lambda: Upstream(self.transport), host, int(port))
+            for data in self.early:
+                self.up.write(data)
+
+        def data_received(self, data: bytes) -> None:
+            if self.up is None:
+                self.early.append(data)
+            else:
+                self.up.write(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.up is not None:
+                self.up.close()
+
+    server = await loop.create_server(Client, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes stdin
 
 
 async def _upstream(pace: float) -> None:
@@ -404,6 +448,13 @@ def tree_env(tree: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
 
 
+def start_relay(upstream: str) -> Gateway:
+    proc = subprocess.Popen([sys.executable, __file__, "--relay", "--url", upstream],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return Gateway("relay", f"http://127.0.0.1:{int(proc.stdout.readline())}", "paced", "full", proc)
+
+
 def start_agent_core(upstream: str, home: str, tree: Path) -> Gateway:
     port = _free_port()
     log = Path(home) / "serve.log"
@@ -592,6 +643,8 @@ def run(args: argparse.Namespace) -> int:
         gateways.append(start_agent_core(up_url, home, args.tree))
         if args.litellm and not args.profile:
             gateways.append(start_litellm(args.litellm, up_url, home))
+        if args.relay and not args.profile:
+            gateways.append(start_relay(up_url))
         for g in gateways:
             g.upstream = upstream.pid
         for g in gateways:  # warm-up: imports, pools, first-call caches
@@ -658,6 +711,14 @@ def verdicts(args: argparse.Namespace, figures: dict[Any, Any]) -> None:
     _verdict(f"p99 gap added at {top} streams, ms", gap, "goal <= 5", gap <= 5)
     late = first - figures[top]["direct"]["first50"]
     _verdict(f"first token p50 at {top} streams after the upstream's own, ms", late, "goal <= 50", late <= 50)
+    if args.relay:
+        for n in args.streams:
+            relay, ours = figures[n]["relay"]["cpu_us"], figures[n]["agent-core"]["cpu_us"]
+            times = f"{ours / relay:.1f}x it" if relay else "n/a (the relay's CPU was under a clock tick)"
+            line = f"floor: a bare byte relay's CPU per chunk at {n} streams = {relay:.1f} us; agent-core = {times}"
+            if args.litellm:
+                line += f"; 20x below LiteLLM would be {figures[n]['litellm']['cpu_us'] / 20:.1f} us"
+            print(line)
     if not args.litellm:
         return
     for n in ["full", *args.streams]:
@@ -715,6 +776,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--litellm", metavar="VENV", default=os.environ.get("BENCH_LITELLM_VENV"),
                         help="a virtualenv with 'litellm[proxy]': run the LiteLLM proxy through the same harness "
                              "(default: $BENCH_LITELLM_VENV)")
+    parser.add_argument("--relay", action="store_true",
+                        help="also run a bare byte relay through the harness: the floor under any gateway's figures")
     parser.add_argument("--tree", type=Path, default=HERE.parent,
                         help="the checkout whose agent-core serves and runs the library path (default: this one)")
     parser.add_argument("--profile", metavar="PREFIX",
@@ -730,8 +793,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--plain", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.upstream or args.worker:
+    if args.upstream or args.worker or (args.relay and args.url):
         _fast_loop()
+    if args.relay and args.url:  # the relay's own process
+        asyncio.run(_relay(args.url))
+        return 0
     if args.upstream:
         asyncio.run(_upstream(args.pace_ms / 1e3))
         return 0

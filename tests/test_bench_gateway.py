@@ -1,4 +1,5 @@
-"""benchmarks/bench_gateway.py works: its quick mode relays paced streams through a real agent-core serve.
+"""benchmarks/bench_gateway.py works: its quick mode relays paced streams through a real agent-core serve
+(and through the bare byte relay that is the floor under the figures).
 
 No figure is checked (tests do not time); the run itself fails when a stream loses a token, a
 non-streamed reply lacks its text, or a process does not start, so a broken relay or a broken
@@ -16,17 +17,20 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_gateway.
 
 
 def test_quick_mode_relays_every_token_and_prints_every_figure():
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick"], check=False, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--relay"], check=False, capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    names = ("direct", "agent-core")
-    rows = [row for line in done.stdout.splitlines() if len(row := line.split()) > 11 and row[-11] in names]
+    names = ("direct", "agent-core", "relay")
+    rows = [row for line in done.stdout.splitlines()
+            if len(row := line.split()) > 11 and row[-11] in names and not line.startswith("floor:")]
     cells = {(" ".join(row[:-11]), row[-11]) for row in rows}
-    assert cells == {(n, g) for n in ("1 full", "1", "8") for g in ("direct", "agent-core")}
+    assert cells == {(n, g) for n in ("1 full", "1", "8") for g in names}
     out = done.stdout
     assert "AgentCore.astream_request on the same full-speed stream" in out and "serve / library = " in out
     assert "agent-core" in out.split("non-streamed")[1].split("\n")[0] and "req/s" in out
     assert "memory idle / peak: agent-core" in out
     assert out.count("target: ") == 3
+    assert out.count("floor: a bare byte relay's CPU per chunk") == 2  # the bare relay passed every token on too
 
 
 def test_a_client_worker_counts_tokens_against_a_real_upstream():
