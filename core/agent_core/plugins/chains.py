@@ -3,6 +3,12 @@
 One helper per chain shape, used by the request run and by the engine's
 public calls (``execute_action`` converts a session's history with the same
 :func:`to_native` a request does), so the two can never drift apart.
+
+An extension or feature that does not define a chain's hook is passed over:
+the defaults hand their input on unchanged (``init`` the state,
+``to_native_messages`` the native list, ``from_native_messages`` the core
+list, ``initialize_request`` both), so calling them only copied and checked
+again what the plugin before had returned.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ def init_state(provider: LivePlugin, chain: Iterable[LivePlugin], own_config: An
     """The init chain: provider ``init(config)``, then each plugin's ``init(config, state)``."""
     state = frozen_map(provider, "init", call_hook(provider, "init", own_config(provider)), "state")
     for p in chain:
-        state = frozen_map(p, "init", call_hook(p, "init", own_config(p), state), "state")
+        if p.defines("init"):
+            state = frozen_map(p, "init", call_hook(p, "init", own_config(p), state), "state")
     return state
 
 
@@ -42,6 +49,8 @@ def to_native(
     native = frozen_list(provider, "to_native_messages",
                          call_hook(provider, "to_native_messages", core_list, state, context=ctx), "native messages")
     for p in chain:
+        if not p.defines("to_native_messages"):
+            continue
         native = frozen_list(p, "to_native_messages",
                              call_hook(p, "to_native_messages", core_list, native, state, context=ctx),
                              "native messages")
@@ -66,7 +75,8 @@ def initialize_request(
     """``initialize_request``: provider (with ``request_id``), then extensions and features."""
     native, state = _pair(provider, "initialize_request", native, state, request_id=request_id, context=ctx)
     for p in chain:
-        native, state = _pair(p, "initialize_request", native, state, context=ctx)
+        if p.defines("initialize_request"):
+            native, state = _pair(p, "initialize_request", native, state, context=ctx)
     return native, state
 
 
@@ -96,7 +106,9 @@ def from_native(provider: LivePlugin, chain: Sequence[LivePlugin], finals: Any, 
     core = core_dicts(provider, "from_native_messages",
                       call_hook(provider, "from_native_messages", finals, state, context=ctx))
     for p in chain:
-        core = core_dicts(p, "from_native_messages", call_hook(p, "from_native_messages", finals, core, state, context=ctx))
+        if p.defines("from_native_messages"):
+            core = core_dicts(p, "from_native_messages",
+                              call_hook(p, "from_native_messages", finals, core, state, context=ctx))
     return core
 
 
