@@ -63,7 +63,7 @@ _SHAPE = "(partial_messages, final_messages, native_messages, state)"
 def hot_chain(provider: LivePlugin, extensions: list[LivePlugin]) -> HotChain:
     """The provider's ``process_chunk`` and those of the extensions that define one, in order."""
     return ((provider, provider.hook("process_chunk")),
-            *((e, e.hook("process_chunk")) for e in extensions if e.defines("process_chunk")))
+            *((e, e.hook("process_chunk")) for e in extensions if "process_chunk" in e.defined))
 
 
 def _listed(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
@@ -317,7 +317,7 @@ def call_provider(
         RunCancelled, PluginError, LLMError, ...: see :func:`provider_failure`.
     """
     spec = provider.spec
-    streamed = (stream and provider_streams(spec)) or not (spec.defines("call_api") or spec.defines("acall_api"))
+    streamed = (stream and provider_streams(spec)) or not ("call_api" in spec.defined or "acall_api" in spec.defined)
     run = HotLoop(hot_chain(provider, exts), native, state, request_id=request_id, iteration=iteration,
                   token=flight.token, billed=billed)
     opening: Any = _NONE  # the partials of a call_api answer: they enter the closing step like any other

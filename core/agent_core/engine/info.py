@@ -30,7 +30,7 @@ def ui_schema(res: Resolution, core: Any) -> list[dict[str, Any]]:
     seen_keys: set[Any] = set()
     for ref in res.enabled:
         plugin = res.live[ref]
-        if not plugin.defines("get_ui_elements"):
+        if "get_ui_elements" not in plugin.defined:
             continue
         elements = call_hook(plugin, "get_ui_elements", res.config, ctx) or []
         for el in elements:
@@ -74,7 +74,7 @@ def completions(res: Resolution, text: str) -> list[dict[str, Any]]:
     out = []
     for name in res.features:
         plugin = res.live[name]
-        if plugin.defines("get_completions"):
+        if "get_completions" in plugin.defined:
             for c in call_hook(plugin, "get_completions", res.config, text) or ():
                 item = thaw(c)
                 item.setdefault("plugin", plugin.name)
@@ -89,7 +89,7 @@ def apply_completion(res: Resolution, text: str, completion: Mapping[str, Any]) 
         plugin = res.live[name]
         if owner is not None and plugin.name != owner:
             continue
-        if plugin.defines("apply_completion"):
+        if "apply_completion" in plugin.defined:
             got = call_hook(plugin, "apply_completion", res.config, text, freeze(completion))
             if got:
                 return str(got)

@@ -129,7 +129,7 @@ def observers_for(
     Raises:
         PluginError, ConfigError: a feature's ``observe_request`` failed (see :func:`call_hook`).
     """
-    watching = [f for f in features if f.defines("observe_request")]
+    watching = [f for f in features if "observe_request" in f.defined]
     if not watching:
         return None
     ctx = context()

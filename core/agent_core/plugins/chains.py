@@ -36,7 +36,7 @@ def init_state(provider: LivePlugin, chain: Iterable[LivePlugin], own_config: An
     """The init chain: provider ``init(config)``, then each plugin's ``init(config, state)``."""
     state = frozen_map(provider, "init", call_hook(provider, "init", own_config(provider)), "state")
     for p in chain:
-        if p.defines("init"):
+        if "init" in p.defined:
             state = frozen_map(p, "init", call_hook(p, "init", own_config(p), state), "state")
     return state
 
@@ -49,7 +49,7 @@ def to_native(
     native = frozen_list(provider, "to_native_messages",
                          call_hook(provider, "to_native_messages", core_list, state, context=ctx), "native messages")
     for p in chain:
-        if not p.defines("to_native_messages"):
+        if "to_native_messages" not in p.defined:
             continue
         native = frozen_list(p, "to_native_messages",
                              call_hook(p, "to_native_messages", core_list, native, state, context=ctx),
@@ -75,7 +75,7 @@ def initialize_request(
     """``initialize_request``: provider (with ``request_id``), then extensions and features."""
     native, state = _pair(provider, "initialize_request", native, state, request_id=request_id, context=ctx)
     for p in chain:
-        if p.defines("initialize_request"):
+        if "initialize_request" in p.defined:
             native, state = _pair(p, "initialize_request", native, state, context=ctx)
     return native, state
 
@@ -106,7 +106,7 @@ def from_native(provider: LivePlugin, chain: Sequence[LivePlugin], finals: Any, 
     core = core_dicts(provider, "from_native_messages",
                       call_hook(provider, "from_native_messages", finals, state, context=ctx))
     for p in chain:
-        if p.defines("from_native_messages"):
+        if "from_native_messages" in p.defined:
             core = core_dicts(p, "from_native_messages",
                               call_hook(p, "from_native_messages", finals, core, state, context=ctx))
     return core

@@ -175,10 +175,14 @@ class PluginSpec:
     version: str
     default_enabled: bool
     bindings: Mapping[str, _Binding] = field(repr=False)
+    #: the hooks the class itself defines: asked many times a request, so a set, made once here
+    defined: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "defined", frozenset(h for h, b in self.bindings.items() if b.defined))
 
     def defines(self, hook: str) -> bool:
-        b = self.bindings.get(hook)
-        return b is not None and b.defined
+        return hook in self.defined
 
     def is_async(self, hook: str) -> bool:
         b = self.bindings.get(hook)
@@ -307,17 +311,17 @@ def spec_for(kind: str, factory: Any) -> PluginSpec:
 class LivePlugin:
     """One plugin instance for one request, with its hooks bound on first use."""
 
-    __slots__ = ("spec", "instance", "_bound", "secrets")
+    # ``name`` and ``defined`` are copied from the spec, not looked up through it: a request
+    # reads them a few hundred times, and each property or method call is a Python frame.
+    __slots__ = ("_bound", "defined", "instance", "name", "secrets", "spec")
 
     def __init__(self, spec: PluginSpec, instance: Any) -> None:
         self.spec = spec
         self.instance = instance
+        self.name: str = spec.name
+        self.defined: frozenset[str] = spec.defined
         self._bound: dict[str, Callable[..., Any]] = {}
         self.secrets: Mapping[str, Any] = {}  # the secret config values this plugin declares (set by resolve)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
 
     def hook(self, name: str) -> Callable[..., Any]:
         fn = self._bound.get(name)
@@ -326,7 +330,7 @@ class LivePlugin:
         return fn
 
     def defines(self, name: str) -> bool:
-        return self.spec.defines(name)
+        return name in self.defined
 
     def __repr__(self) -> str:
         return f"<{self.spec.kind} {self.spec.name!r}>"
@@ -340,7 +344,7 @@ def call_hook(plugin: LivePlugin, hook: str, *args: Any, **kwargs: Any) -> Any:
     itself, and the error must not be wrapped in text that could quote it.
     """
     try:
-        return plugin.hook(hook)(*args, **kwargs)
+        return (plugin._bound.get(hook) or plugin.hook(hook))(*args, **kwargs)
     except (LLMError, ProviderRequestCancelled, PluginError, ConfigError):
         raise
     except Exception as exc:

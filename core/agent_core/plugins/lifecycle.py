@@ -60,7 +60,7 @@ def plugin_actions(plugin: LivePlugin, state: Any) -> list[FrozenDict]:
     Raises:
         PluginError: naming the plugin, the hook ``get_actions`` and what is wrong.
     """
-    if not plugin.defines("get_actions"):
+    if "get_actions" not in plugin.defined:
         return []
     got = call_hook(plugin, "get_actions", state)
     if got is None:

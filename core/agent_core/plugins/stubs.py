@@ -37,13 +37,13 @@ def provider_streams(spec: PluginSpec) -> bool:
     """
     declared = getattr(spec.cls, "streams", None)
     if declared is None:
-        return any(spec.defines(h) for h in _STREAM_HOOKS)
+        return any(h in spec.defined for h in _STREAM_HOOKS)
     if declared is not True and declared is not False:
         raise ConfigError(
             f"provider {spec.name!r}: streams must be True or False, got {declared!r}", plugins=[spec.name]
         )
     needed = _STREAM_HOOKS if declared else _CALL_HOOKS
-    if not any(spec.defines(h) for h in needed):
+    if not any(h in spec.defined for h in needed):
         raise ConfigError(
             f"provider {spec.name!r} declares streams = {declared} but defines none of {', '.join(needed)}",
             plugins=[spec.name],

@@ -39,7 +39,7 @@ __all__ = ["execute", "preview_event", "run_tool_call", "tool_message"]
 def preview_event(request_id: str, routed: Routed, iteration: int) -> ToolCallEvent:
     call, tool = routed.call, routed.tool
     preview = ""
-    if tool is not None and call.error is None and tool.plugin.defines("format_tool_call_preview"):
+    if tool is not None and call.error is None and "format_tool_call_preview" in tool.plugin.defined:
         try:
             preview = str(
                 call_hook(
@@ -94,10 +94,10 @@ def execute(
     call, tool = routed.call, routed.tool
     if call.error is not None:
         return _error(call.error)
-    if tool is None or not any(tool.plugin.defines(h) for h in _RUN_HOOKS):
+    if tool is None or not any(h in tool.plugin.defined for h in _RUN_HOOKS):
         return _error(f"Unknown tool: {call.tool_name}")
     plugin, name = tool.plugin, call.tool_name
-    streams = plugin.defines("stream_tool") or plugin.defines("stream_tool_async")
+    streams = "stream_tool" in plugin.defined or "stream_tool_async" in plugin.defined
     args = (name, payload, tool.state)
     kwargs = {**payload_kwargs(call), "cancellation": token, "context": context, "prepared": tool.prepared}
     guard = Guard(token, timeout) if token is not None or timeout is not None else None
@@ -198,7 +198,7 @@ def tool_message(
     call, tool = routed.call, routed.tool
     formatted: Any
     display = None
-    if tool is not None and tool.plugin.defines("format_tool_result"):
+    if tool is not None and "format_tool_result" in tool.plugin.defined:
         try:
             formatted = call_hook(tool.plugin, "format_tool_result", result, tool.state)
         except PluginError as exc:
@@ -216,7 +216,7 @@ def tool_message(
             content = json.dumps(thaw(formatted))
         except (TypeError, ValueError):
             content = str(formatted)
-    if tool is not None and tool.plugin.defines("to_display_format"):
+    if tool is not None and "to_display_format" in tool.plugin.defined:
         try:
             display = _jsonable(thaw(call_hook(
                 tool.plugin, "to_display_format", content if isinstance(content, str) else _envelope_text(content),

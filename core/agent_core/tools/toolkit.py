@@ -108,10 +108,10 @@ def interop_registry(
 ) -> ToolInteropRegistry:
     contributions: list[ToolInteropContribution] = []
     for p in (provider, *extensions):
-        if p.defines("get_tool_interop_contribution"):
+        if "get_tool_interop_contribution" in p.defined:
             contributions.append(call_hook(p, "get_tool_interop_contribution", config, None))
     for t in tools:
-        if t.plugin.defines("get_tool_interop_contribution"):
+        if "get_tool_interop_contribution" in t.plugin.defined:
             contributions.append(call_hook(t.plugin, "get_tool_interop_contribution", t.state))
     for c in contributions:
         if not isinstance(c, ToolInteropContribution):
@@ -127,8 +127,8 @@ def twin_calls(
     Each is None when the plugin does not define it; the driver picks the one
     its mode needs (see :mod:`agent_core.runtime.effects`).
     """
-    return (partial(plugin.hook(sync), *args, **kwargs) if plugin.defines(sync) else None,
-            partial(plugin.hook(asyn), *args, **kwargs) if plugin.defines(asyn) else None)
+    return (partial(plugin.hook(sync), *args, **kwargs) if sync in plugin.defined else None,
+            partial(plugin.hook(asyn), *args, **kwargs) if asyn in plugin.defined else None)
 
 
 def build_catalog(
@@ -139,7 +139,7 @@ def build_catalog(
     for plugin in tool_plugins:
         state = freeze(call_hook(plugin, "init", config.merged(plugin.secrets) if plugin.secrets else config))
         prepared = None
-        if prepare and (plugin.defines("prepare") or plugin.defines("prepare_async")):
+        if prepare and ("prepare" in plugin.defined or "prepare_async" in plugin.defined):
             sync, asyn = twin_calls(plugin, "prepare", "prepare_async", config, state, context=context)
             try:
                 prepared = yield Call(sync, asyn, label=f"tool {plugin.name!r} prepare")
@@ -160,7 +160,7 @@ def build_catalog(
 
 def prepare_tools(features: list[LivePlugin], config: Any, tools: FrozenList, context: Mapping[str, Any]) -> FrozenList:
     for f in features:
-        if not f.defines("prepare_tools"):
+        if "prepare_tools" not in f.defined:
             continue
         got = call_hook(f, "prepare_tools", config, tools, context)
         if not isinstance(got, (list, tuple)) or not all(isinstance(t, ToolDescriptor) for t in got):
@@ -220,7 +220,7 @@ def route(call: InspectedToolCall, tools: list[LiveTool], effective_names: set[t
     """
     refused: set[str] = set()
     for t in tools:
-        if not t.plugin.defines("can_handle_tool_call"):
+        if "can_handle_tool_call" not in t.plugin.defined:
             continue
         d = t.schemas.get(call.tool_name or "")
         verdict = call_hook(
