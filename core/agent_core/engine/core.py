@@ -21,7 +21,8 @@ from ..compat import PlatformNames
 from ..errors import ConfigError, InvalidArgumentError, RequestInFlightError
 from ..plugins.core import PluginCore, side_config
 from ..plugins.hooks import KINDS, PluginSpec, spec_for
-from ..plugins.resolution import Resolution, resolve, session_plugins
+from ..plugins.replay import Replays
+from ..plugins.resolution import Resolution, session_plugins
 from ..runtime.effects import drive_async, drive_sync
 from ..runtime.flight import Flight
 from ..values.events import DoneEvent, Event
@@ -81,6 +82,9 @@ class AgentCore(EngineCalls, PlatformNames):
             )
         self._model_cache = model_cache
         self._specs: dict[str, tuple[PluginSpec, ...]] = {k: () for k in KINDS}
+        self._names: dict[str, tuple[str, ...]] = {k: () for k in KINDS}  # asked a dozen times a server request
+        self._generation = 0  # counts registrations: a recorded resolution is for the plugins of its generation
+        self._replays = Replays()
         self._replaced: set[tuple[str, str]] = set()
         for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
             for item in items:
@@ -99,6 +103,8 @@ class AgentCore(EngineCalls, PlatformNames):
                 raise ConfigError(f"two {kind} plugins are named {spec.name!r}", plugins=[spec.name])
             existing = tuple(s for s in existing if s.name != spec.name)
         self._specs[kind] = (*existing, spec)
+        self._names[kind] = tuple(s.name for s in self._specs[kind])
+        self._generation += 1
         return spec
 
     def register_provider(self, plugin_class: Any, extensions: Iterable[Any] | None = None) -> None:
@@ -160,7 +166,7 @@ class AgentCore(EngineCalls, PlatformNames):
 
     def plugins(self, kind: str) -> tuple[str, ...]:
         """Names of the registered plugins of ``kind`` (provider/extension/feature/tool)."""
-        return tuple(s.name for s in self._specs[check_kind(kind)])
+        return self._names[check_kind(kind)]
 
     # -- sessions -------------------------------------------------------------
 
@@ -201,7 +207,8 @@ class AgentCore(EngineCalls, PlatformNames):
         only = session_plugins(session.metadata) if session is not None else None
         config = {} if config is None else config
         basis = Basis(self, tuple(self._specs.values()), config, only) if isinstance(config, Mapping) else None
-        return resolve(self._specs, config, only=only, model_cache=self._model_cache, basis=basis)
+        return self._replays.resolve(self._specs, self._generation, config, only=only,
+                                     model_cache=self._model_cache, basis=basis)
 
     def get_models(self, config: Mapping[str, Any] | None = None) -> list[Any]:
         return [thaw(m) for m in self.resolve(config).models]

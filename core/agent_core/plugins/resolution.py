@@ -47,6 +47,10 @@ the plugin does not define is not called: its default answer is a constant
 bundled plugins define few of these hooks, and calling every default was
 about two thirds of the hook calls a resolution made.
 
+``AgentCore.resolve`` goes through :mod:`.replay`: a config resolved before is
+resolved by asking the same hooks again and keeping the earlier outcome when
+every answer is the same.
+
 Config reaches each plugin through :func:`own_config`: the effective config
 with secret values (see :mod:`agent_core.plugins.config`) shown as ``"<redacted>"``,
 except the keys the plugin itself declares. ``Resolution.config`` is the
@@ -57,7 +61,7 @@ or refused with :class:`ConfigError` under ``strict_config: true``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,13 +171,15 @@ def resolve(
     only: frozenset[str] | None = None,
     model_cache: MutableMapping[str, Any] | None = None,
     basis: Any = None,
+    on_live: Callable[[Mapping[str, LivePlugin]], None] | None = None,
 ) -> Resolution:
     """Resolve the plugins for ``user_config`` (see the module docstring).
 
     Plugin instances made here are the ones the request then uses, available
     in ``Resolution.live`` by name. ``only`` is a session's explicit plugin
     list; ``model_cache`` keeps ``get_models`` results per config; ``basis`` is
-    stored on the result as it is (see ``agent_core.engine.handed``).
+    stored on the result as it is (see ``agent_core.engine.handed``); ``on_live``
+    is shown the plugin instances before any hook is called (see :mod:`.replay`).
 
     Raises:
         ConfigError: bad engine keys, unknown provider, a value of the wrong
@@ -190,6 +196,8 @@ def resolve(
     candidates = {kind: switches.candidates(registry.get(kind, ()), reasons) for kind in CHAIN_KINDS}  # step 2
     live = {provider_spec.name: instantiate(provider_spec)}
     live.update((spec.name, instantiate(spec)) for kind in CHAIN_KINDS for spec in candidates[kind])
+    if on_live is not None:
+        on_live(live)
     seen = ConfigSeen.read(registry, user_config, live)
     provider = live[provider_spec.name]
     models = ask_models(provider, [live[s.name] for s in candidates["extension"] + candidates["feature"]],
@@ -287,7 +295,7 @@ def ask_models(provider: LivePlugin, others: list[LivePlugin], seen: ConfigSeen,
         return cached
     models = model_list(provider, call_hook(provider, "get_models", own_config(provider, seen.view)))
     for p in others:
-        if p.defines("get_models"):  # the default hands the models on as they are
+        if "get_models" in p.defined:  # the default hands the models on as they are
             models = model_list(p, call_hook(p, "get_models", own_config(p, seen.view), models))
     models = freeze(list(models))
     if cache is not None:
@@ -345,7 +353,7 @@ class Enablement:
             name = plugin.name
             if name in self.switches.forced:
                 verdict, reasons[name] = True, "on: forced by force_enabled_plugins"
-            elif not plugin.defines("is_enabled"):  # the default has no verdict: the tag rules decide
+            elif "is_enabled" not in plugin.defined:  # the default has no verdict: the tag rules decide
                 verdict, reasons[name] = self.decided(plugin, None, tags)
             else:
                 if asked is None:
@@ -392,11 +400,11 @@ _NO_TAGS: frozenset[str] = frozenset()
 
 
 def _tags(plugin: LivePlugin, view: FrozenDict, models: Any) -> frozenset[str]:
-    if not plugin.defines("get_tags"):
+    if "get_tags" not in plugin.defined:
         return _NO_TAGS
     return string_list(plugin, "get_tags", call_hook(plugin, "get_tags", own_config(plugin, view), models))
 
 
 def _declared(plugin: LivePlugin, hook: str) -> frozenset[str]:
     """``required_tags`` or ``forbidden_tags`` of ``plugin``; none when it does not define the hook."""
-    return string_list(plugin, hook, call_hook(plugin, hook)) if plugin.defines(hook) else _NO_TAGS
+    return string_list(plugin, hook, call_hook(plugin, hook)) if hook in plugin.defined else _NO_TAGS
