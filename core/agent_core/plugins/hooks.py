@@ -385,7 +385,7 @@ def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str, base: Any 
 def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
     if value.__class__ is FrozenDict:
         return value
-    if not isinstance(value, Mapping):
+    if not isinstance(value, (dict, Mapping)):
         raise PluginError(
             plugin.name, hook, TypeError("bad return value"),
             detail=f"returned {type(value).__name__} for {what}, expected a mapping",

@@ -345,7 +345,7 @@ def _freeze_other(value: Any, budget: int) -> Any:
     messages almost always are, stay one frame; ``budget`` is already counted
     down for this level.
     """
-    if isinstance(value, Mapping) and not isinstance(value, FrozenDict):
+    if isinstance(value, (dict, Mapping)) and not isinstance(value, FrozenDict):
         items = {}
         for k, v in value.items():
             items[k] = v if v.__class__ in _KEPT else freeze(v, budget)

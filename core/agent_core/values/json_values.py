@@ -84,7 +84,7 @@ def _json(value: Any, budget: int, key: Any = _TOP) -> Any:
             return value
         if budget <= 0:
             raise _Refused(f"nested deeper than {MAX_DEPTH} levels (or contains itself)")
-        if isinstance(value, Mapping):
+        if isinstance(value, (dict, Mapping)):  # dict first: no ABC check for the usual case
             return _json_mapping(value, budget - 1)
         if isinstance(value, _SEQUENCES):
             return _json_sequence(value, budget - 1)

@@ -97,13 +97,13 @@ def _check_role(role: Any, type_name: str) -> None:
 def _frozen_mapping(value: Any, field: str, type_name: str) -> FrozenDict:
     if value is None:
         return _EMPTY
-    if not isinstance(value, Mapping):
+    if not isinstance(value, (dict, Mapping)):
         raise TypeError(f"{type_name}.{field} must be a mapping, got {type(value).__name__}")
     return freeze_json(value, f"{type_name}.{field}")  # type: ignore[no-any-return]
 
 
 def _require(data: Any, key: str, type_name: str) -> Any:
-    if not isinstance(data, Mapping):
+    if not isinstance(data, (dict, Mapping)):
         raise TypeError(f"{type_name}.from_dict expects a mapping, got {type(data).__name__}")
     try:
         return data[key]
