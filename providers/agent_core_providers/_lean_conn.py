@@ -1,4 +1,4 @@
-"""HTTP/1.1 connections for the pooled clients: h11 for the request and the response head, then a lean body.
+"""HTTP/1.1 connections for the pooled clients: the request and the response head (:mod:`._head`), then a lean body.
 
 Theory of operation
 -------------------
@@ -9,11 +9,11 @@ that was most of a client's cost per chunk: on a loopback stream paced like
 a model, a bare socket loop cost 15 µs of CPU per chunk and
 ``httpx.Response.iter_raw`` 63 µs.
 
-These connections keep h11 where parsing is subtle, writing the request
-(it refuses a header value with a line break) and reading the response head
-(status line, header syntax, conflicting lengths, ``Transfer-Encoding``),
-and then read the body with :mod:`._framing`: one ``read`` of the network
-stream and one ``feed`` per chunk. They are what the pooled clients'
+These connections write the request and read the response head with
+:mod:`._head` (h11's grammar and refusals: a header value with a line break,
+a bad status line, conflicting lengths, a ``Transfer-Encoding`` other than
+``chunked``; h11 is its test oracle), and then read the body with
+:mod:`._framing`: one ``read`` of the network stream and one ``feed`` per chunk. They are what the pooled clients'
 connection pools (:mod:`._flat_pool`) open; clients injected by a user
 keep whatever transport they were built with.
 
@@ -39,10 +39,10 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import h11
 import httpcore
 
 from ._framing import Framing, UntilClose, framing_for
+from ._head import Head, HeadReader, RequestWriter
 
 __all__ = ["AsyncLeanConnection", "Cycle", "LeanConnection"]
 
@@ -55,70 +55,51 @@ _NEW, _ACTIVE, _IDLE, _CLOSED = range(4)
 
 
 class Cycle:
-    """One request and the head of its response, without I/O: h11's side of the exchange."""
+    """One request and the head of its response, without I/O (the grammar is :mod:`._head`'s)."""
 
-    __slots__ = ("h11", "request", "write_failed")
+    __slots__ = ("_reader", "_writer", "request", "write_failed")
 
     def __init__(self, request: httpcore.Request) -> None:
         self.request = request
-        self.h11 = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+        self._writer = RequestWriter()
+        self._reader = HeadReader(MAX_HEAD)
         self.write_failed = False
 
     def head(self) -> bytes:
         """The request line and headers."""
         request = self.request
-        try:
-            event = h11.Request(method=request.method, target=request.url.target, headers=request.headers)
-            return self.h11.send(event) or b""
-        except h11.LocalProtocolError as exc:
-            raise httpcore.LocalProtocolError(str(exc)) from exc
+        return self._writer.head(request.method, request.url.target, request.headers)
 
     def data(self, chunk: bytes) -> bytes:
-        try:
-            return self.h11.send(h11.Data(data=chunk)) or b""
-        except h11.LocalProtocolError as exc:  # more bytes than the Content-Length said
-            raise httpcore.LocalProtocolError(str(exc)) from exc
+        return self._writer.data(chunk)  # more bytes than the Content-Length said: LocalProtocolError
 
     def end(self) -> bytes:
-        try:
-            return self.h11.send(h11.EndOfMessage()) or b""
-        except h11.LocalProtocolError as exc:  # fewer bytes than the Content-Length said
-            raise httpcore.LocalProtocolError(str(exc)) from exc
+        return self._writer.end()  # fewer bytes than the Content-Length said: LocalProtocolError
 
-    def response(self) -> h11.Response | None:
-        """The final response head once it is in, else None (read more; 1xx heads are skipped)."""
-        conn = self.h11
+    def response(self) -> Head | None:
+        """The final response head once it is in, else None (read more; informational heads are skipped)."""
         while True:
-            try:
-                event = conn.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise httpcore.RemoteProtocolError(str(exc)) from exc
-            if event is h11.NEED_DATA:
-                return None
-            if isinstance(event, h11.InformationalResponse) and event.status_code != 101:
-                continue
-            if isinstance(event, (h11.Response, h11.InformationalResponse)):
-                return event  # type: ignore[return-value]
-            raise httpcore.RemoteProtocolError(f"expected a response head, got {type(event).__name__}")
+            head = self._reader.next_head()
+            if head is None or head.status_code >= 200:
+                return head
 
     def receive(self, data: bytes) -> None:
-        if not data and self.h11.their_state is h11.SEND_RESPONSE:
+        if not data:  # only ever asked before the final head
             raise httpcore.RemoteProtocolError("Server disconnected without sending a response.")
-        self.h11.receive_data(data)
+        self._reader.feed(data)
 
-    def answer(self, event: h11.Response, stream: Any) -> tuple[httpcore.Response, Framing, bytes, bool]:
+    def answer(self, head: Head, stream: Any) -> tuple[httpcore.Response, Framing, bytes, bool]:
         """The response for httpx, its body's decoder, the body bytes already read, and whether keep-alive holds."""
-        lowered = list(event.headers)
-        framing = framing_for(self.request.method, event.status_code, lowered)
-        leftover = self.h11.trailing_data[0]
-        keep = (event.http_version == b"1.1" and event.status_code != 101 and not self.write_failed
+        lowered = head.lowered
+        framing = framing_for(self.request.method, head.status_code, lowered)
+        keep = (head.http_version == b"1.1" and not self.write_failed
                 and not isinstance(framing, UntilClose)
                 and not _says_close(lowered) and not _says_close(self.request.headers))
         response = httpcore.Response(
-            status=event.status_code, headers=event.headers.raw_items(), content=None,
-            extensions={"http_version": b"HTTP/" + event.http_version, "reason_phrase": event.reason,
+            status=head.status_code, headers=head.items, content=None,
+            extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason,
                         "network_stream": stream})
-        return response, framing, bytes(leftover), keep
+        return response, framing, self._reader.rest, keep
 
 
 def _says_close(headers: Any) -> bool:
