@@ -9,8 +9,8 @@ in :mod:`.chat_fields`; how a name becomes a model, in :mod:`.models`. ``n`` cho
 from __future__ import annotations
 
 import asyncio
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -45,7 +45,7 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         client = chat_config(body, rest, self._resolve_model(body.model), self._declared())
         config = self.config_for(request, client)
         resolution = self._fit_config(config, client, {}, droppable, bool(body.stream))
-        session = chat_session(session_id_of(request) or uuid.uuid4().hex, body.messages, self.settings.max_messages)
+        session = chat_session(session_id_of(request) or os.urandom(16).hex(), body.messages, self.settings.max_messages)
         turns = [await self._facade_turn(request, session, config, choice=i, resolution=None if i else resolution)
                  for i in range(self._choices(request, body))]
         for turn in turns:
@@ -58,7 +58,10 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
             answer = completion_body(turns[0].client_rid, body.model, replies,
                                      usage_body(*(result.usage for result, _ in results)), legacy)
             return JSONResponse(answer, headers={**rate_limits(replies[0]), **headers, **results[0][1]})
-        opened = await asyncio.gather(*(self._open_stream(request, t) for t in turns))
+        if len(turns) == 1:  # the usual single choice opens in this task; gather would make one for it
+            opened = [await self._open_stream(request, turns[0])]
+        else:
+            opened = await asyncio.gather(*(self._open_stream(request, t) for t in turns))
         failed = next((f for _, f in opened if f is not None), None)
         if failed is not None:
             await self._abandon(turns)
@@ -84,6 +87,8 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
     async def _run_all(self, request: Request, turns: Sequence[FacadeTurn]) -> list[tuple[Any, dict[str, str]]]:
         """Run every choice's turn side by side; one failing stops the others."""
         try:
+            if len(turns) == 1:  # the usual single choice runs in this task; gather would make one for it
+                return [await self._run_whole(request, turns[0])]
             return list(await asyncio.gather(*(self._run_whole(request, t) for t in turns)))
         except BaseException:
             for turn in turns:
