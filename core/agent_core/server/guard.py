@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import re
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -62,10 +63,13 @@ def _header(scope: Any, name: bytes) -> bytes | None:
     return None
 
 
+_NOT_IN_HOST = re.compile(r"[\s/@?#\\]")  # whitespace, or what would start a path, user info, query or fragment
+
+
 def _host_name(raw: str) -> str | None:
     """The name part of a ``Host`` value (``[::1]:8000`` -> ``::1``), lower-cased; None when malformed."""
     raw = raw.strip().lower()
-    if not raw or any(c.isspace() or c in "/@?#\\" for c in raw):
+    if not raw or _NOT_IN_HOST.search(raw):
         return None
     if raw.startswith("["):
         end = raw.find("]")

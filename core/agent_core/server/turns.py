@@ -127,12 +127,19 @@ class TurnRoutes:
                 del config[key]
         return None if changed else resolution
 
-    def _likely_declared(self, provider: Any) -> set[str]:
+    def _likely_declared(self, provider: Any) -> frozenset[str]:
         """The keys the chosen provider (every provider when none is named) or any non-provider plugin declares."""
-        providers = set(self.core.plugins("provider"))
         by_plugin = keys_by_plugin(self.core)
-        return set().union(*(keys for name, keys in by_plugin.items()
-                             if name not in providers or provider is None or name == provider))
+        memo = self.__dict__.setdefault("_likely_memo", {})  # per registered provider: a few entries at most
+        known = memo.get(provider) if provider is None or isinstance(provider, str) else None
+        if known is not None and known[0] is by_plugin:  # made from the same registrations
+            return known[1]  # type: ignore[no-any-return]
+        providers = set(self.core.plugins("provider"))
+        keys = frozenset().union(*(keys for name, keys in by_plugin.items()
+                                   if name not in providers or provider is None or name == provider))
+        if provider is None or (isinstance(provider, str) and provider in providers):  # no made-up names: kept small
+            memo[provider] = (by_plugin, keys)
+        return keys
 
     def _watch(self, request: Request, turn: FacadeTurn) -> None:
         """Cancel the turn upstream if the client hangs up; the turn counts as running until ``_release``.
