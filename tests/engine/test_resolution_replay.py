@@ -81,8 +81,11 @@ def test_a_replayed_resolution_equals_a_fresh_one_with_new_instances(monkeypatch
     monkeypatch.setattr(replay_module, "resolve", lambda *a, **k: fresh.append(1) or real(*a, **k))
     c = core()
     config = {"flag": True, "api_key": "sk-one", "seer_token": "t"}
-    first, second = c.resolve(config), c.resolve(config)
-    assert len(fresh) == 1, "the second resolution was a replay"
+    first = c.resolve(config)
+    assert not c._replays._kept, "a config seen once is not recorded"
+    c.resolve(config)  # seen again: resolved afresh and recorded
+    second = c.resolve(config)
+    assert len(fresh) == 2, "the third resolution was a replay"
     for field in ("provider", "extensions", "features", "tools", "tags", "models", "reasons", "config", "warnings"):
         assert getattr(second, field) == getattr(first, field), field
     assert [str(f) for f in second.features] == ["seer"] and second.tags == ("vision",)
@@ -93,8 +96,10 @@ def test_a_replayed_resolution_equals_a_fresh_one_with_new_instances(monkeypatch
         assert second.live[name].secrets == first.live[name].secrets
     assert second.live["prov"].secrets == {"api_key": "sk-one"}  # the provider's own secret, handed anew
     assert second.config["api_key"] == "<redacted>"
-    assert c.resolve({**config, "api_key": "sk-other"}).live["prov"].secrets == {"api_key": "sk-other"}
-    assert len(fresh) == 2, "another key's config is another config"
+    other = {**config, "api_key": "sk-other"}
+    for _ in range(3):
+        assert c.resolve(other).live["prov"].secrets == {"api_key": "sk-other"}
+    assert len(fresh) == 4, "another key's config is another config, recorded on its second resolution"
 
 
 def test_each_resolution_asks_the_hooks_a_fresh_one_would() -> None:
@@ -107,7 +112,9 @@ def test_each_resolution_asks_the_hooks_a_fresh_one_would() -> None:
 def test_an_answer_that_changes_is_heard() -> None:
     c = core()
     config = {"flag": True}
-    assert [str(f) for f in c.resolve(config).features] == ["seer"]
+    for _ in range(3):  # seen, recorded, replayed
+        assert [str(f) for f in c.resolve(config).features] == ["seer"]
+    assert c._replays._kept
     Seer.VERDICT = False  # the same config, a different verdict: the recorded outcome no longer holds
     again = c.resolve(config)
     assert again.features == ()
@@ -120,7 +127,8 @@ def test_an_answer_that_changes_is_heard() -> None:
 
 def test_a_value_of_another_type_is_another_config() -> None:
     c = core()
-    assert c.resolve({"flag": True}).tags == ("vision",)
+    for _ in range(3):
+        assert c.resolve({"flag": True}).tags == ("vision",)
     with pytest.raises(ConfigError) as err:  # 1 == True, but a boolean key refuses an integer
         c.resolve({"flag": 1})
     assert err.value.key == "flag"
@@ -132,7 +140,8 @@ def test_a_value_of_another_type_is_another_config() -> None:
 def test_a_plugin_registered_later_takes_part() -> None:
     c = AgentCore(providers=[Prov])
     config = {"flag": True}
-    assert c.resolve(config).features == ()
+    for _ in range(3):
+        assert c.resolve(config).features == ()
     c.register_feature(Seer)
     assert [str(f) for f in c.resolve(config).features] == ["seer"]
 
@@ -161,17 +170,25 @@ def test_a_session_plugin_list_is_part_of_what_is_replayed() -> None:
 
     c = core()
     config = {"flag": True}
-    assert [str(f) for f in c.resolve(config).features] == ["seer"]
     only_provider = Session("s", [], {"plugins": []})
-    assert c.resolve(config, session=only_provider).features == ()
-    assert [str(f) for f in c.resolve(config).features] == ["seer"]
+    for _ in range(3):
+        assert [str(f) for f in c.resolve(config).features] == ["seer"]
+        assert c.resolve(config, session=only_provider).features == ()
 
 
 def test_a_replayed_resolution_runs_a_request() -> None:
     c = core()
     config = {"flag": True, "api_key": "sk-two"}
     session = c.create_session()
-    for text in ("a", "b"):
+    for text in ("a", "b", "c", "d"):
         res = c.resolve(config)
         result = c.request(c.add_message(session, "user", text), config, resolution=res)
         assert result.session.messages[-1].content == "ok"
+
+
+def test_configs_that_never_repeat_are_not_recorded_and_the_memory_stays_bounded() -> None:
+    c = core()
+    for i in range(3000):
+        c.resolve({"flag": bool(i % 2), "api_key": f"sk-{i}"})
+    assert not c._replays._kept
+    assert len(c._replays._seen) <= 4 * 256

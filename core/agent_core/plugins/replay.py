@@ -8,9 +8,10 @@ redacting secrets, freezing the views, going round the enablement fixed point. A
 a function of the config and of what the hooks answered. Request handlers resolve the same
 few configs over and over (one per tenant and model, give or take a token limit).
 
-So the first resolution of a config is recorded: which plugins were made, and every hook
-call they got (plugin, hook, arguments, answer). A later resolution of an equal config
-makes new plugin instances (they serve one request each), calls the same hooks with the
+So a config that comes again is recorded, on its second resolution (one that never repeats
+costs only its key): which plugins were made, and every hook call they got (plugin, hook,
+arguments, answer; only the hooks called are watched, so recording costs little more than
+resolving). A later resolution of an equal config makes new plugin instances (they serve one request each), calls the same hooks with the
 same arguments in the same order and compares each answer with the recorded one. When all
 are the same, the recorded outcome is the outcome: resolution is deterministic given the
 config and the answers. A plugin therefore sees exactly the calls a fresh resolution would
@@ -82,8 +83,31 @@ class _Recording:
         self.chain = tuple(str(ref) for ref in resolution.enabled)
 
 
+class _Watched(dict):  # type: ignore[type-arg]
+    """A plugin's bound-hook table while its resolution is recorded: each hook asked for comes wrapped.
+
+    Only the hooks a resolution calls are bound and wrapped (a plugin has about forty), so
+    recording costs little more than resolving.
+    """
+
+    __slots__ = ("name", "plugin", "recorder")
+
+    def __init__(self, recorder: _Recorder, name: str, plugin: LivePlugin) -> None:
+        super().__init__()
+        self.recorder, self.name, self.plugin = recorder, name, plugin
+
+    def get(self, hook: str, default: Any = None) -> Any:
+        fn = dict.get(self, hook)
+        if fn is None:
+            real = self.recorder.real[self.name].get(hook)
+            if real is None:
+                real = self.recorder.real[self.name][hook] = self.plugin.spec.bind(self.plugin.instance, hook)
+            fn = self[hook] = self.recorder.watching(self.name, hook, real)
+        return fn
+
+
 class _Recorder:
-    """Watches the hooks of one resolution's plugins through their bound-method table."""
+    """Watches the hooks of one resolution's plugins through their bound-hook tables."""
 
     def __init__(self) -> None:
         self.live: dict[str, LivePlugin] = {}
@@ -91,21 +115,19 @@ class _Recorder:
         self.schemas: dict[str, Any] = {}
         self.usable = True
         self.done = False
-        self._real: dict[str, dict[str, Callable[..., Any]]] = {}
+        self.real: dict[str, dict[str, Callable[..., Any]]] = {}
 
     def attach(self, live: Mapping[str, LivePlugin]) -> None:
         for name, plugin in live.items():
-            real = {hook: plugin.hook(hook) for hook, b in plugin.spec.bindings.items()
-                    if b.defined or b.default is not None}  # an optional hook left out has nothing to call
-            self.live[name], self._real[name] = plugin, real
-            plugin._bound = {hook: self._watching(name, hook, fn) for hook, fn in real.items()}
+            self.live[name], self.real[name] = plugin, dict(plugin._bound)
+            plugin._bound = _Watched(self, name, plugin)
 
     def detach(self) -> None:
         self.done = True  # a bound hook kept by someone past the resolution records nothing more
         for name, plugin in self.live.items():
-            plugin._bound = self._real[name]
+            plugin._bound = self.real[name]
 
-    def _watching(self, name: str, hook: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def watching(self, name: str, hook: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             answer = fn(*args, **kwargs)
             self._note(name, hook, args, kwargs, answer)
@@ -135,6 +157,7 @@ class Replays:
     def __init__(self, size: int = 256) -> None:
         self._size = size
         self._kept: dict[tuple[Any, ...], _Recording] = {}
+        self._seen: dict[tuple[Any, ...], None] = {}  # configs resolved once, not yet recorded (4 x size at most)
         self._lock = threading.Lock()
 
     def resolve(self, registry: Mapping[str, Sequence[PluginSpec]], generation: int, user_config: Mapping[str, Any],
@@ -149,6 +172,9 @@ class Replays:
             replayed = _replay(kept, basis)
             if replayed is not None:
                 return replayed
+        elif key not in self._seen:  # recorded the second time a config comes: one that never repeats costs nothing
+            self._note_seen(key)
+            return resolve(registry, user_config, only=only, basis=basis)
         recorder = _Recorder()
         try:
             resolution = resolve(registry, user_config, only=only, basis=basis, on_live=recorder.attach)
@@ -169,9 +195,16 @@ class Replays:
 
     def _keep(self, key: tuple[Any, ...], recording: _Recording) -> None:
         with self._lock:
+            self._seen.pop(key, None)
             self._kept[key] = recording
             while len(self._kept) > self._size:
                 del self._kept[next(iter(self._kept))]
+
+    def _note_seen(self, key: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._seen[key] = None
+            while len(self._seen) > 4 * self._size:
+                del self._seen[next(iter(self._seen))]
 
 
 def _read_others(recorder: _Recorder, user_config: Mapping[str, Any]) -> bool:
