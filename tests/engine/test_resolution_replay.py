@@ -192,3 +192,18 @@ def test_configs_that_never_repeat_are_not_recorded_and_the_memory_stays_bounded
         c.resolve({"flag": bool(i % 2), "api_key": f"sk-{i}"})
     assert not c._replays._kept
     assert len(c._replays._seen) <= 4 * 256
+
+
+def test_a_kept_recording_holds_no_request_s_plugin_instances() -> None:
+    import gc
+    import weakref
+
+    c = core()
+    config = {"flag": True}
+    c.resolve(config)
+    recorded = c.resolve(config)  # the recording request's resolution
+    gone = weakref.ref(recorded.live["prov"].instance)
+    del recorded
+    gc.collect()
+    assert gone() is None, "the kept recording still holds the instances of the request it was made in"
+    assert [str(f) for f in c.resolve(config).features] == ["seer"]

@@ -34,6 +34,7 @@ what a fresh resolution would have, since every call before it got the same answ
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
@@ -79,7 +80,8 @@ class _Recording:
         self.specs = specs
         self.calls = calls
         self.secrets = secrets
-        self.resolution = resolution
+        # without the recording request's instances and basis: a kept entry must not hold one request's plugins
+        self.resolution = dataclasses.replace(resolution, live={}, basis=None)
         self.chain = tuple(str(ref) for ref in resolution.enabled)
 
 
