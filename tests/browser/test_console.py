@@ -99,7 +99,8 @@ def test_a_setting_from_the_generated_panel_goes_with_the_turn(watched: Watched,
     page = _open(watched, base_url)  # no session yet: the first turn makes one, and keeps the setting
     settings = page.locator("#settings")
     # only what the operator lets a client set: the approval timeout, not the policy itself
-    assert settings.get_by_role("spinbutton", name="Approval timeout (s)").is_visible()
+    # the panel is built from a fetch after the page opens: wait for it (is_visible does not wait)
+    expect(settings.get_by_role("spinbutton", name="Approval timeout (s)")).to_be_visible()
     assert settings.get_by_role("textbox", name="Tool policy").count() == 0
     field = settings.get_by_role("spinbutton", name="Approval timeout (s)")
     field.fill("1")
