@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from .bodies import ChatBody, parse_fields
 from .chat_fields import chat_config, droppable
 from .errors import ApiError
 from .failures import sse_error_frame
-from .http import SSE_HEADERS, session_id_of, sse_frame
+from .http import SSE_HEADERS, json_bytes, session_id_of, sse_frame
 from .models import ModelRoutes
 from .openai_compat import (
     TextFrames,
@@ -57,7 +57,8 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
             replies = [reply_of(result.final_messages) for result, _ in results]
             answer = completion_body(turns[0].client_rid, body.model, replies,
                                      usage_body(*(result.usage for result, _ in results)), legacy)
-            return JSONResponse(answer, headers={**rate_limits(replies[0]), **headers, **results[0][1]})
+            return Response(json_bytes(answer), media_type="application/json",
+                            headers={**rate_limits(replies[0]), **headers, **results[0][1]})
         if len(turns) == 1:  # the usual single choice opens in this task; gather would make one for it
             opened = [await self._open_stream(request, turns[0])]
         else:

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from .anthropic_compat import (
     DROPPABLE,
@@ -28,7 +28,7 @@ from .anthropic_stream import MessageStream
 from .bodies import parse_fields
 from .failures import anthropic_body
 from .fields import with_extra_fields
-from .http import SSE_HEADERS, session_id_of
+from .http import SSE_HEADERS, json_bytes, session_id_of
 from .openai_compat import reply_of
 from .turns import FacadeTurn, TurnRoutes, chained, rate_limits
 
@@ -50,8 +50,8 @@ class MessagesRoutes(TurnRoutes):
         if not body.stream:
             result, saved = await self._run_whole(request, turn)
             reply = reply_of(result.final_messages)
-            return JSONResponse(message_body(turn.client_rid, body.model, reply, result.usage),
-                                headers={**rate_limits(reply), **headers, **saved})
+            return Response(json_bytes(message_body(turn.client_rid, body.model, reply, result.usage)),
+                            media_type="application/json", headers={**rate_limits(reply), **headers, **saved})
         first, failed = await self._open_stream(request, turn)
         if failed is not None:
             return failed

@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from .bodies import parse_fields
 from .chat_fields import droppable
 from .failures import openai_body
 from .fields import with_extra_fields
-from .http import SSE_HEADERS, session_id_of
+from .http import SSE_HEADERS, json_bytes, session_id_of
 from .openai_compat import reply_of
 from .responses_compat import (
     FIELDS,
@@ -59,7 +59,8 @@ class ResponsesRoutes(TurnRoutes):
             answer = response_body(turn.client_rid, body, created, status=status,
                                    output=output_items(turn.client_rid, reply),
                                    usage=usage_of(result.usage, reply), incomplete=incomplete)
-            return JSONResponse(answer, headers={**rate_limits(reply), **headers, **saved})
+            return Response(json_bytes(answer), media_type="application/json",
+                            headers={**rate_limits(reply), **headers, **saved})
         first, failed = await self._open_stream(request, turn)
         if failed is not None:
             return failed
