@@ -207,3 +207,21 @@ def test_a_kept_recording_holds_no_request_s_plugin_instances() -> None:
     gc.collect()
     assert gone() is None, "the kept recording still holds the instances of the request it was made in"
     assert [str(f) for f in c.resolve(config).features] == ["seer"]
+
+
+def test_a_config_whose_answers_keep_changing_is_resolved_afresh_not_recorded_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh: list[Any] = []
+    real = replay_module.resolve
+    monkeypatch.setattr(replay_module, "resolve", lambda *a, **k: fresh.append(k.get("on_live")) or real(*a, **k))
+    c = core()
+    config = {"flag": True}
+    for _ in range(3):  # seen, recorded, replayed
+        c.resolve(config)
+    assert len(fresh) == 2
+    for i in range(6):  # a verdict that changes from one request to the next
+        Seer.VERDICT = (False, True)[i % 2]
+        assert bool(c.resolve(config).features) is Seer.VERDICT
+    assert len(fresh) == 8, "each request after the change is one fresh resolution"
+    assert [f for f in fresh[2:] if f is not None] == [], "none of them records again"
+    assert not c._replays._kept

@@ -20,7 +20,9 @@ make, and nothing is assumed about whether its hooks are pure.
 What falls back to a fresh resolution
 -------------------------------------
 - an answer that differs (then that request's plugins may be asked the hooks twice: once
-  by the replay that found the difference, once by the fresh resolution);
+  by the replay that found the difference, once by the fresh resolution); that config is
+  then resolved afresh and not recorded again, so a plugin whose answers keep changing
+  costs one fresh resolution a request, as without the replay;
 - a config that cannot be compared exactly (a value :mod:`pickle` refuses), or arguments
   that are not frozen, or an answer that is not plain data;
 - a resolution with config warnings (they are raised as warnings each time), one that read
@@ -50,6 +52,7 @@ from .selection import instantiate
 
 __all__ = ["Replays"]
 
+_NEW, _ONCE, _VOLATILE = object(), object(), object()  # a config not seen; seen once; seen to answer differently
 _FROZEN_SCALARS = (str, int, float, bool, type(None), bytes, frozenset, FrozenDict, FrozenList)
 
 
@@ -159,7 +162,8 @@ class Replays:
     def __init__(self, size: int = 256) -> None:
         self._size = size
         self._kept: dict[tuple[Any, ...], _Recording] = {}
-        self._seen: dict[tuple[Any, ...], None] = {}  # configs resolved once, not yet recorded (4 x size at most)
+        # configs resolved once and not yet recorded, or whose answers changed (4 x size at most)
+        self._seen: dict[tuple[Any, ...], object] = {}
         self._lock = threading.Lock()
 
     def resolve(self, registry: Mapping[str, Sequence[PluginSpec]], generation: int, user_config: Mapping[str, Any],
@@ -174,8 +178,12 @@ class Replays:
             replayed = _replay(kept, basis)
             if replayed is not None:
                 return replayed
-        elif key not in self._seen:  # recorded the second time a config comes: one that never repeats costs nothing
-            self._note_seen(key)
+            self._note_seen(key, volatile=True)  # an answer changed: not recorded again, lest every request pay twice
+            return resolve(registry, user_config, only=only, basis=basis)
+        seen = self._seen.get(key, _NEW)
+        if seen is not _ONCE:  # recorded the second time a config comes: one that never repeats costs nothing
+            if seen is _NEW:
+                self._note_seen(key)
             return resolve(registry, user_config, only=only, basis=basis)
         recorder = _Recorder()
         try:
@@ -202,9 +210,11 @@ class Replays:
             while len(self._kept) > self._size:
                 del self._kept[next(iter(self._kept))]
 
-    def _note_seen(self, key: tuple[Any, ...]) -> None:
+    def _note_seen(self, key: tuple[Any, ...], *, volatile: bool = False) -> None:
         with self._lock:
-            self._seen[key] = None
+            if volatile:
+                self._kept.pop(key, None)
+            self._seen[key] = _VOLATILE if volatile else _ONCE
             while len(self._seen) > 4 * self._size:
                 del self._seen[next(iter(self._seen))]
 
