@@ -209,12 +209,19 @@ def test_the_banner_counts_the_tenants_of_a_tokens_file_and_shows_none_of_their_
     assert TOKEN not in output and "tok-bob-never-printed" not in output
 
 
+def _records_of(caplog: pytest.LogCaptureFixture, path: str) -> list[logging.LogRecord]:
+    """The server logger's records of requests to ``path``: a request of some other process that
+    happens on the test server's port (a client still retrying an earlier test's server that had
+    that port) must not count."""
+    return [r for r in caplog.records if r.name == "agent_core.server" and getattr(r, "fields", {}).get("path") == path]
+
+
 def test_an_embedding_application_gets_the_records_from_the_agent_core_server_logger(
     store: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO, logger="agent_core.server"), running(create_app(store=store)) as url:
         httpx.get(f"{url}/v1/sessions?after=secret-cursor", headers={"x-request-id": "e-1"})
-    [record] = [r for r in caplog.records if r.name == "agent_core.server"]
+    [record] = _records_of(caplog, "/v1/sessions")
     assert record.event == "request"  # type: ignore[attr-defined]
     assert record.fields == {"method": "GET", "path": "/v1/sessions", "status": 200,  # type: ignore[attr-defined]
                              "duration_ms": record.fields["duration_ms"], "request_id": None}  # type: ignore[attr-defined]
@@ -230,6 +237,6 @@ class _BrokenStore:
 def test_a_request_that_raises_is_logged_as_a_500_naming_the_error(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="agent_core.server"), running(create_app(store=_BrokenStore())) as url:
         assert httpx.get(f"{url}/v1/sessions").status_code == 500
-    [record] = [r for r in caplog.records if r.name == "agent_core.server"]
+    [record] = _records_of(caplog, "/v1/sessions")
     assert record.getMessage().startswith("GET /v1/sessions 500 ") and record.getMessage().endswith(" (RuntimeError)")
     assert record.fields["error"] == "RuntimeError"  # type: ignore[attr-defined]
