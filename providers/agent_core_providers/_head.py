@@ -150,13 +150,13 @@ class HeadReader:
     __slots__ = ("_buf", "_max", "_searched")
 
     def __init__(self, max_head: int) -> None:
-        self._buf = b""
+        self._buf = bytearray()  # grown in place: a head trickling in a byte a read stays linear, as h11's buffer
         self._max = max_head
         self._searched = 0
 
     @property
     def rest(self) -> bytes:
-        return self._buf
+        return bytes(self._buf)
 
     def feed(self, data: bytes) -> None:
         self._buf += data
@@ -175,8 +175,10 @@ class HeadReader:
             self._searched = max(0, len(buf) - 2)
             return None
         end = match.end()
-        self._buf, self._searched = buf[end:], 0
-        lines = [line[:-1] if line.endswith(b"\r") else line for line in buf[:end].split(b"\n")[:-2]]
+        head = bytes(buf[:end])
+        del buf[:end]
+        self._searched = 0
+        lines = [line[:-1] if line.endswith(b"\r") else line for line in head.split(b"\n")[:-2]]
         status = _STATUS_LINE_RE.fullmatch(lines[0])
         if status is None:
             raise httpcore.RemoteProtocolError(f"illegal status line: {lines[0]!r}")

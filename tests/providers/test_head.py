@@ -159,3 +159,15 @@ def test_a_disconnect_before_the_head_is_an_error_the_pool_knows() -> None:
     assert cycle.response() is None  # the informational head is skipped, the final one is not in yet
     with pytest.raises(httpcore.RemoteProtocolError, match="disconnected without sending a response"):
         cycle.receive(b"")
+
+
+def test_a_head_that_arrives_a_byte_a_read_is_read_whole() -> None:
+    """A slow upstream may send its head in many small reads; each piece is added, never re-copied."""
+    head = b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"v" * 60) for i in range(1000)) + b"\r\nbody"
+    reader = HeadReader(len(head) + 10)
+    got = None
+    for i in range(len(head)):
+        reader.feed(head[i:i + 1])
+        got = got or reader.next_head()
+    assert got is not None and got.status_code == 200 and len(got.items) == 1000
+    assert reader.rest == b"body"
