@@ -32,14 +32,16 @@ provider's table of calls that can be cancelled).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import httpx
 from agent_core.plugin_kit import Call, OpenIter
 
 from ._call import HTTPCall, build_request
 from ._decoding import raw_body
+from ._direct import aread_direct, direct_chunks, read_direct
 from ._inflight import InFlight
-from ._pool import bound
+from ._pool import ROUTE, bound
 
 __all__ = ["Exchange"]
 
@@ -52,7 +54,7 @@ class Exchange:
     manager: ``with`` in sync code, ``async with`` in async code.
     """
 
-    __slots__ = ("client", "call", "record", "response", "answered", "_on_close")
+    __slots__ = ("client", "call", "record", "response", "answered", "extensions", "_on_close")
 
     def __init__(
         self,
@@ -64,6 +66,8 @@ class Exchange:
         self.client, self.call, self.record = client, call, record
         self.response: httpx.Response | None = None
         self.answered: httpx.Headers | None = None  # the headers of the response that answered the call
+        #: the current attempt's request extensions (its ``timeout``, which a stream's body reads when it starts)
+        self.extensions: dict[str, Any] = {}
         self._on_close = on_close
 
     # -- the effects the attempts yield ---------------------------------------------------------
@@ -103,38 +107,62 @@ class Exchange:
         self.record.arm(self.call)
 
     def _send(self) -> httpx.Response:
-        client, record = self.client, self.record
+        client, record, call = self.client, self.record, self.call
+        route = getattr(client, ROUTE, None)  # a pooled client: straight to its pool (see ._direct)
+        direct = route and route.request(call.method, call.url, call.headers, call.body)
         with bound(record):  # the watched connection reports to the record from the first write
-            response = client.send(build_request(client, self.call), stream=True)  # type: ignore[arg-type]
+            if direct:
+                self.extensions = direct.extensions
+                response = route.send(direct)
+            else:
+                request = build_request(client, call)
+                self.extensions = request.extensions
+                response = client.send(request, stream=True)  # type: ignore[arg-type]
         self.response = record.response = response
         return response
 
     async def _asend(self) -> httpx.Response:
-        client, record = self.client, self.record
+        client, record, call = self.client, self.record, self.call
+        route = getattr(client, ROUTE, None)
+        direct = route and route.request(call.method, call.url, call.headers, call.body)
         with bound(record):
-            response = await client.send(build_request(client, self.call), stream=True)  # type: ignore[misc]
+            if direct:
+                self.extensions = direct.extensions
+                response = await route.asend(direct)
+            else:
+                request = build_request(client, call)
+                self.extensions = request.extensions
+                response = await client.send(request, stream=True)  # type: ignore[misc]
         self.response = record.response = response
         return response
 
     def _read_all(self) -> bytes:
         try:
-            return self._current().read()
+            response = self._current()
+            body = read_direct(response)
+            return response.read() if body is None else body
         finally:
             self._release()
 
     async def _aread_all(self) -> bytes:
         try:
-            return await self._current().aread()
+            response = self._current()
+            body = await aread_direct(response)
+            return await response.aread() if body is None else body
         finally:
             await self._arelease()
 
     def _chunks(self) -> Iterator[bytes]:
         response = self._current()
-        return response.iter_raw() if raw_body(response) else response.iter_bytes()
+        if not raw_body(response):
+            return response.iter_bytes()
+        return direct_chunks(response) or response.iter_raw()
 
     def _achunks(self) -> AsyncIterator[bytes]:
         response = self._current()
-        return response.aiter_raw() if raw_body(response) else response.aiter_bytes()
+        if not raw_body(response):
+            return response.aiter_bytes()
+        return direct_chunks(response) or response.aiter_raw()
 
     def _release(self) -> None:
         response = self._detach()

@@ -72,6 +72,12 @@ class _Stacks:
                    socket_options=pool._socket_options)
 
     @property
+    def lean(self) -> bool:
+        """Its connections are :mod:`._lean_conn`'s (HTTP/1.1 without connect retries), as :mod:`._direct` needs."""
+        o = self._options
+        return bool(o["http1"]) and not o["http2"] and not o["retries"]
+
+    @property
     def connections(self) -> int:
         """Open connections, idle and busy (for tests and benchmarks)."""
         return self._idle_count + len(self._busy)
@@ -181,7 +187,7 @@ class _ReturningStream:
 
     def __init__(self, stream: Any, pool: FlatAsyncPool, conn: httpcore.AsyncHTTPConnection,
                  origin: httpcore.Origin) -> None:
-        self._stream = stream
+        self._stream = self.body = stream  # ``body``: read directly by :mod:`._direct`
         self._origin = origin
         self._pool = pool
         self._conn = conn
@@ -252,6 +258,7 @@ class _Returning:
 
     def __init__(self, stream: Any, pool: FlatPool, conn: Any, origin: httpcore.Origin) -> None:
         self._stream, self._pool, self._conn, self._origin = stream, pool, conn, origin
+        self.body = stream  # read directly by :mod:`._direct`
         self._closed = False
 
     def __iter__(self) -> Iterator[bytes]:

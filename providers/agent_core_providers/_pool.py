@@ -61,10 +61,12 @@ import httpcore
 import httpx
 
 from ._aio_stream import AsyncioBackend
+from ._direct import Route
 from ._flat_pool import FlatAsyncPool, FlatPool
 
 __all__ = [
     "KEEPALIVE_CONNECTIONS",
+    "ROUTE",
     "aclose_clients",
     "async_client_for",
     "bound",
@@ -72,6 +74,9 @@ __all__ = [
     "close_clients",
     "sync_client_for",
 ]
+
+#: The attribute of a pooled client that holds its :class:`._direct.Route` to its pool.
+ROUTE = "_agent_core_route"
 
 #: Idle connections each pooled client keeps open for reuse (httpx's default is 20).
 KEEPALIVE_CONNECTIONS = 128
@@ -303,6 +308,14 @@ def _without_cookies(client: _C) -> _C:
     return client
 
 
+def _routed(client: _C) -> _C:
+    """``client`` with a :class:`._direct.Route` to its pool, when the pool is a flat one of lean connections."""
+    pool = getattr(client._transport, "_pool", None)
+    if isinstance(pool, (FlatPool, FlatAsyncPool)) and pool.lean:
+        setattr(client, ROUTE, Route(client, pool))
+    return client
+
+
 def client_timeout(seconds: float) -> httpx.Timeout:
     """The pooled clients' timeout: ``seconds`` per network step, connecting at most 15 s; ``inf``: none."""
     if math.isinf(seconds):
@@ -318,8 +331,8 @@ def sync_client_for(base_url: str, timeout: float) -> httpx.Client:
         client = _sync_clients.get(key)
         if client is None or client.is_closed:
             transport = _watch(_flat_sync(httpx.HTTPTransport(limits=_LIMITS)), _WatchingBackend)
-            client = _without_cookies(httpx.Client(timeout=client_timeout(timeout), limits=_LIMITS,
-                                                   transport=transport, cookies=_NoCookies()))
+            client = _routed(_without_cookies(httpx.Client(timeout=client_timeout(timeout), limits=_LIMITS,
+                                                           transport=transport, cookies=_NoCookies())))
             _sync_clients[key] = client
         return client
 
@@ -380,8 +393,8 @@ def async_client_for(base_url: str, timeout: float) -> httpx.AsyncClient:
         client = pool.clients.get(key)
         if client is None or client.is_closed:
             transport = _watch(_flat(httpx.AsyncHTTPTransport(limits=_LIMITS)), _AsyncWatchingBackend)
-            client = _without_cookies(httpx.AsyncClient(timeout=client_timeout(timeout), limits=_LIMITS,
-                                                        transport=transport, cookies=_NoCookies()))
+            client = _routed(_without_cookies(httpx.AsyncClient(timeout=client_timeout(timeout), limits=_LIMITS,
+                                                                transport=transport, cookies=_NoCookies())))
             pool.clients[key] = client
         return client
 

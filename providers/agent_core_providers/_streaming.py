@@ -116,7 +116,7 @@ class StreamAttempt(Attempt):
         else:
             self._start_reader(response.status_code)
             if call.chunk_timeout is not None:
-                _cap_reads(response, call.chunk_timeout)
+                _cap_reads(exchange.extensions, call.chunk_timeout)
             body_chunks = yield exchange.open_body()
             try:
                 yield Pump(body_chunks, self.step)
@@ -177,14 +177,14 @@ class StreamAttempt(Attempt):
             raise error
 
 
-def _cap_reads(response: httpx.Response, seconds: float) -> None:
-    """Let each read of ``response``'s body wait at most ``seconds``.
+def _cap_reads(extensions: dict[str, Any], seconds: float) -> None:
+    """Let each read of the body wait at most ``seconds`` (``extensions``: the request's).
 
-    httpx hands the request's extensions to httpcore as the same mapping, and
-    httpcore takes the read timeout from it when the body starts, so setting
-    it after the headers bounds the body only, not the wait for the answer.
+    httpx hands the request's extensions to httpcore as the same mapping (and
+    :mod:`._direct` hands its own), and the connection takes the read timeout
+    from it when the body starts, so setting it after the headers bounds the
+    body only, not the wait for the answer.
     """
-    extensions = response.request.extensions
     timeouts = dict(extensions.get("timeout") or {})
     read = timeouts.get("read")
     timeouts["read"] = seconds if read is None else min(read, seconds)

@@ -48,6 +48,7 @@ class RawServer:
         self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self.accepted = 0
         self.requests: list[tuple[int, bytes]] = []  # (connection number from 1, request line)
+        self.wire: list[bytes] = []  # each request exactly as it arrived: head and body
         self.holds: list[bool] = []  # per Hold step: True when its event came before the timeout
         self._replies: deque[tuple[Any, ...]] = deque()
         self._events: list[threading.Event] = []
@@ -102,9 +103,10 @@ class RawServer:
                     if not data:
                         return
                     buf += data
-                buf = buf[length:]
+                body, buf = buf[:length], buf[length:]
                 with self._lock:
                     self.requests.append((number, lines[0]))
+                    self.wire.append(head + b"\r\n\r\n" + body)
                     reply = self._replies.popleft() if self._replies else (CLOSE,)
                 for step in reply:
                     if step is CLOSE:
