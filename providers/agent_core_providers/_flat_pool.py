@@ -135,9 +135,10 @@ class FlatAsyncPool(_Stacks):
         except BaseException:
             await self._give_back(conn, origin)
             raise
-        return httpcore.Response(status=response.status, headers=response.headers,
-                                 content=_ReturningStream(response.stream, self, conn, origin),
-                                 extensions=response.extensions)
+        # the connection's response is made for this request alone: its body is wrapped in place
+        # (a new httpcore.Response would check every header again)
+        response.stream = _ReturningStream(response.stream, self, conn, origin)
+        return response
 
     async def _give_back(self, conn: Any, origin: httpcore.Origin) -> None:
         """Back on its origin's stack if it can carry another request; else closed."""
@@ -205,6 +206,10 @@ class _ReturningStream:
         if self._closed:
             return
         self._closed = True
+        settled = getattr(self._stream, "settled", None)
+        if settled is not None and settled():  # the usual end: nothing to close, nothing a cancel could cut short
+            await self._pool._give_back(self._conn, self._origin)  # closes (shielded) only what expired
+            return
         with anyio.CancelScope(shield=True):
             if hasattr(self._stream, "aclose"):
                 await self._stream.aclose()
@@ -230,9 +235,8 @@ class FlatPool(_Stacks):
         except BaseException:
             self._give_back(conn, origin)
             raise
-        return httpcore.Response(status=response.status, headers=response.headers,
-                                 content=_Returning(response.stream, self, conn, origin),
-                                 extensions=response.extensions)
+        response.stream = _Returning(response.stream, self, conn, origin)  # in place, as the async pool does
+        return response
 
     def _give_back(self, conn: Any, origin: httpcore.Origin) -> None:
         with self._lock:

@@ -36,6 +36,10 @@ from ._call import HTTPCall
 __all__ = ["InFlight", "InFlightTable"]
 
 
+#: guards the making of a record's wake event against a cancel from another thread
+_EVENTS = threading.Lock()
+
+
 class InFlight:
     """One running call: its current connection and response, and whether it was stopped.
 
@@ -70,7 +74,10 @@ class InFlight:
         self.stream: Any = None
         self.reused = False
         self.received = False
-        self._wake = threading.Event()
+        # what a wait before a retry blocks on, made by the first such wait (most calls never wait):
+        # a cancel sets the flags first and then wakes what exists, a wait makes its event and then
+        # reads the flags, so one of the two always sees the other
+        self._wake: threading.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_wake: asyncio.Event | None = None
         self._timer: Any = None
@@ -81,7 +88,6 @@ class InFlight:
     def bind_loop(self) -> None:
         """Remember the running loop so a cancel from another thread can wake it."""
         self._loop = asyncio.get_running_loop()
-        self._async_wake = asyncio.Event()
 
     def arm(self, call: HTTPCall) -> None:
         """Start the ``deadline`` timer of ``call`` (if it has one)."""
@@ -150,7 +156,10 @@ class InFlight:
         self._interrupt()
 
     def _interrupt(self) -> None:
-        self._wake.set()
+        with _EVENTS:
+            wake = self._wake
+        if wake is not None:
+            wake.set()
         if self._loop is not None and self._async_wake is not None:
             try:
                 self._loop.call_soon_threadsafe(self._async_wake.set)
@@ -165,11 +174,20 @@ class InFlight:
 
     def sleep(self, seconds: float) -> bool:
         """Sleep (sync); True when woken by a cancel or the deadline."""
-        return self._wake.wait(seconds)
+        with _EVENTS:
+            if self._wake is None:
+                self._wake = threading.Event()
+            wake = self._wake
+        if self.cancelled or self.expired:
+            return True
+        return wake.wait(seconds)
 
     async def asleep(self, seconds: float) -> bool:
         """Sleep (async); True when woken by a cancel or the deadline."""
-        assert self._async_wake is not None
+        if self._async_wake is None:
+            self._async_wake = asyncio.Event()  # on the loop's thread: the cancel's callback runs there too
+        if self.cancelled or self.expired:
+            return True
         try:
             await asyncio.wait_for(self._async_wake.wait(), seconds)
         except asyncio.TimeoutError:

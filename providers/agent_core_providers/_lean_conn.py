@@ -104,7 +104,7 @@ class Cycle:
 
 def _says_close(headers: Any) -> bool:
     for name, value in headers:
-        if name.lower() == b"connection" and b"close" in (t.strip().lower() for t in value.split(b",")):
+        if len(name) == 10 and name.lower() == b"connection" and b"close" in (t.strip().lower() for t in value.split(b",")):
             return True
     return False
 
@@ -366,6 +366,21 @@ class _AsyncBody(_BodyState):
 
     async def aclose(self) -> None:
         await self._end(self._framing.done)
+
+    def settled(self) -> bool:
+        """End a body read to its end on a connection that stays open: no I/O, so nothing to await.
+
+        True when the body is now (or already was) ended; False when :meth:`aclose` must
+        end it (the connection is then closed, which awaits).
+        """
+        if self._ended:
+            return True
+        framing = self._framing
+        if not (framing.done and self._keep and not self._leftover and not framing.leftover):
+            return False
+        self._ended = True
+        self._conn._ended(True)  # back to idle: closes nothing
+        return True
 
     async def _end(self, complete: bool) -> None:
         reusable = self._finished(complete)

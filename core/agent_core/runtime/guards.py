@@ -44,13 +44,19 @@ class CancellationToken:
 
     def __init__(self) -> None:
         self.cancelled = False
-        self._event = threading.Event()  # what wait() blocks on
+        self._event: threading.Event | None = None  # what wait() blocks on, made by the first wait (few requests wait)
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], Any]] = []
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until cancelled or ``timeout`` seconds pass; True when cancelled."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self.cancelled:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`~agent_core.errors.ProviderRequestCancelled` once cancelled."""
@@ -79,7 +85,8 @@ class CancellationToken:
             if self.cancelled:
                 return
             self.cancelled = True
-            self._event.set()
+            if self._event is not None:
+                self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for cb in callbacks:
             try:
