@@ -171,7 +171,7 @@ async def _relay(upstream: str) -> None:
             if self.up is not None:
                 self.up.close()
 
-    server = await loop.create_server(Client, "127.0.0.1", 0)
+    server = await loop.create_server(Client, "127.0.0.1", 0, backlog=4096)  # as the upstream: 500 at once
     print(server.sockets[0].getsockname()[1], flush=True)
     await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes stdin
 
