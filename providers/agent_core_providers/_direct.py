@@ -44,7 +44,7 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["Route", "aread_direct", "direct_chunks", "read_direct"]
+__all__ = ["TRANSPORT_ERRORS", "Route", "aread_direct", "as_httpx", "direct_chunks", "read_direct"]
 
 #: httpcore's errors and the httpx error each becomes, most specific first (as httpx's transport maps them)
 _ERRORS: tuple[tuple[type[Exception], type[Exception]], ...] = (
@@ -64,6 +64,9 @@ _ERRORS: tuple[tuple[type[Exception], type[Exception]], ...] = (
     (httpcore.ProtocolError, httpx.ProtocolError),
 )
 
+#: httpcore's errors (what :func:`direct_chunks` may raise; :func:`as_httpx` makes them httpx's)
+TRANSPORT_ERRORS = tuple(theirs for theirs, _ in _ERRORS)
+
 #: httpx's logger: a request sent by a route is logged as httpx logs it
 _LOG = logging.getLogger("httpx")
 
@@ -73,7 +76,7 @@ _OWN = frozenset({"host", "content-length", "transfer-encoding"})
 _MARK = "agent-core-direct-mark-"
 
 
-def _as_httpx(exc: Exception) -> Exception:
+def as_httpx(exc: Exception) -> Exception:
     """The httpx error for httpcore's ``exc`` (``exc`` itself when it is not httpcore's)."""
     for theirs, ours in _ERRORS:
         if isinstance(exc, theirs):
@@ -207,7 +210,7 @@ class Route:
         try:
             answer = self.pool.handle_request(request)
         except Exception as exc:
-            raise _as_httpx(exc) from exc
+            raise as_httpx(exc) from exc
         return _answered(request, httpx.Response(answer.status, headers=answer.headers,
                                                  stream=_SyncStream(answer.stream), extensions=answer.extensions))
 
@@ -215,7 +218,7 @@ class Route:
         try:
             answer = await self.pool.handle_async_request(request)
         except Exception as exc:
-            raise _as_httpx(exc) from exc
+            raise as_httpx(exc) from exc
         return _answered(request, httpx.Response(answer.status, headers=answer.headers,
                                                  stream=_AsyncStream(answer.stream), extensions=answer.extensions))
 
@@ -239,17 +242,21 @@ class _SyncStream(httpx.SyncByteStream):
     def __init__(self, returning: Any) -> None:
         self._returning = returning
 
+    def body(self) -> Any:
+        """The connection's own body iterable (httpcore's errors)."""
+        return self._returning.body
+
     def __iter__(self) -> Iterator[bytes]:
         try:
             yield from self._returning.body
         except Exception as exc:
-            raise _as_httpx(exc) from exc
+            raise as_httpx(exc) from exc
 
     def close(self) -> None:
         try:
             self._returning.close()
         except Exception as exc:
-            raise _as_httpx(exc) from exc
+            raise as_httpx(exc) from exc
 
 
 class _AsyncStream(httpx.AsyncByteStream):
@@ -260,31 +267,37 @@ class _AsyncStream(httpx.AsyncByteStream):
     def __init__(self, returning: Any) -> None:
         self._returning = returning
 
+    def body(self) -> Any:
+        """The connection's own body iterable (httpcore's errors)."""
+        return self._returning.body
+
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
             async for part in self._returning.body:
                 yield part
         except Exception as exc:
-            raise _as_httpx(exc) from exc
+            raise as_httpx(exc) from exc
 
     async def aclose(self) -> None:
         try:
             await self._returning.aclose()
         except Exception as exc:
-            raise _as_httpx(exc) from exc
+            raise as_httpx(exc) from exc
 
 
 def direct_chunks(response: httpx.Response) -> Any:
     """The body's chunks read straight from the connection, or None when ``response`` did not come by a route.
 
-    One generator layer per read instead of httpx's four; only for a body
-    sent as it is (the caller checks ``Content-Encoding``).
+    No generator layer of httpx's (it had four per read) and none of ours: a
+    failed read raises httpcore's error, which the caller turns into httpx's
+    with :func:`as_httpx` (see :data:`TRANSPORT_ERRORS`). Only for a body sent
+    as it is (the caller checks ``Content-Encoding``).
     """
     stream = response.stream
     if stream.__class__ is _AsyncStream:
-        return stream.__aiter__()
+        return stream.body().__aiter__()
     if stream.__class__ is _SyncStream:
-        return iter(stream)
+        return iter(stream.body())
     return None
 
 

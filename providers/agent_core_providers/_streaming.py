@@ -50,6 +50,7 @@ from ._decoding import (
     salvage,
     truncated,
 )
+from ._direct import TRANSPORT_ERRORS, as_httpx
 from ._exchange import Exchange
 from ._inflight import InFlight
 from ._retry import Attempt, retried
@@ -122,6 +123,8 @@ class StreamAttempt(Attempt):
                 yield Pump(body_chunks, self.step)
             except _DrainOver:
                 pass
+            except TRANSPORT_ERRORS as exc:  # a body read straight from its connection (._direct): httpx's error
+                raise as_httpx(exc) from exc
             yield exchange.release()
         yield from self._end()
 

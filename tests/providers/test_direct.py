@@ -20,7 +20,7 @@ import httpx
 import pytest
 from agent_core.plugin_kit import drive_async, drive_sync
 from agent_core_providers._call import HTTPCall, build_request
-from agent_core_providers._direct import direct_chunks
+from agent_core_providers._direct import TRANSPORT_ERRORS, as_httpx, direct_chunks
 from agent_core_providers._exchange import Exchange
 from agent_core_providers._inflight import InFlightTable
 from agent_core_providers._oneshot import answer_flow
@@ -59,6 +59,8 @@ def _by_route(client: httpx.Client, call: HTTPCall) -> bytes:
     response = route.send(request)
     try:
         return b"".join(direct_chunks(response))
+    except TRANSPORT_ERRORS as exc:  # as the streamed attempt maps a read straight from the connection
+        raise as_httpx(exc) from exc
     finally:
         response.close()
 
@@ -176,6 +178,8 @@ def _both(mode: str, url: str, timeout: float, use_route: bool, call: HTTPCall) 
                 try:
                     async for _ in direct_chunks(response):
                         pass
+                except TRANSPORT_ERRORS as exc:
+                    raise as_httpx(exc) from exc
                 finally:
                     await response.aclose()
             else:
