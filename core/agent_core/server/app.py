@@ -136,8 +136,13 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
             base = self._with_default
         return policy.merge(base, client, providers=self.core.plugins("provider"))
 
-    def _declared(self) -> set[str]:
-        return set().union(*keys_by_plugin(self.core).values())
+    def _declared(self) -> frozenset[str]:
+        """Every key a registered plugin declares (kept until the registrations change)."""
+        by_plugin = keys_by_plugin(self.core)
+        known = self.__dict__.get("_declared_memo")
+        if known is None or known[0] is not by_plugin:
+            known = self.__dict__["_declared_memo"] = (by_plugin, frozenset().union(*by_plugin.values()))
+        return known[1]
 
     # -- facade ------------------------------------------------------------
 

@@ -21,7 +21,7 @@ plugin declares that key (``top_k`` for a provider that reads it), and refused o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import AbstractSet, Any
 
 import msgspec
 
@@ -75,7 +75,7 @@ def _legacy_tools(body: ChatBody) -> tuple[list[dict[str, Any]] | None, Any]:
     return tools, choice
 
 
-def chat_config(body: ChatBody, rest: Mapping[str, Any], model: str, installed: set[str]) -> dict[str, Any]:
+def chat_config(body: ChatBody, rest: Mapping[str, Any], model: str, installed: AbstractSet[str]) -> dict[str, Any]:
     """The client's part of the config for a request (the server's policy decides what of it runs).
 
     ``model`` is the server's name for the model the client asked for; ``rest`` holds the

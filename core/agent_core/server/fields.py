@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import AbstractSet, Any
 
 from .errors import ApiError
 
@@ -29,6 +29,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
 
 _KINDS = ("provider", "extension", "feature", "tool")
 _keys_cache: weakref.WeakKeyDictionary[Any, tuple[tuple[tuple[str, ...], ...], dict[str, frozenset[str]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+#: per core: the keys_by_plugin answer it was made from, and the declared keys by running plugins' names
+_declared_memo: weakref.WeakKeyDictionary[Any, tuple[Any, dict[tuple[str, ...], frozenset[str]]]] = \
     weakref.WeakKeyDictionary()
 
 
@@ -58,14 +63,27 @@ def declared_for(core: Any, config: Mapping[str, Any]) -> set[str]:
 
 
 def declared_by(core: Any, resolution: Any) -> set[str]:
-    """The config keys declared by the plugins ``resolution`` runs (and the engine's own)."""
+    """The config keys declared by the plugins ``resolution`` runs (and the engine's own).
+
+    Kept per set of running plugins (a server runs the same few all day), made
+    again when the registrations change; the caller gets its own copy.
+    """
     from ..plugin_kit import ENGINE_KEYS
 
     by_plugin = keys_by_plugin(core)
-    declared = set(ENGINE_KEYS)
-    for ref in resolution.enabled:
-        declared |= by_plugin.get(str(ref), frozenset())
-    return declared
+    names = resolution.enabled  # plugin refs: names (str), so the tuple is its own key
+    memo = _declared_memo.get(core)
+    if memo is None or memo[0] is not by_plugin:
+        memo = _declared_memo[core] = (by_plugin, {})
+    known = memo[1].get(names)
+    if known is None:
+        declared = set(ENGINE_KEYS)
+        for name in names:
+            declared |= by_plugin.get(name, frozenset())
+        known = frozenset(declared)
+        if len(memo[1]) < 256:
+            memo[1][names] = known
+    return set(known)
 
 
 def fit_to_provider(config: dict[str, Any], client_keys: Iterable[str], declared: set[str],
@@ -95,7 +113,7 @@ def fit_to_provider(config: dict[str, Any], client_keys: Iterable[str], declared
     return changed
 
 
-def with_extra_fields(config: dict[str, Any], rest: Mapping[str, Any], installed: set[str], api: str) -> None:
+def with_extra_fields(config: dict[str, Any], rest: Mapping[str, Any], installed: AbstractSet[str], api: str) -> None:
     """Add the body fields ``api`` does not document, each as the config key of its name.
 
     Only a key some installed plugin reads (``installed``) is taken (``top_k`` for a provider
