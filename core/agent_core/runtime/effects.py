@@ -218,30 +218,18 @@ class Pump(Effect):
         self.step = step
 
 
-async def _pump_async(p: Pump) -> AsyncIterator[Any]:
-    h, step = p.handle, p.step
+async def _pump_thread(p: Pump) -> AsyncIterator[Any]:
+    """A pump over a sync iterator in async mode: each item is pulled on a worker thread."""
+    h, step, it = p.handle, p.step, p.handle.it
     try:
-        if h.is_async:
-            anext = h.it.__anext__
-            while True:
-                try:
-                    item = await anext()
-                except StopAsyncIteration:
-                    return
-                events = step(item)
-                if events:
-                    for ev in events:
-                        yield ev
-        else:
-            it = h.it
-            while True:
-                item = await asyncio.to_thread(next, it, END)
-                if item is END:
-                    return
-                events = step(item)
-                if events:
-                    for ev in events:
-                        yield ev
+        while True:
+            item = await asyncio.to_thread(next, it, END)
+            if item is END:
+                return
+            events = step(item)
+            if events:
+                for ev in events:
+                    yield ev
     except BaseException:
         await _close_async(h)
         raise
@@ -384,9 +372,30 @@ async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
                 item = driver.resume()
             except StopIteration:
                 return
-            if item.__class__ is Pump:
+            if item.__class__ is Pump and item.handle.is_async:
+                # the hot loop, inline (as in drive_sync): no generator of its own between the
+                # iterator and this one, whose every resumption a chunk would pay
+                h, step = item.handle, item.step
+                anext = h.it.__anext__
                 try:
-                    async for ev in _pump_async(item):
+                    while True:
+                        try:
+                            chunk = await anext()
+                        except StopAsyncIteration:
+                            break
+                        events = step(chunk)
+                        if events:
+                            for ev in events:
+                                yield ev
+                except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
+                    await _close_async(h)
+                    driver.error = exc
+                except BaseException:
+                    await _close_async(h)
+                    raise
+            elif item.__class__ is Pump:
+                try:
+                    async for ev in _pump_thread(item):
                         yield ev
                 except Exception as exc:  # noqa: BLE001
                     driver.error = exc
