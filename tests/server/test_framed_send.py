@@ -118,3 +118,49 @@ def test_h11_frames_only_the_head_and_the_end(servers: tuple[str, str], monkeypa
     _exchange(ours, REQUESTS["chunked, HTTP/1.1"])
     assert sent.count("Data") == 1  # the last part only
     assert sent[0] == "Response" and "EndOfMessage" in sent
+
+
+# -- the facades' streamed responses: middle parts skip the send wrappers ------------------------
+
+from agent_core.server.event_stream import BODY_SEND, EventStreamResponse  # noqa: E402
+
+SEEN: list[str] = []  # what the wrapping middleware saw of each response's messages
+
+
+async def _parts() -> Any:
+    for part in PARTS:
+        yield part
+
+
+async def streaming_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """A middleware that wraps ``send`` (as starlette's and the access log do), around an EventStreamResponse."""
+    if scope["type"] != "http":
+        return
+
+    async def noting(message: Any) -> None:
+        SEEN.append(message["type"] + ("+more" if message.get("more_body") else ""))
+        await send(message)
+
+    SEEN.append("offered" if BODY_SEND in (scope.get("extensions") or {}) else "not offered")
+    await EventStreamResponse(_parts(), media_type="text/event-stream")(scope, receive, noting)
+
+
+@pytest.fixture(scope="module")
+def streaming_servers() -> Iterator[tuple[str, str]]:
+    with running(streaming_app, header_timeout_s=None) as plain, running(streaming_app) as ours:
+        yield plain, ours
+
+
+@pytest.mark.parametrize("name", ["chunked, HTTP/1.1", "HTTP/1.0 (read until close)", "HEAD", "two on one connection"])
+def test_a_streamed_response_sends_its_middle_parts_past_the_wrappers(
+        streaming_servers: tuple[str, str], name: str) -> None:
+    plain, ours = streaming_servers
+    responses = 2 if name == "two on one connection" else 1
+    SEEN.clear()
+    expected = _exchange(plain, REQUESTS[name])
+    assert SEEN[0] == "not offered"
+    assert SEEN.count("http.response.body+more") == len(PARTS) * responses  # every part through the wrapper
+    SEEN.clear()
+    assert _exchange(ours, REQUESTS[name]) == expected  # the same bytes
+    # the wrapper still sees each response start and end, and no part in between
+    assert SEEN == ["offered", "http.response.start", "http.response.body"] * responses

@@ -15,11 +15,12 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from .bodies import ChatBody, parse_fields
 from .chat_fields import chat_config, droppable
 from .errors import ApiError
+from .event_stream import EventStreamResponse
 from .failures import sse_error_frame
 from .http import SSE_HEADERS, json_bytes, session_id_of, sse_frame
 from .models import ModelRoutes
@@ -68,9 +69,10 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
             await self._abandon(turns)
             return failed
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events = merged([chained(first, t.events) for (first, _), t in zip(opened, turns, strict=True)])
+        streams = [chained(first, t.events) for (first, _), t in zip(opened, turns, strict=True)]
+        events = streams[0] if len(streams) == 1 else merged(streams)  # one choice: its events, not (0, event)
         frames = self._chat_frames(turns, body.model, events, include_usage, legacy)
-        return StreamingResponse(self._stream_out(turns, frames, lambda frame: frame is _DONE),
+        return EventStreamResponse(self._stream_out(turns, frames, lambda frame: frame is _DONE),
                                  media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
 
     def _choices(self, request: Request, body: ChatBody) -> int:
@@ -96,7 +98,7 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                 self.core.cancel_request(turn.rid)
             raise
 
-    async def _chat_frames(self, turns: Sequence[FacadeTurn], model: str, events: AsyncIterator[tuple[int, Any]],
+    async def _chat_frames(self, turns: Sequence[FacadeTurn], model: str, events: AsyncIterator[Any],
                            include_usage: bool, legacy: bool) -> AsyncIterator[bytes]:
         """A role chunk per choice, the replies' chunks as they come, a finish chunk per choice, usage, ``[DONE]``.
 
@@ -110,7 +112,8 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
             yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": None, "refusal": None},
                                   index=i))
         streamed, replies, usages = [False] * n, [None] * n, [None] * n
-        async for i, event in events:
+        async for item in events:  # several choices: (index, event) pairs (merged); one: its events
+            i, event = item if n > 1 else (0, item)
             if event.type == "partial":
                 text = event.message.content
                 if isinstance(text, str) and text:

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from .anthropic_compat import (
     DROPPABLE,
@@ -26,6 +26,7 @@ from .anthropic_compat import (
 )
 from .anthropic_stream import MessageStream
 from .bodies import parse_fields
+from .event_stream import EventStreamResponse
 from .failures import anthropic_body
 from .fields import with_extra_fields
 from .http import SSE_HEADERS, json_bytes, session_id_of
@@ -57,7 +58,7 @@ class MessagesRoutes(TurnRoutes):
             return failed
         out = MessageStream(turn.client_rid, body.model)
         frames = self._messages_frames(turn, out, chained(first, turn.events))
-        return StreamingResponse(self._stream_out([turn], frames, lambda _frame: out.ended),
+        return EventStreamResponse(self._stream_out([turn], frames, lambda _frame: out.ended),
                                  media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
 
     async def _messages_frames(self, turn: FacadeTurn, out: MessageStream,

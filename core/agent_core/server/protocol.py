@@ -13,7 +13,9 @@ complete), which is why this lives in the HTTP server and not in
 The protocol also writes through :class:`~agent_core.server.coalesce.CoalescingTransport`:
 the frames one loop turn produces leave in one socket send.
 
-A streamed body's parts skip h11 (:func:`_framed_send`). uvicorn hands every
+A streamed body's parts skip h11 (:func:`_framed_send`), and starlette's ``send`` wrappers
+too: the framed ``send`` is offered to the app in the request's ASGI ``extensions``
+(:mod:`agent_core.server.event_stream`). uvicorn hands every
 body message to h11, which runs its state machine, builds an event object and
 frames the bytes: about a sixth of what relaying one paced chunk cost. Once a
 response's head is out and h11 is known to frame the body as chunks, the
@@ -32,6 +34,7 @@ from typing import Any
 from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 from .coalesce import CoalescingTransport
+from .event_stream import BODY_SEND
 
 __all__ = ["with_header_timeout"]
 
@@ -111,6 +114,8 @@ def with_header_timeout(timeout_s: float) -> type[H11Protocol]:
             super().handle_events()
             if self.cycle is not before and self.cycle is not None:  # a new request: its task has not run yet
                 self.cycle.send = _framed_send(self.cycle)  # type: ignore[method-assign]
+                # offered to a streamed response for its middle parts (see .event_stream)
+                self.cycle.scope.setdefault("extensions", {})[BODY_SEND] = self.cycle.send
             if self._header_timer is not None and self.cycle is not self._waiting_on:
                 self._disarm()
 

@@ -15,10 +15,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from .bodies import parse_fields
 from .chat_fields import droppable
+from .event_stream import EventStreamResponse
 from .failures import openai_body
 from .fields import with_extra_fields
 from .http import SSE_HEADERS, json_bytes, session_id_of
@@ -66,7 +67,7 @@ class ResponsesRoutes(TurnRoutes):
             return failed
         out = ResponseStream(turn.client_rid, body, created)
         frames = self._responses_frames(turn, out, chained(first, turn.events))
-        return StreamingResponse(self._stream_out([turn], frames, lambda _frame: out.ended),
+        return EventStreamResponse(self._stream_out([turn], frames, lambda _frame: out.ended),
                                  media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
 
     async def _responses_frames(self, turn: FacadeTurn, out: ResponseStream,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from .. import NATIVE_KEY, encode_event
 from ..errors import ConflictError, StoreError, StoreUnavailableError
@@ -22,6 +22,7 @@ from ..types import Message, Session
 from .approvals import ApprovalNote
 from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
 from .errors import ApiError, error_body
+from .event_stream import EventStreamResponse
 from .failures import failure_of
 from .http import (
     SSE_HEADERS,
@@ -205,7 +206,7 @@ class SessionRoutes:
             watcher.cancel()
             return failed
         renamed = client_rid if tenant.name else None  # the client sees its own id, never the tenant's prefix
-        return StreamingResponse(self._turn_stream(ask.rid, renamed, first, events, watcher),
+        return EventStreamResponse(self._turn_stream(ask.rid, renamed, first, events, watcher),
                                  media_type="text/event-stream", headers={"x-request-id": client_rid, **SSE_HEADERS})
 
     async def _check_revision(self, ask: _Ask) -> Stored:

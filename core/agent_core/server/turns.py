@@ -319,28 +319,15 @@ async def _ready(value: Any) -> Any:
     return value
 
 
-class _Indexed:
-    """One stream's items as ``(0, item)``: what :func:`merged` gives for a single stream."""
-
-    __slots__ = ("_next",)
-
-    def __init__(self, stream: AsyncIterator[Any]) -> None:
-        self._next = stream.__anext__
-
-    def __aiter__(self) -> _Indexed:
-        return self
-
-    async def __anext__(self) -> tuple[int, Any]:
-        return 0, await self._next()
-
-
 _END = object()
 
 
 def merged(streams: Sequence[AsyncIterator[Any]]) -> AsyncIterator[tuple[int, Any]]:
-    """The items of several streams as they come, each with the index of its stream."""
-    if len(streams) == 1:
-        return _Indexed(streams[0])
+    """The items of several streams as they come, each with the index of its stream.
+
+    A single stream needs none of this: its reader takes the stream as it is (see
+    ``facade._chat_frames``), with no step of ours per item.
+    """
     return _merged(streams)
 
 

@@ -1,0 +1,45 @@
+"""The streamed response of the facades: its middle parts go straight to the connection when it can take them.
+
+Every part of a streamed body went through starlette's ``send`` wrappers
+(the exception middleware's, the server-error middleware's, the access log's
+when it logs) before uvicorn's own ``send``. For a body part none of them
+does anything: they note the response's start, which has gone out by then.
+Under ``agent-core serve`` the connection's ``send`` is offered in the
+request's ASGI ``extensions`` (:data:`BODY_SEND`, set by
+:mod:`agent_core.server.protocol`), and :class:`EventStreamResponse` sends
+the middle parts of its body with it. The start and the end of the body
+still go through the wrappers, so each of them sees the response begin and
+end as before. Served any other way (another ASGI server, a test client),
+there is no such extension and every part takes the usual way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import StreamingResponse
+
+__all__ = ["BODY_SEND", "EventStreamResponse"]
+
+#: the ASGI ``extensions`` key under which ``agent-core serve`` offers the connection's own ``send``
+BODY_SEND = "agent_core.body_send"
+
+
+class EventStreamResponse(StreamingResponse):
+    """A :class:`StreamingResponse` whose middle body parts skip the ``send`` wrappers (see the module)."""
+
+    _body_send: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        extensions = scope.get("extensions")
+        self._body_send = extensions.get(BODY_SEND) if extensions else None
+        await super().__call__(scope, receive, send)
+
+    async def stream_response(self, send: Any) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        body_send = self._body_send or send
+        async for chunk in self.body_iterator:
+            if not isinstance(chunk, (bytes, memoryview)):
+                chunk = chunk.encode(self.charset)
+            await body_send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
