@@ -207,7 +207,7 @@ class SessionRoutes:
             return failed
         renamed = client_rid if tenant.name else None  # the client sees its own id, never the tenant's prefix
         return EventStreamResponse(self._turn_stream(ask.rid, renamed, first, events, watcher),
-                                 media_type="text/event-stream", headers={"x-request-id": client_rid, **SSE_HEADERS})
+                                   media_type="text/event-stream", headers={"x-request-id": client_rid, **SSE_HEADERS})
 
     async def _check_revision(self, ask: _Ask) -> Stored:
         stored = await ask.store.aget(ask.sid)
