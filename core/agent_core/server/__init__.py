@@ -16,6 +16,7 @@ import msgspec
 
 from .app import create_app
 from .client_tools import ClientTools
+from .collector import YOUNG
 from .settings import ServeSettings
 
 __all__ = ["ClientTools", "ServeSettings", "create_app", "serve"]
@@ -31,7 +32,7 @@ def _address(servers: list[Any]) -> str:
 
 
 def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float = 30.0,
-          header_timeout_s: float = 10.0) -> None:
+          header_timeout_s: float = 10.0, gc_young: int = YOUNG) -> None:
     """Run ``app`` until SIGTERM/SIGINT.
 
     On the signal, uvicorn stops accepting connections and gives running responses ``grace``
@@ -42,11 +43,16 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float =
     Once it listens, the start banner goes to the ``agent_core.server`` logger, and a line
     as it starts stopping; uvicorn's access log stays off (the app logs each request) and
     its logging setup is left to the caller (:func:`~agent_core.server.access_log.configure_logging`).
+
+    Before it listens, the cycle collector is set for many requests at once: what start-up left
+    alive is frozen and the young generation holds ``gc_young`` objects (0 leaves the collector
+    as it is; see :mod:`agent_core.server.collector`).
     """
     import uvicorn
 
     from .access_log import log_event
     from .banner import describe
+    from .collector import tune_collector
     from .protocol import with_header_timeout
 
     class Server(uvicorn.Server):
@@ -71,6 +77,7 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float =
 
     config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=None, access_log=False,
                             timeout_graceful_shutdown=grace, http=with_header_timeout(header_timeout_s))
+    tune_collector(gc_young)  # no stop-the-world walks of the start-up heap (see .collector)
     try:
         Server(config).run()
     except KeyboardInterrupt:  # SIGINT, re-raised by uvicorn once it has shut down (as uvicorn.run does)
