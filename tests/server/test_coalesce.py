@@ -64,6 +64,27 @@ def test_writes_of_one_turn_are_one_write_in_order() -> None:
     asyncio.run(main())
 
 
+def test_a_whole_batch_is_written_at_once_unless_something_is_kept() -> None:
+    async def main() -> None:
+        reader, counted, transport, server = await _pair()
+        transport.write_alone(b"batch one;")  # nothing kept: written now, no callback of its own
+        assert counted.writes == 1
+        transport.write(b"head;")
+        transport.write_alone(b"batch two;")  # behind what is kept: kept too, so the order holds
+        assert counted.writes == 1
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert counted.writes == 2
+        assert await reader.readexactly(25) == b"batch one;head;batch two;"
+        transport.close()
+        transport.write_alone(b"after the end")  # a closing connection: nothing more goes out
+        await asyncio.sleep(0.01)
+        assert counted.writes == 2
+        server.close()
+
+    asyncio.run(main())
+
+
 def test_close_sends_what_was_kept_first() -> None:
     async def main() -> None:
         reader, counted, transport, server = await _pair()

@@ -142,7 +142,8 @@ async def streaming_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send(message)
 
     SEEN.append("offered" if BODY_SEND in (scope.get("extensions") or {}) else "not offered")
-    await EventStreamResponse(_parts(), media_type="text/event-stream")(scope, receive, noting)
+    batched = scope["path"] == "/batched"  # as the facades send theirs: each part a whole batch of frames
+    await EventStreamResponse(_parts(), media_type="text/event-stream", batched=batched)(scope, receive, noting)
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +165,24 @@ def test_a_streamed_response_sends_its_middle_parts_past_the_wrappers(
     assert _exchange(ours, REQUESTS[name]) == expected  # the same bytes
     # the wrapper still sees each response start and end, and no part in between
     assert SEEN == ["offered", "http.response.start", "http.response.body"] * responses
+
+
+def test_a_batched_response_writes_its_middle_parts_at_once(
+        streaming_servers: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_core.server.coalesce import CoalescingTransport
+
+    alone: list[bytes] = []
+    write_alone = CoalescingTransport.write_alone
+
+    def counting(self: CoalescingTransport, data: bytes) -> None:
+        alone.append(data)
+        write_alone(self, data)
+
+    monkeypatch.setattr(CoalescingTransport, "write_alone", counting)
+    plain, ours = streaming_servers
+    request = REQUESTS["chunked, HTTP/1.1"]
+    assert _exchange(ours, request.replace(b"/chunked", b"/batched")) == _exchange(plain, request)
+    assert len(alone) == len([p for p in PARTS if p])  # every middle part but the empty one
+    alone.clear()
+    _exchange(ours, request)  # not batched: kept to the end of the turn, as any write
+    assert alone == []

@@ -10,6 +10,11 @@ keeps the writes of a turn and hands them to the real transport joined, in a
 callback that runs once the turn is over: the bytes, their order and the end
 of the response are what they were, in fewer system calls.
 
+A streamed body's middle part, which already joins the frames one upstream
+read produced, is written at once when nothing of the turn is kept
+(:meth:`CoalescingTransport.write_alone`): a paced stream's chunk then costs
+no loop callback of its own.
+
 Whatever ends the connection (``close``, ``write_eof``, a question about the
 write buffer) first flushes what is kept; ``abort`` drops it, as it drops the
 real transport's buffer. Flow control is unchanged: the real transport still
@@ -43,6 +48,18 @@ class CoalescingTransport:
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self.flush)
+
+    def write_alone(self, data: bytes) -> None:
+        """Write ``data`` to the real transport now when nothing of this turn is kept (the order holds).
+
+        For a part that is already everything one upstream read produced (the facades
+        join the frames that were ready together): keeping it would only cost a loop
+        callback, and the send is one either way.
+        """
+        if self._parts or self._inner.is_closing():
+            self.write(data)
+        else:
+            self._inner.write(data)
 
     def writelines(self, lines: Any) -> None:
         for data in lines:

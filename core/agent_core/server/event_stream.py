@@ -11,6 +11,11 @@ the middle parts of its body with it. The start and the end of the body
 still go through the wrappers, so each of them sees the response begin and
 end as before. Served any other way (another ASGI server, a test client),
 there is no such extension and every part takes the usual way.
+
+A ``batched`` response (the facades', whose parts each join the frames that
+were ready together) marks its middle parts :data:`WHOLE_BATCH`, and the
+connection writes such a part at once rather than keeping it to the end of
+the loop turn (:meth:`~agent_core.server.coalesce.CoalescingTransport.write_alone`).
 """
 
 from __future__ import annotations
@@ -19,16 +24,24 @@ from typing import Any
 
 from starlette.responses import StreamingResponse
 
-__all__ = ["BODY_SEND", "EventStreamResponse"]
+__all__ = ["BODY_SEND", "WHOLE_BATCH", "EventStreamResponse"]
 
 #: the ASGI ``extensions`` key under which ``agent-core serve`` offers the connection's own ``send``
 BODY_SEND = "agent_core.body_send"
+#: set in a body message that holds every frame that was ready (a ``batched`` response's parts):
+#: the connection writes it at once instead of keeping it to the end of the loop turn
+WHOLE_BATCH = "agent_core.whole_batch"
 
 
 class EventStreamResponse(StreamingResponse):
     """A :class:`StreamingResponse` whose middle body parts skip the ``send`` wrappers (see the module)."""
 
     _body_send: Any = None
+
+    def __init__(self, content: Any, *args: Any, batched: bool = False, **kwargs: Any) -> None:
+        """``batched``: each part of ``content`` already joins the frames that were ready together."""
+        super().__init__(content, *args, **kwargs)
+        self._batched = batched
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         extensions = scope.get("extensions")
@@ -38,8 +51,12 @@ class EventStreamResponse(StreamingResponse):
     async def stream_response(self, send: Any) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         body_send = self._body_send or send
+        batched = self._batched
         async for chunk in self.body_iterator:
             if not isinstance(chunk, (bytes, memoryview)):
                 chunk = chunk.encode(self.charset)
-            await body_send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if batched:
+                await body_send({"type": "http.response.body", "body": chunk, "more_body": True, WHOLE_BATCH: True})
+            else:
+                await body_send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

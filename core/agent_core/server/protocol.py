@@ -34,7 +34,7 @@ from typing import Any
 from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 from .coalesce import CoalescingTransport
-from .event_stream import BODY_SEND
+from .event_stream import BODY_SEND, WHOLE_BATCH
 
 __all__ = ["with_header_timeout"]
 
@@ -64,6 +64,7 @@ def _framed_send(cycle: RequestResponseCycle) -> Callable[[Any], Awaitable[None]
     """``cycle.send``, framing the middle parts of a chunked body itself (see the module's docstring)."""
     slow = cycle.send
     transport = cycle.transport
+    write_alone = getattr(transport, "write_alone", transport.write)
     chunked = False
 
     async def send(message: Any) -> None:
@@ -73,7 +74,11 @@ def _framed_send(cycle: RequestResponseCycle) -> Callable[[Any], Awaitable[None]
                     and not cycle.disconnected and not cycle.flow.write_paused and not cycle.response_complete):
                 body = message.get("body", b"")
                 if body:  # h11 writes nothing for an empty part
-                    transport.write(b"%x\r\n%b\r\n" % (len(body), body))
+                    framed = b"%x\r\n%b\r\n" % (len(body), body)
+                    if message.get(WHOLE_BATCH):  # all the frames one upstream read made: written now
+                        write_alone(framed)
+                    else:
+                        transport.write(framed)
                 return
         elif message["type"] == "http.response.start" and not cycle.response_started:
             chunked = _chunked(cycle.scope, message, cycle)
