@@ -1,14 +1,12 @@
 """Registered plugins and how the engine calls their hooks.
 
-A plugin may implement a hook with fewer parameters than the protocol lists
-(the seed's examples leave out ``context``, ``request_id`` and sometimes
-``state``), or leave the hook out entirely. Both are settled here, once per
-plugin class: :func:`spec_for` inspects every hook's signature and records how
-to call it, so the per-call cost is a bound method call (plus, for a narrower
-signature, one small closure). A missing hook is bound to the protocol's
-default body. A hook that *needs* more than the protocol can give fails at
-registration with a :class:`~agent_core.errors.ConfigError` naming the plugin,
-the hook and the expected signature.
+A plugin may implement a hook with fewer parameters than the protocol lists (the seed's
+examples leave out ``context``, ``request_id`` and sometimes ``state``), or leave it out.
+Both are settled once per plugin class: :func:`spec_for` inspects every hook's signature
+and records how to call it, so a call costs a bound method call (plus, for a narrower
+signature, one small closure); a missing hook is bound to the protocol's default body. A
+hook that *needs* more than the protocol gives fails at registration with a
+:class:`~agent_core.errors.ConfigError` naming the plugin, the hook and the signature.
 """
 
 from __future__ import annotations
@@ -175,11 +173,16 @@ class PluginSpec:
     version: str
     default_enabled: bool
     bindings: Mapping[str, _Binding] = field(repr=False)
-    #: the hooks the class itself defines: asked many times a request, so a set, made once here
+    #: the hooks the class itself defines: asked many times a request, so a set, made once here;
+    #: ``direct``: those whose bound method takes the protocol's arguments as they are (no adapter)
     defined: frozenset[str] = field(init=False, repr=False, compare=False)
+    direct: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "defined", frozenset(h for h, b in self.bindings.items() if b.defined))
+        bindings = self.bindings.items()
+        object.__setattr__(self, "defined", frozenset(h for h, b in bindings if b.defined))
+        object.__setattr__(self, "direct", frozenset(
+            h for h, b in bindings if b.defined and b.direct and b.ui_legacy is None))
 
     def defines(self, hook: str) -> bool:
         return hook in self.defined
@@ -296,16 +299,9 @@ def spec_for(kind: str, factory: Any) -> PluginSpec:
             bindings[extra] = _bind_shape(name, kind, extra, func, drop_first)
         else:
             bindings[extra] = _Binding(False, False, 0, (), (), False, default=None)
-    return PluginSpec(
-        kind=kind,
-        name=name,
-        factory=factory,
-        cls=cls,
-        priority=priority,
-        version=str(getattr(probe, "version", "unknown")),
-        default_enabled=bool(getattr(probe, "default_enabled", True)),
-        bindings=bindings,
-    )
+    return PluginSpec(kind=kind, name=name, factory=factory, cls=cls, priority=priority,
+                      version=str(getattr(probe, "version", "unknown")),
+                      default_enabled=bool(getattr(probe, "default_enabled", True)), bindings=bindings)
 
 
 class LivePlugin:
@@ -325,7 +321,8 @@ class LivePlugin:
     def hook(self, name: str) -> Callable[..., Any]:
         fn = self._bound.get(name)
         if fn is None:
-            fn = self._bound[name] = self.spec.bind(self.instance, name)
+            direct, instance = name in self.spec.direct, self.instance
+            fn = self._bound[name] = getattr(instance, name) if direct else self.spec.bind(instance, name)
         return fn
 
     def defines(self, name: str) -> bool:
@@ -344,8 +341,9 @@ def call_hook(plugin: LivePlugin, hook: str, *args: Any, **kwargs: Any) -> Any:
     """
     try:
         fn = plugin._bound.get(hook)
-        if fn is None:  # bound once per instance, here rather than through LivePlugin.hook: one frame less
-            fn = plugin._bound[hook] = plugin.spec.bind(plugin.instance, hook)
+        if fn is None:  # bound once per instance, here rather than through LivePlugin.hook: frames less
+            direct, instance = hook in plugin.spec.direct, plugin.instance
+            fn = plugin._bound[hook] = getattr(instance, hook) if direct else plugin.spec.bind(instance, hook)
         return fn(*args, **kwargs)
     except (LLMError, ProviderRequestCancelled, PluginError, ConfigError):
         raise
