@@ -214,7 +214,13 @@ class LeanConnection(_Base):
     def _send(stream: Any, cycle: Cycle, timeout: float | None) -> None:
         out = [cycle.head()]
         for chunk in cycle.request.stream:  # type: ignore[union-attr]
-            out.append(cycle.data(chunk))
+            data = cycle.data(chunk)
+            if len(data) > READ_SIZE:  # a big piece (a long history) goes as it is: a join would copy it
+                stream.write(b"".join(out), timeout)
+                stream.write(data, timeout)
+                out = []
+                continue
+            out.append(data)
             if sum(map(len, out)) > READ_SIZE:
                 stream.write(b"".join(out), timeout)
                 out = []
@@ -321,7 +327,13 @@ class AsyncLeanConnection(_Base):
     async def _send(stream: Any, cycle: Cycle, timeout: float | None) -> None:
         out = [cycle.head()]
         async for chunk in cycle.request.stream:  # type: ignore[union-attr]
-            out.append(cycle.data(chunk))
+            data = cycle.data(chunk)
+            if len(data) > READ_SIZE:  # a big piece (a long history) goes as it is: a join would copy it
+                await stream.write(b"".join(out), timeout)
+                await stream.write(data, timeout)
+                out = []
+                continue
+            out.append(data)
             if sum(map(len, out)) > READ_SIZE:
                 await stream.write(b"".join(out), timeout)
                 out = []

@@ -245,6 +245,23 @@ def test_large_bodies_arrive_whole_over_many_reads(mode: str, server: RawServer)
     _run(mode, server, body)
 
 
+@modes
+def test_large_request_bodies_leave_whole_and_in_order(mode: str, server: RawServer) -> None:
+    small, big = b"{}", bytes(range(256)) * 4096  # big: 1 MiB, written as it is rather than joined
+    edge = b"x" * (64 * 1024 + 1)  # just over one read's size
+    server.script(SIZED, SIZED, SIZED)
+
+    async def body(c: Client) -> None:
+        for content in (big, small, edge):
+            sent = c.client.post(c.url + "/v1/x", content=content)
+            response = await sent if isinstance(c, _Async) else sent
+            assert response.content == b"hello world"
+        assert [w.split(b"\r\n\r\n", 1)[1] for w in server.wire] == [big, small, edge]
+        assert server.conns() == [1, 1, 1]  # each ended cleanly: the connection carried the next
+
+    _run(mode, server, body)
+
+
 NOT_REUSABLE = {
     # the server keeps its side open: only the response says the connection is done
     "connection-close": (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello",),
