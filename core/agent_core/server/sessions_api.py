@@ -24,6 +24,7 @@ from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
 from .errors import ApiError, error_body
 from .event_stream import EventStreamResponse
 from .failures import failure_of
+from .sliced import frame_parts
 from .http import (
     SSE_HEADERS,
     ConflictNote,
@@ -342,6 +343,9 @@ class SessionRoutes:
                     event = msgspec.structs.replace(event, request_id=renamed)
                 if event.type == "done":  # the native record is the store's: it would grow every done frame
                     event = msgspec.structs.replace(event, session=without_native_history(event.session))
+                    async for part in frame_parts(event):  # a big session a slice at a time (see .sliced)
+                        yield part
+                    continue
                 yield sse_frame(encode_event(event))
             finished = True
         except ConflictError as exc:  # astream_turn lost every retry
