@@ -234,8 +234,8 @@ def _answered(request: _Request, response: httpx.Response) -> httpx.Response:
     return response
 
 
-class _SyncStream(httpx.SyncByteStream):
-    """A response body from the pool: read straight from the connection, closed through the pool."""
+class _FromPool:
+    """What both body streams hold: the pool's returning response, and its connection's own body."""
 
     __slots__ = ("_returning",)
 
@@ -245,6 +245,12 @@ class _SyncStream(httpx.SyncByteStream):
     def body(self) -> Any:
         """The connection's own body iterable (httpcore's errors)."""
         return self._returning.body
+
+
+class _SyncStream(_FromPool, httpx.SyncByteStream):
+    """A response body from the pool: read straight from the connection, closed through the pool."""
+
+    __slots__ = ()
 
     def __iter__(self) -> Iterator[bytes]:
         try:
@@ -259,17 +265,10 @@ class _SyncStream(httpx.SyncByteStream):
             raise as_httpx(exc) from exc
 
 
-class _AsyncStream(httpx.AsyncByteStream):
+class _AsyncStream(_FromPool, httpx.AsyncByteStream):
     """The async twin of :class:`_SyncStream`."""
 
-    __slots__ = ("_returning",)
-
-    def __init__(self, returning: Any) -> None:
-        self._returning = returning
-
-    def body(self) -> Any:
-        """The connection's own body iterable (httpcore's errors)."""
-        return self._returning.body
+    __slots__ = ()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
