@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_setup.py                         # this tree, both modes
     .venv/bin/python benchmarks/bench_setup.py --tree /tmp/before      # and another checkout, alternating
     .venv/bin/python benchmarks/bench_setup.py --quick                 # a smoke run
+    .venv/bin/python benchmarks/bench_setup.py --paced 1,50            # a paced chunk against a bare read
 
 The gateway benchmark (``bench_gateway.py``) measures from outside, with clients, an HTTP
 server and the upstream sharing two cores; its per-request figures swing by a third from
@@ -16,6 +17,15 @@ mode:
   that does not move with the machine's noise, so a cut of a few percent shows;
 - CPU per request (``time.process_time`` over ``--requests``), min and median of
   ``--rounds`` rounds, the trees taking turns round by round.
+
+``--paced N,...`` asks instead what one *paced* chunk costs once the request is set up, with
+N streams at once and the upstream pausing ``--pace-ms`` between tokens (as a model does):
+the CPU of N requests of 108 tokens less that of N requests of 8, per extra chunk. Beside it,
+the same N streams read straight from the upstream by a bare asyncio protocol that only counts
+the events: the floor that waking up for a network read costs on this machine, which the app
+pays too. The gap between the two is what our read, parse, plugin chain, engine and frame cost
+per chunk, and how much more they cost when each chunk arrives alone (see
+``docs/performance.md``, "A paced chunk against a bare read").
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +49,8 @@ sys.path.insert(0, str(HERE))
 from bench_gateway import start_upstream, stop, tree_env  # noqa: E402 - the benchmarks folder is not a package
 
 
-def worker(url: str, mode: str, requests: int) -> None:
-    """Build the app against ``url``; print the call count, then the CPU per request of each round asked for."""
+def _app(url: str) -> Any:
+    """The app ``agent-core serve`` would build against ``url``, on uvloop when installed."""
     os.environ["AGENT_CORE_HOME"] = tempfile.mkdtemp(prefix="bench-setup-")
     try:
         import uvloop
@@ -48,14 +59,21 @@ def worker(url: str, mode: str, requests: int) -> None:
     except ImportError:
         pass
     from agent_core.server.app import create_app
+    from agent_core.server.settings import ServeSettings
 
-    app = create_app(token="k", config={"base_url": url + "/v1", "api_key": "k", "max_retries": 0, "provider": "openai"})
-    body = json.dumps({"model": "openai/full", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8,
-                       "stream": mode == "stream"}).encode()
-    headers = [(b"host", b"127.0.0.1"), (b"authorization", b"Bearer k"), (b"content-type", b"application/json"),
-               (b"content-length", str(len(body)).encode())]
+    return create_app(token="k", config={"base_url": url + "/v1", "api_key": "k", "max_retries": 0,
+                                         "provider": "openai"},
+                      settings=ServeSettings(max_concurrent=4096))  # as bench_gateway.py serves it
 
-    async def one() -> None:
+
+def _app_call(app: Any, model: str, *, stream: bool) -> Callable[[int], Awaitable[None]]:
+    """An async function making one ``POST /v1/chat/completions`` of so many tokens, straight to ``app``."""
+
+    async def one(tokens: int) -> None:
+        body = json.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": tokens,
+                           "stream": stream}).encode()
+        headers = [(b"host", b"127.0.0.1"), (b"authorization", b"Bearer k"), (b"content-type", b"application/json"),
+                   (b"content-length", str(len(body)).encode())]
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
                  "scheme": "http", "path": "/v1/chat/completions", "raw_path": b"/v1/chat/completions",
                  "query_string": b"", "root_path": "", "headers": headers, "client": ("127.0.0.1", 5555),
@@ -80,6 +98,16 @@ def worker(url: str, mode: str, requests: int) -> None:
         if status != [200]:
             raise SystemExit(f"the app answered {status}")
 
+    return one
+
+
+def worker(url: str, mode: str, requests: int) -> None:
+    """Build the app against ``url``; print the call count, then the CPU per request of each round asked for."""
+    call = _app_call(_app(url), "openai/full", stream=mode == "stream")
+
+    async def one() -> None:
+        await call(8)
+
     async def main() -> None:
         for _ in range(50):  # warm-up: imports, pools, recorded resolutions
             await one()
@@ -101,6 +129,86 @@ def worker(url: str, mode: str, requests: int) -> None:
             print((time.process_time() - started) / requests * 1e6, flush=True)
 
     asyncio.run(main())
+
+
+class _Counting(asyncio.Protocol):
+    """Reads one raw streamed response and counts its events, nothing more."""
+
+    def __init__(self, done: asyncio.Future[int]) -> None:
+        self.done, self.events = done, 0
+
+    def data_received(self, data: bytes) -> None:
+        self.events += data.count(b"data:")
+        if b"[DONE]" in data and not self.done.done():
+            self.done.set_result(self.events)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_exception(ConnectionError("the upstream closed before [DONE]"))
+
+
+def paced_worker(url: str, streams: list[int], rounds: int) -> None:
+    """Per count of streams, print CPU per paced chunk: the app's, then the bare read's (JSON, a line per round)."""
+    app = _app(url)
+    host, port = url.removeprefix("http://").split(":")
+
+    async def bare(tokens: int) -> int:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[int] = loop.create_future()
+        transport, _ = await loop.create_connection(lambda: _Counting(done), host, int(port))
+        body = json.dumps({"model": "paced", "messages": [{"role": "user", "content": "hi"}],
+                           "max_tokens": tokens, "stream": True}).encode()
+        transport.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: %s\r\ncontent-type: application/json\r\n"
+                        b"content-length: %d\r\n\r\n%s" % (host.encode(), len(body), body))
+        try:
+            return await done
+        finally:
+            transport.close()
+
+    async def cpu_per_chunk(one: Any, n: int) -> float:
+        """CPU per chunk of ``n`` streams at once, the set-up taken out (108 tokens less 8)."""
+        started = time.process_time()
+        await asyncio.gather(*(one(8) for _ in range(n)))
+        short = time.process_time() - started
+        started = time.process_time()
+        await asyncio.gather(*(one(108) for _ in range(n)))
+        return (time.process_time() - started - short) / (100 * n) * 1e6
+
+    async def main() -> None:
+        one = _app_call(app, "openai/paced", stream=True)
+        for n in streams:
+            await asyncio.gather(*(one(8) for _ in range(n)))  # warm-up
+            await asyncio.gather(*(bare(8) for _ in range(n)))
+            for _ in range(rounds):
+                print(json.dumps([n, await cpu_per_chunk(one, n), await cpu_per_chunk(bare, n)]), flush=True)
+
+    asyncio.run(main())
+
+
+def run_paced(args: argparse.Namespace) -> int:
+    upstream, url = start_upstream(args.pace_ms)
+    try:
+        for tree in [HERE.parent, *args.tree]:
+            proc = subprocess.Popen([sys.executable, __file__, "--worker", url, "--mode", "paced",
+                                     "--paced", ",".join(map(str, args.paced)), "--rounds", str(args.rounds)],
+                                    stdout=subprocess.PIPE, text=True, env=tree_env(Path(tree).resolve()))
+            assert proc.stdout is not None
+            by_n: dict[int, list[tuple[float, float]]] = {}
+            for line in proc.stdout:
+                n, app, floor = json.loads(line)
+                by_n.setdefault(n, []).append((app, floor))
+            if proc.wait() != 0:
+                raise SystemExit(f"the paced worker for {tree} failed")
+            for n, pairs in by_n.items():
+                app = statistics.median(a for a, _ in pairs)
+                floor = statistics.median(b for _, b in pairs)
+                print(f"paced {args.pace_ms:g} ms, {n:>3} streams  {tree!s:<32} app {app:7.1f} us a chunk, "
+                      f"bare read {floor:6.1f} us, app / bare {app / floor:5.1f}x", flush=True)
+    finally:
+        assert upstream.stdin is not None
+        upstream.stdin.close()
+        stop(upstream)
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,14 +247,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=16)
     parser.add_argument("--requests", type=int, default=150, help="requests per round")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 rounds of 5 requests")
+    parser.add_argument("--paced", type=lambda v: [int(x) for x in v.split(",")], metavar="N,...",
+                        help="instead: CPU per paced chunk at these counts of streams, beside a bare read")
+    parser.add_argument("--pace-ms", type=float, default=20.0, help="the upstream's pause between tokens (--paced)")
     parser.add_argument("--worker", metavar="UPSTREAM", help=argparse.SUPPRESS)
     parser.add_argument("--mode", default="plain", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker and args.mode == "paced":
+        paced_worker(args.worker, args.paced, args.rounds)
+        return 0
     if args.worker:
         worker(args.worker, args.mode, args.requests)
         return 0
     if args.quick:
         args.rounds, args.requests = 2, 5
+    if args.paced:
+        if args.rounds == 16:  # the default is for the setup figures; a paced round takes seconds
+            args.rounds = 2 if args.quick else 3
+        return run_paced(args)
     return run(args)
 
 
