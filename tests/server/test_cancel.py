@@ -80,6 +80,29 @@ def test_a_client_that_hangs_up_before_the_answer_cancels_its_upstream_request(
     assert _until(lambda: upstream.peer_closed)
 
 
+_FACADE_BODIES = {
+    "/v1/chat/completions": {"model": "openai/m", "messages": HI, "stream": True},
+    "/v1/messages": {"model": "openai/m", "messages": HI, "max_tokens": 50, "stream": True},
+    "/v1/responses": {"model": "openai/m", "input": "hi", "stream": True},
+}
+
+
+@pytest.mark.parametrize("path", list(_FACADE_BODIES))
+def test_a_client_that_hangs_up_mid_stream_cancels_its_upstream_request(facade: str, upstream: Any,
+                                                                        path: str) -> None:
+    """After the first token, with the upstream stalled for a minute: the upstream sees us hang up at once."""
+    upstream.enqueue(_slow())
+    closed_before = len(upstream.peer_closed)
+    with httpx.stream("POST", f"{facade}{path}", json=_FACADE_BODIES[path], timeout=30) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if "Hel" in line:
+                break
+    left = time.monotonic()
+    assert _until(lambda: len(upstream.peer_closed) > closed_before)
+    assert upstream.peer_closed[-1] - left < 5
+
+
 def test_a_client_that_hangs_up_mid_turn_cancels_it(facade: str, upstream: Any) -> None:
     upstream.enqueue(_slow())
     body = {"message": "hi", "config": {"provider": "openai", "model": "m"}}

@@ -16,13 +16,14 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from agent_core.server import create_app
-from providers._server import Delay, ScriptedServer, sse_reply
+from providers._server import Delay, Reply, ScriptedServer, sse_reply
 from providers._wire import OA_DONE, oa_chunk
 
 from ._live import running, start_serve, stop_serve
@@ -178,6 +179,38 @@ def test_the_stop_lines_count_the_requests_still_running(tmp_path: Path, server:
     assert re.fullmatch(r"\S+ POST /v1/chat/completions 200 \d+\.\d ms id=late-1 \(cut short\)", late)
     assert output.rstrip().endswith("stopped; cancelled 1 request still running after the grace period")
     assert "Traceback" not in output  # the cut request's line says so; uvicorn's traceback for it is dropped
+
+
+def test_the_stop_line_counts_a_non_streamed_request_cut_at_the_end_of_the_grace(tmp_path: Path,
+                                                                                   server: ScriptedServer) -> None:
+    """However soon the cut request unwinds, the stop line counts it (it ran past the grace period)."""
+    import threading
+
+    server.enqueue(Reply(stall=30))
+    proc, url = start_serve(tmp_path, "--grace", "0.3", "-c", f"base_url={server.url}/v1", "-c", f"api_key={API_KEY}",
+                            "-c", "max_retries=0")
+    body = {"model": "openai/gpt-4o-mini", "messages": HI}
+    asked = len(server.requests)
+
+    def ask() -> None:
+        with contextlib.suppress(httpx.HTTPError):  # the server closes it at the end of its grace
+            httpx.post(f"{url}/v1/chat/completions", json=body, timeout=30)
+
+    client = threading.Thread(target=ask, daemon=True)
+    try:
+        client.start()
+        deadline = time.monotonic() + 10
+        while len(server.requests) == asked:  # the upstream call is under way
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            stop_serve(proc)
+    output = _output(tmp_path, url)
+    assert "stopping: 1 request running, given up to 0.3 s to finish (--grace)" in output
+    assert output.rstrip().endswith("stopped; cancelled 1 request still running after the grace period")
 
 
 def test_the_store_password_stays_out_of_the_output(tmp_path: Path, pg: Any) -> None:

@@ -88,6 +88,7 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
         self.retries = retries
         self._tasks: set[asyncio.Future[None]] = set()  # running turns (kept referenced until they end)
         self._running: set[str] = set()  # engine ids of the requests this process runs (cancelled at shutdown)
+        self._cut = 0  # turns whose request task was cancelled while they ran (the server's grace ran out)
         self.relay: Any = None  # a PgCancelRelay when cancels reach the other processes
         self._store = store
         self.config = dict(config)
@@ -218,7 +219,7 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
         yield
         if self.relay is not None:
             await self.relay.close()
-        cancelled = len(self._running)
+        cancelled = len(self._running) + self._cut  # those still running, and those already unwound
         for rid in list(self._running):
             self.core.cancel_request(rid)
         if self._tasks:

@@ -12,6 +12,17 @@ still go through the wrappers, so each of them sees the response begin and
 end as before. Served any other way (another ASGI server, a test client),
 there is no such extension and every part takes the usual way.
 
+Who notices a client that hangs up: the producer. Each route that answers
+with this response (the three facades through
+:meth:`~agent_core.server.turns.TurnRoutes._watch`, the sessions API's
+turns) starts its own watcher on ``receive`` before the stream opens, and
+that watcher cancels the upstream request; the engine then ends the event
+stream, and the body ends with it (what is still written goes nowhere).
+:class:`starlette.responses.StreamingResponse` would listen a second time,
+in a task group around a task of its own, and cancel the body's iteration;
+that is left out here, so a new route using this response must watch the
+client itself.
+
 A ``batched`` response (the facades', whose parts each join the frames that
 were ready together) marks its middle parts :data:`WHOLE_BATCH`, and the
 connection writes such a part at once rather than keeping it to the end of
@@ -46,7 +57,13 @@ class EventStreamResponse(StreamingResponse):
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         extensions = scope.get("extensions")
         self._body_send = extensions.get(BODY_SEND) if extensions else None
-        await super().__call__(scope, receive, send)
+        # The stream runs in this task, without the task group starlette adds to listen for the
+        # client hanging up: every producer of this response already listens for that itself and
+        # cancels its upstream request (see the module). The group cost a tenth of a streamed
+        # request's CPU, for a second task and the cancel scopes around it.
+        await self.stream_response(send)
+        if self.background is not None:
+            await self.background()
 
     async def stream_response(self, send: Any) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})

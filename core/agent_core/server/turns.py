@@ -164,12 +164,27 @@ class TurnRoutes:
             turn.watcher = None
         self._running.discard(turn.rid)
 
+    def _cut_short(self, turns: Sequence[FacadeTurn]) -> None:
+        """The request's task was cancelled (the server's grace ran out): count what still ran, release it.
+
+        Counted and released in one step, with no await between, so the shutdown's stop line
+        (which adds these to what is still running) counts each turn once, however soon the
+        cancelled request unwinds.
+        """
+        for turn in turns:
+            if turn.rid in self._running:
+                self._cut += 1
+            self._release(turn)
+
     async def _run_whole(self, request: Request, turn: FacadeTurn) -> tuple[Any, dict[str, str]]:
         """Run a non-streamed turn; its result and the headers the answer carries (the stored revision)."""
         self._watch(request, turn)
         try:
             result = await self.core.arequest(turn.session, turn.config, request_id=turn.rid,
                                               resolution=turn.resolution)
+        except asyncio.CancelledError:
+            self._cut_short([turn])
+            raise
         finally:
             self._release(turn)
         headers = {}
@@ -205,6 +220,9 @@ class TurnRoutes:
                 async for batch in batches:  # the frames that were ready together, in one message
                     finished = is_last(batch[-1])
                     yield batch[0] if len(batch) == 1 else b"".join(batch)
+        except asyncio.CancelledError:
+            self._cut_short(turns)
+            raise
         finally:
             if not finished:
                 await self._abandon(turns)
