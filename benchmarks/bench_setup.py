@@ -9,7 +9,8 @@ The gateway benchmark (``bench_gateway.py``) measures from outside, with clients
 server and the upstream sharing two cores; its per-request figures swing by a third from
 run to run, which hides a change of a few percent. This one leaves the HTTP server and the
 client out: a worker process per tree builds the app (``create_app``, as ``agent-core serve``
-does, on uvloop when installed) and calls it with a prepared ``POST /v1/chat/completions``,
+does, on uvloop when installed) and calls it with a prepared ``POST /v1/chat/completions``
+(offering, as serve's connection does, to call back when the client hangs up: none does),
 the upstream being ``bench_gateway.py``'s (full speed, 8 tokens). It prints, per tree and
 mode:
 
@@ -67,6 +68,18 @@ def _app(url: str) -> Any:
                       settings=ServeSettings(max_concurrent=4096))  # as bench_gateway.py serves it
 
 
+_ON_HANGUP = "agent_core.on_hangup"  # agent_core.server.http.ON_HANGUP; a tree without it ignores it
+
+
+def _watch(on_gone: Any) -> Callable[[], None]:
+    """A stand-in for what ``agent-core serve``'s connection offers: no client hangs up here."""
+    return _stop
+
+
+def _stop() -> None:
+    pass
+
+
 def _app_call(app: Any, model: str, *, stream: bool) -> Callable[[int], Awaitable[None]]:
     """An async function making one ``POST /v1/chat/completions`` of so many tokens, straight to ``app``."""
 
@@ -83,7 +96,7 @@ def _app_call(app: Any, model: str, *, stream: bool) -> Callable[[int], Awaitabl
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
                  "scheme": "http", "path": "/v1/chat/completions", "raw_path": b"/v1/chat/completions",
                  "query_string": b"", "root_path": "", "headers": headers, "client": ("127.0.0.1", 5555),
-                 "server": ("127.0.0.1", 8000), "state": {}}
+                 "server": ("127.0.0.1", 8000), "state": {}, "extensions": {_ON_HANGUP: _watch}}
         sent, done, status = False, asyncio.Event(), []
 
         async def receive() -> dict[str, Any]:

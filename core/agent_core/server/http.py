@@ -32,7 +32,7 @@ from .errors import ApiError
 from .failures import Failure, dialect_of, failure_of, failure_of_info, render
 from .tenants import ID_PATTERN
 
-__all__ = ["END_OF_STREAM", "LIBRARY_ERRORS", "SSE_HEADERS", "ConflictNote", "Raised", "checked_id", "drain", "etag", "if_match", "json_bytes", "message_of", "on_error", "path_id", "plain", "pump", "request_id_of", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect"]
+__all__ = ["END_OF_STREAM", "LIBRARY_ERRORS", "ON_HANGUP", "SSE_HEADERS", "ConflictNote", "Raised", "checked_id", "drain", "etag", "if_match", "json_bytes", "message_of", "on_error", "path_id", "plain", "pump", "request_id_of", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect", "watch_hangup"]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -110,6 +110,25 @@ async def watch_disconnect(request: Request, on_gone: Callable[[], Any]) -> None
         if message["type"] == "http.disconnect":
             on_gone()
             return
+
+
+#: the ASGI ``extensions`` key under which ``agent-core serve``'s connection offers
+#: ``watch(on_gone) -> stop``: it calls ``on_gone`` itself if it is lost before the response is complete
+ON_HANGUP = "agent_core.on_hangup"
+
+
+def watch_hangup(request: Request, on_gone: Callable[[], Any]) -> Callable[[], None]:
+    """Have ``on_gone`` called (on the loop, soon) if the client hangs up mid-request; returns how to stop that.
+
+    Under ``agent-core serve`` the connection calls it when it is lost (:data:`ON_HANGUP`), so
+    nothing waits per request; served any other way, a task waits on ``receive`` for the
+    disconnect (:func:`watch_disconnect`). The task cost about 25 µs of a request's CPU.
+    """
+    extensions = request.scope.get("extensions")
+    watch = extensions.get(ON_HANGUP) if extensions else None
+    if watch is not None:
+        return watch(on_gone)  # type: ignore[no-any-return]
+    return asyncio.ensure_future(watch_disconnect(request, on_gone)).cancel
 
 
 async def until_output(events: AsyncIterator[Any], rid: list[str] | None = None,

@@ -28,6 +28,7 @@ depend on it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,6 +36,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 from .coalesce import CoalescingTransport
 from .event_stream import BODY_SEND, WHOLE_BATCH
+from .http import ON_HANGUP
 
 __all__ = ["with_header_timeout"]
 
@@ -87,12 +89,49 @@ def _framed_send(cycle: RequestResponseCycle) -> Callable[[Any], Awaitable[None]
     return send
 
 
+class _Hangup:
+    """Who to tell if one request's client hangs up before its response is complete (:data:`ON_HANGUP`).
+
+    The routes used to start a task per request that waited on ``receive`` for the disconnect;
+    the connection knows when it is lost, so it calls them instead. Each callback runs as a
+    loop callback of its own, as the task's call did, not inside ``connection_lost``.
+    """
+
+    __slots__ = ("callbacks", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.callbacks: list[Callable[[], Any]] | None = []  # None once the client has gone
+
+    def watch(self, callback: Callable[[], Any]) -> Callable[[], None]:
+        if self.callbacks is None:  # already gone: as a task would have found at its first receive
+            self.loop.call_soon(callback)
+            return _nothing
+        self.callbacks.append(callback)
+
+        def stop() -> None:
+            if self.callbacks:
+                self.callbacks[:] = [c for c in self.callbacks if c is not callback]
+
+        return stop
+
+    def fire(self) -> None:
+        callbacks, self.callbacks = self.callbacks or [], None
+        for callback in callbacks:
+            self.loop.call_soon(callback)
+
+
+def _nothing() -> None:
+    pass
+
+
 def with_header_timeout(timeout_s: float) -> type[H11Protocol]:
     """An ``H11Protocol`` class (uvicorn's ``http=`` option) closing connections slow to send headers."""
 
     class HeaderTimeoutProtocol(H11Protocol):
         _header_timer: Any = None
         _waiting_on: Any = None
+        _hangup: _Hangup | None = None  # the current request's
 
         def _arm(self) -> None:
             self._disarm()
@@ -119,8 +158,10 @@ def with_header_timeout(timeout_s: float) -> type[H11Protocol]:
             super().handle_events()
             if self.cycle is not before and self.cycle is not None:  # a new request: its task has not run yet
                 self.cycle.send = _framed_send(self.cycle)  # type: ignore[method-assign]
-                # offered to a streamed response for its middle parts (see .event_stream)
-                self.cycle.scope.setdefault("extensions", {})[BODY_SEND] = self.cycle.send
+                extensions = self.cycle.scope.setdefault("extensions", {})
+                extensions[BODY_SEND] = self.cycle.send  # a streamed response's middle parts (see .event_stream)
+                self._hangup = _Hangup(self.loop)
+                extensions[ON_HANGUP] = self._hangup.watch
             if self._header_timer is not None and self.cycle is not self._waiting_on:
                 self._disarm()
 
@@ -131,6 +172,9 @@ def with_header_timeout(timeout_s: float) -> type[H11Protocol]:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            cycle, hangup = self.cycle, self._hangup
             super().connection_lost(exc)
+            if hangup is not None and cycle is not None and cycle.disconnected:  # lost before the response ended
+                hangup.fire()
 
     return HeaderTimeoutProtocol

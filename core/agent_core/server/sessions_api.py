@@ -40,7 +40,7 @@ from .http import (
     session_of,
     sse_frame,
     until_output,
-    watch_disconnect,
+    watch_hangup,
 )
 from .turns import chained
 
@@ -186,7 +186,7 @@ class SessionRoutes:
             await self._check_revision(ask)
         ask.on_claim = _canceller(asyncio.get_running_loop(), self.core, ask.rid)
         lease, holder = await self._try_lease(ask)
-        watcher = asyncio.ensure_future(watch_disconnect(request, partial(self._gone, ask)))
+        watcher = watch_hangup(request, partial(self._gone, ask))
         # The turn runs in its own task, so it ends and saves the same way whether or not the client
         # still listens: a client that hangs up cancels the request, and the cancelled turn is kept,
         # exactly as after DELETE /v1/requests/{id}. The task also waits for the lease and frees it.
@@ -201,10 +201,10 @@ class SessionRoutes:
         try:
             first, failed = await self._first_events(events)  # a bad config fails here: still a 4xx
         except BaseException:
-            watcher.cancel()
+            watcher()
             raise
         if failed is not None:
-            watcher.cancel()
+            watcher()
             return failed
         renamed = client_rid if tenant.name else None  # the client sees its own id, never the tenant's prefix
         return EventStreamResponse(self._turn_stream(ask.rid, renamed, first, events, watcher),
@@ -319,7 +319,7 @@ class SessionRoutes:
         yield TurnSavedEvent(session.session_id, revision, 1)
 
     async def _turn_stream(self, rid: str, renamed: str | None, first: list[Any], events: AsyncIterator[Any],
-                           watcher: asyncio.Future[None]) -> AsyncIterator[bytes]:
+                           watcher: Callable[[], None]) -> AsyncIterator[bytes]:
         """The turn's events as SSE frames; ``rid`` is the engine's id, ``renamed`` the client's when they differ."""
         finished = False
         pending = list(first)
@@ -358,7 +358,7 @@ class SessionRoutes:
                      if isinstance(exc, StoreUnavailableError) else {})
             yield sse_frame({"type": "error", **error_body(type(exc).__name__, str(exc), status=failure.status, **extra)})
         finally:
-            watcher.cancel()
+            watcher()
             if not finished:
                 self.core.cancel_request(rid)
 

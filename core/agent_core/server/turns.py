@@ -36,7 +36,7 @@ from ..errors import (
 from ..types import Session
 from .failures import Failure, dialect_of, failure_of, failure_of_info
 from .fields import declared_by, fit_to_provider, keys_by_plugin
-from .http import request_id_of, session_id_of, until_output, watch_disconnect
+from .http import request_id_of, session_id_of, until_output, watch_hangup
 from .ready import ready_together
 
 __all__ = ["FACADE_DEFAULTS", "FacadeTurn", "TurnRoutes", "chained", "merged", "rate_limits"]
@@ -65,7 +65,7 @@ class FacadeTurn:
         self.session = session
         self.config = config
         self.store = store
-        self.watcher: asyncio.Future[None] | None = None
+        self.watcher: Callable[[], None] | None = None  # stops watching for the client hanging up
         self.events: Any = None
         self.group = [rid]  # the engine ids of every choice of the request, the first one's own first
         self.resolution = resolution  # the facade's own, made for this config: the engine need not resolve again
@@ -151,16 +151,16 @@ class TurnRoutes:
                 for rid in turn.group:
                     self.core.cancel_request(rid)
 
-            turn.watcher = asyncio.ensure_future(watch_disconnect(request, gone))
+            turn.watcher = watch_hangup(request, gone)
         self._running.add(turn.rid)
 
     def _release(self, turn: FacadeTurn) -> None:
         if turn.watcher is not None:
-            # Dropped as well as cancelled: the cancelled task keeps its CancelledError, whose traceback
-            # holds the watcher's frame, whose ``gone`` holds the turn; with the turn still holding the
-            # task, that cycle kept each request's whole graph (session, plugins, upstream response)
-            # for the cyclic collector instead of freeing it when the request ended.
-            turn.watcher.cancel()
+            # Dropped as well as stopped: ``gone`` holds the turn, and what stops the watch holds
+            # ``gone`` (the connection's watch) or the cancelled task whose traceback does (a task's
+            # watch). With the turn still holding it, that cycle kept each request's whole graph
+            # (session, plugins, upstream response) for the cyclic collector instead of freeing it.
+            turn.watcher()
             turn.watcher = None
         self._running.discard(turn.rid)
 
