@@ -24,6 +24,9 @@ writes for them) and the last part, the end of the body and everything else
 go through uvicorn and h11 as before, so h11's state stays true: it is not
 told of data in the middle of a chunked body because none of its decisions
 depend on it.
+
+The connection also tells the routes when its client hangs up (``ON_HANGUP`` in the
+``extensions``, see :class:`_Hangup`), so no task per request waits on ``receive`` for it.
 """
 
 from __future__ import annotations
