@@ -15,8 +15,8 @@ there is no such extension and every part takes the usual way.
 Who notices a client that hangs up: the producer. Each route that answers
 with this response (the three facades through
 :meth:`~agent_core.server.turns.TurnRoutes._watch`, the sessions API's
-turns) starts its own watcher on ``receive`` before the stream opens, and
-that watcher cancels the upstream request; the engine then ends the event
+turns) starts its own watch (:func:`~agent_core.server.http.watch_hangup`)
+before the stream opens, and it cancels the upstream request; the engine then ends the event
 stream, and the body ends with it (what is still written goes nowhere).
 :class:`starlette.responses.StreamingResponse` would listen a second time,
 in a task group around a task of its own, and cancel the body's iteration;
