@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -41,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -201,9 +202,20 @@ def paced_worker(url: str, streams: list[int], rounds: int) -> None:
     asyncio.run(main())
 
 
-def run_paced(args: argparse.Namespace) -> int:
-    upstream, url = start_upstream(args.pace_ms)
+@contextlib.contextmanager
+def _upstream(pace_ms: float) -> Iterator[str]:
+    """``bench_gateway.py``'s upstream, pacing ``pace_ms`` between tokens: its URL, stopped afterwards."""
+    upstream, url = start_upstream(pace_ms)
     try:
+        yield url
+    finally:
+        assert upstream.stdin is not None
+        upstream.stdin.close()
+        stop(upstream)
+
+
+def run_paced(args: argparse.Namespace) -> int:
+    with _upstream(args.pace_ms) as url:
         for tree in [HERE.parent, *args.tree]:
             proc = subprocess.Popen([sys.executable, __file__, "--worker", url, "--mode", "paced",
                                      "--paced", ",".join(map(str, args.paced)), "--rounds", str(args.rounds)],
@@ -220,17 +232,12 @@ def run_paced(args: argparse.Namespace) -> int:
                 floor = statistics.median(b for _, b in pairs)
                 print(f"paced {args.pace_ms:g} ms, {n:>3} streams  {tree!s:<32} app {app:7.1f} us a chunk, "
                       f"bare read {floor:6.1f} us, app / bare {app / floor:5.1f}x", flush=True)
-    finally:
-        assert upstream.stdin is not None
-        upstream.stdin.close()
-        stop(upstream)
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    upstream, url = start_upstream(0.0)
     trees = [Path(t).resolve() for t in [HERE.parent, *args.tree]]
-    try:
+    with _upstream(0.0) as url:
         for mode in ("plain", "stream"):
             procs = []
             for tree in trees:
@@ -250,10 +257,6 @@ def run(args: argparse.Namespace) -> int:
                 stop(proc)
                 print(f"{label:<20} {str(tree):<32} {calls:>6} Python calls a request; CPU a request "
                       f"min {min(times):7.0f} us, median {statistics.median(times):7.0f} us", flush=True)
-    finally:
-        assert upstream.stdin is not None
-        upstream.stdin.close()
-        stop(upstream)
     return 0
 
 

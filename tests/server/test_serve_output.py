@@ -155,29 +155,42 @@ def test_log_level_warning_drops_the_info_lines(tmp_path: Path) -> None:
     assert _output(tmp_path, url) == ""
 
 
-def test_the_stop_lines_count_the_requests_still_running(tmp_path: Path, server: ScriptedServer) -> None:
-    server.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "Hel"}),
-                             Delay(30), oa_chunk({}, "stop"), OA_DONE))
+def _stopped_during(tmp_path: Path, server: ScriptedServer, request: Any) -> str:
+    """Serve with a 0.3 s grace; ``request(url, sigterm)`` sends SIGTERM mid-request; the whole output.
+
+    The request outlives the grace; the stop line must count it as cancelled.
+    """
     proc, url = start_serve(tmp_path, "--grace", "0.3", "-c", f"base_url={server.url}/v1", "-c", f"api_key={API_KEY}",
                             "-c", "max_retries=0")
-    body = {"model": "openai/gpt-4o-mini", "messages": HI, "stream": True}
     try:
-        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"x-request-id": "late-1"}) as r:
-            lines = r.iter_lines()
-            next(lines)  # the answer has begun
-            proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(httpx.HTTPError):  # the server closes it at the end of its grace
-                for _ in lines:
-                    pass
+        request(url, lambda: proc.send_signal(signal.SIGTERM))
         proc.wait(timeout=20)
     finally:
         if proc.poll() is None:
             stop_serve(proc)
     output = _output(tmp_path, url)
     assert "stopping: 1 request running, given up to 0.3 s to finish (--grace)" in output
+    assert output.rstrip().endswith("stopped; cancelled 1 request still running after the grace period")
+    return output
+
+
+def test_the_stop_lines_count_the_requests_still_running(tmp_path: Path, server: ScriptedServer) -> None:
+    server.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "Hel"}),
+                             Delay(30), oa_chunk({}, "stop"), OA_DONE))
+    body = {"model": "openai/gpt-4o-mini", "messages": HI, "stream": True}
+
+    def request(url: str, sigterm: Any) -> None:
+        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers={"x-request-id": "late-1"}) as r:
+            lines = r.iter_lines()
+            next(lines)  # the answer has begun
+            sigterm()
+            with contextlib.suppress(httpx.HTTPError):  # the server closes it at the end of its grace
+                for _ in lines:
+                    pass
+
+    output = _stopped_during(tmp_path, server, request)
     [late] = _request_lines(output, "POST /v1/chat/completions")
     assert re.fullmatch(r"\S+ POST /v1/chat/completions 200 \d+\.\d ms id=late-1 \(cut short\)", late)
-    assert output.rstrip().endswith("stopped; cancelled 1 request still running after the grace period")
     assert "Traceback" not in output  # the cut request's line says so; uvicorn's traceback for it is dropped
 
 
@@ -187,30 +200,22 @@ def test_the_stop_line_counts_a_non_streamed_request_cut_at_the_end_of_the_grace
     import threading
 
     server.enqueue(Reply(stall=30))
-    proc, url = start_serve(tmp_path, "--grace", "0.3", "-c", f"base_url={server.url}/v1", "-c", f"api_key={API_KEY}",
-                            "-c", "max_retries=0")
     body = {"model": "openai/gpt-4o-mini", "messages": HI}
     asked = len(server.requests)
 
-    def ask() -> None:
-        with contextlib.suppress(httpx.HTTPError):  # the server closes it at the end of its grace
-            httpx.post(f"{url}/v1/chat/completions", json=body, timeout=30)
+    def request(url: str, sigterm: Any) -> None:
+        def ask() -> None:
+            with contextlib.suppress(httpx.HTTPError):  # the server closes it at the end of its grace
+                httpx.post(f"{url}/v1/chat/completions", json=body, timeout=30)
 
-    client = threading.Thread(target=ask, daemon=True)
-    try:
-        client.start()
+        threading.Thread(target=ask, daemon=True).start()
         deadline = time.monotonic() + 10
         while len(server.requests) == asked:  # the upstream call is under way
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=20)
-    finally:
-        if proc.poll() is None:
-            stop_serve(proc)
-    output = _output(tmp_path, url)
-    assert "stopping: 1 request running, given up to 0.3 s to finish (--grace)" in output
-    assert output.rstrip().endswith("stopped; cancelled 1 request still running after the grace period")
+        sigterm()
+
+    _stopped_during(tmp_path, server, request)
 
 
 def test_the_store_password_stays_out_of_the_output(tmp_path: Path, pg: Any) -> None:
