@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..plugins.chains import core_dicts, finalize_chain, from_native
+from ..plugins.chains import Built, core_dicts, finalize_chain, from_native
 from ..plugins.hooks import LivePlugin, frozen_list
 from ..plugins.lifecycle import Lifecycle, run_action
 from ..values.messages import Message, Session
@@ -42,7 +42,8 @@ def finalize_turn(
     """Steps 4d (the chain's ``finalize``) to 4f; returns the new messages, session, native history, state."""
     ctx = turn.ctx
     finals, native, state = finalize_chain(chain, finals, native, state, ctx)
-    core_msgs = from_native(provider, chain, finals, state, ctx)
+    built: Built = {}
+    core_msgs = from_native(provider, chain, finals, state, ctx, built)
 
     session_meta: dict[str, Any] = {}
     for plugin, action in lifecycle.get("response_finalize", ()):
@@ -54,13 +55,13 @@ def finalize_turn(
         }
         result = run_action(plugin, action, session, native, lctx, state)
         if "final_messages" in result:
-            core_msgs = core_dicts(plugin, "execute_action", result["final_messages"])
+            core_msgs = core_dicts(plugin, "execute_action", result["final_messages"], built)
         if isinstance(result.get("session_metadata"), Mapping):
             session_meta.update(result["session_metadata"])
         if "native_messages" in result:
             native = frozen_list(plugin, "execute_action", result["native_messages"], "native_messages", native)
 
-    messages = [Message.from_dict(m) for m in core_msgs]
+    messages = [built[id(m)][1] for m in core_msgs]  # each was built when it was checked
     session = session.with_messages(messages)
     if session_meta:
         session = session.with_metadata(session_meta)

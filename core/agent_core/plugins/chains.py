@@ -23,7 +23,7 @@ from ..values.messages import Message, Session
 from ..values.native_history import load_native
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 
-__all__ = ["core_dicts", "from_native", "init_state", "initialize_request", "finalize_chain", "session_native",
+__all__ = ["Built", "core_dicts", "from_native", "init_state", "initialize_request", "finalize_chain", "session_native",
            "tail", "to_native"]
 
 
@@ -93,6 +93,8 @@ def _pair(p: LivePlugin, hook: str, native: Any, state: Any, **kw: Any) -> tuple
 def finalize_chain(chain: Sequence[LivePlugin], finals: Any, native: Any, state: Any, ctx: Any) -> tuple[Any, Any, Any]:
     """Extensions' then features' ``finalize`` over the provider call's finals."""
     for p in chain:
+        if "finalize" not in p.defined:  # the default hands all three back
+            continue
         out = expect_tuple(p, "finalize", call_hook(p, "finalize", finals, native, state, context=ctx), 3,
                            "(final_messages, native_messages, state)")
         finals = frozen_list(p, "finalize", out[0], "final_messages")
@@ -101,23 +103,41 @@ def finalize_chain(chain: Sequence[LivePlugin], finals: Any, native: Any, state:
     return finals, native, state
 
 
-def from_native(provider: LivePlugin, chain: Sequence[LivePlugin], finals: Any, state: Any, ctx: Any) -> FrozenList:
+def from_native(provider: LivePlugin, chain: Sequence[LivePlugin], finals: Any, state: Any, ctx: Any,
+                built: Built | None = None) -> FrozenList:
     """Convert a call's native finals to core message dicts: provider, then extensions and features."""
     core = core_dicts(provider, "from_native_messages",
-                      call_hook(provider, "from_native_messages", finals, state, context=ctx))
+                      call_hook(provider, "from_native_messages", finals, state, context=ctx), built)
     for p in chain:
         if "from_native_messages" in p.defined:
             core = core_dicts(p, "from_native_messages",
-                              call_hook(p, "from_native_messages", finals, core, state, context=ctx))
+                              call_hook(p, "from_native_messages", finals, core, state, context=ctx), built)
     return core
 
 
-def core_dicts(plugin: LivePlugin, hook: str, value: Any) -> FrozenList:
-    """A hook's list of core message dicts, frozen and checked to build a :class:`Message` each."""
+#: the messages :func:`core_dicts` built, by the id of the frozen dict each came from (the dict kept beside it)
+Built = dict[int, tuple[Any, Message]]
+
+
+def core_dicts(plugin: LivePlugin, hook: str, value: Any, built: Built | None = None) -> FrozenList:
+    """A hook's list of core message dicts, frozen and checked to build a :class:`Message` each.
+
+    The check is the build. With ``built``, each message is kept there, and a
+    dict that was built before (a plugin in the chain handed on the one it
+    was given, which frozen, cannot have changed) is not built again: the
+    chain's plugins mostly pass the messages through, and the turn then takes
+    the messages from ``built`` rather than making them a last time.
+    """
     msgs = frozen_list(plugin, hook, value, "core messages")
     for m in msgs:
+        if built is not None:
+            had = built.get(id(m))
+            if had is not None and had[0] is m:
+                continue
         try:
-            Message.from_dict(m)
+            message = Message.from_dict(m)
         except (TypeError, ValueError, KeyError) as exc:
             raise PluginError(plugin.name, hook, exc, detail=f"returned an invalid core message {m!r}: {exc}") from exc
+        if built is not None:
+            built[id(m)] = (m, message)
     return msgs

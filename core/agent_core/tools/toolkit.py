@@ -70,6 +70,8 @@ def describe(plugin: LivePlugin, schemas: Any) -> list[ToolDescriptor]:
 def accepted_formats(provider: LivePlugin, extensions: list[LivePlugin], config: Any) -> tuple[str, ...]:
     formats: list[str] = []
     for p in (provider, *extensions):
+        if "accepted_tool_schema_formats" not in p.defined:  # the default offers none
+            continue
         for f in call_hook(p, "accepted_tool_schema_formats", config, None) or ():
             if f not in formats:
                 formats.append(f)
@@ -80,6 +82,8 @@ def emitted_formats(provider: LivePlugin, extensions: list[LivePlugin], config: 
     """Tool call formats the provider and its extensions put in ``metadata["tool_calls"]`` (no repeats)."""
     formats: list[str] = []
     for p in (provider, *extensions):
+        if "emitted_tool_call_formats" not in p.defined:  # the default offers none
+            continue
         for f in call_hook(p, "emitted_tool_call_formats", config, None) or ():
             if f not in formats:
                 formats.append(f)
