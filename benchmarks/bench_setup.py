@@ -52,8 +52,8 @@ sys.path.insert(0, str(HERE))
 from bench_gateway import start_upstream, stop, tree_env  # noqa: E402 - the benchmarks folder is not a package
 
 
-def _app(url: str) -> Any:
-    """The app ``agent-core serve`` would build against ``url``, on uvloop when installed."""
+def _app(url: str, core: Any = None) -> Any:
+    """The app ``agent-core serve`` would build against ``url`` (with ``core``'s plugins when given), on uvloop when installed."""
     os.environ["AGENT_CORE_HOME"] = tempfile.mkdtemp(prefix="bench-setup-")
     try:
         import uvloop
@@ -64,7 +64,7 @@ def _app(url: str) -> Any:
     from agent_core.server.app import create_app
     from agent_core.server.settings import ServeSettings
 
-    return create_app(token="k", config={"base_url": url + "/v1", "api_key": "k", "max_retries": 0,
+    return create_app(core, token="k", config={"base_url": url + "/v1", "api_key": "k", "max_retries": 0,
                                          "provider": "openai"},
                       settings=ServeSettings(max_concurrent=4096))  # as bench_gateway.py serves it
 
