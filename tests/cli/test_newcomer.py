@@ -13,6 +13,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agent_core import NATIVE_KEY, AgentCore, Message, Session

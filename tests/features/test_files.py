@@ -131,7 +131,7 @@ def test_search_text_runs_backtracking_patterns_in_linear_time(tree, pattern):
 def test_search_text_refuses_what_re2_cannot_run_in_linear_time(tree, pattern, words):
     out = run(tree, "search_text", {"pattern": pattern})
     assert out["success"] is False and words in out["error"], out
-    assert out["error"].startswith(f"search_text: ") and f"'{pattern}'" in out["error"]
+    assert out["error"].startswith("search_text: ") and f"'{pattern}'" in out["error"]
 
 
 def test_search_text_matches_within_lines_with_line_anchors(tree):

@@ -25,7 +25,7 @@ from ..errors import (
     PluginError,
     ProviderRequestCancelled,
 )
-from ..values.frozen import _SCALARS, FrozenDict, FrozenList, freeze
+from ..values.frozen import FrozenDict, FrozenList, freeze
 from ..values.native_history import freeze_over
 from .contract import HOOKS, PROVIDER_TWINS, parse_signature
 from .near_miss import check_positions, warn_near_misses

@@ -28,7 +28,7 @@ from ..plugins.tool_interop import (
 )
 from ..runtime.effects import Call
 from ..values.frozen import FrozenList, freeze
-from ..values.messages import Message, ToolDescriptor
+from ..values.messages import ToolDescriptor
 
 __all__ = [
     "ENVELOPE", "LiveTool", "Routed", "build_catalog", "inspect_call", "payload_kwargs", "route", "truncation",
