@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -527,3 +528,37 @@ def test_begins_with_agrees_with_comparing_the_head(pieces: list[list[int]], dat
     value = data.draw(st.sampled_from(chain))
     base = data.draw(st.one_of(st.sampled_from(chain), st.lists(st.integers(0, 3), max_size=8).map(freeze)))
     assert begins_with(value, base) == (list(value[: len(base)]) == list(base) and len(value) >= len(base))
+
+
+def test_the_pipeline_in_a_context_is_handed_back_without_asking_what_it_is() -> None:
+    """The core and the tool registry ride in every hook's context: freeze keeps them as they are, asking nothing."""
+    from agent_core import AgentCore
+    from agent_core.plugins.core import PluginCore
+    from agent_core.plugins.tool_interop import ToolInteropRegistry
+
+    core = PluginCore(AgentCore(), "r1")  # what a request's hooks get as context["core"]
+    registry = ToolInteropRegistry()
+    asked: list[str] = []
+
+    def spy(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_name == "__instancecheck__":
+            asked.append(type(frame.f_locals.get("instance")).__name__)
+
+    sys.setprofile(spy)
+    try:
+        frozen = freeze({"core": core, "tool_interop": registry, "tags": ["a"]})
+    finally:
+        sys.setprofile(None)
+    assert frozen["core"] is core and frozen["tool_interop"] is registry
+    assert asked == []
+
+
+def test_a_subclass_of_a_class_left_as_is_is_still_asked_and_still_left_as_is() -> None:
+    from agent_core.plugins.core import PluginCore
+
+    class Mine(PluginCore):
+        pass
+
+    mine = Mine(None)
+    assert freeze({"core": mine})["core"] is mine
+    assert freeze([mine])[0] is mine

@@ -21,6 +21,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..errors import ConfigError, InvalidArgumentError
+from ..values.frozen import left_as_is
 from ..values.messages import Session
 from .config import REDACTED, is_secret_name
 from .config_policy import string_keys
@@ -53,6 +54,7 @@ def side_config(
     return {**config, **overrides}
 
 
+@left_as_is  # in every hook's context, which is frozen a few times a request
 class PluginCore:
     """What a plugin reaches through ``context["core"]``.
 

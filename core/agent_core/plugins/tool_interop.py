@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..values.frozen import left_as_is
+
 __all__ = [
     "ANTHROPIC",
     "JSON_SCHEMA",
@@ -215,6 +217,7 @@ _BUILTIN_READERS = (
 )
 
 
+@left_as_is  # in every provider call's context (``tool_interop``)
 class ToolInteropRegistry:
     """The adapters and readers in force for one request (built-ins plus contributions)."""
 

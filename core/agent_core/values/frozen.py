@@ -40,7 +40,7 @@ silently losing ``m``), not to sandbox hostile code.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 from weakref import ref as _weak
 
 import pyrsistent
@@ -48,7 +48,9 @@ import pyrsistent
 from ..errors import InvalidValueError
 from .vector import FrozenVector, refusing
 
-__all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "FrozenVector", "freeze", "thaw"]
+__all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "FrozenVector", "freeze", "left_as_is", "thaw"]
+
+T = TypeVar("T")
 
 #: how deeply a value may nest (a JSON object or array counts one level)
 MAX_DEPTH = 256
@@ -262,7 +264,22 @@ class FrozenList(list):  # type: ignore[type-arg]
 
 #: classes ``freeze`` returns as they are: checked in its loops so a mostly frozen value costs
 #: no call per item (a plugin's new state is the old one with a key or two changed)
-_KEPT = _SCALARS | {FrozenDict, FrozenList}
+_KEPT = {*_SCALARS, FrozenDict, FrozenList}
+
+
+def left_as_is(cls: type[T]) -> type[T]:
+    """Mark the kernel's own ``cls`` as one :func:`freeze` hands back at once, as it is.
+
+    Freeze leaves any object that is not a container as it is, but it learns
+    that only after asking whether it is a mapping, a sequence or a set, three
+    ``isinstance`` checks against abstract classes. The pipeline and the tool
+    registry ride in every hook's context, which is frozen a few times a
+    request; a class marked here skips those questions. Only the exact class
+    is marked (a subclass is asked as before), and only for classes that are
+    none of those things, so the answer cannot differ.
+    """
+    _KEPT.add(cls)
+    return cls
 _new_dict, _fill_dict, _set_item = dict.__new__, dict.update, dict.__setitem__
 _new_list, _extend, _set_index = list.__new__, list.extend, list.__setitem__
 
