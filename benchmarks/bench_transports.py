@@ -166,7 +166,7 @@ def _client(name: str) -> Any:
     return None
 
 
-def worker(url: str, name: str, streams: list[int], rounds: int) -> None:
+def worker(url: str, name: str, streams: list[int], rounds: int, requests: int) -> None:
     """Print, a JSON line per round: [streams, CPU a paced chunk, CPU a non-streamed request] in µs."""
     from agent_core import AgentCore
     from agent_core_providers.openai import OpenAIProvider
@@ -184,14 +184,14 @@ def worker(url: str, name: str, streams: list[int], rounds: int) -> None:
         await asyncio.gather(*(paced(108) for _ in range(n)))
         return (time.process_time() - started - short) / (100 * n) * 1e6
 
-    async def per_request(count: int = 200) -> float:
+    async def per_request() -> float:
         started = time.process_time()
-        for _ in range(count):
+        for _ in range(requests):
             await whole(8)
-        return (time.process_time() - started) / count * 1e6
+        return (time.process_time() - started) / requests * 1e6
 
     async def main() -> None:
-        for _ in range(30):  # warm-up: imports, pools, recorded resolutions
+        for _ in range(10):  # warm-up: imports, pools, recorded resolutions
             await whole(8)
         for n in streams:
             await asyncio.gather(*(paced(8) for _ in range(n)))
@@ -215,7 +215,8 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             proc = subprocess.Popen(
                 [sys.executable, __file__, "--worker", h2 if name == "h2" else h1, "--transport", name,
-                 "--streams", ",".join(map(str, args.streams)), "--rounds", str(args.rounds)],
+                 "--streams", ",".join(map(str, args.streams)), "--rounds", str(args.rounds),
+                 "--requests", str(args.requests)],
                 stdout=subprocess.PIPE, text=True)
             assert proc.stdout is not None
             rows: dict[int, list[tuple[float, float]]] = {}
@@ -241,9 +242,11 @@ def main() -> int:
     parser.add_argument("--streams", type=lambda s: [int(x) for x in s.split(",")], default=[1, 50, 200])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pace-ms", type=float, default=20.0)
+    parser.add_argument("--requests", type=int, default=200, help="non-streamed requests a round")
     parser.add_argument("--transports", type=lambda s: s.split(","), default=list(TRANSPORTS),
                         help=f"comma-separated, of {', '.join(TRANSPORTS)}")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 streams, one round, 5 ms pacing")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 2 streams, one round, 1 ms pacing, 20 non-streamed requests")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--transport", help=argparse.SUPPRESS)
     parser.add_argument("--h2-upstream", action="store_true", help=argparse.SUPPRESS)
@@ -252,10 +255,10 @@ def main() -> int:
         h2_upstream(args.pace_ms)
         return 0
     if args.worker:
-        worker(args.worker, args.transport, args.streams, args.rounds)
+        worker(args.worker, args.transport, args.streams, args.rounds, args.requests)
         return 0
     if args.quick:
-        args.streams, args.rounds, args.pace_ms = [2], 1, 5.0
+        args.streams, args.rounds, args.pace_ms, args.requests = [2], 1, 1.0, 20
     unknown = set(args.transports) - set(TRANSPORTS)
     if unknown:
         parser.error(f"unknown transport(s): {', '.join(sorted(unknown))}")

@@ -27,7 +27,6 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-_KINDS = ("provider", "extension", "feature", "tool")
 _keys_cache: weakref.WeakKeyDictionary[Any, tuple[tuple[tuple[str, ...], ...], dict[str, frozenset[str]]]] = \
     weakref.WeakKeyDictionary()
 
@@ -45,7 +44,8 @@ def keys_by_plugin(core: Any) -> Mapping[str, frozenset[str]]:
     every request; the answer changes only when plugins are registered, so it is
     kept per core and made again when the registered names change.
     """
-    names = tuple(core.plugins(kind) for kind in _KINDS)
+    # spelled out, not a generator: asked three times a request, and the answer is cached
+    names = (core.plugins("provider"), core.plugins("extension"), core.plugins("feature"), core.plugins("tool"))
     cached = _keys_cache.get(core)
     if cached is not None and cached[0] == names:
         return cached[1]
