@@ -224,7 +224,7 @@ def check_kind(kind: Any) -> str:
         InvalidArgumentError: not a plugin kind, naming the four.
     """
     single = kind[:-1] if isinstance(kind, str) and kind.endswith("s") and kind[:-1] in KINDS else kind
-    if single not in KINDS:
+    if not isinstance(single, str) or single not in KINDS:  # a list is not a kind (nor hashable)
         raise InvalidArgumentError(f"no plugin kind {kind!r}: use one of {', '.join(map(repr, KINDS))}",
                                    argument="kind")
     return single  # type: ignore[no-any-return]

@@ -166,7 +166,8 @@ class AgentCore(EngineCalls, PlatformNames):
 
     def plugins(self, kind: str) -> tuple[str, ...]:
         """Names of the registered plugins of ``kind`` (provider/extension/feature/tool)."""
-        return self._names[check_kind(kind)]
+        names = self._names.get(kind) if kind.__class__ is str else None  # the usual spelling, found at once
+        return names if names is not None else self._names[check_kind(kind)]  # "providers", or refused by name
 
     # -- sessions -------------------------------------------------------------
 
