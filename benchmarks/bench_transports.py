@@ -48,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_gateway import _AFTER, _BEFORE, _chunk, _event, _whole, stop  # noqa: E402 - not a package
-from bench_setup import _app, _app_call, _upstream  # noqa: E402
+from bench_setup import _app, _app_call, _upstream, cpu_per_chunk  # noqa: E402
 
 TRANSPORTS = ("lean", "httpx", "aiohttp", "h2")
 _NEEDS = {"aiohttp": "httpx_aiohttp", "h2": "h2"}
@@ -176,14 +176,6 @@ def worker(url: str, name: str, streams: list[int], rounds: int, requests: int) 
     app = _app(url, core=AgentCore.discover(providers=providers))
     paced, whole = _app_call(app, "openai/paced", stream=True), _app_call(app, "openai/full", stream=False)
 
-    async def per_chunk(n: int) -> float:
-        started = time.process_time()
-        await asyncio.gather(*(paced(8) for _ in range(n)))
-        short = time.process_time() - started
-        started = time.process_time()
-        await asyncio.gather(*(paced(108) for _ in range(n)))
-        return (time.process_time() - started - short) / (100 * n) * 1e6
-
     async def per_request() -> float:
         started = time.process_time()
         for _ in range(requests):
@@ -196,7 +188,7 @@ def worker(url: str, name: str, streams: list[int], rounds: int, requests: int) 
         for n in streams:
             await asyncio.gather(*(paced(8) for _ in range(n)))
             for _ in range(rounds):
-                print(json.dumps([n, await per_chunk(n), await per_request()]), flush=True)
+                print(json.dumps([n, await cpu_per_chunk(paced, n), await per_request()]), flush=True)
         if client is not None:
             await client.aclose()
 
