@@ -549,7 +549,7 @@ class Worker:
              "--chunks", str(chunks)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
         )
-        self.first = self.read()
+        self.first: dict[str, Any] = {}  # set by the caller from read(): workers start side by side
 
     def read(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -595,16 +595,18 @@ def start_server(chunks: int) -> tuple[subprocess.Popen[str], str]:
 def measure(chunks: int, runs: int, clients: list[str], python: str) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows of the table (one per client and format that ran) and the notes on skipped clients."""
     server, url = start_server(chunks)
+    started: list[Worker] = []
     workers: list[Worker] = []
     skipped: list[str] = []
     try:
+        # All workers import and warm up at once (on every core); the timed runs below take turns.
         for fmt, client in [(f, c) for f in FORMATS for c in clients if f in CLIENTS[c]]:
-            w = Worker(client, fmt, url, chunks, python)
+            started.append(Worker(client, fmt, url, chunks, python))
+        for w in started:
+            w.first = w.read()
             if "skip" in w.first:
-                skipped.append(f"{client} ({fmt}): skipped, {w.first['skip']}")
-                w.close()
+                skipped.append(f"{w.client} ({w.fmt}): skipped, {w.first['skip']}")
             elif "error" in w.first:
-                w.close()
                 raise SystemExit(f"FAILED {w.first['error']}")
             else:
                 workers.append(w)
@@ -623,7 +625,7 @@ def measure(chunks: int, runs: int, clients: list[str], python: str) -> tuple[li
             })
         return rows, skipped
     finally:
-        for w in workers:
+        for w in started:
             w.close()
         assert server.stdin is not None
         server.stdin.close()
