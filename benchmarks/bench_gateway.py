@@ -37,7 +37,9 @@ Figures (a cell is one gateway at N concurrent streams; median over ``--rounds``
   (the token's text carries the upstream's monotonic clock), ms;
 * ``gap p50/p99``: each interval between two tokens at a client, minus the pacing, over all
   streams of the round, ms (tokens that arrive together after a stall give negative gaps);
-* ``first p50/p99``: from opening the connection to the first token, ms; ``wall``: the round;
+* ``first p50/p99``: from opening the connection to the first token, ms; ``wall``: the round.
+  Under the table, the largest cell's first tokens at six percentiles, and the cores it would
+  take to relay all its streams at once at the cell's CPU per chunk (a process has one);
 * ``cores``: the whole machine's busy CPU over the round (clients, upstream and gateway share
   two cores, with whatever else runs);
 * ``1 full``: one stream of ``--full-tokens`` at full speed (median of 9). After each of its
@@ -535,6 +537,7 @@ def run_round(gateway: Gateway, model: str, streams: int, tokens: int, pace_ms: 
     return {"cpu_us": cpu / max(chunks, replies, 1) * 1e6, "gap50": _pct(gaps, 0.5), "gap99": _pct(gaps, 0.99),
             "delay50": _pct(delays, 0.5), "delay99": _pct(delays, 0.99),
             "first50": _pct(first, 0.5) * 1e3, "first99": _pct(first, 0.99) * 1e3, "cores": busy / wall,
+            **{f"first{q}": _pct(first, q / 100) * 1e3 for q in (10, 25, 75, 90)},
             "wall": wall, "rate": replies / wall,
             "harness_us": (up + sum(t.cpu for t in tallies)) / max(chunks, replies, 1) * 1e6}
 
@@ -697,9 +700,25 @@ def measure(args: argparse.Namespace, gateways: list[Gateway], up_url: str) -> d
         figures[n] = cell(gateways, args.rounds, streams=n, tokens=tokens, pace_ms=args.pace_ms)
         for name, f in figures[n].items():
             _row(str(n), name, f)
+    _spread(max(args.streams), figures[max(args.streams)], args.pace_ms)
     peak = {g.name: memory_mib(g.pid, "VmHWM") for g in gateways[1:]}
     print("memory idle / peak: " + ", ".join(f"{k} {idle[k]:.0f} / {peak[k]:.0f} MiB" for k in idle))
     return figures
+
+
+def _spread(n: int, cell: dict[str, Any], pace_ms: float) -> None:
+    """When the first tokens came at the largest cell, and what relaying it asks of one process.
+
+    A gateway process runs on one core. Relaying n streams of a token every ``pace_ms`` at the
+    cell's CPU per chunk takes n * (1000 / pace_ms) * cpu of it each second; above one core, the
+    streams already open keep it busy and the ones still setting up wait for streams to end.
+    """
+    print(f"first token at {n} streams, ms after opening (p10 / p25 / p50 / p75 / p90 / p99); the cores it takes "
+          f"to relay all {n} at once at the cell's CPU per chunk ({n} x {1000 / pace_ms:g} chunks/s x cpu):")
+    for name, f in cell.items():
+        cores = n * 1000 / pace_ms * f["cpu_us"] / 1e6 if pace_ms else 0.0
+        firsts = " / ".join(f"{f[k]:.0f}" for k in ("first10", "first25", "first50", "first75", "first90", "first99"))
+        print(f"  {name:<11} {firsts}; needs {cores:.2f} cores" + (" (the upstream's own)" if name == "direct" else ""))
 
 
 def verdicts(args: argparse.Namespace, figures: dict[Any, Any]) -> None:

@@ -29,6 +29,12 @@ def test_quick_mode_relays_every_token_and_prints_every_figure():
     assert "AgentCore.astream_request on the same full-speed stream" in out and "serve / library = " in out
     assert "agent-core" in out.split("non-streamed")[1].split("\n")[0] and "req/s" in out
     assert "memory idle / peak: agent-core" in out
+    spread = out.split("first token at 8 streams, ms after opening")[1].splitlines()[1:4]
+    assert [line.split()[0] for line in spread] == list(names)
+    for line in spread:  # six percentiles of when the first tokens came, in order, then the cores needed
+        firsts = [float(x) for x in line.split(";")[0].split()[1:] if x != "/"]
+        assert len(firsts) == 6 and firsts == sorted(firsts), line
+        assert line.split(";")[1].split()[:3:2] == ["needs", "cores"]
     assert out.count("target: ") == 3
     assert out.count("floor: a bare byte relay's CPU per chunk") == 2  # the bare relay passed every token on too
 
