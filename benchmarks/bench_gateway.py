@@ -713,12 +713,13 @@ def _spread(n: int, cell: dict[str, Any], pace_ms: float) -> None:
     cell's CPU per chunk takes n * (1000 / pace_ms) * cpu of it each second; above one core, the
     streams already open keep it busy and the ones still setting up wait for streams to end.
     """
+    rate = 1000 / pace_ms if pace_ms > 0 else 0.0  # unpaced streams have no steady rate to ask for
     print(f"first token at {n} streams, ms after opening (p10 / p25 / p50 / p75 / p90 / p99); the cores it takes "
-          f"to relay all {n} at once at the cell's CPU per chunk ({n} x {1000 / pace_ms:g} chunks/s x cpu):")
+          f"to relay all {n} at once at the cell's CPU per chunk ({n} x {rate:g} chunks/s x cpu):")
     for name, f in cell.items():
-        cores = n * 1000 / pace_ms * f["cpu_us"] / 1e6 if pace_ms else 0.0
         firsts = " / ".join(f"{f[k]:.0f}" for k in ("first10", "first25", "first50", "first75", "first90", "first99"))
-        print(f"  {name:<11} {firsts}; needs {cores:.2f} cores" + (" (the upstream's own)" if name == "direct" else ""))
+        print(f"  {name:<11} {firsts}; needs {n * rate * f['cpu_us'] / 1e6:.2f} cores"
+              + (" (the upstream's own)" if name == "direct" else ""))
 
 
 def verdicts(args: argparse.Namespace, figures: dict[Any, Any]) -> None:
