@@ -206,6 +206,40 @@ def test_a_bad_return_is_blamed_on_the_extension_that_made_it(label: str, extens
     assert says in str(caught.value)
 
 
+def _finalizing(name: str, metadata: Any, kind: str) -> Any:
+    def finalize(self: Any, finals: Any, native: Any, state: Any, *, context: Any = None) -> Any:
+        kept = [*finals]  # the finals it was handed are passed on; only the one it adds is new
+        return [*kept, {"role": "assistant", "content": "note", "metadata": metadata}], native, state
+
+    return type(name, (), {"name": name, "finalize": finalize, **({"process_chunk": _pass} if kind == "ext" else {})})
+
+
+def _pass(self: Any, chunk: Any, partials: Any, finals: Any, native: Any, state: Any) -> Any:
+    return partials, finals, native, state
+
+
+@pytest.mark.parametrize("metadata", [{"when": object()}, {"x": float("nan")}, {1: "non-text key"}])
+@pytest.mark.parametrize("kind", ["ext", "feature"])
+def test_a_final_finalize_made_that_json_cannot_carry_names_that_plugin_not_the_provider(
+        metadata: Any, kind: str) -> None:
+    bad = _finalizing("stamper", metadata, kind)
+    core = AgentCore(providers=[scripted_provider(reply("hi there"))],
+                     **({"extensions": [bad]} if kind == "ext" else {"features": [bad]}))
+    session = core.add_message(core.create_session(), "user", "hi")
+    before = session.to_json() if hasattr(session, "to_json") else repr(session)
+    with pytest.raises(PluginError) as caught:
+        core.request(session, {"provider": "scripted"})
+    assert (caught.value.plugin, caught.value.hook) == ("stamper", "finalize")
+    assert "JSON cannot carry" in str(caught.value) and "final_messages[1]" in str(caught.value)
+    assert (session.to_json() if hasattr(session, "to_json") else repr(session)) == before
+    # the same plugin handing on only JSON values is fine, and its final reaches the session
+    good = _finalizing("stamper", {"when": "2026-11-28T20:30:00Z"}, kind)
+    core = AgentCore(providers=[scripted_provider(reply("hi there"))],
+                     **({"extensions": [good]} if kind == "ext" else {"features": [good]}))
+    done = core.request(session, {"provider": "scripted"})
+    assert [m.content for m in done.session.messages[-2:]] == ["hi there", "note"]
+
+
 def test_check_plugin_finds_a_policy_and_a_tool_that_answer_nothing() -> None:
     from agent_core.errors import PluginContractError
     from agent_core.testing import check_plugin

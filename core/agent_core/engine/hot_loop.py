@@ -44,7 +44,7 @@ from ..tools.toolkit import twin_calls
 from ..values.events import AnsweredEvent, PartialEvent, StreamRetry
 from ..values.frozen import _SCALARS, FrozenDict, FrozenList
 from ..values.messages import EMPTY_METADATA, PartialMessage
-from .finals_check import checked_finals
+from ..plugins.finals_check import checked_finals
 from .retract import retract_event, retrying_event
 
 __all__ = ["HotChain", "HotLoop", "call_once", "call_provider", "finalized", "hot_chain", "hot_failure",

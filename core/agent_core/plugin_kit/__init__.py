@@ -22,7 +22,7 @@ whose hooks take one :class:`ToolCall`). Provider wire helpers stay with their p
 :mod:`agent_core_providers.shapes`), which plugins import directly.
 """
 
-from ..engine.finals_check import final_fault
+from ..plugins.finals_check import final_fault
 from ..engine.hot_loop import HotLoop
 from ..plugins.config import ENGINE_KEYS, effective_config, parse_schema
 from ..plugins.config_policy import DEFAULT_CLIENT_KEYS
@@ -80,7 +80,7 @@ __all__ = [
     "prefix_digest", "without_native_history",
     # the engine's per-chunk loop over a provider and its extensions, and its closing step (agent_core.engine.hot_loop)
     "HotLoop",
-    # why a value cannot be a final message, in the words the engine uses (agent_core.engine.finals_check)
+    # why a value cannot be a final message, in the words the engine uses (agent_core.plugins.finals_check)
     "final_fault",
     # a plugin's declared config schema read, and the config it then sees: defaults filled in, types checked
     # (agent_core.plugins.config); the keys the engine reads for itself, and those a ConfigPolicy lets a

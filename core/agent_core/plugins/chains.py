@@ -21,6 +21,7 @@ from ..values.frozen import FrozenList
 from ..values.json_values import freeze_json
 from ..values.messages import Message, Session
 from ..values.native_history import load_native
+from .finals_check import final_fault
 from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 
 __all__ = ["Built", "core_dicts", "from_native", "init_state", "initialize_request", "finalize_chain", "session_native",
@@ -97,10 +98,20 @@ def finalize_chain(chain: Sequence[LivePlugin], finals: Any, native: Any, state:
             continue
         out = expect_tuple(p, "finalize", call_hook(p, "finalize", finals, native, state, context=ctx), 3,
                            "(final_messages, native_messages, state)")
-        finals = frozen_list(p, "finalize", out[0], "final_messages")
+        given, finals = finals, frozen_list(p, "finalize", out[0], "final_messages")
+        if finals is not given:  # new finals are checked here, so a bad one names this plugin, not the provider
+            _check_new_finals(p, finals, given)
         native = out[1] if out[1] is native else frozen_list(p, "finalize", out[1], "native_messages", native)
         state = out[2] if out[2] is state else frozen_map(p, "finalize", out[2], "state")
     return finals, native, state
+
+
+def _check_new_finals(plugin: LivePlugin, finals: Any, given: Any) -> None:
+    """Each final ``plugin`` made (not one it handed on) must be a mapping JSON can carry."""
+    kept = {id(m) for m in given}
+    for i, m in enumerate(finals):
+        if id(m) not in kept and (fault := final_fault(m, i)) is not None:
+            raise PluginError(plugin.name, "finalize", TypeError(type(m).__name__), detail=fault)
 
 
 def from_native(provider: LivePlugin, chain: Sequence[LivePlugin], finals: Any, state: Any, ctx: Any,

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidValueError, PluginError
-from ..plugins.hooks import LivePlugin
 from ..values.json_values import freeze_json
+from .hooks import LivePlugin
 
 __all__ = ["checked_finals", "final_fault"]
 
