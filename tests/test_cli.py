@@ -165,7 +165,9 @@ def test_tool_flag_offers_a_python_function_to_the_model(server, capsys, tmp_pat
 
 @pytest.mark.parametrize(
     ("spec", "words"),
-    [("no_colon", "MODULE:FUNCTION"), ("no_such_module_xyz:f", "cannot import"), ("json:no_such_fn", "no attribute")],
+    [("no_colon", "MODULE:FUNCTION"), ("no_such_module_xyz:f", "cannot import"), ("json:no_such_fn", "no attribute"),
+     ("json:JSONDecoder", "is a class; --tool takes a plain function"),
+     ("agent_core_plugins.files:FilesTool", "looks like a tool plugin")],
 )
 def test_a_bad_tool_flag_is_one_clear_error(capsys, spec, words):
     assert main(["run", "--tool", spec, "hi"]) == 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import agent_core.engine.core as engine_module
+import agent_core.engine.discovery as engine_module
 import pytest
 from agent_core import (
     NATIVE_KEY,

@@ -225,7 +225,7 @@ def _chat(args: argparse.Namespace) -> int:
     """``agent-core chat``: the core and the store, the session opened, then a turn per line until ``/exit``."""
     out, err = sys.stdout, sys.stderr
     config = layered_config(args)
-    core = make_core(args, approval=_Approver(err), provider=config["provider"])
+    core = make_core(args, approval=_Approver(err), provider=config["provider"], config=config)
     core.resolve(config)  # a config that cannot work fails here, before the first prompt
     status = [e for e in core.get_ui_schema(config) if e.get("ui_type") == "status_bar"]
     store = open_cli_store(args.store)

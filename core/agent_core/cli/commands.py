@@ -32,15 +32,22 @@ from .settings import layered_config
 __all__ = ["add_commands", "make_core", "show_on_stderr"]
 
 
-def make_core(args: argparse.Namespace, approval: Any = None, provider: str | None = None) -> AgentCore:
-    """The plugins installed by entry point, plus ``--tool`` functions (and ``--record``'s provider)."""
+def make_core(args: argparse.Namespace, approval: Any = None, provider: str | None = None,
+              config: Any = None, keep_going: bool = False) -> AgentCore:
+    """The plugins installed by entry point, plus ``--tool`` functions (and ``--record``'s provider).
+
+    A broken installed plugin stops the command, naming its package, unless ``config``'s
+    ``disabled_plugins`` names it or ``keep_going`` (``agent-core plugins`` lists it instead).
+    """
     tools = [function_tool(load_function(spec)) for spec in getattr(args, "tool", None) or ()]
     providers = []
     if getattr(args, "record", None):  # the provider, writing each raw response body to the file
         from ..testing.replay import recording_provider
 
         providers.append(recording_provider(provider or args.provider or "echo", args.record))
-    return AgentCore.discover(providers=providers, tools=tools, approval=approval)
+    disabled = (config or {}).get("disabled_plugins") or ()
+    return AgentCore.discover(providers=providers, tools=tools, approval=approval,
+                              disabled=[d for d in disabled if isinstance(d, str)], keep_going=keep_going)
 
 
 def _piped_stdin() -> str | None:
@@ -78,7 +85,7 @@ def prompt_of(args: argparse.Namespace) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     config = layered_config(args)
-    core = make_core(args, provider=config["provider"])
+    core = make_core(args, provider=config["provider"], config=config)
     prompt = prompt_of(args)
     if args.system and (args.cont or args.session):
         raise InvalidArgumentError("--system starts a new conversation; it cannot go with --continue or --session",
@@ -209,10 +216,11 @@ def _settings(declared: list[tuple[str, Any]], config: Any) -> str:
 
 def _plugins(args: argparse.Namespace) -> int:
     """One line per installed plugin: kind, name, on/off with the reason, and the settings it reads."""
-    core = make_core(args)
+    config = layered_config(args)
+    core = make_core(args, config=config, keep_going=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownConfigKeyWarning)
-        res = core.resolve(layered_config(args))
+        res = core.resolve(config)
     for note in res.warnings:
         print(f"warning: {note}", file=sys.stderr)
     declared: dict[str, list[tuple[str, Any]]] = {}
@@ -227,7 +235,10 @@ def _plugins(args: argparse.Namespace) -> int:
                 reason = f"off: it switched itself off for these settings ({keys}: -c KEY=VALUE sets them)"
             mine = " (yours, in place of the installed one)" if name in core.replaced(kind) else ""
             print(f"{kind:9} {name:22} {reason or 'off: not the selected provider'}{settings}{mine}")
-    return 0
+    broken = core.broken()
+    for name, why in broken.items():  # left out: the listing still runs, and says what to fix
+        print(f"{'broken':9} {name:22} off: {why}")
+    return 1 if any(name not in (config.get("disabled_plugins") or ()) for name in broken) else 0
 
 
 def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

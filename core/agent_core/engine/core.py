@@ -14,7 +14,6 @@ import threading
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping
-from importlib.metadata import entry_points
 from typing import Any
 
 from ..compat import PlatformNames
@@ -32,19 +31,13 @@ from .actions import ActionResult
 from .calls import EngineCalls, check_kind
 from .calls import check_config as _check_config
 from .calls import check_session as _check_session
+from .discovery import ENTRY_POINT_GROUPS, load_installed
 from .flow import Flow, keep_done
 from .handed import Basis, check_handed
 from .result import RequestResult, result_of
 from .run import RequestRun
 
 __all__ = ["ActionResult", "AgentCore", "RequestResult"]
-
-ENTRY_POINT_GROUPS = {
-    "provider": "agent_core.providers",
-    "extension": "agent_core.provider_extensions",
-    "feature": "agent_core.features",
-    "tool": "agent_core.tools",
-}
 
 class AgentCore(EngineCalls, PlatformNames):
     """A stateless pipeline over registered plugin classes.
@@ -86,6 +79,7 @@ class AgentCore(EngineCalls, PlatformNames):
         self._generation = 0  # counts registrations: a recorded resolution is for the plugins of its generation
         self._replays = Replays()
         self._replaced: set[tuple[str, str]] = set()
+        self._broken: dict[str, str] = {}
         for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
             for item in items:
                 self._add(kind, item)
@@ -131,26 +125,22 @@ class AgentCore(EngineCalls, PlatformNames):
         tools: Iterable[Any] = (),
         *,
         approval: Callable[..., Any] | None = None,
+        disabled: Iterable[str] = (),
+        keep_going: bool = False,
     ) -> AgentCore:
         """Load plugins from the ``agent_core.*`` entry-point groups, plus any given.
 
         Bundled plugins are found this way too, exactly like third-party ones.
-        A plugin passed here replaces a discovered one with the same name.
+        A plugin passed here replaces a discovered one with the same name. An
+        installed plugin that cannot be loaded or registered is left out (and
+        listed by :meth:`broken`) when its name is in ``disabled`` (the config's
+        ``disabled_plugins``) or with ``keep_going``; otherwise it fails here.
 
         Raises:
-            ConfigError: an entry point cannot be loaded (names it and why).
+            ConfigError: an installed plugin is broken (names it, its package and the way out).
         """
         core = cls(approval=approval)
-        for kind, group in ENTRY_POINT_GROUPS.items():
-            for ep in sorted(entry_points(group=group), key=lambda e: e.name):
-                try:
-                    obj = ep.load()
-                except Exception as exc:  # noqa: BLE001 - say which entry point is broken
-                    raise ConfigError(
-                        f"entry point {ep.name!r} in group {group!r} ({ep.value}) failed to load: {exc}",
-                        plugins=[ep.name],
-                    ) from exc
-                core._add(kind, obj, replace=True)
+        core._broken = load_installed(core, frozenset(disabled), keep_going)
         installed = {kind: set(core.plugins(kind)) for kind in ENTRY_POINT_GROUPS}
         for kind, items in (("provider", providers), ("extension", extensions), ("feature", features), ("tool", tools)):
             for item in items:
@@ -158,6 +148,10 @@ class AgentCore(EngineCalls, PlatformNames):
                 if spec.name in installed[kind]:
                     core._replaced.add((kind, spec.name))
         return core
+
+    def broken(self) -> dict[str, str]:
+        """Installed plugins :meth:`discover` left out because they cannot be used: name -> why."""
+        return dict(self._broken)
 
     def replaced(self, kind: str) -> tuple[str, ...]:
         """Installed plugins of ``kind`` that a plugin passed to :meth:`discover` replaced (the caller's wins)."""

@@ -288,7 +288,8 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
     """
     settings = settings or ServeSettings()
     if core is None:
-        core = AgentCore.discover(tools=[ClientTools])
+        off = (config or {}).get("disabled_plugins") or ()  # a broken package the operator switched off
+        core = AgentCore.discover(tools=[ClientTools], disabled=[n for n in off if isinstance(n, str)])
     elif "client_tools" not in core.plugins("tool"):
         core.register_tool(ClientTools)
     policy = settings.policy()

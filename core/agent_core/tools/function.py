@@ -119,4 +119,8 @@ def load_function(spec: str) -> Callable[..., Any]:
             raise ConfigError(f"--tool {spec}: module {module_name!r} has no attribute {attr!r}")
     if not callable(target):
         raise ConfigError(f"--tool {spec}: {attr!r} is not a function")
+    if isinstance(target, type):  # a class would become a "tool" that builds an instance of it when called
+        hint = (" It looks like a tool plugin: install it by entry point (group agent_core.tools) or pass it to "
+                "AgentCore.discover(tools=[...])." if hasattr(target, "execute_tool") or hasattr(target, "run") else "")
+        raise ConfigError(f"--tool {spec}: {attr!r} is a class; --tool takes a plain function.{hint}")
     return target
