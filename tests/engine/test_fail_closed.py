@@ -125,6 +125,28 @@ def test_a_near_miss_hook_name_warns_with_the_hook_it_meant() -> None:
         "typo", "proces_chunk", "process_chunk")
 
 
+def test_a_hook_of_another_kind_warns_that_it_will_never_be_called() -> None:
+    class Prefix:  # an extension's hook, registered as a feature by mistake
+        name = "prefix"
+
+        def process_chunk(self, chunk: Any, partials: Any, finals: Any, native: Any, state: Any) -> Any:
+            return [{**p, "content": "> " + p["content"]} for p in partials], finals, native, state
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        core = AgentCore(providers=[scripted_provider(reply("x"))], features=[Prefix])
+    (warning,) = [w for w in caught if issubclass(w.category, UnknownHookWarning)]
+    assert warning.filename == __file__
+    assert "'process_chunk', which is no feature hook and will never be called" in str(warning.message)
+    assert "registered as the right kind" in str(warning.message) and "did you mean" not in str(warning.message)
+    assert core.request(core.add_message(core.create_session(), "user", "hi"),
+                        {"provider": "scripted"}).session.messages[-1].content == "x"  # indeed never called
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        AgentCore(providers=[scripted_provider(reply("x"))], extensions=[Prefix])
+    assert not [w for w in caught if issubclass(w.category, UnknownHookWarning)]  # the right kind: no word
+
+
 def test_a_near_miss_warns_at_every_registration_and_names_a_hook_of_another_kind() -> None:
     class Misplaced:  # no hook at all, so it is taken for a feature, which has no process_chunk
         name = "misplaced"
@@ -278,3 +300,25 @@ def test_check_plugin_reports_what_registration_finds() -> None:
         check_plugin(Typo, kind="extension")
     with pytest.raises(PluginContractError, match="lacks 'partial_messages'"):
         check_plugin(Skips, kind="extension")
+
+
+def test_a_trigger_spelled_almost_like_a_request_point_warns_and_a_point_of_ones_own_does_not() -> None:
+    class Stamps:
+        name = "stamps"
+
+        def get_actions(self, state: Any) -> Any:
+            return [{"id": "stamp", "trigger": "response_finalise"}, {"id": "nightly", "trigger": "nightly_cleanup"}]
+
+        def execute_action(self, action_id: Any, session: Any, native: Any, params: Any, context: Any,
+                           state: Any) -> Any:
+            return {"session_metadata": {"stamped": action_id}}
+
+    core = AgentCore(providers=[scripted_provider(reply("x"))], features=[Stamps])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        done = core.request(core.add_message(core.create_session(), "user", "hi"), {"provider": "scripted"})
+    said = [str(w.message) for w in caught if "trigger" in str(w.message)]
+    assert said == ["plugin 'stamps': action 'stamp' has trigger 'response_finalise', which no request runs (only "
+                    "an application calling execute_lifecycle_actions would); did you mean 'response_finalize'?"]
+    assert [w.filename for w in caught if "trigger" in str(w.message)] == [__file__]
+    assert "stamped" not in done.session.metadata  # indeed it never ran

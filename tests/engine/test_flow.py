@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from agent_core import AgentCore, Message, Session
+from agent_core import AgentCore, Message, Session, UnknownHookWarning
 from agent_core.testing import reply, scripted_provider, tool_call
 from seed_plugins import DummyCalc, EchoProvider, PrefixExt, TagFeature
 
@@ -169,8 +169,10 @@ class RecFeature:
 @pytest.fixture
 def rec_core():
     LOG.clear()
-    # registered out of priority order on purpose
-    return AgentCore(providers=[RecProvider], extensions=[_rec_ext("B", 20), _rec_ext("A", 10)], features=[RecFeature])
+    # registered out of priority order on purpose; the feature's process_chunk is said to be never called
+    with pytest.warns(UnknownHookWarning, match="'process_chunk', which is no feature hook"):
+        return AgentCore(providers=[RecProvider], extensions=[_rec_ext("B", 20), _rec_ext("A", 10)],
+                         features=[RecFeature])
 
 
 def test_streaming_call_order(rec_core):

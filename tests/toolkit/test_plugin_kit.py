@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from typing import Any
 
 import agent_core.plugin_kit as kit
 import pytest
-from agent_core import AgentCore, Message, freeze
+from agent_core import AgentCore, Message, UnknownHookWarning, freeze
 from agent_core.plugin_kit import (
     ANTHROPIC,
     OPENAI_CHAT,
@@ -285,3 +286,29 @@ def test_the_engine_gates_a_kit_extension_by_its_declared_tags():
     core = AgentCore(providers=[Provider], extensions=[Gated, Elsewhere])
     reasons = core.resolve({}).reasons
     assert reasons["gated"].startswith("on") and reasons["elsewhere"].startswith("off")
+
+
+@pytest.mark.parametrize("tags", ["streaming", ["streaming", 3], {"streaming": True}])
+@pytest.mark.parametrize("attr", ["requires", "forbids"])
+def test_tags_that_are_no_list_of_strings_are_refused_as_the_class_is_made(attr: str, tags: Any) -> None:
+    with pytest.raises(TypeError, match=rf"OneString\.{attr} must be a list of tag strings"):
+        type("OneString", (Extension,), {"name": "one", attr: tags})
+    made = type("Listed", (Feature,), {"name": "listed", attr: ("streaming",)})  # a tuple, as documented
+    assert getattr(made(), "required_tags" if attr == "requires" else "forbidden_tags")() == ["streaming"]
+
+
+def test_an_attribute_named_almost_like_a_declared_one_warns_at_the_class_line() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        class Typos(Extension):  # the warning points here
+            name = "typos"
+            config_shema = {"x": {"type": "string"}}
+            require = ("x",)
+            priority = 5  # an attribute of its own: no word
+
+    said = [w for w in caught if issubclass(w.category, UnknownHookWarning)]
+    assert {(w.message.name, w.message.suggestion) for w in said} == {
+        ("config_shema", "config_schema"), ("require", "requires")}
+    assert all(w.filename == __file__ for w in said)
+    assert "get_config_schema" not in Typos.__dict__  # nothing was declared, so nothing answers

@@ -24,9 +24,13 @@ protocol bases (:class:`~agent_core.BaseProviderExtension`,
 
 from __future__ import annotations
 
+import difflib
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import UnknownHookWarning
+from ..plugins.near_miss import caller_level
 from ..plugins.protocols import BaseFeature, BaseProviderExtension
 
 __all__ = ["DECLARED_HOOKS", "Extension", "Feature", "install_declared"]
@@ -61,7 +65,31 @@ class _Answers:
 
 
 def install_declared(cls: type, hooks: Mapping[str, str]) -> None:
-    """Give ``cls`` the hook of each attribute in ``hooks`` that it declares itself and whose hook it does not write."""
+    """Give ``cls`` the hook of each attribute in ``hooks`` that it declares itself and whose hook it does not write.
+
+    Checked as the class is made, where a mistake is cheapest to see: tags given as one string
+    (``requires = "streaming"`` would read as nine one-letter tags) are a ``TypeError``, and a
+    data attribute named almost like a declared one (``config_shema``) warns, since it answers
+    nothing.
+
+    Raises:
+        TypeError: ``requires`` or ``forbids`` is not a list, tuple or set of strings.
+    """
+    for attr in ("requires", "forbids"):
+        tags = cls.__dict__.get(attr)
+        if tags is not None and (not isinstance(tags, (list, tuple, set, frozenset))
+                                 or not all(isinstance(t, str) for t in tags)):
+            raise TypeError(f"{cls.__qualname__}.{attr} must be a list of tag strings, e.g. {attr} = "
+                            f"({tags!r},), got {type(tags).__name__} {tags!r:.60}")
+    for attr, value in cls.__dict__.items():
+        if attr.startswith("_") or attr in hooks or callable(value) or isinstance(value, (classmethod, staticmethod)):
+            continue
+        close = difflib.get_close_matches(attr, list(hooks), n=1, cutoff=0.8)
+        if close:
+            name = str(cls.__dict__.get("name", cls.__qualname__))
+            warnings.warn(UnknownHookWarning(
+                f"plugin {name!r} declares {attr!r}, which the plugin kit does not read, so it answers nothing; "
+                f"did you mean {close[0]!r}?", plugin=name, name=attr, suggestion=close[0]), stacklevel=caller_level())
     for attr, hook in hooks.items():
         if attr in cls.__dict__ and hook not in cls.__dict__:
             setattr(cls, hook, _Answers.__dict__[hook])

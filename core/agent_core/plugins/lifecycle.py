@@ -10,6 +10,7 @@ an O(1) view (:func:`~agent_core.values.views.session_view`), never a thawed cop
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,6 +19,7 @@ from ..errors import InvalidValueError, PluginError
 from ..values.frozen import FrozenDict, freeze
 from ..values.messages import Session
 from .hooks import LivePlugin, call_hook, frozen_map
+from .near_miss import caller_level
 
 __all__ = ["RESERVED_CONTEXT_KEYS", "REQUEST_TRIGGERS", "action_defaults", "lifecycle_table", "merge_context",
            "plugin_actions", "run_action", "triggers_of"]
@@ -75,7 +77,11 @@ def plugin_actions(plugin: LivePlugin, state: Any) -> list[FrozenDict]:
                               detail=f"each action must be a mapping with a string 'id', got {action!r}")
         for key in ("trigger", "lifecycle"):
             trig = action.get(key)
-            if trig is None or isinstance(trig, str):
+            if trig is None:
+                continue
+            if isinstance(trig, str):
+                if trig not in REQUEST_TRIGGERS:
+                    _say_near_trigger(plugin.name, action["id"], trig)
                 continue
             if not isinstance(trig, (list, tuple)) or not all(isinstance(t, str) for t in trig):
                 raise PluginError(
@@ -88,6 +94,25 @@ def plugin_actions(plugin: LivePlugin, state: Any) -> list[FrozenDict]:
         except InvalidValueError as exc:
             raise PluginError(plugin.name, "get_actions", exc) from exc
     return out
+
+
+#: a trigger a request does not run -> the one it is a near miss of (None: a point of the application's own)
+_NEAR_TRIGGERS: dict[str, str | None] = {}
+
+
+def _say_near_trigger(plugin: str, action: str, trigger: str) -> None:
+    """Warn of a trigger spelled almost like one a request runs (``response_finalise``): it would never fire.
+
+    Other names are lifecycle points an application runs itself (``execute_lifecycle_actions``).
+    """
+    if trigger not in _NEAR_TRIGGERS:
+        close = difflib.get_close_matches(trigger, sorted(REQUEST_TRIGGERS), n=1, cutoff=0.85)
+        _NEAR_TRIGGERS[trigger] = close[0] if close else None
+    meant = _NEAR_TRIGGERS[trigger]
+    if meant is not None:
+        warnings.warn(f"plugin {plugin!r}: action {action!r} has trigger {trigger!r}, which no request runs (only "
+                      f"an application calling execute_lifecycle_actions would); did you mean {meant!r}?",
+                      UserWarning, stacklevel=caller_level())
 
 
 def triggers_of(action: Mapping[str, Any]) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ agent_core that led to it.
 
 from __future__ import annotations
 
+import abc
 import difflib
 import os
 import sys
@@ -31,9 +32,14 @@ def caller_level() -> int:
     others (a request, a stream, a resolve, a server route all reach this at other depths).
     """
     frame, level = sys._getframe(1), 1  # the caller of this function, which calls warnings.warn
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE)
+                                 or frame.f_code.co_filename in _MACHINERY):
         frame, level = frame.f_back, level + 1
     return level
+
+
+#: frames between a class statement and ``__init_subclass__`` (the plugin kit's bases are ABCs)
+_MACHINERY = frozenset({"<frozen abc>", getattr(abc, "__file__", "<frozen abc>")})
 
 
 #: (class, kind) -> its near misses as (method, hook it resembles, kind of that hook or None for its own)
@@ -53,7 +59,10 @@ def warn_near_misses(cls: type, kind: str, plugin: str, hooks: Collection[str], 
     if found is None:
         found = []
         for attr in dir(cls):
-            if attr.startswith("_") or attr in hooks or attr in all_hooks or not callable(getattr(cls, attr, None)):
+            if attr.startswith("_") or attr in hooks or not callable(getattr(cls, attr, None)):
+                continue
+            if attr in all_hooks:  # exactly a hook of another kind (process_chunk on a feature): never called
+                found.append((attr, attr, False))
                 continue
             own = difflib.get_close_matches(attr, sorted(hooks), n=1, cutoff=0.85)
             other = own or difflib.get_close_matches(attr, sorted(all_hooks), n=1, cutoff=0.85)
@@ -62,9 +71,10 @@ def warn_near_misses(cls: type, kind: str, plugin: str, hooks: Collection[str], 
         _NEAR_MISSES[(cls, kind)] = found
     for attr, hook, own in found:
         where = "" if own else f" (a hook of another kind of plugin: is {plugin!r} registered as the right kind?)"
+        meant = f"; did you mean {hook!r}?" if hook != attr else ""
         warnings.warn(UnknownHookWarning(
-            f"plugin {plugin!r} defines {attr!r}, which is no {kind} hook and will never be called; "
-            f"did you mean {hook!r}?{where}", plugin=plugin, name=attr, suggestion=hook), stacklevel=caller_level())
+            f"plugin {plugin!r} defines {attr!r}, which is no {kind} hook and will never be called{meant}{where}",
+            plugin=plugin, name=attr, suggestion=hook), stacklevel=caller_level())
 
 
 def check_positions(plugin: str, hook: str, names: Sequence[str], expected: Sequence[str]) -> None:

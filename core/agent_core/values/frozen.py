@@ -63,8 +63,8 @@ def _refuse_dict(name: str) -> Any:
     return refusing(
         name,
         f"FrozenDict is immutable: {name}() would change a value other plugins "
-        "also see. Build a new mapping instead, e.g. {**state, 'key': value}, "
-        "and return it from your hook.",
+        "also see. Build a new mapping instead and return it from your hook, e.g. "
+        "{**state, 'key': value} for the state, or {**message, 'content': text} for a message.",
     )
 
 
@@ -72,7 +72,8 @@ def _refuse_list(name: str) -> Any:
     return refusing(
         name,
         f"FrozenList is immutable: {name}() would change a value other plugins "
-        "also see. Return a new list instead, e.g. [*native_messages, msg].",
+        "also see. Return a new list instead, e.g. [*native_messages, msg], or "
+        "[{**m, 'content': text} for m in partial_messages].",
     )
 
 
