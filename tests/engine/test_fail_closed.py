@@ -322,3 +322,20 @@ def test_a_trigger_spelled_almost_like_a_request_point_warns_and_a_point_of_ones
                     "an application calling execute_lifecycle_actions would); did you mean 'response_finalize'?"]
     assert [w.filename for w in caught if "trigger" in str(w.message)] == [__file__]
     assert "stamped" not in done.session.metadata  # indeed it never ran
+
+
+def test_a_required_tag_spelled_almost_like_one_the_request_has_is_named_in_the_reason() -> None:
+    from agent_core.plugin_kit import Extension
+
+    class Typo(Extension):
+        name = "typo_tag"
+        requires = ("streeming",)
+
+    class Other(Extension):
+        name = "other_tag"
+        requires = ("nothing_like_any",)
+
+    res = AgentCore(providers=[scripted_provider(reply("x"))], extensions=[Typo, Other]).resolve(
+        {"provider": "scripted"})
+    assert res.reasons["typo_tag"] == "off: missing required tags ['streeming'] (did you mean 'streaming'?)"
+    assert res.reasons["other_tag"] == "off: missing required tags ['nothing_like_any']"

@@ -90,6 +90,7 @@ from .selection import (
     registry_fields,
     session_plugins,
     string_list,
+    tag_hint,
 )
 from .stubs import provider_streams
 
@@ -387,11 +388,9 @@ class Enablement:
                 plugin.name, "is_enabled", TypeError("bad return value"),
                 detail=f"must return True, False or None, got {verdict!r}",
             )
-        missing = self.required[plugin.name] - tags
-        present = self.forbidden[plugin.name] & tags
-        if missing:
-            return False, f"off: missing required tags {sorted(missing)}"
-        if present:
+        if missing := self.required[plugin.name] - tags:
+            return False, f"off: missing required tags {sorted(missing)}{tag_hint(missing, tags)}"
+        if present := self.forbidden[plugin.name] & tags:
             return False, f"off: forbidden tags present {sorted(present)}"
         return True, "on: tag rules satisfied" if self.required[plugin.name] else "on: enabled by default"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from .hooks import LivePlugin, PluginSpec, call_hook
 from .near_miss import caller_level
 
 __all__ = ["Switches", "by_priority", "check_unknown", "plugin_name_notes", "instantiate", "model_list", "models_key", "pick_provider",
-           "registry_fields", "session_plugins", "string_list"]
+           "registry_fields", "session_plugins", "string_list", "tag_hint"]
 
 
 @dataclass(frozen=True)
@@ -189,3 +189,15 @@ _key_encoder = msgspec.json.Encoder(enc_hook=repr, order="sorted")
 def models_key(provider: str, candidates: Sequence[str], config: Mapping[str, Any]) -> str:
     raw = _key_encoder.encode([provider, list(candidates), config])
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def tag_hint(missing: Iterable[str], tags: Iterable[str]) -> str:
+    """`` (did you mean 'streaming'?)`` for a required tag spelled almost like one this request has; else ``""``.
+
+    A typo in ``required_tags`` only switches the plugin off, so the reason is the one place to say it.
+    """
+    have = sorted(tags)
+    pairs = [(m, close[0]) for m in sorted(missing) if (close := difflib.get_close_matches(m, have, n=1, cutoff=0.8))]
+    if len(pairs) == 1:
+        return f" (did you mean {pairs[0][1]!r}?)"
+    return f" (did you mean {', '.join(f'{b!r} for {a!r}' for a, b in pairs)}?)" if pairs else ""
