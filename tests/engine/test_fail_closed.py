@@ -94,6 +94,22 @@ def test_a_tool_pre_answer_outside_the_vocabulary_refuses_the_call_and_check_plu
     assert "'continue'" in str(checked.value) and "the request stops rather than run the tool" in str(checked.value)
 
 
+def test_a_tool_result_without_success_is_an_error_that_says_the_shape() -> None:
+    class Bare(Adder):
+        name = "bare"
+
+        def execute_tool(self, tool_name: Any, payload: Any, state: Any) -> Any:
+            return {"result": payload["a"] + payload["b"]}  # the envelope without its 'success'
+
+    core = _core(tools=(Bare,))
+    events = list(core.stream_request(core.add_message(core.create_session(), "user", "1+2?"),
+                                      {"provider": "scripted"}))
+    (result,) = [e for e in events if e.type == "tool_result"]
+    assert result.success is False and "Error: None" not in result.message.content
+    assert "returned a mapping without 'success' (keys ['result'])" in result.message.content
+    assert "{'success': True, 'result': ...}" in result.message.content
+
+
 def test_a_tool_that_returns_nothing_is_an_error_for_the_model() -> None:
     class Silent(Adder):
         name = "silent"

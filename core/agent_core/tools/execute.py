@@ -120,6 +120,10 @@ def execute(
                       "{'success': True, 'result': ...}")
     if not isinstance(result, Mapping):
         result = {"success": True, "result": result}
+    elif "success" not in result:  # read as a failure it would reach the model as "Error: None"
+        return _error(f"the tool {name!r} returned a mapping without 'success' (keys {sorted(map(str, result))!r:.80}): "
+                      "its execute_tool must return {'success': True, 'result': ...} or {'success': False, "
+                      "'error': ...}")
     return _kept(plugin, "stream_tool" if streams else "execute_tool", name, result)  # type: ignore[no-any-return]
 
 
