@@ -44,7 +44,7 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["TRANSPORT_ERRORS", "Route", "aread_direct", "as_httpx", "direct_chunks", "read_direct"]
+__all__ = ["BODY_TOO_LONG", "TRANSPORT_ERRORS", "Route", "aread_direct", "as_httpx", "direct_chunks", "read_direct"]
 
 #: httpcore's errors and the httpx error each becomes, most specific first (as httpx's transport maps them)
 _ERRORS: tuple[tuple[type[Exception], type[Exception]], ...] = (
@@ -300,17 +300,36 @@ def direct_chunks(response: httpx.Response) -> Any:
     return None
 
 
-def read_direct(response: httpx.Response) -> bytes | None:
-    """The whole body of a response that came by a route (None otherwise), without httpx's reading layers."""
+#: what :func:`read_direct` answers for a body longer than its ``limit`` (the caller raises its own error)
+BODY_TOO_LONG = b"<too long>"
+
+
+def read_direct(response: httpx.Response, limit: int) -> bytes | None:
+    """The whole body of a response that came by a route (None otherwise), without httpx's reading layers.
+
+    A body past ``limit`` bytes is :data:`BODY_TOO_LONG`, found as it is read, never joined.
+    """
     stream = response.stream
     if stream.__class__ is not _SyncStream or response.headers.get("content-encoding"):
         return None
-    return b"".join(stream)
+    parts, size = [], 0
+    for part in stream:
+        size += len(part)
+        if size > limit:
+            return BODY_TOO_LONG
+        parts.append(part)
+    return b"".join(parts)
 
 
-async def aread_direct(response: httpx.Response) -> bytes | None:
+async def aread_direct(response: httpx.Response, limit: int) -> bytes | None:
     """The async twin of :func:`read_direct`."""
     stream = response.stream
     if stream.__class__ is not _AsyncStream or response.headers.get("content-encoding"):
         return None
-    return b"".join([part async for part in stream])
+    parts, size = [], 0
+    async for part in stream:
+        size += len(part)
+        if size > limit:
+            return BODY_TOO_LONG
+        parts.append(part)
+    return b"".join(parts)

@@ -35,15 +35,44 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
+from agent_core.errors import MalformedResponseError
 from agent_core.plugin_kit import Call, OpenIter
 
 from ._call import HTTPCall, build_request
 from ._decoding import raw_body
-from ._direct import aread_direct, direct_chunks, read_direct
+from ._direct import BODY_TOO_LONG, aread_direct, direct_chunks, read_direct
 from ._inflight import InFlight
 from ._pool import ROUTE, bound
 
-__all__ = ["Exchange"]
+__all__ = ["MAX_ANSWER_BYTES", "Exchange"]
+
+#: The largest whole (non-streamed) answer read, after any content decoding. A model's JSON answer is
+#: kilobytes; an upstream sending more (a gzip bomb of a megabyte becomes a gigabyte) is refused, not kept.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
+
+class _Kept:
+    """The parts of a body being read, refused once they pass :data:`MAX_ANSWER_BYTES`."""
+
+    __slots__ = ("call", "status", "parts", "size")
+
+    def __init__(self, call: HTTPCall, status: int) -> None:
+        self.call, self.status, self.parts, self.size = call, status, [], 0
+
+    def add(self, part: bytes) -> None:
+        self.size += len(part)
+        if self.size > MAX_ANSWER_BYTES:
+            raise _too_long(self.call, self.status)
+        self.parts.append(part)
+
+    def body(self) -> bytes:
+        return b"".join(self.parts)
+
+
+def _too_long(call: HTTPCall, status: int) -> MalformedResponseError:
+    return MalformedResponseError(
+        f"the API's answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB once decoded; refused rather "
+        "than held in memory", provider=call.provider, status_code=status)
 
 
 class Exchange:
@@ -139,16 +168,30 @@ class Exchange:
     def _read_all(self) -> bytes:
         try:
             response = self._current()
-            body = read_direct(response)
-            return response.read() if body is None else body
+            body = read_direct(response, MAX_ANSWER_BYTES)
+            if body is None:  # an encoded body (gzip...): counted after decoding, read by read
+                kept = _Kept(self.call, response.status_code)
+                for part in response.iter_bytes():
+                    kept.add(part)
+                body = kept.body()
+            elif body is BODY_TOO_LONG:
+                raise _too_long(self.call, response.status_code)
+            return body
         finally:
             self._release()
 
     async def _aread_all(self) -> bytes:
         try:
             response = self._current()
-            body = await aread_direct(response)
-            return await response.aread() if body is None else body
+            body = await aread_direct(response, MAX_ANSWER_BYTES)
+            if body is None:
+                kept = _Kept(self.call, response.status_code)
+                async for part in response.aiter_bytes():
+                    kept.add(part)
+                body = kept.body()
+            elif body is BODY_TOO_LONG:
+                raise _too_long(self.call, response.status_code)
+            return body
         finally:
             await self._arelease()
 

@@ -22,6 +22,7 @@ from agent_core.errors import (
     InvalidRequestError,
     LLMError,
     LLMTimeoutError,
+    MalformedResponseError,
     ProviderRequestCancelled,
     ProviderUnavailableError,
     RateLimitError,
@@ -421,3 +422,29 @@ def test_injected_clients_are_used(server, kit):
 
         asyncio.run(main())
     assert sent == ["sync", "async"]
+
+
+@KITS
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("encoding", ["gzip", "identity"])
+def test_a_non_streamed_answer_past_the_cap_is_refused_as_it_is_read(server, kit, mode, encoding, monkeypatch):
+    """A hostile upstream's gzip bomb (a small body that inflates without bound), or a plain huge body."""
+    import gzip
+
+    import agent_core_providers._exchange as exchange
+
+    monkeypatch.setattr(exchange, "MAX_ANSWER_BYTES", 1 << 20)  # 1 MiB here; 64 MiB by default
+    big = b'{"pad": "' + b"0" * (3 << 20) + b'"}'
+    data = gzip.compress(big) if encoding == "gzip" else big
+    headers = {"content-encoding": "gzip"} if encoding == "gzip" else {}
+    server.enqueue(Reply(200, {"content-type": "application/json", **headers}, [data], chunked=False))
+    args = (kit.provider(), [], USER, kit.config(server))
+    with pytest.raises(MalformedResponseError, match="larger than 1 MiB once decoded; refused") as caught:
+        if mode == "sync":
+            run_turn(*args, stream=False)
+        else:
+            run_async(arun_turn, *args, stream=False)
+    assert caught.value.status_code == 200 and KEY not in str(caught.value)
+    server.enqueue(json_reply(kit.error_body("invalid_request_error", "small")))  # the next call is read as usual
+    with pytest.raises(LLMError, match="small"):
+        run_turn(*args, stream=False)
