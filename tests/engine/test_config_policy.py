@@ -44,7 +44,15 @@ def test_the_model_is_chosen_among_the_installed_providers_on_the_operators_cred
     p = ConfigPolicy()
     merged = p.merge(OPERATOR, {"model": "anthropic/claude-x"}, providers=PROVIDERS)
     assert merged["provider"] == "anthropic" and merged["model"] == "claude-x"
-    assert merged["base_url"] == OPERATOR["base_url"] and merged["api_key"] == "sk-op"  # the operator's, kept
+    # the operator's URL, key and headers were for its own provider: anthropic's key must never go to that URL
+    assert not {"base_url", "api_key", "extra_headers"} & set(merged)
+    assert {k: v for k, v in merged.items() if k not in ("provider", "model")} == {
+        k: v for k, v in OPERATOR.items() if k not in ("provider", "model", "base_url", "api_key", "extra_headers")}
+    same_provider = p.merge(OPERATOR, {"model": "openai/gpt-4o-mini"}, providers=PROVIDERS)
+    assert same_provider["base_url"] == OPERATOR["base_url"] and same_provider["api_key"] == "sk-op"  # its own
+    unbound = {k: v for k, v in OPERATOR.items() if k != "provider"}  # the operator named no provider
+    loose = p.merge({**unbound, "provider": "echo"}, {"model": "openai/m"}, providers=PROVIDERS, bound=None)
+    assert loose["provider"] == "openai" and loose["base_url"] == OPERATOR["base_url"]  # its URL goes with the choice
     echo = p.merge(OPERATOR, {"model": "echo"}, providers=PROVIDERS)
     assert echo["provider"] == "echo" and "model" not in echo  # the operator's gpt-4o was for its own provider
     same = p.merge(OPERATOR, {"model": "gpt-4o-mini"}, providers=PROVIDERS)

@@ -47,6 +47,11 @@ DEFAULT_CLIENT_KEYS: frozenset[str] = frozenset({
 })
 
 _MODEL_KEYS = ("provider", "model")
+#: What the operator set for its own provider. A request that switches provider runs without them: the
+#: other provider's key (from its environment) must never go to the operator's base_url, nor the
+#: operator's key or headers to the other provider's API.
+_ENDPOINT_KEYS = ("base_url", "api_key", "extra_headers")
+_OWN: Any = object()  # merge's ``bound`` left out: the operator config's own provider
 
 
 def string_keys(value: Any, not_mapping: str, not_string: str) -> Mapping[str, Any]:
@@ -102,18 +107,22 @@ class ConfigPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return self.models is None or _matches(self.models, provider, model)
 
     def merge(self, operator: Mapping[str, Any], client: Mapping[str, Any] | None, *,
-              providers: Collection[str] | None = None) -> dict[str, Any]:
+              providers: Collection[str] | None = None, bound: Any = _OWN) -> dict[str, Any]:
         """The config to run: ``operator``'s keys, overridden by the keys of ``client`` it allows.
 
         A client's ``None`` value is ignored rather than unsetting the operator's value (a
         cap the operator set stays set). When the client switches to another provider, the
-        operator's ``model`` (meant for its own provider) is dropped.
+        operator's ``model``, ``base_url``, ``api_key`` and ``extra_headers`` (meant for its own
+        provider) are dropped: the chosen provider runs on its own URL and its own key.
 
         Args:
             operator: the operator's config; trusted as it is.
             client: the request's own config; every key is checked.
             providers: the installed provider names; when given, a model whose provider is not
                 among them is refused.
+            bound: the provider the operator's ``base_url``, ``api_key`` and ``extra_headers`` are
+                for (default: ``operator``'s ``provider``; ``None``: the operator named none, and
+                they go with whichever provider runs).
 
         Raises:
             ConfigNotAllowedError: a key the policy does not allow, or a model outside ``models``
@@ -138,6 +147,10 @@ class ConfigPolicy(msgspec.Struct, frozen=True, kw_only=True):
             if provider is not None and provider != operator.get("provider"):
                 merged.pop("model", None)
                 merged["provider"] = provider
+            owner = operator.get("provider") if bound is _OWN else bound
+            if provider is not None and owner is not None and provider != owner:
+                for key in _ENDPOINT_KEYS:  # meant for the operator's provider, not the one chosen
+                    merged.pop(key, None)
             if model is not None:
                 merged["model"] = model
         return merged

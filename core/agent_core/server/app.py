@@ -135,7 +135,8 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
         base = self.config
         if self._with_default is not None and policy.offers(self.default_provider):
             base = self._with_default
-        return policy.merge(base, client, providers=self.core.plugins("provider"))
+        # the operator's URL and key are for the provider its config names (none: for whichever runs)
+        return policy.merge(base, client, providers=self.core.plugins("provider"), bound=self.config.get("provider"))
 
     def _declared(self) -> frozenset[str]:
         """Every key a registered plugin declares (kept until the registrations change)."""
