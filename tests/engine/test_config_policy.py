@@ -71,7 +71,12 @@ def test_models_narrow_the_choice_by_provider_or_pattern() -> None:
     p = ConfigPolicy(models=("echo", "openai/gpt-4o*"))
     assert p.merge(OPERATOR, {"model": "openai/gpt-4o-mini"}, providers=PROVIDERS)["model"] == "gpt-4o-mini"
     assert p.merge(OPERATOR, {"model": "echo/anything"}, providers=PROVIDERS)["provider"] == "echo"
-    assert p.merge(OPERATOR, {}, providers=PROVIDERS) == OPERATOR  # no choice made: the operator's own, unchecked
+    assert p.merge(OPERATOR, {}, providers=PROVIDERS) == OPERATOR  # no choice made: the operator's own, allowed
+    narrow = ConfigPolicy(models=("echo", "openai/cheap"))  # the operator's gpt-4o is not on this list
+    for client in ({}, None, {"temperature": 0.2}):  # naming no model must not reach it either
+        with pytest.raises(ConfigNotAllowedError, match=r"names no model, and the server's default 'openai/gpt-4o'"):
+            narrow.merge(OPERATOR, client, providers=PROVIDERS)
+    assert narrow.merge(OPERATOR, {"model": "openai/cheap"}, providers=PROVIDERS)["model"] == "cheap"
     assert p.merge(OPERATOR, {"provider": "openai"}, providers=PROVIDERS)["model"] == "gpt-4o"  # the operator's model
     for refused in ({"model": "openai/o1"}, {"model": "anthropic/claude"}, {"provider": "anthropic"}):
         with pytest.raises(ConfigNotAllowedError) as err:

@@ -90,3 +90,13 @@ def test_close_names_mends_the_provider_then_compares_whole_and_bare_names() -> 
     assert close_names("opnai/gpt-4o", PROVIDERS, known)[0] == "openai/gpt-4o"
     assert close_names("claude-sonet-4-5", PROVIDERS, known) == ["anthropic/claude-sonnet-4-5"]
     assert close_names("zzz", PROVIDERS, known) == []
+
+
+def test_a_turn_that_names_no_model_cannot_reach_a_default_outside_the_allowed_models(store: Any) -> None:
+    config = {"provider": "openai", "model": "expensive", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-x"}
+    with running(create_app(store=store, config=config, settings=ServeSettings(models=("openai/cheap", "echo")))) as url:
+        turn = httpx.post(f"{url}/v1/sessions/s1/turns", json={"message": "hi"})
+        named = httpx.post(f"{url}/v1/sessions/s2/turns", json={"message": "hi", "config": {"model": "echo"}})
+    assert turn.status_code == 403, turn.text
+    assert "names no model, and the server's default 'openai/expensive'" in turn.json()["error"]["message"]
+    assert named.status_code == 200, named.text  # naming an allowed model works as before

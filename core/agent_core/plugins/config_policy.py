@@ -131,6 +131,7 @@ class ConfigPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 are not strings.
         """
         if client is None:
+            self.choose_model(operator, {})  # naming nothing still may not reach a default outside ``models``
             return dict(operator)
         for key in string_keys(client, "a request's config must be an object", "config keys must be strings"):
             if key not in self.allow:
@@ -171,6 +172,13 @@ class ConfigPolicy(msgspec.Struct, frozen=True, kw_only=True):
         """
         provider, model = client.get("provider"), client.get("model")
         if provider is None and model is None:
+            if (self.models is not None and operator.get("provider") is not None
+                    and not _matches(self.models, operator["provider"], operator.get("model"))):
+                # naming no model must not reach the operator's default when the list leaves it out
+                shown = "/".join(str(v) for v in (operator["provider"], operator.get("model")) if v)
+                raise ConfigNotAllowedError(
+                    f"this request names no model, and the server's default {shown!r} is not one "
+                    f"it may use; name one of: {', '.join(self.models)}", key="model")
             return None
         for key, value in (("provider", provider), ("model", model)):
             if value is not None and (not isinstance(value, str) or not value):
