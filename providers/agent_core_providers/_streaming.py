@@ -30,6 +30,14 @@ the body open does not hold the answer back (on the pooled clients the reads
 get a short timeout; on injected clients a timer shuts the socket down). A
 body that ends without the blank line after its last event still delivers
 that event.
+
+An endless stream: a body is read as it comes and its events are handed on,
+but the answer they build is held until the stream ends, so a server (or a
+proxy) that never stops would grow the process without bound. Once a
+streamed body passes :data:`MAX_STREAM_BYTES` on the wire the call fails
+with :class:`~agent_core.errors.MalformedResponseError`, not retried. The cap
+sits far above any real answer: 128,000 tokens streamed as OpenAI chunks
+take about 40 MB.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 import httpx
-from agent_core.errors import LLMError, LLMTimeoutError
+from agent_core.errors import LLMError, LLMTimeoutError, MalformedResponseError
 from agent_core.plugin_kit import Pump
 
 from ._decoding import (
@@ -56,10 +64,13 @@ from ._inflight import InFlight
 from ._retry import Attempt, retried
 from ._sse import JSONEventReader
 
-__all__ = ["DRAIN_GRACE", "StreamAttempt", "stream_flow"]
+__all__ = ["DRAIN_GRACE", "MAX_STREAM_BYTES", "StreamAttempt", "stream_flow"]
 
 #: Seconds the rest of a body may take after the end marker before the connection is dropped.
 DRAIN_GRACE = 0.25
+
+#: Largest streamed body read (bytes on the wire, after any decoding): past it the call fails.
+MAX_STREAM_BYTES = 256 * 1024 * 1024
 
 FromAnswer = Callable[[Any], Iterable[Any]]
 
@@ -88,7 +99,7 @@ class _DrainOver(Exception):
 class StreamAttempt(Attempt):
     """One attempt at a streamed call, and the event reader of its body."""
 
-    __slots__ = ("exchange", "record", "make_reader", "from_answer", "reader", "_drain_until")
+    __slots__ = ("_drain_until", "_room", "exchange", "from_answer", "make_reader", "reader", "record")
     announces = True
 
     def __init__(
@@ -98,6 +109,7 @@ class StreamAttempt(Attempt):
         self.make_reader, self.from_answer = make_reader, from_answer
         self.reader: JSONEventReader | None = None
         self._drain_until: float | None = None
+        self._room = MAX_STREAM_BYTES  # what the body may still bring
 
     def run(self) -> Generator[Any, Any, None]:
         """Send, check the status, then read the body: pumped as a stream, or whole when it is JSON."""
@@ -133,6 +145,9 @@ class StreamAttempt(Attempt):
         record = self.record
         if record.cancelled or record.expired:
             record.raise_if_cancelled()
+        self._room -= len(raw)
+        if self._room < 0:
+            raise _too_long(self.exchange.call.provider, self.reader)
         reader: JSONEventReader = self.reader  # type: ignore[assignment]
         events = reader.feed(raw)
         if reader.done:  # drain briefly so the connection can be reused, then let go
@@ -178,6 +193,12 @@ class StreamAttempt(Attempt):
         error = truncated(self.exchange.call, reader)
         if error is not None:
             raise error
+
+
+def _too_long(provider: str | None, reader: JSONEventReader | None) -> MalformedResponseError:
+    return MalformedResponseError(
+        f"the streamed answer passed {MAX_STREAM_BYTES // (1024 * 1024)} MiB without ending; refused rather than "
+        "held in memory", provider=provider, status_code=getattr(reader, "status_code", None))
 
 
 def _cap_reads(extensions: dict[str, Any], seconds: float) -> None:

@@ -448,3 +448,29 @@ def test_a_non_streamed_answer_past_the_cap_is_refused_as_it_is_read(server, kit
     server.enqueue(json_reply(kit.error_body("invalid_request_error", "small")))  # the next call is read as usual
     with pytest.raises(LLMError, match="small"):
         run_turn(*args, stream=False)
+
+
+@KITS
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("encoding", ["gzip", "identity"])
+def test_a_stream_that_never_ends_is_refused_past_the_cap(server, kit, mode, encoding, monkeypatch):
+    """A hostile upstream streams text without end: the call fails once the body passes the cap, not never."""
+    import gzip
+
+    import agent_core_providers._streaming as streaming
+
+    monkeypatch.setattr(streaming, "MAX_STREAM_BYTES", 1 << 20)  # 1 MiB here; 256 MiB by default
+    body = b"".join(_opening(kit)) + kit.first_event * ((3 << 20) // len(kit.first_event))  # 3 MiB, no end marker
+    data = gzip.compress(body) if encoding == "gzip" else body
+    headers = {"content-encoding": "gzip"} if encoding == "gzip" else {}
+    server.enqueue(sse_reply(data, headers=headers))
+    args = (kit.provider(), kit.extensions(), USER, kit.config(server))
+    with pytest.raises(MalformedResponseError, match="passed 1 MiB without ending; refused") as caught:
+        if mode == "sync":
+            run_turn(*args)
+        else:
+            run_async(arun_turn, *args)
+    assert caught.value.status_code == 200 and KEY not in str(caught.value)
+    assert len(server.requests) == 1  # not retried: the same server would send the same again
+    server.enqueue(kit.text("after"))  # a stream under the cap is read as usual
+    assert "after" in str(run_turn(*args).finals)
