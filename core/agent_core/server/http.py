@@ -1,4 +1,4 @@
-"""The HTTP plumbing the routes share: reading requests, SSE frames, queued event streams, auth, errors.
+"""The HTTP plumbing the routes share: reading requests, SSE frames, hang-ups, auth, errors.
 
 Kept apart from the routes so each route module reads as what it answers.
 """
@@ -32,7 +32,7 @@ from .errors import ApiError
 from .failures import Failure, dialect_of, failure_of, failure_of_info, render
 from .tenants import ID_PATTERN
 
-__all__ = ["END_OF_STREAM", "LIBRARY_ERRORS", "ON_HANGUP", "SSE_HEADERS", "ConflictNote", "Raised", "checked_id", "drain", "etag", "if_match", "json_bytes", "message_of", "on_error", "path_id", "plain", "pump", "request_id_of", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect", "watch_hangup"]
+__all__ = ["LIBRARY_ERRORS", "ON_HANGUP", "SSE_HEADERS", "ConflictNote", "checked_id", "etag", "if_match", "json_bytes", "message_of", "on_error", "path_id", "plain", "request_id_of", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect", "watch_hangup"]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -158,40 +158,6 @@ async def until_output(events: AsyncIterator[Any], rid: list[str] | None = None,
 
 LIBRARY_ERRORS = (ActionInputError, ConfigError, InvalidArgumentError, InvalidValueError, LLMError, PluginError,
                    ProviderRequestCancelled, StoreError)
-
-
-END_OF_STREAM = object()
-
-
-async def pump(events: AsyncIterator[Any], queue: asyncio.Queue[Any], running: set[str]) -> None:
-    """Run a turn's events into ``queue``; its failure travels as a ``Raised`` item, then ``END_OF_STREAM``.
-
-    The ids of its requests are in ``running`` while it runs (a retried turn makes several).
-    """
-    ids: list[str] = []
-    try:
-        async for event in events:
-            if getattr(event, "type", None) == "start":
-                ids.append(event.request_id)
-                running.add(event.request_id)
-            queue.put_nowait(event)
-    except Exception as exc:  # noqa: BLE001 - handed to the reader, who answers with its status
-        queue.put_nowait(Raised(exc))
-    finally:
-        running.difference_update(ids)
-        queue.put_nowait(END_OF_STREAM)
-
-
-async def drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
-    while (item := await queue.get()) is not END_OF_STREAM:
-        if isinstance(item, Raised):
-            raise item.exc
-        yield item
-
-
-class Raised:
-    def __init__(self, exc: Exception) -> None:
-        self.exc = exc
 
 
 class ConflictNote:

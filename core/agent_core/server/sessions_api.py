@@ -21,27 +21,26 @@ from ..store import iso_time
 from ..types import Message, Session
 from .approvals import ApprovalNote
 from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
+from .channel import Channel, drain, pump
 from .errors import ApiError, error_body
 from .event_stream import EventStreamResponse
 from .failures import failure_of
-from .sliced import frame_parts
 from .http import (
     SSE_HEADERS,
     ConflictNote,
     checked_id,
-    drain,
     etag,
     if_match,
     message_of,
     path_id,
     plain,
-    pump,
     request_id_of,
     session_of,
     sse_frame,
     until_output,
     watch_hangup,
 )
+from .sliced import frame_parts
 from .turns import chained
 
 if TYPE_CHECKING:
@@ -186,18 +185,24 @@ class SessionRoutes:
             await self._check_revision(ask)
         ask.on_claim = _canceller(asyncio.get_running_loop(), self.core, ask.rid)
         lease, holder = await self._try_lease(ask)
-        watcher = watch_hangup(request, partial(self._gone, ask))
         # The turn runs in its own task, so it ends and saves the same way whether or not the client
         # still listens: a client that hangs up cancels the request, and the cancelled turn is kept,
         # exactly as after DELETE /v1/requests/{id}. The task also waits for the lease and frees it.
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        # A client that stops reading holds the turn at its next event (see .channel), not the server's memory.
+        channel = Channel()
+        hangup = watch_hangup(request, partial(self._gone, ask, channel))
+
+        def watcher() -> None:  # the response is over: stop watching, and never hold the turn again
+            hangup()
+            channel.close()
+
         if asks:  # its ask_user questions go in its stream, for its client to answer
-            self.approvals.listen(ask.rid, client_rid, queue.put_nowait)
-        task = asyncio.ensure_future(pump(self._queued_turn(ask, lease, holder), queue, self._running))
+            self.approvals.listen(ask.rid, client_rid, channel.put_nowait)
+        task = asyncio.ensure_future(pump(self._queued_turn(ask, lease, holder), channel, self._running))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(lambda _: self.approvals.forget(ask.rid))
-        events = drain(queue)
+        events = drain(channel)
         try:
             first, failed = await self._first_events(events)  # a bad config fails here: still a 4xx
         except BaseException:
@@ -232,8 +237,9 @@ class SessionRoutes:
                            headers={"retry-after": "1"})
         return None, holder
 
-    def _gone(self, ask: _Ask) -> None:
+    def _gone(self, ask: _Ask, channel: Channel) -> None:
         """The client hung up: stop waiting for the lease, cancel the request if it runs."""
+        channel.close()  # a turn held at an unread event goes on, and sees the cancel
         ask.gone.set()
         self.approvals.forget(ask.rid)
         self.core.cancel_request(ask.rid)

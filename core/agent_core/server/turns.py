@@ -34,6 +34,7 @@ from ..errors import (
     StoreError,
 )
 from ..types import Session
+from .channel import UNREAD
 from .failures import Failure, dialect_of, failure_of, failure_of_info
 from .fields import declared_by, fit_to_provider, keys_by_plugin
 from .http import request_id_of, session_id_of, until_output, watch_hangup
@@ -351,7 +352,8 @@ def merged(streams: Sequence[AsyncIterator[Any]]) -> AsyncIterator[tuple[int, An
 
 
 async def _merged(streams: Sequence[AsyncIterator[Any]]) -> AsyncIterator[tuple[int, Any]]:
-    queue: asyncio.Queue[tuple[int, Any]] = asyncio.Queue()
+    # bounded: a client that stops reading holds the choices' streams, and so the upstream, where they are
+    queue: asyncio.Queue[tuple[int, Any]] = asyncio.Queue(maxsize=UNREAD * len(streams))
 
     async def pump(index: int, stream: AsyncIterator[Any]) -> None:
         try:
