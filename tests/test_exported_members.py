@@ -46,6 +46,7 @@ PUBLIC_NAMES = [
     "LLMTimeoutError",
     "MalformedResponseError",
     "Message",
+    "MissingAPIKeyError",
     "MissingFieldError",
     "NATIVE_KEY",
     "Outcome",

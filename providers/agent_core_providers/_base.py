@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import httpx
 import msgspec
 from agent_core import BaseProvider
-from agent_core.errors import ConfigError, LLMError
+from agent_core.errors import LLMError, MissingAPIKeyError
 from agent_core.plugin_kit import drive_async, drive_sync
 
 from ._call import HTTPCall
@@ -309,17 +309,17 @@ class HTTPProvider(BaseProvider):
         """The request to send.
 
         Raises:
-            ConfigError: it would go to the provider's public API without a key (the API's 401
+            MissingAPIKeyError: it would go to the provider's public API without a key (the API's 401
                 would come back after a round trip, or a DNS error on an offline machine); the
                 message names what to set. Injected httpx clients may carry their own auth, so
                 they are trusted.
         """
         if (not credentials.secrets and self._client is None and self._async_client is None
                 and normal_url(url).startswith(self.default_base_url.rstrip("/") + "/")):
-            raise ConfigError(
+            raise MissingAPIKeyError(
                 f"{self.name} needs an API key for {self.default_base_url}: set ${self.env_prefix}_API_KEY, "
                 f"or the config key api_key (agent-core: --api-key); a local server takes --base-url instead",
-                key="api_key", plugins=[self.name])
+                key="api_key", plugins=[self.name], env=f"{self.env_prefix}_API_KEY")
         return HTTPCall(
             provider=self.name,
             url=normal_url(url),

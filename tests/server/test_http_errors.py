@@ -100,3 +100,34 @@ def test_the_right_token_passes(guarded: str) -> None:
     assert client.chat.completions.create(model="echo", messages=HI).choices[0].message.content == "Echo: hi"
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=f"{guarded}/v1", api_key="nope", max_retries=0).models.list()
+
+
+@pytest.mark.parametrize("route", ["chat", "chat stream", "messages", "sessions turn"])
+def test_a_provider_without_a_key_is_the_servers_fault_not_the_clients(
+        route: str, store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key for the operator's provider: a 500 saying who sets it, not the CLI's advice as a 400."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with running(create_app(store=store, config={"provider": "openai", "model": "gpt-4o-mini"})) as url:
+        if route.startswith("chat"):
+            r = httpx.post(f"{url}/v1/chat/completions",
+                           json={"model": "gpt-4o-mini", "messages": HI, "stream": route == "chat stream"})
+        elif route == "messages":
+            r = httpx.post(f"{url}/v1/messages", json={"model": "gpt-4o-mini", "max_tokens": 9, "messages": HI})
+        else:
+            r = httpx.post(f"{url}/v1/sessions/k/turns", json={"message": "hi"})
+    kind = "api_error" if route == "messages" else "MissingAPIKeyError"  # Anthropic's shape has its type only
+    _error(r, 500, kind, "openai has no API key on this server",
+           "$OPENAI_API_KEY in the server's environment")
+    message = r.json()["error"]["message"]
+    assert "--api-key" not in message and "--base-url" not in message  # no flag a client cannot pass
+
+
+def test_the_cli_still_gets_its_own_advice(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_core import AgentCore, Message, MissingAPIKeyError, Session
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(MissingAPIKeyError) as caught:
+        AgentCore.discover().request(Session("s").with_message(Message("user", "hi")),
+                                     {"provider": "openai", "model": "m"})
+    assert caught.value.env == "OPENAI_API_KEY" and caught.value.key == "api_key"
+    assert "--api-key" in str(caught.value) and caught.value.plugins == ("openai",)

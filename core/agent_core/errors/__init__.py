@@ -22,7 +22,8 @@ The hierarchy::
         ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
         ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
         │   ├── AsyncOnlyHookError      an async-only hook met a sync call inside a running event loop
-        │   └── ConfigNotAllowedError   a client set a key (or chose a model) the operator keeps; .key
+        │   ├── ConfigNotAllowedError   a client set a key (or chose a model) the operator keeps; .key
+        │   └── MissingAPIKeyError      a provider's public API with no key to send; .env names its variable
         ├── InvalidValueError (ValueError)  a value JSON cannot carry, or nested too deeply; .path
         ├── ActionInputError (ValueError)  an action was called with bad params; .action, .input
         ├── InvalidArgumentError (TypeError, ValueError)  a public call got an unusable argument; .argument
@@ -73,6 +74,7 @@ from .pipeline import (
     ConfigNotAllowedError,
     InvalidArgumentError,
     InvalidValueError,
+    MissingAPIKeyError,
     MissingFieldError,
     PluginContractError,
     PluginError,
@@ -109,6 +111,7 @@ __all__ = [
     "LLMError",
     "LLMTimeoutError",
     "MalformedResponseError",
+    "MissingAPIKeyError",
     "MissingFieldError",
     "PluginContractError",
     "PluginError",

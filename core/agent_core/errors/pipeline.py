@@ -15,6 +15,7 @@ __all__ = [
     "ConfigNotAllowedError",
     "InvalidArgumentError",
     "InvalidValueError",
+    "MissingAPIKeyError",
     "MissingFieldError",
     "PluginContractError",
     "PluginError",
@@ -70,6 +71,23 @@ class ConfigNotAllowedError(ConfigError):
     asked for is not one of the allowed ones); the message says how the
     operator can allow it. Nothing ran.
     """
+
+
+class MissingAPIKeyError(ConfigError):
+    """A provider would call its public API without a key, so nothing was sent.
+
+    Whose fault it is depends on who runs the pipeline: on the command line it
+    is the user's to fix; behind ``agent-core serve`` it is the operator's, so
+    the server answers a 500 in its own words instead of the CLI's advice.
+    ``env`` names the variable the provider reads the key from.
+    """
+
+    _keywords = ("key", "plugins", "env")
+
+    def __init__(self, message: str, *, key: str | None = "api_key", plugins: Sequence[str] = (),
+                 env: str | None = None) -> None:
+        super().__init__(message, key=key, plugins=plugins)
+        self.env = env
 
 
 class InvalidArgumentError(AgentCoreError, TypeError, ValueError):

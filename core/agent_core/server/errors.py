@@ -22,6 +22,7 @@ from ..errors import (
     InvalidValueError,
     LLMError,
     LLMTimeoutError,
+    MissingAPIKeyError,
     PluginError,
     ProviderRequestCancelled,
     ProviderUnavailableError,
@@ -78,6 +79,7 @@ _STATUSES: tuple[tuple[Any, int], ...] = (
     (ProviderRequestCancelled, 499),
     (SessionNotFoundError, 404),
     (ConfigNotAllowedError, 403),
+    (MissingAPIKeyError, 500),  # behind a server, the key is the operator's to set, not the client's
     ((ConflictError, RequestInFlightError), 409),
     ((ConfigError, InvalidArgumentError, InvalidValueError, ActionInputError), 400),
     (StoreUnavailableError, 503),

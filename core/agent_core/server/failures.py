@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 from starlette.responses import JSONResponse
 
-from ..errors import ConfigError, ConflictError
+from ..errors import ConfigError, ConflictError, MissingAPIKeyError
 from .errors import ApiError, status_for, status_for_name
 
 __all__ = ["Failure", "dialect_of", "failure_of", "failure_of_info", "render", "sse_error_frame"]
@@ -75,13 +75,34 @@ def failure_of(exc: BaseException) -> Failure:
         extra["current_revision"] = exc.current
         if exc.current is not None:
             headers["etag"] = f'"{exc.current}"'
+    if isinstance(exc, MissingAPIKeyError):
+        return _no_key(exc.plugins[0] if exc.plugins else None, str(exc))
     param = exc.key if isinstance(exc, ConfigError) else None
     return Failure(status=status_for(exc), kind=type(exc).__name__, message=str(exc), param=param,
                    provider=getattr(exc, "provider", None) or None, headers=headers, extra=extra, upstream=upstream)
 
 
+_KEY_VARIABLE = re.compile(r"\$([A-Z][A-Z0-9_]*_API_KEY)")
+
+
+def _no_key(provider: str | None, message: str) -> Failure:
+    """A provider with no key, told to a client: the server's configuration is at fault, not the request.
+
+    The library's message advises a CLI user (its flags); a client of the server can do
+    nothing with that, so it is told whose key is missing and who sets it.
+    """
+    found = _KEY_VARIABLE.search(message)
+    where = f"${found.group(1)} in the server's environment" if found else "the server's environment"
+    who = provider or "the provider"
+    return Failure(status=500, kind="MissingAPIKeyError", provider=provider,
+                   message=f"{who} has no API key on this server; its operator must set one ({where}, or "
+                           "api_key in the server's config)")
+
+
 def failure_of_info(info: Any) -> Failure:
     """The failure an ``error`` event describes (its exception is gone; its ``ErrorInfo`` is left)."""
+    if info.type == "MissingAPIKeyError":
+        return _no_key(info.plugin, info.message)
     upstream = getattr(info, "upstream", None)
     headers = {**_retry_after(info.retry_after), **_upstream_headers(upstream)}
     return Failure(status=status_for_name(info.type), kind=info.type, message=info.message,

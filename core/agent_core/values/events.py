@@ -29,7 +29,7 @@ from typing import Any, Literal, Union
 
 import msgspec
 
-from ..errors import LLMError, PluginError, UpstreamDetail
+from ..errors import LLMError, MissingAPIKeyError, PluginError, UpstreamDetail
 from .frozen import FrozenVector
 from .messages import Message, PartialMessage, Session
 
@@ -137,6 +137,8 @@ def error_info(exc: BaseException) -> ErrorInfo:
             type(exc).__name__, str(exc), exc.provider, None, exc.status_code, getattr(exc, "retry_after", None),
             upstream if isinstance(upstream, UpstreamDetail) else None,
         )
+    if isinstance(exc, MissingAPIKeyError) and exc.plugins:  # which provider: a server says whose key is missing
+        return ErrorInfo(type(exc).__name__, str(exc), exc.plugins[0])
     return ErrorInfo(type(exc).__name__, str(exc))
 
 
