@@ -32,13 +32,13 @@ def test_run_json_prints_one_event_per_line(capsys):
 
 
 def test_unknown_provider_is_a_clear_error(capsys):
-    assert main(["run", "--provider", "nope", "hi"]) == 1
+    assert main(["run", "--provider", "nope", "hi"]) == 2  # a mistake in what was asked, not a failed request
     err = capsys.readouterr().err
     assert "unknown provider 'nope'" in err and "echo" in err
 
 
 def test_bad_config_value_names_the_key(capsys):
-    assert main(["run", "-c", "echo_prefix=3", "hi"]) == 1
+    assert main(["run", "-c", "echo_prefix=3", "hi"]) == 2
     assert "'echo_prefix'" in capsys.readouterr().err
 
 
@@ -97,12 +97,12 @@ def test_seed_flag_reaches_the_wire(server, capsys):
 def test_a_value_of_the_wrong_type_is_one_error_line_and_nothing_is_sent(server, capsys):
     code = main(["run", "--provider", "openai", "--base-url", f"{server.url}/v1", "-c", "seed=one", "hi"])
     err = capsys.readouterr().err
-    assert code == 1 and server.requests == []
+    assert code == 2 and server.requests == []
     assert err.count("\n") == 1 and "'seed'" in err and "integer" in err
 
 
 def test_a_config_error_is_printed_once(capsys):
-    assert main(["run", "-c", "echo_prefix=3", "hi"]) == 1
+    assert main(["run", "-c", "echo_prefix=3", "hi"]) == 2
     err = capsys.readouterr().err
     assert err.count("echo_prefix") == 1 and err.count("\n") == 1
 
@@ -117,7 +117,7 @@ def test_a_typo_in_a_config_key_is_pointed_out_once_and_the_run_goes_on(capsys):
 
 
 def test_a_typo_under_strict_config_is_an_error(capsys):
-    assert main(["run", "-c", "strict_config=true", "-c", "max_token=5", "hi"]) == 1
+    assert main(["run", "-c", "strict_config=true", "-c", "max_token=5", "hi"]) == 2
     out = capsys.readouterr()
     assert out.out == "" and out.err.count("\n") == 1 and "did you mean `max_tokens`?" in out.err
 
@@ -225,3 +225,22 @@ def test_a_function_tool_runs_sync_and_async_functions_and_reports_their_errors(
         assert [m.tool_result["success"] for m in results] == [True, True, False]
         assert [m.tool_result.get("result") for m in results[:2]] == [0.25, "HI"]
         assert "ZeroDivisionError" in results[2].content
+
+
+def test_exit_codes_tell_a_failed_request_from_a_mistake_in_what_was_asked(server, capsys):
+    """1: the request ran and failed (here the API answered 500); 2: it could not run as given."""
+    from providers._server import json_reply
+
+    server.enqueue(json_reply({"error": {"message": "boom", "type": "server_error"}}, status=500))
+    assert main(["run", "--provider", "openai", "--base-url", f"{server.url}/v1", "-c", "max_retries=0",
+                 "hi"]) == 1
+    assert main(["run", "--provider", "opneai", "hi"]) == 2
+    capsys.readouterr()
+
+
+def test_a_model_without_a_provider_is_pointed_out(capsys):
+    assert main(["run", "--model", "gpt-4o-mini", "hi"]) == 0
+    out = capsys.readouterr()
+    assert out.out == "Echo: hi\n"
+    assert "model 'gpt-4o-mini' is set but no provider is" in out.err and "--provider" in out.err
+    assert main(["run", "hi"]) == 0 and "warning" not in capsys.readouterr().err

@@ -154,7 +154,7 @@ def test_a_missing_api_key_is_named_before_anything_is_sent(tmp_path: Path, prov
     for name in (variable, variable.replace("API_KEY", "BASE_URL")):
         monkeypatch.delenv(name, raising=False)
     done = cli(tmp_path, "run", "--provider", provider, "--model", "m", "hi")
-    assert done.returncode == 1 and done.stdout == ""
+    assert done.returncode == 2 and done.stdout == ""
     assert f"${variable}" in done.stderr and "--api-key" in done.stderr and "Traceback" not in done.stderr
 
 

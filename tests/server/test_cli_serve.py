@@ -43,3 +43,37 @@ def test_serve_reads_a_toml_config_file(tmp_path: Path) -> None:
         assert reply.choices[0].message.content == "From the file: hi"
     finally:
         _stop(proc)
+
+
+def _serve_fails(tmp_path: Path, *args: str) -> tuple[int, str]:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "agent_core.cli", "serve", "--port", "0", *args],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "AGENT_CORE_HOME": str(tmp_path)})
+    return done.returncode, done.stderr
+
+
+def test_serve_refuses_to_start_on_a_config_every_request_would_fail_on(tmp_path: Path) -> None:
+    code, err = _serve_fails(tmp_path, "-c", "provider=opneai")
+    assert code == 2 and "the server's own config" in err and "did you mean 'openai'?" in err
+    assert "Traceback" not in err
+    code, err = _serve_fails(tmp_path, "-c", "provider=echo", "-c", "max_iterations=lots")
+    assert code == 2 and "'max_iterations' must be integer" in err
+
+
+def test_serve_names_a_mistyped_config_key_once_at_start(tmp_path: Path) -> None:
+    proc, url = _start(tmp_path, "-c", "modle=gpt-4o", "--quiet")
+    try:
+        assert httpx.get(f"{url}/healthz").status_code == 200
+    finally:
+        _stop(proc)
+    log = "".join(p.read_text() for p in tmp_path.glob("serve-*.log"))
+    assert log.count("warning: config key `modle` is not declared by any installed plugin; did you mean `model`?") == 1
+
+
+def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    code, err = _serve_fails(tmp_path, "--port", "99999")
+    assert code == 2 and "99999 is not a port" in err and "Traceback" not in err

@@ -13,8 +13,10 @@
 
 Where config comes from (a TOML file, the environment, flags) is
 :mod:`agent_core.cli.settings`. A user's mistake (a bad flag value, an
-unknown session, an unreachable API) ends in one ``error:`` line on stderr
-and exit code 2, never a traceback.
+unknown session, an unreachable API) ends in one ``error:`` line on stderr,
+never a traceback. Exit codes: 0 done; 1 the request ran and failed (the
+model's API, a plugin, a stop); 2 what was asked cannot run as given (a flag,
+the config, an unknown session); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -72,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
             ("agent-core chat", "a conversation in the terminal"),
             ("agent-core plugins", "what runs for a config, and why"),
             ("agent-core serve", "OpenAI-compatible HTTP on 127.0.0.1:8000"),
-        ) + "\n\n'agent-core COMMAND --help' says more about each.",
+        ) + "\n\n'agent-core COMMAND --help' says more about each.\n\n"
+        "exit codes: 0 done; 1 the request failed (the model's API, a plugin, a stop); 2 a mistake in what\n"
+        "was asked (a flag, the config, an unknown session); 130 interrupted.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"agent-core {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -129,6 +129,7 @@ def _print_run(events: Any, as_json: bool) -> int:
     out, err = sys.stdout, sys.stderr
     streamed = False  # text of the current answer is already on stdout
     failed = False  # an error event was printed: the done event adds nothing to it
+    asked_wrong = False  # that error says the request could not run as given (the config, an argument)
     with warnings.catch_warnings():
         # The start event carries the same notes; print them once, our way.
         warnings.simplefilter("ignore", UnknownConfigKeyWarning)
@@ -159,12 +160,23 @@ def _print_run(events: Any, as_json: bool) -> int:
                 show_on_stderr(event, err)
             else:
                 show_on_stderr(event, err)
-            failed = failed or t == "error"
+            if t == "error":
+                failed = True
+                asked_wrong = asked_wrong or _asked_wrong(event.error.type)
             if t == "done" and not event.outcome.ok:
                 if not failed and not as_json:
                     err.write(f"stopped: {event.outcome.reason}: {event.outcome.detail}\n")
-                return 1
+                return 2 if asked_wrong else 1
     return 0
+
+
+def _asked_wrong(error_type: str) -> bool:
+    """Whether an ``error`` event's class says the request could not run as given (exit code 2, not 1)."""
+    from .. import errors
+
+    cls = getattr(errors, error_type, None)
+    return isinstance(cls, type) and issubclass(cls, (errors.ConfigError, errors.InvalidArgumentError,
+                                                      errors.InvalidValueError, errors.ActionInputError))
 
 
 def show_on_stderr(event: Any, err: Any) -> None:

@@ -30,7 +30,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--host", default="127.0.0.1",
                        help="the address to listen on (default 127.0.0.1; beyond loopback needs --token or "
                             "--tokens-file, or --insecure)")
-    serve.add_argument("--port", type=int, default=8000, help="the port to listen on (default 8000)")
+    serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default 8000; 0 picks a free one)")
     serve.add_argument("--token", help="bearer token every route wants (default: $AGENT_CORE_TOKEN)")
     serve.add_argument("--tokens-file", metavar="FILE",
                        help="a TOML file of tenants, each with its tokens (and, optionally, models and config keys)")
@@ -84,6 +84,17 @@ _LIMIT_FLAGS = (
     ("--max-choices", int, "most choices (n) in one Chat Completions request, each a model call (default 8)"),
     ("--turn-wait", float, "seconds a turn waits for its busy session before it gives up (default 60)"),
 )
+
+
+def _port(text: str) -> int:
+    """``--port``: a TCP port number, refused by argparse (a usage line, no traceback) when it is not one."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: ports go from 0 to 65535")
+    return port
 
 
 def _aliases(pairs: list[str] | None) -> dict[str, str] | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tomllib
 from typing import Any
 
@@ -124,6 +125,10 @@ def layered_config(args: argparse.Namespace, *, default_provider: str | None = "
     config.update(pairs)
     if getattr(args, "no_stream", False):
         config["stream"] = False
-    if default_provider is not None:
-        config.setdefault("provider", default_provider)
+    if default_provider is not None and "provider" not in config:
+        if config.get("model") and default_provider == "echo":  # the model would be silently ignored
+            print(f"warning: model {config['model']!r} is set but no provider is, so the offline echo provider "
+                  "answers and ignores it; name one with --provider (agent-core plugins lists them)",
+                  file=sys.stderr)
+        config["provider"] = default_provider
     return config

@@ -67,6 +67,8 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float =
             else:
                 text, fields = describe(inner, address)
                 log_event(logging.INFO, "start", text, **fields)
+                for note in inner.config_notes:  # a typo in the operator's config: said once, not per request
+                    log_event(logging.WARNING, "config_warning", f"warning: {note}", note=note)
 
         async def shutdown(self, sockets: Any = None) -> None:
             running = getattr(app, "running", 0)

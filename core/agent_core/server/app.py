@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -25,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import AgentCore
-from ..errors import ConfigError
+from ..errors import ConfigError, UnknownConfigKeyWarning
 from .access_log import AccessLog, log_event
 from .approvals import ApprovalDesk
 from .bodies import json_depth
@@ -79,6 +80,25 @@ def default_provider(config: Mapping[str, Any], settings: ServeSettings,
     return None, None
 
 
+def operator_notes(core: AgentCore, config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The operator's config resolved once, before the server listens; its warnings (keys nothing declares).
+
+    Every request starts from this config, so a provider that is not installed or a value
+    of the wrong type would fail each one of them: the server refuses to start instead,
+    as ``agent-core run`` refuses to run.
+
+    Raises:
+        ConfigError: the config cannot resolve; the message says it is the server's own.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownConfigKeyWarning)  # returned, to be logged once at start
+        try:
+            return tuple(core.resolve(config).warnings)
+        except ConfigError as exc:
+            raise ConfigError(f"the server's own config (--config, $AGENT_CORE_*, -c): {exc}", key=exc.key,
+                              plugins=exc.plugins) from None
+
+
 class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, InputRoutes):
     def __init__(self, core: AgentCore, store: Any, config: Mapping[str, Any], retries: int,
                  settings: ServeSettings, default: Tenant, tokens: TokenTable | None = None) -> None:
@@ -102,6 +122,8 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
         # read the operator's own: a mistyped model must be a 404, not an answer from echo.
         self._with_default = (None if self.default_provider is None or self.default_source == "config"
                               else {**self.config, "provider": self.default_provider})
+        self.config_notes = (operator_notes(core, self._with_default or self.config)
+                             if self.default_provider is not None else ())
 
     @property
     def store_if_open(self) -> Any:
