@@ -202,6 +202,12 @@ def test_a_body_that_is_not_json_by_content_type_is_415(base_url: str) -> None:
     r = httpx.post(f"{base_url}/v1/sessions/s/turns", content=b'{"message": "hi", "config": {"model": "echo"}}',
                    headers={"content-type": "Application/JSON; charset=utf-8"})
     assert r.status_code == 200
+    for ctype in ("application/json; charset=utf-7", 'application/json; charset="UTF-16"', "application/json;charset=latin1"):
+        r = httpx.post(f"{base_url}/v1/sessions/s/turns", content=b'{"message": "hi"}', headers={"content-type": ctype})
+        assert r.status_code == 415 and "UTF-8" in r.json()["error"]["message"], ctype  # JSON is UTF-8 only
+    r = httpx.post(f"{base_url}/v1/sessions/s2/turns", content=b'{"message": "hi", "config": {"model": "echo"}}',
+                   headers={"content-type": 'application/json; charset="UTF8"'})
+    assert r.status_code == 200
 
 
 def test_a_foreign_host_header_is_refused(store: Any) -> None:
@@ -216,6 +222,55 @@ def test_a_foreign_host_header_is_refused(store: Any) -> None:
         assert httpx.get(f"{url}/healthz", headers={"host": "api.example.com"}).status_code == 200
         assert httpx.get(f"{url}/healthz", headers={"host": "a.corp.example:443"}).status_code == 200
         assert httpx.get(f"{url}/healthz", headers={"host": "corp.example"}).status_code == 400
+
+
+def _raw_head(url: str, head: bytes) -> bytes:
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(head)
+        answer = b""
+        while b"\r\n\r\n" not in answer and (part := s.recv(65536)):
+            answer += part
+    return answer
+
+
+def test_a_repeated_host_or_origin_header_cannot_slip_past_the_check(store: Any) -> None:
+    """Two Host headers: a proxy may read the last, so neither is trusted; two Origins: both must pass."""
+    import asyncio
+
+    app = create_app(store=store)
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    # h11 (serve's protocol) refuses two Host headers itself; httptools, uvicorn's other one, passes both on
+    scope = {"type": "http", "method": "GET", "path": "/healthz", "scheme": "http", "query_string": b"",
+             "headers": [(b"host", b"localhost"), (b"host", b"evil.example")]}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 400 and b"more than one Host header" in sent[1]["body"]
+    with running(app) as url:
+        two_hosts = _raw_head(url, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n")
+        assert two_hosts.startswith(b"HTTP/1.1 400"), two_hosts[:200]
+        two_origins = _raw_head(url, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost\r\n"
+                                     b"Origin: http://evil.example\r\n\r\n")
+        assert two_origins.startswith(b"HTTP/1.1 403") and b"origin_not_allowed" in two_origins, two_origins[:200]
+        one = _raw_head(url, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        assert one.startswith(b"HTTP/1.1 200"), one[:200]
+
+
+def test_a_huge_head_sent_whole_is_refused(store: Any) -> None:
+    """h11 bounds a head still arriving (16 KiB); one that arrives whole in one read is bounded here (32 KiB)."""
+    with running(create_app(store=store)) as url:
+        padding = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 1000) for i in range(70))  # about 70 KB
+        huge = _raw_head(url, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n" + padding + b"\r\n")
+        assert huge.startswith(b"HTTP/1.1 4"), huge[:200]  # 431 from the gate, or 400 from h11 if it splits
+        some = b"".join(line + b"\r\n" for line in padding.split(b"\r\n")[:11])
+        fine = _raw_head(url, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n" + some + b"\r\n")  # about 11 KB
+        assert fine.startswith(b"HTTP/1.1 200"), fine[:200]
 
 
 def test_origins_same_origin_passes_a_foreign_one_is_refused_and_cors_is_opt_in(store: Any) -> None:

@@ -40,13 +40,16 @@ __all__ = ["TENANT_KEY", "Admission", "Gate"]
 TENANT_KEY = "agent_core.tenant"
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: most bytes of header names and values in one request; h11 bounds only a head still arriving,
+#: so a whole head in one read could be far larger (nginx's default is the same 32 KiB)
+MAX_HEADER_BYTES = 32 * 1024
 
 
 async def _refuse(scope: Any, send: Any, status: int, kind: str, message: str,
                   headers: dict[str, str] | None = None) -> None:
     """Answer before the app runs, in the dialect of the route asked for (an OpenAI client reads OpenAI's shape)."""
     extra = dict(headers or {})
-    if status in (408, 413):  # the rest of the body is not read: the connection cannot carry another request
+    if status in (408, 413, 431):  # the rest of the body is not read: the connection cannot carry another request
         extra["connection"] = "close"
     response = render(Failure(status=status, kind=kind, message=message, headers=extra), dialect_of(scope.get("path", "")))
     await response({"type": "http"}, _no_receive, send)
@@ -61,6 +64,24 @@ def _header(scope: Any, name: bytes) -> bytes | None:
         if key == name:
             return bytes(value)
     return None
+
+
+def _utf8(content_type: bytes) -> bool:
+    """Whether a content type's ``charset``, if it names one, is UTF-8: the one encoding JSON has (RFC 8259).
+
+    The body is read as UTF-8 whatever the header says; a client that declares UTF-7 would
+    have bytes one reader decodes one way and another reader another way.
+    """
+    for param in content_type.split(b";")[1:]:
+        name, _, value = param.partition(b"=")
+        if name.strip().lower() == b"charset" and value.strip().strip(b'"').lower() not in (b"utf-8", b"utf8"):
+            return False
+    return True
+
+
+def _headers(scope: Any, name: bytes) -> list[bytes]:
+    """Every value of header ``name``: a request may repeat one, and each copy must pass the check."""
+    return [bytes(value) for key, value in scope["headers"] if key == name]
 
 
 _NOT_IN_HOST = re.compile(r"[\s/@?#\\]")  # whitespace, or what would start a path, user info, query or fragment
@@ -114,18 +135,26 @@ class Gate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        raw_host = (_header(scope, b"host") or b"").decode("latin-1")
+        if sum(len(key) + len(value) for key, value in scope["headers"]) > MAX_HEADER_BYTES:
+            await _refuse(scope, send, 431, "request_header_fields_too_large",
+                          f"the request's headers hold more than {MAX_HEADER_BYTES // 1024} KiB")
+            return
+        hosts = _headers(scope, b"host")
+        if len(hosts) > 1:  # which one counts differs between servers and proxies: refused (RFC 9112, 3.2)
+            await _refuse(scope, send, 400, "invalid_host", "the request has more than one Host header")
+            return
+        raw_host = (hosts[0] if hosts else b"").decode("latin-1")
         if not self._host_ok(_host_name(raw_host)):
             await _refuse(scope, send, 400, "invalid_host",
                           f"the Host header {raw_host[:100]!r} is not a name this server answers to; "
                           "its operator can add one with --allowed-host")
             return
-        origin = _header(scope, b"origin")
-        if origin is not None and not self._origin_ok(origin.decode("latin-1"), raw_host, scope.get("scheme", "http")):
-            await _refuse(scope, send, 403, "origin_not_allowed",
-                          f"requests from web pages at {origin.decode('latin-1')[:100]!r} are not allowed; "
-                          "its operator can allow that origin with --cors-origin")
-            return
+        for origin in _headers(scope, b"origin"):  # a repeated Origin: every copy must be allowed
+            if not self._origin_ok(origin.decode("latin-1"), raw_host, scope.get("scheme", "http")):
+                await _refuse(scope, send, 403, "origin_not_allowed",
+                              f"requests from web pages at {origin.decode('latin-1')[:100]!r} are not allowed; "
+                              "its operator can allow that origin with --cors-origin")
+                return
         await self.app(scope, receive, send)
 
 
@@ -181,9 +210,9 @@ class Admission:
         method = scope["method"]
         content_type = _header(scope, b"content-type")
         json_type = content_type is not None and content_type.split(b";")[0].strip().lower() == b"application/json"
-        if method in _BODY_METHODS and content_type is not None and not json_type:
+        if method in _BODY_METHODS and content_type is not None and not (json_type and _utf8(content_type)):
             await _refuse(scope, send, 415, "unsupported_media_type",
-                          f"the request body must be JSON sent as Content-Type: application/json, "
+                          f"the request body must be JSON sent as Content-Type: application/json, in UTF-8; "
                           f"got {content_type.decode('latin-1')[:100]!r}")
             return
         declared = _header(scope, b"content-length")
