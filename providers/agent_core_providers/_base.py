@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import httpx
 import msgspec
 from agent_core import BaseProvider
-from agent_core.errors import LLMError, MissingAPIKeyError
+from agent_core.errors import ConfigError, LLMError, MissingAPIKeyError
 from agent_core.plugin_kit import drive_async, drive_sync
 
 from ._call import HTTPCall
@@ -107,9 +107,20 @@ class HTTPProvider(BaseProvider):
     # -- config ---------------------------------------------------------------
 
     def base_url(self, config: Mapping[str, Any]) -> str:
-        """``config["base_url"]``, else ``$<PREFIX>_BASE_URL``, else the public API."""
+        """``config["base_url"]``, else ``$<PREFIX>_BASE_URL``, else the public API.
+
+        Raises:
+            ConfigError: the URL has no ``http://`` or ``https://`` in front (``127.0.0.1:8080/v1``
+                would otherwise fail every attempt as a network error, retried).
+        """
         url = config.get("base_url") or os.environ.get(f"{self.env_prefix}_BASE_URL") or self.default_base_url
-        return str(url).rstrip("/")
+        url = str(url).rstrip("/")
+        if not url.lower().startswith(("http://", "https://")):
+            where = "config key 'base_url'" if config.get("base_url") else f"${self.env_prefix}_BASE_URL"
+            shown = f" (did you mean 'http://{url}'?)" if "@" not in url and len(url) < 200 else ""
+            raise ConfigError(f"{where} must start with http:// or https://{shown}", key="base_url",
+                              plugins=[self.name])
+        return url
 
     def api_key(self, config: Mapping[str, Any]) -> str | None:
         """``config["api_key"]``, else ``$<PREFIX>_API_KEY`` (None when neither is set).
@@ -125,6 +136,21 @@ class HTTPProvider(BaseProvider):
         env = f"{self.env_prefix}_API_KEY"
         value = os.environ.get(env)
         return (clean_header_value(value, f"${env}", self.name, "api_key") or None) if value else None
+
+    def key_missing(self, config: Mapping[str, Any]) -> str | None:
+        """The variable a call with ``config`` would lack: its URL is the public API and no key is set.
+
+        None when a call may go: a key (or a secret header) is set, the URL is another
+        server's (a local one needs no key), or an injected client carries its own auth. A
+        server asks this to leave such a provider out of its model list.
+        """
+        if self._keyless_public(self.base_url(config) + "/", self._make_credentials(config)):
+            return f"{self.env_prefix}_API_KEY"
+        return None
+
+    def _keyless_public(self, url: str, credentials: Credentials) -> bool:
+        return (not credentials.secrets and self._client is None and self._async_client is None
+                and normal_url(url).startswith(self.default_base_url.rstrip("/") + "/"))
 
     def _common_schema(self) -> Dict:
         return common_schema(
@@ -314,8 +340,7 @@ class HTTPProvider(BaseProvider):
                 message names what to set. Injected httpx clients may carry their own auth, so
                 they are trusted.
         """
-        if (not credentials.secrets and self._client is None and self._async_client is None
-                and normal_url(url).startswith(self.default_base_url.rstrip("/") + "/")):
+        if self._keyless_public(url, credentials):
             raise MissingAPIKeyError(
                 f"{self.name} needs an API key for {self.default_base_url}: set ${self.env_prefix}_API_KEY, "
                 f"or the config key api_key (agent-core: --api-key); a local server takes --base-url instead",

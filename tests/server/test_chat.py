@@ -90,3 +90,23 @@ def test_x_session_id_keeps_each_exchange_in_the_store(plugins_url: str) -> None
 def test_without_x_session_id_nothing_is_stored(base_url: str, client: Any) -> None:
     client.chat.completions.create(model="echo", messages=[{"role": "user", "content": "hi"}])
     assert httpx.get(f"{base_url}/v1/sessions").json()["data"] == []
+
+
+def test_models_leaves_out_a_provider_without_a_key_and_pairs_each_with_its_own_model(
+        store: Any, monkeypatch: Any) -> None:
+    """The operator's ``model`` is its provider's; a provider whose every request would lack a key is not offered."""
+    from agent_core.server import create_app
+
+    from ._live import running
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    config = {"provider": "openai", "model": "gpt-4o-mini", "base_url": "http://127.0.0.1:9/v1"}
+    with running(create_app(store=store, config=config)) as url:
+        ids = [m["id"] for m in httpx.get(f"{url}/v1/models").json()["data"]]
+    assert "openai/gpt-4o-mini" in ids  # a local base URL needs no key
+    assert "anthropic/gpt-4o-mini" not in ids  # the operator's model is openai's
+    assert any(i.startswith("anthropic/claude") for i in ids)  # anthropic has its key: its own default model
+    assert not any(i.startswith("openai_responses/") for i in ids)  # the public API with no key: left out
+    assert "echo/echo-1" in ids

@@ -25,6 +25,8 @@ from .errors import ApiError
 __all__ = ["ModelRoutes", "close_names", "resolve_model"]
 
 _MOST_SUGGESTIONS = 3
+#: the operator's keys meant for the provider its config names, not for the others
+_OWN_PROVIDERS_KEYS = ("model", "base_url", "api_key", "extra_headers")
 
 
 def close_names(model: str, providers: Sequence[str], known: Sequence[str] = ()) -> list[str]:
@@ -122,11 +124,34 @@ class ModelRoutes:
             self._known = known
         return known
 
+    def _config_of(self, provider: str) -> dict[str, Any]:
+        """The operator's config as a request for ``provider`` runs on it.
+
+        When the operator's config names its provider, its ``model`` and endpoint keys are that
+        provider's (as :meth:`ConfigPolicy.merge` has it): another provider lists its own default
+        model, on its own URL with its own key.
+        """
+        own = self.config.get("provider")
+        if own is None or own == provider:
+            return {**self.config, "provider": provider}
+        return {**{k: v for k, v in self.config.items() if k not in _OWN_PROVIDERS_KEYS}, "provider": provider}
+
+    def _models_of(self, provider: str) -> list[Any] | None:
+        config = self._config_of(provider)
+        resolution = self.core.resolve(config)
+        instance = getattr(resolution.live.get(provider), "instance", None)
+        key_missing = getattr(instance, "key_missing", None)
+        if callable(key_missing) and key_missing(config):  # every request to it would fail: not offered
+            return None
+        return list(resolution.models)
+
     async def _listed(self, provider: str) -> list[str] | None:
         """The model ids ``provider`` lists, or None when it cannot list (no credentials, no network)."""
         try:
-            listed = await asyncio.to_thread(self.core.get_models, {**self.config, "provider": provider})
+            listed = await asyncio.to_thread(self._models_of, provider)
         except Exception:  # noqa: BLE001 - a provider that cannot list is answered for, not fatal
+            return None
+        if listed is None:
             return None
         return [m["id"] for m in listed if isinstance(m, Mapping) and isinstance(m.get("id"), str)]
 
