@@ -244,3 +244,24 @@ def test_a_model_without_a_provider_is_pointed_out(capsys):
     assert out.out == "Echo: hi\n"
     assert "model 'gpt-4o-mini' is set but no provider is" in out.err and "--provider" in out.err
     assert main(["run", "hi"]) == 0 and "warning" not in capsys.readouterr().err
+
+
+def test_a_base_url_without_a_scheme_is_a_config_error_not_a_retried_network_error(capsys):
+    code = main(["run", "--no-log", "--provider", "openai", "--base-url", "127.0.0.1:8080/v1", "--api-key", "sk-x",
+                 "hi"])
+    err = capsys.readouterr().err
+    assert code == 2 and "[retry]" not in err and err.count("\n") == 1
+    assert "config key 'base_url' must start with http:// or https:// (did you mean 'http://127.0.0.1:8080/v1'?)" in err
+
+
+def test_an_unreachable_api_is_named_by_its_origin_only(capsys):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = main(["run", "--no-log", "--provider", "openai", "--base-url", f"http://u:pw@127.0.0.1:{port}/v1?k=secret",
+                 "--api-key", "sk-x", "-c", "max_retries=0", "hi"])
+    err = capsys.readouterr().err
+    assert code == 1 and f"could not reach the API at http://127.0.0.1:{port} (ConnectError" in err
+    assert "pw" not in err and "secret" not in err

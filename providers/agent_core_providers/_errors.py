@@ -285,13 +285,33 @@ def error_from_event(provider: str, payload: Any, secrets: Iterable[str | None] 
     return _build(cls, message, provider, status, None, upstream_detail(None, err, message, None, secrets))
 
 
-def error_from_transport(provider: str, exc: httpx.HTTPError, secrets: Iterable[str | None] = ()) -> LLMError:
-    """The typed error for a failure below HTTP: timeouts, refused or dropped connections."""
+def error_from_transport(provider: str, exc: httpx.HTTPError, secrets: Iterable[str | None] = (),
+                         url: str | None = None) -> LLMError:
+    """The typed error for a failure below HTTP: timeouts, refused or dropped connections.
+
+    ``url`` is the request's: its origin (scheme, host and port; never a path, query or
+    user part, which may hold a key) says which server could not be reached.
+    """
     detail = scrub(str(exc) or type(exc).__name__, secrets)
+    api = f"the API at {where}" if (where := origin_of(url)) else "the API"
     if isinstance(exc, httpx.TimeoutException):
-        return LLMTimeoutError(f"the API did not answer in time ({type(exc).__name__}: {detail})", provider=provider)
+        return LLMTimeoutError(f"{api} did not answer in time ({type(exc).__name__}: {detail})", provider=provider)
     if isinstance(exc, httpx.RemoteProtocolError):
         return ProviderUnavailableError(f"the connection closed early ({detail})", provider=provider)
     if isinstance(exc, httpx.TransportError):
-        return ProviderUnavailableError(f"could not reach the API ({type(exc).__name__}: {detail})", provider=provider)
+        return ProviderUnavailableError(f"could not reach {api} ({type(exc).__name__}: {detail})", provider=provider)
     return LLMError(f"{type(exc).__name__}: {detail}", provider=provider)
+
+
+def origin_of(url: str | None) -> str | None:
+    """``scheme://host:port`` of ``url``, or None when it has none to show."""
+    if not url:
+        return None
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return None
+    if not parsed.scheme or not parsed.host:
+        return None
+    port = f":{parsed.port}" if parsed.port is not None else ""
+    return f"{parsed.scheme}://{parsed.host}{port}"

@@ -241,7 +241,7 @@ def _stale(exc: httpx.HTTPError, record: InFlight) -> bool:
 
 def _transport_error(call: HTTPCall, exc: httpx.HTTPError, reader: JSONEventReader | None) -> LLMError:
     """A transport failure, naming the half-received event when the body broke off."""
-    error = error_from_transport(call.provider, exc, call.secrets)
+    error = error_from_transport(call.provider, exc, call.secrets, call.url)
     reason = reader.incomplete_reason() if reader is not None and reader.pending.strip() else None
     if reason is not None:
         message = scrub(f"{error.message}; {reason}", call.secrets)
