@@ -268,3 +268,20 @@ def test_compact_shortens_what_the_model_is_sent_and_keeps_the_conversation(home
     assert len(stored.session.messages) == 6  # every message kept
     native = stored.session.metadata["agent_core.native_history"]["echo"]["messages"]
     assert [m["content"][:10] for m in native] == ["question 2", "Echo: ques"]
+
+
+def test_a_mistyped_command_is_not_sent_to_the_model_and_a_path_is(home):
+    term = Terminal(["--session", "slashes"], home)
+    term.expect("> ")
+    term.type("/hepl\r")
+    shown = term.expect("> ")
+    assert "unknown command /hepl; did you mean /help?" in shown and "Echo" not in shown, shown
+    term.type("/usr/bin holds programs\r")
+    assert "Echo: /usr/bin holds programs" in term.expect("> ")
+    term.type("//compact is a word\r")
+    assert "Echo: /compact is a word" in term.expect("> ")
+    term.type("/exit\r")
+    assert term.exit_code() == 0
+    stored = open_store(f"sqlite:///{home}/sessions.db").get("slashes")
+    assert [m.content for m in stored.session.messages if m.role == "user"] == [
+        "/usr/bin holds programs", "/compact is a word"]

@@ -84,6 +84,10 @@ def test_version_and_help_show_examples_and_defaults(tmp_path: Path) -> None:
         line = run[run.index(flag, run.index("options:")):]
         assert says in line[:300], flag
     assert "default 10" in cli(tmp_path, "logs", "--help").stdout
+    for command in ("chat", "plugins", "logs", "sessions", "serve"):  # the README says every command's does
+        assert "examples:" in cli(tmp_path, command, "--help").stdout, command
+    assert "default 10" in cli(tmp_path, "chat", "--help").stdout  # --max-iterations says what it does
+    assert "exit codes: 0 done; 1 the request failed" in top
 
 
 def test_a_misspelt_provider_gets_a_suggestion(tmp_path: Path) -> None:

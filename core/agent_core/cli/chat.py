@@ -23,6 +23,7 @@ needs beyond that:
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 import signal
@@ -45,6 +46,9 @@ _HELP = ("/exit (or exit, Ctrl-D, Ctrl-C twice) quits, /session prints the sessi
          "[summarize] shortens what the model is sent, Ctrl-C cancels a reply")
 #: lines that leave the chat instead of going to the model (people type them out of habit)
 _LEAVE = frozenset({"/exit", "/quit", "exit", "quit", "exit()", "quit()", ":q"})
+_COMMANDS = ("/compact", "/exit", "/help", "/quit", "/session")
+#: ``/word`` alone in front is a command; a path (``/usr/bin``) or ``//text`` goes to the model
+_COMMAND_LIKE = re.compile(r"/[A-Za-z]+")
 _NO_PRICE = ("(cost $?: no price is set for this model; -c prices='{\"MODEL\": {\"input\": USD_PER_MTOK, "
              "\"output\": USD_PER_MTOK}}' sets one)")
 
@@ -216,9 +220,13 @@ def _compact(core: Any, store: Any, session_id: str, config: dict[str, Any], wor
     report = result.payload.get("compact_history") or {}
     if not report.get("dropped_messages"):
         return f"nothing to compact: about {report.get('estimated_tokens_before', '?')} tokens fit the limit"
+    before, after = report.get("estimated_tokens_before"), report.get("estimated_tokens_after")
+    if isinstance(before, int) and isinstance(after, int) and after >= before:  # a summary longer than its messages
+        return (f"left as it was: compacting ({report['mode']}) would send about {after} tokens instead of "
+                f"{before}")
     store.put(result.session, expected_revision=stored.revision)
     return (f"compacted ({report['mode']}): {report['dropped_messages']} older messages no longer sent, about "
-            f"{report['estimated_tokens_before']} tokens now {report['estimated_tokens_after']}")
+            f"{before} tokens now {after}")
 
 
 def _chat(args: argparse.Namespace) -> int:
@@ -250,7 +258,8 @@ def _chat(args: argparse.Namespace) -> int:
             if line in _LEAVE:
                 break
             if not _command(line, core, store, session_id, config, out, err):
-                _say(core, store, session_id, line, config, status, out, err)
+                said = line[1:] if line.startswith("//") else line  # //text: a message that starts with a slash
+                _say(core, store, session_id, said, config, status, out, err)
     finally:
         store.close()
     return 0
@@ -298,6 +307,10 @@ def _command(line: str, core: Any, store: Any, session_id: str, config: dict[str
             err.write(_compact(core, store, session_id, config, line.split()[1:]) + "\n")
         except AgentCoreError as exc:
             err.write(f"error: {exc}\n")
+    elif _COMMAND_LIKE.fullmatch(line.split()[0]):  # a mistyped command is not a message for the model
+        close = difflib.get_close_matches(line.split()[0], _COMMANDS, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        err.write(f"unknown command {line.split()[0]}{hint} (/help lists them; start with // to send a slash)\n")
     else:
         return False
     return True
@@ -325,9 +338,17 @@ def _say(core: Any, store: Any, session_id: str, line: str, config: dict[str, An
 
 
 def add_chat(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    chat = sub.add_parser("chat", parents=[common], help="a conversation, kept in the session store")
+    from . import examples
+
+    chat = sub.add_parser(
+        "chat", parents=[common], help="a conversation, kept in the session store",
+        epilog=examples(("agent-core chat", "offline, the echo provider"),
+                        ("agent-core chat --session work", "resume (or start) the session 'work'"),
+                        ("agent-core chat --provider openai --model gpt-4o-mini", "needs OPENAI_API_KEY")),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     chat.add_argument("--session", metavar="ID", help="resume (or start) the session with this id")
     chat.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
     chat.add_argument("--system", help="a system message for a new session")
-    chat.add_argument("--max-iterations", type=int)
+    chat.add_argument("--max-iterations", type=int, metavar="N",
+                      help="most model calls in one turn, tool rounds included (default 10)")
     chat.set_defaults(func=_chat)

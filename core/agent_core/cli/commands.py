@@ -287,5 +287,9 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
         help="write the raw response body to FILE (openai/anthropic), for agent_core.testing.replay_provider",
     )
     run.set_defaults(func=_run)
-    plugins = sub.add_parser("plugins", parents=[common], help="list installed plugins and whether they run")
+    plugins = sub.add_parser(
+        "plugins", parents=[common], help="list installed plugins and whether they run",
+        epilog=examples(("agent-core plugins", "for the default config (echo)"),
+                        ("agent-core plugins --provider anthropic -c thinking_budget=2048", "what that config runs")),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     plugins.set_defaults(func=_plugins)

@@ -181,6 +181,10 @@ def add_sessions(sub: argparse._SubParsersAction) -> None:
                            help="include each provider's native history (the engine's own record)")
         p.set_defaults(func=func)
     logs = sub.add_parser("logs", parents=[store, listing_flags],
-                          help="the latest runs and chats, with their first prompt (agent-core sessions list)")
+                          help="the latest runs and chats, with their first prompt (agent-core sessions list)",
+                          epilog=examples(("agent-core logs", "the ten latest"),
+                                          ("agent-core logs -n 3 --json", "as JSON lines"),
+                                          ('agent-core run --session ID "go on"', "continue one of them")),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     logs.add_argument("--limit", "-n", type=int, default=10, metavar="N", help="show at most N (default 10)")
     logs.set_defaults(func=_list)
