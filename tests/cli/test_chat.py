@@ -285,3 +285,22 @@ def test_a_mistyped_command_is_not_sent_to_the_model_and_a_path_is(home):
     stored = open_store(f"sqlite:///{home}/sessions.db").get("slashes")
     assert [m.content for m in stored.session.messages if m.role == "user"] == [
         "/usr/bin holds programs", "/compact is a word"]
+
+
+def test_compact_that_would_send_more_leaves_the_session_as_it_was(tmp_path):
+    """A summary longer than the short messages it replaces is not called compacting, and not saved."""
+    from agent_core import AgentCore
+    from agent_core.cli.chat import _compact
+    from agent_core.store import stream_turn
+
+    core, config = AgentCore.discover(), {"provider": "echo"}
+    with open_store(f"sqlite:///{tmp_path}/s.db") as store:
+        for i in range(3):
+            for _ in stream_turn(core, store, "c1", f"q{i} short", config):
+                pass
+        revision = store.get("c1").revision
+        said = _compact(core, store, "c1", config, ["5", "summarize"])
+        assert said.startswith("left as it was: compacting (summarize) would send about") and "instead of" in said
+        assert store.get("c1").revision == revision  # nothing saved
+        assert _compact(core, store, "c1", config, ["5"]).startswith("compacted (drop): 4 older messages")
+        assert store.get("c1").revision == revision + 1
