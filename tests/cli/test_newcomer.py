@@ -203,3 +203,12 @@ def test_a_plugin_passed_in_replaces_an_installed_one_and_the_listing_says_so(tm
                           stdin=subprocess.DEVNULL, env={**os.environ, "AGENT_CORE_HOME": str(tmp_path)})
     line = next(x for x in done.stdout.splitlines() if x.startswith("tool") and " calculator " in x)
     assert line.endswith("(yours, in place of the installed one)"), done.stdout
+
+
+def test_a_mistyped_flag_gets_the_command_s_usage_and_the_flag_it_meant(tmp_path: Path) -> None:
+    done = cli(tmp_path, "run", "--modle", "gpt-4o", "hi")
+    assert done.returncode == 2 and done.stderr.startswith("usage: agent-core run ")
+    assert "unrecognized arguments: --modle hi (--modle: did you mean --model?)" in done.stderr
+    done = cli(tmp_path, "sessions", "list", "--limt", "3")
+    assert done.returncode == 2 and "usage: agent-core sessions list" in done.stderr
+    assert "did you mean --limit?" in done.stderr

@@ -77,3 +77,10 @@ def test_serve_names_a_mistyped_config_key_once_at_start(tmp_path: Path) -> None
 def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
     code, err = _serve_fails(tmp_path, "--port", "99999")
     assert code == 2 and "99999 is not a port" in err and "Traceback" not in err
+
+
+def test_a_mistyped_serve_setting_in_the_file_gets_a_suggestion(tmp_path: Path) -> None:
+    toml = tmp_path / "serve.toml"
+    toml.write_text("[serve]\nmax_concurent = 10\n")
+    code, err = _serve_fails(tmp_path, "--config", str(toml))
+    assert code == 2 and "unknown setting 'max_concurent'; did you mean 'max_concurrent'?" in err

@@ -22,6 +22,7 @@ the config, an unknown session); 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -88,8 +89,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)command's own parser: its usage and its flags are the ones a mistyped flag is compared with."""
+    while True:
+        action = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, action.dest, None) if action is not None else None
+        if action is None or name not in action.choices:
+            return parser
+        parser = action.choices[name]
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """The error for arguments no flag of ``parser`` takes, with the flag a mistyped one most likely meant."""
+    flags = [flag for action in parser._actions for flag in action.option_strings]
+    hints = []
+    for extra in extras:
+        if extra.startswith("-"):
+            close = difflib.get_close_matches(extra.partition("=")[0], flags, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"{extra.partition('=')[0]}: did you mean {close[0]}?")
+    return f"unrecognized arguments: {' '.join(extras)}" + (f" ({'; '.join(hints)})" if hints else "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # said by the command's own parser (its usage), with a did-you-mean; exits 2
+        command = _chosen(parser, args)
+        command.error(_unrecognized(command, extras))
     try:
         return int(args.func(args))
     except AgentCoreError as exc:

@@ -7,6 +7,7 @@ it is documented (``docs/security.md``).
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 from collections.abc import Mapping
 from typing import Any
@@ -100,6 +101,12 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             ConfigError: an unknown setting or a value of the wrong type (named).
         """
         merged = {**table, **{k: v for k, v in overrides.items() if v is not None}}
+        known = sorted(cls.__struct_fields__)
+        for key in merged:
+            if isinstance(key, str) and key not in cls.__struct_fields__:  # a typo in the file: say which it meant
+                close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
+                raise ConfigError(f"[serve] settings: unknown setting {key!r}{hint}", key=key)
         try:
             return msgspec.convert(merged, cls)
         except msgspec.ValidationError as exc:
