@@ -52,6 +52,8 @@ def test_streamed_tool_calls_go_back_to_the_client_and_its_results_go_upstream(c
     messages: list[Any] = [{"role": "user", "content": "add 1 and 2, multiply 3 by 4"}]
     chunks = list(client.chat.completions.create(model="openai/gpt-4o-mini", messages=messages, tools=TOOLS,
                                                  stream=True))
+    opening = chunks[0].choices[0].delta  # as OpenAI's: a reply of tool calls opens with null content
+    assert opening.role == "assistant" and opening.content is None
     calls = [tc for c in chunks if c.choices for tc in c.choices[0].delta.tool_calls or ()]
     assert [(c.id, c.function.name, json.loads(c.function.arguments)) for c in calls] == [
         ("call_a", "add", {"a": 1, "b": 2}), ("call_b", "mul", {"x": 3, "y": 4})]
@@ -66,7 +68,9 @@ def test_streamed_tool_calls_go_back_to_the_client_and_its_results_go_upstream(c
         for c in calls]})
     messages += [{"role": "tool", "tool_call_id": "call_a", "content": "3"},
                  {"role": "tool", "tool_call_id": "call_b", "content": "12"}]
-    stream = client.chat.completions.create(model="openai/gpt-4o-mini", messages=messages, tools=TOOLS, stream=True)
+    stream = list(client.chat.completions.create(model="openai/gpt-4o-mini", messages=messages, tools=TOOLS,
+                                                 stream=True))
+    assert stream[0].choices[0].delta.role == "assistant" and stream[0].choices[0].delta.content == ""  # text: ""
     assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "It is 3 and 12."
     sent = upstream.requests[1].body["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool"]

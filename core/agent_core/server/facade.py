@@ -108,19 +108,31 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         """
         rid, created, n = turns[0].client_rid, int(time.time()), len(turns)
         texts = TextFrames(rid, model, created, n)
-        for i in range(n):  # content stays null until text comes: a reply of tool calls only keeps it null
-            yield sse_frame(chunk(rid, model, created, {"role": "assistant", "content": None, "refusal": None},
-                                  index=i))
+        # Each choice's role chunk waits for its first output, so it can say what OpenAI's does: content ""
+        # ahead of text, null ahead of tool calls (a client that appends content to "" never meets a null).
+        opened = [False] * n
+
+        def role(i: int, content: str | None) -> bytes:
+            opened[i] = True
+            return sse_frame(chunk(rid, model, created, {"role": "assistant", "content": content, "refusal": None},
+                                   index=i))
+
         streamed, replies, usages = [False] * n, [None] * n, [None] * n
         async for item in events:  # several choices: (index, event) pairs (merged); one: its events
             i, event = item if n > 1 else (0, item)
             if event.type == "partial":
                 text = event.message.content
                 if isinstance(text, str) and text:
+                    if not opened[i]:
+                        yield role(i, "")
                     streamed[i] = True
                     yield texts.frame(text, i)
             elif event.type == "final" and event.message.role == "assistant":
                 replies[i] = event.message
+                if not opened[i]:
+                    content = event.message.content
+                    yield role(i, None if wire_calls(event.message) and not (isinstance(content, str) and content)
+                               else "")
                 for frame in _reply_frames(rid, model, created, event.message, streamed[i], i, legacy):
                     yield frame
             elif event.type == "retract":  # the wire cannot take back what was sent
@@ -136,6 +148,8 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                     yield _DONE
                     return
                 if event.type == "done":
+                    if not opened[i]:  # no reply at all: the role chunk still opens the choice
+                        yield role(i, "")
                     usages[i] = event.usage
                     # the reply's log-probabilities, when asked for, ride on its last chunk (they come whole)
                     yield sse_frame(chunk(rid, model, created, {}, choice_finish(replies[i], legacy), index=i,
