@@ -212,3 +212,18 @@ def test_a_mistyped_flag_gets_the_command_s_usage_and_the_flag_it_meant(tmp_path
     done = cli(tmp_path, "sessions", "list", "--limt", "3")
     assert done.returncode == 2 and "usage: agent-core sessions list" in done.stderr
     assert "did you mean --limit?" in done.stderr
+
+
+def test_a_config_error_says_which_layer_set_the_value(tmp_path: Path) -> None:
+    env = {"AGENT_CORE_PROVIDER": "opneai"}
+    done = subprocess.run([sys.executable, "-m", "agent_core.cli", "run", "--no-log", "hi"], capture_output=True,
+                          text=True, timeout=60, check=False,
+                          env={**os.environ, "AGENT_CORE_HOME": str(tmp_path), **env})
+    assert done.returncode == 2 and "did you mean 'openai'?" in done.stderr
+    assert done.stderr.rstrip().endswith("(set by $AGENT_CORE_PROVIDER)")
+    toml = tmp_path / "agent.toml"
+    toml.write_text("max_iterations = 'lots'\n")
+    done = cli(tmp_path, "run", "--no-log", "--config", str(toml), "hi")
+    assert done.returncode == 2 and f"(set by config file {toml})" in done.stderr
+    done = cli(tmp_path, "run", "--no-log", "--config", str(toml), "-c", "max_iterations=x", "hi")
+    assert "(set by -c)" in done.stderr  # the last layer wins, and is the one named

@@ -27,10 +27,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..errors import AgentCoreError
+from ..errors import AgentCoreError, ConfigError
 from .chat import add_chat
 from .commands import add_commands
 from .serve import add_serve
+from .settings import config_sources
 from .sessions import add_sessions
 
 __all__ = ["build_parser", "main"]
@@ -111,6 +112,18 @@ def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
     return f"unrecognized arguments: {' '.join(extras)}" + (f" ({'; '.join(hints)})" if hints else "")
 
 
+def _source_note(exc: AgentCoreError, args: argparse.Namespace) -> str:
+    """`` (set by $AGENT_CORE_PROVIDER)``: where the config key an error names got its value, when known."""
+    key = getattr(exc, "key", None)
+    if not isinstance(exc, ConfigError) or not isinstance(key, str):
+        return ""
+    try:
+        source = config_sources(args).get(key)
+    except AgentCoreError:  # the layers themselves are broken: the error already says so
+        return ""
+    return f" (set by {source})" if source else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
@@ -120,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except AgentCoreError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}{_source_note(exc, args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

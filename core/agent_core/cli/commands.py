@@ -86,6 +86,9 @@ def prompt_of(args: argparse.Namespace) -> str:
 def _run(args: argparse.Namespace) -> int:
     config = layered_config(args)
     core = make_core(args, provider=config["provider"], config=config)
+    with warnings.catch_warnings():  # the start event says a key nothing declares; here, what cannot work
+        warnings.simplefilter("ignore", UnknownConfigKeyWarning)
+        core.resolve(config)  # a config that cannot work fails here, naming where its value came from
     prompt = prompt_of(args)
     if args.system and (args.cont or args.session):
         raise InvalidArgumentError("--system starts a new conversation; it cannot go with --continue or --session",

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["ENV_KEYS", "FILE_ENV", "SERVE_TABLE", "config_files", "layered_config", "parse_pairs", "read_toml",
+__all__ = ["ENV_KEYS", "FILE_ENV", "SERVE_TABLE", "config_files", "config_sources", "layered_config", "parse_pairs", "read_toml",
            "serve_table"]
 
 #: The table of a config file that holds ``agent-core serve``'s own settings, not request config.
@@ -107,6 +107,23 @@ def serve_table(args: argparse.Namespace) -> dict[str, Any]:
             raise ConfigError(f"config file {path!r}: {SERVE_TABLE!r} must be a table ([serve])")
         merged.update(table)
     return merged
+
+
+def config_sources(args: argparse.Namespace) -> dict[str, str]:
+    """Where each config key's value came from, the last layer winning: for an error about that key.
+
+    Only asked when something failed, so the layers are read again rather than tracked on the
+    way in.
+    """
+    files, pairs = config_files(args)
+    sources: dict[str, str] = {}
+    for path in files:
+        sources.update((key, f"config file {path}") for key in read_toml(path) if key != SERVE_TABLE)
+    sources.update((key, f"${env}") for env, key in ENV_KEYS if os.environ.get(env))
+    sources.update((key, f"--{flag.replace('_', '-')}") for flag, key in _FLAG_KEYS
+                   if getattr(args, flag, None) is not None)
+    sources.update((key, "-c") for key in pairs)
+    return sources
 
 
 def layered_config(args: argparse.Namespace, *, default_provider: str | None = "echo") -> dict[str, Any]:
