@@ -31,8 +31,8 @@ from ..errors import AgentCoreError, ConfigError
 from .chat import add_chat
 from .commands import add_commands
 from .serve import add_serve
-from .settings import config_sources
 from .sessions import add_sessions
+from .settings import config_sources
 
 __all__ = ["build_parser", "main"]
 
