@@ -114,6 +114,19 @@ def test_a_client_that_hangs_up_mid_turn_cancels_it(facade: str, upstream: Any) 
     assert _until(lambda: httpx.get(f"{facade}/v1/sessions/gone").status_code == 200)
 
 
+def test_a_hung_up_turn_leaves_no_response_waiting(upstream: Any, store: Any) -> None:
+    """Once the client of a sessions turn is gone, its response ends too, not when the server stops."""
+    upstream.enqueue(_slow())
+    app = create_app(store=store, config={"base_url": upstream.url + "/v1", "api_key": "sk-x", "max_retries": 0})
+    with running(app) as url:
+        body = {"message": "hi", "config": {"provider": "openai", "model": "m"}}
+        with httpx.stream("POST", f"{url}/v1/sessions/left/turns", json=body, timeout=30) as r:
+            for line in r.iter_lines():
+                if '"partial"' in line:
+                    break
+        assert _until(lambda: app.running == 0, 5), app.running  # the request in flight is over
+
+
 def test_delete_cancels_a_non_streaming_completion_named_by_the_client(facade: str, upstream: Any) -> None:
     import threading
 

@@ -68,7 +68,10 @@ class Channel:
             self._readable.set()
 
     async def get(self) -> Any:
+        """The next item; the end at once once the channel is closed (a reader still waiting is let go)."""
         while not self._items:
+            if self.closed:
+                return _END
             self._readable.clear()
             await self._readable.wait()
         item = self._items.popleft()
@@ -81,6 +84,7 @@ class Channel:
         self.closed = True
         self._items.clear()
         self._room.set()
+        self._readable.set()  # a reader waiting for the next item gets the end instead
 
     def __len__(self) -> int:
         return len(self._items)
