@@ -90,10 +90,12 @@ def operator_notes(core: AgentCore, config: Mapping[str, Any]) -> tuple[str, ...
     Raises:
         ConfigError: the config cannot resolve; the message says it is the server's own.
     """
+    # list_models would ask the upstream for its models: a start-up check makes no network call
+    offline = {k: v for k, v in config.items() if k != "list_models"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownConfigKeyWarning)  # returned, to be logged once at start
         try:
-            return tuple(core.resolve(config).warnings)
+            return tuple(core.resolve(offline).warnings)
         except ConfigError as exc:
             raise ConfigError(f"the server's own config (--config, $AGENT_CORE_*, -c): {exc}", key=exc.key,
                               plugins=exc.plugins) from None
