@@ -265,3 +265,10 @@ def test_an_unreachable_api_is_named_by_its_origin_only(capsys):
     err = capsys.readouterr().err
     assert code == 1 and f"could not reach the API at http://127.0.0.1:{port} (ConnectError" in err
     assert "pw" not in err and "secret" not in err
+
+
+def test_a_base_url_without_a_scheme_that_may_hold_a_key_is_not_quoted(capsys):
+    for url in ("example.test/v1?api-key=sk-hidden-123", "user:sk-hidden-123@example.test/v1"):
+        code = main(["run", "--no-log", "--provider", "openai", "--base-url", url, "--api-key", "sk-x", "hi"])
+        err = capsys.readouterr().err
+        assert code == 2 and "must start with http:// or https://" in err and "sk-hidden-123" not in err, err

@@ -117,7 +117,9 @@ class HTTPProvider(BaseProvider):
         url = str(url).rstrip("/")
         if not url.lower().startswith(("http://", "https://")):
             where = "config key 'base_url'" if config.get("base_url") else f"${self.env_prefix}_BASE_URL"
-            shown = f" (did you mean 'http://{url}'?)" if "@" not in url and len(url) < 200 else ""
+            # quoted only when it cannot hold a credential (user info, a query or fragment may)
+            plain = not any(c in url for c in "@?#") and len(url) < 200
+            shown = f" (did you mean 'http://{url}'?)" if plain else ""
             raise ConfigError(f"{where} must start with http:// or https://{shown}", key="base_url",
                               plugins=[self.name])
         return url

@@ -20,13 +20,14 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .. import ConfigPolicy
 from .errors import ApiError
 
 __all__ = ["ModelRoutes", "close_names", "resolve_model"]
 
 _MOST_SUGGESTIONS = 3
-#: the operator's keys meant for the provider its config names, not for the others
-_OWN_PROVIDERS_KEYS = ("model", "base_url", "api_key", "extra_headers")
+#: a request that names a provider and nothing else, as the model list asks for each provider
+_NAMING_A_PROVIDER = ConfigPolicy(allow=frozenset({"provider"}))
 
 
 def close_names(model: str, providers: Sequence[str], known: Sequence[str] = ()) -> list[str]:
@@ -125,16 +126,12 @@ class ModelRoutes:
         return known
 
     def _config_of(self, provider: str) -> dict[str, Any]:
-        """The operator's config as a request for ``provider`` runs on it.
+        """The operator's config as a request naming only ``provider`` runs on it (``ConfigPolicy.merge``'s rule).
 
-        When the operator's config names its provider, its ``model`` and endpoint keys are that
-        provider's (as :meth:`ConfigPolicy.merge` has it): another provider lists its own default
-        model, on its own URL with its own key.
+        So the operator's ``model`` and endpoint keys stay with the provider they were set for,
+        and another provider lists its own default model, on its own URL with its own key.
         """
-        own = self.config.get("provider")
-        if own is None or own == provider:
-            return {**self.config, "provider": provider}
-        return {**{k: v for k, v in self.config.items() if k not in _OWN_PROVIDERS_KEYS}, "provider": provider}
+        return _NAMING_A_PROVIDER.merge(self.config, {"provider": provider})
 
     def _models_of(self, provider: str) -> list[Any] | None:
         config = self._config_of(provider)
