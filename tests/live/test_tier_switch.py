@@ -24,8 +24,11 @@ def _run_live_tier(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[st
     child_env = {k: v for k, v in os.environ.items() if k != "AGENT_CORE_LIVE"}
     child_env["PYTHONPATH"] = os.pathsep.join([str(blocked.parent), child_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     child_env.update(env)
+    # Only the plugin the project's addopts need: the third-party ones installed beside the test
+    # extra (hypothesis's, an SDK's) take seconds to import in every child, and the tier uses none.
+    child_env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "live", "-rs", ONE_LIVE_TEST],
+        [sys.executable, "-m", "pytest", "-p", "pytest_benchmark.plugin", "-m", "live", "-rs", ONE_LIVE_TEST],
         cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=120,
     )
 
