@@ -491,3 +491,24 @@ def test_malformed_stream_through_the_engine_is_a_provider_error_not_a_plugin_er
     (error,) = [e for e in events if isinstance(e, ErrorEvent)]
     assert error.error.type == "MalformedResponseError"
     assert events[-1].outcome.status == "stopped" and events[-1].session == session
+
+
+def test_a_text_chunk_hands_a_frozen_state_back_frozen():
+    """The usual chunk's state comes back frozen when it came in frozen, so the engine has nothing to walk."""
+    from agent_core import FrozenDict, FrozenList
+    from agent_core_providers.accumulate import text_of
+
+    provider = OpenAIProvider()
+    frozen = freeze({"openai": {}, "openai_text": None, "other": {"kept": [1]}})
+    plain = {"openai": {}, "openai_text": None}
+    for piece in ("Hel", "lo", " world"):
+        chunk = {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+        partials, finals, _, frozen = provider.process_chunk(chunk, [], frozen)
+        _, _, _, plain = provider.process_chunk(chunk, [], plain)
+        assert partials == [{"role": "assistant", "content": piece}] and finals == []
+        assert type(frozen) is FrozenDict and type(frozen["openai_text"]) is FrozenList
+        assert type(plain) is dict  # a plain state (a test calling the hook) stays plain
+    assert text_of(frozen["openai_text"]) == text_of(plain["openai_text"]) == "Hello world"
+    assert frozen["other"] == {"kept": [1]} and type(frozen["other"]) is FrozenDict
+    with pytest.raises(TypeError):
+        frozen["openai_text"].append("x")
