@@ -7,6 +7,7 @@ Each is small and pure apart from the plugin hooks it calls; they live here so
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -196,6 +197,13 @@ def tag_hint(missing: Iterable[str], tags: Iterable[str]) -> str:
 
     A typo in ``required_tags`` only switches the plugin off, so the reason is the one place to say it.
     """
+    return _tag_hint(frozenset(missing), frozenset(tags))
+
+
+@functools.lru_cache(maxsize=256)
+def _tag_hint(missing: frozenset[str], tags: frozenset[str]) -> str:
+    # Remembered: a request whose config was not seen before is resolved again, and the same few
+    # plugins are off for the same missing tags each time; difflib's matcher is the costly part.
     have = sorted(tags)
     pairs = [(m, close[0]) for m in sorted(missing) if (close := difflib.get_close_matches(m, have, n=1, cutoff=0.8))]
     if len(pairs) == 1:
