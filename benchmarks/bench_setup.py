@@ -10,7 +10,8 @@ server and the upstream sharing two cores; its per-request figures swing by a th
 run to run, which hides a change of a few percent. This one leaves the HTTP server and the
 client out: a worker process per tree builds the app (``create_app``, as ``agent-core serve``
 does, on uvloop when installed) and calls it with a prepared ``POST /v1/chat/completions``
-(offering, as serve's connection does, to call back when the client hangs up: none does),
+(offering, as serve's connection does, to call back when the client hangs up, which none does,
+and its own ``send`` for a stream's middle parts),
 the upstream being ``bench_gateway.py``'s (full speed, 8 tokens). It prints, per tree and
 mode:
 
@@ -26,7 +27,15 @@ the same N streams read straight from the upstream by a bare asyncio protocol th
 the events: the floor that waking up for a network read costs on this machine, which the app
 pays too. The gap between the two is what our read, parse, plugin chain, engine and frame cost
 per chunk, and how much more they cost when each chunk arrives alone (see
-``docs/performance.md``, "A paced chunk against a bare read").
+``docs/performance.md``, "A paced chunk against a bare read"). Three more columns split that
+gap (``docs/performance.md``, "Where a paced chunk's time goes: the work and the layers"):
+
+- *in the read*: the chunk's work alone, done in the read callback of a bare protocol: the
+  chunked framing, the provider's SSE reader, the engine's hot loop on the chain and state
+  the app's own request prepared, the facade's text frame; no task, no await between;
+- *in a woken task*: the same work in a task that each read wakes (one await a read);
+- *the library*: ``AgentCore.astream_request`` on the same stream (the provider's and the
+  engine's layers, no server).
 """
 
 from __future__ import annotations
@@ -70,6 +79,9 @@ def _app(url: str, core: Any = None) -> Any:
 
 
 _ON_HANGUP = "agent_core.on_hangup"  # agent_core.server.http.ON_HANGUP; a tree without it ignores it
+#: agent_core.server.event_stream.BODY_SEND: serve's connection takes a stream's middle parts by it,
+#: past the middleware's send wrappers (a tree without it ignores it)
+_BODY_SEND = "agent_core.body_send"
 
 
 def _watch(on_gone: Any) -> Callable[[], None]:
@@ -114,6 +126,7 @@ def _app_call(app: Any, model: str, *, stream: bool) -> Callable[[int], Awaitabl
             elif not message.get("more_body"):
                 done.set()
 
+        scope["extensions"][_BODY_SEND] = send
         await app(scope, receive, send)
         if status != [200]:
             raise SystemExit(f"the app answered {status}")
@@ -164,6 +177,94 @@ class _Counting(asyncio.Protocol):
             self.done.set_exception(ConnectionError("the upstream closed before [DONE]"))
 
 
+class _InTheRead(asyncio.Protocol):
+    """The whole paced chunk in the read callback: the floor of a design without a task per stream.
+
+    Each network read goes, inside ``data_received``, through what the app does for a chunk
+    and nothing else: the chunked framing, the provider's SSE reader (msgspec, its shape
+    check), the engine's :class:`HotLoop` with the chain and state a real request of the app
+    prepared (the provider and the three bundled extensions), and the facade's text frame.
+    What it leaves out is the layers between: the task woken per read, the awaits from the
+    socket up to the engine's driver, the turn, the facade's generator, the batching and the
+    response's ``send``. So the app's figure less this one is what those layers cost a chunk.
+    """
+
+    def __init__(self, done: asyncio.Future[int], hot: Any, reader: Any, texts: Any) -> None:
+        from agent_core_providers._framing import Chunked
+
+        self.done, self.hot, self.reader, self.texts = done, hot, reader, texts
+        self.framing, self.head, self.sent = Chunked(), b"", 0  # sent: text frames made
+
+    def data_received(self, data: bytes) -> None:
+        if self.head is not None:  # the response's head, then the body in the same read
+            self.head += data
+            if b"\r\n\r\n" not in self.head:
+                return
+            _, data = self.head.split(b"\r\n\r\n", 1)
+            self.head = None
+            if not data:
+                return
+        feed, frame = self.hot.feed, self.texts.frame
+        for part in self.framing.feed(data):
+            for value in self.reader.feed(part):
+                for event in feed(value):
+                    if event.type == "partial":
+                        frame(event.message.content)
+                        self.sent += 1
+        if self.reader.done and not self.done.done():
+            self.done.set_result(self.sent)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_exception(ConnectionError("the upstream closed before [DONE]"))
+
+
+class _WakingTask(_InTheRead):
+    """As :class:`_InTheRead`, but each read wakes a task that does the chunk's work (one await per read)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.reads: list[bytes] = []
+        self.waiter: asyncio.Future[None] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self.reads.append(data)
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        while not self.done.done():
+            if not self.reads:
+                self.waiter = loop.create_future()
+                await self.waiter
+            reads, self.reads = self.reads, []
+            for data in reads:
+                _InTheRead.data_received(self, data)
+        return self.done.result()
+
+
+def _prepared_hot_loop() -> Callable[[], Any]:
+    """Remember the chain, history and state of the app's next :class:`HotLoop`; a new loop on them per call."""
+    from agent_core.engine import hot_loop
+
+    made: list[tuple[Any, ...]] = []
+    original = hot_loop.HotLoop.__init__
+
+    def remembering(self: Any, chain: Any, native: Any, state: Any, **kwargs: Any) -> None:
+        made.append((chain, native, state))
+        original(self, chain, native, state, **kwargs)
+
+    hot_loop.HotLoop.__init__ = remembering  # type: ignore[method-assign]
+
+    def new() -> Any:
+        hot_loop.HotLoop.__init__ = original  # type: ignore[method-assign]
+        chain, native, state = made[-1]
+        return hot_loop.HotLoop(chain, native, state, request_id="in-the-read")
+
+    return new
+
+
 async def cpu_per_chunk(one: Callable[[int], Awaitable[Any]], n: int) -> float:
     """CPU per chunk of ``n`` streams of ``one(tokens)`` at once, the set-up taken out (108 tokens less 8)."""
     started = time.process_time()
@@ -192,13 +293,56 @@ def paced_worker(url: str, streams: list[int], rounds: int) -> None:
         finally:
             transport.close()
 
+    new_hot_loop = _prepared_hot_loop()
+
+    async def in_the_read(tokens: int, kind: type = _InTheRead) -> int:
+        from agent_core.server.openai_compat import TextFrames
+        from agent_core_providers.openai import OpenAIProvider
+
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[int] = loop.create_future()
+        reader = OpenAIProvider()._api_reader(())
+        protocol = kind(done, new_hot_loop(), reader, TextFrames("r", "paced", 0))
+        transport, _ = await loop.create_connection(lambda: protocol, host, int(port))
+        body = json.dumps({"model": "paced", "messages": [{"role": "user", "content": "hi"}],
+                           "max_tokens": tokens, "stream": True}).encode()
+        transport.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: %s\r\ncontent-type: application/json\r\n"
+                        b"content-length: %d\r\n\r\n%s" % (host.encode(), len(body), body))
+        try:
+            frames = await (protocol.run() if kind is _WakingTask else done)
+        finally:
+            transport.close()
+        if frames != tokens:  # every token went through the chain to a frame, or the figure means nothing
+            raise SystemExit(f"in the read: {frames} text frames for {tokens} tokens")
+        return frames
+
+    from agent_core import AgentCore, Message
+
+    core = AgentCore.discover()
+    session = core.add_message(core.create_session(), Message(role="user", content="hi"))
+
+    async def library(tokens: int) -> int:
+        config = {"provider": "openai", "base_url": f"{url}/v1", "api_key": "k", "model": "paced",
+                  "max_tokens": tokens, "max_retries": 0}
+        seen = 0
+        async for event in core.astream_request(session, config):
+            seen += event.type == "partial"
+        if seen != tokens:
+            raise SystemExit(f"the library: {seen} partials for {tokens} tokens")
+        return seen
+
     async def main() -> None:
         one = _app_call(app, "openai/paced", stream=True)
         for n in streams:
-            await asyncio.gather(*(one(8) for _ in range(n)))  # warm-up
+            await asyncio.gather(*(one(8) for _ in range(n)))  # warm-up (the first also prepares the hot loop)
             await asyncio.gather(*(bare(8) for _ in range(n)))
+            await asyncio.gather(*(in_the_read(8) for _ in range(n)))
+            await asyncio.gather(*(library(8) for _ in range(n)))
             for _ in range(rounds):
-                print(json.dumps([n, await cpu_per_chunk(one, n), await cpu_per_chunk(bare, n)]), flush=True)
+                print(json.dumps([n, await cpu_per_chunk(one, n), await cpu_per_chunk(bare, n),
+                                  await cpu_per_chunk(in_the_read, n),
+                                  await cpu_per_chunk(functools.partial(in_the_read, kind=_WakingTask), n),
+                                  await cpu_per_chunk(library, n)]), flush=True)
 
     asyncio.run(main())
 
@@ -215,6 +359,11 @@ def _upstream(pace_ms: float) -> Iterator[str]:
         stop(upstream)
 
 
+def _ratio(a: float, b: float) -> str:
+    """``a / b`` as ``4.2x``; ``n/a`` when ``b`` is not above zero (a quick round's CPU difference can be)."""
+    return f"{a / b:5.1f}x" if b > 0 else "  n/a"
+
+
 def run_paced(args: argparse.Namespace) -> int:
     with _upstream(args.pace_ms) as url:
         for tree in [HERE.parent, *args.tree]:
@@ -222,17 +371,18 @@ def run_paced(args: argparse.Namespace) -> int:
                                      "--paced", ",".join(map(str, args.paced)), "--rounds", str(args.rounds)],
                                     stdout=subprocess.PIPE, text=True, env=tree_env(Path(tree).resolve()))
             assert proc.stdout is not None
-            by_n: dict[int, list[tuple[float, float]]] = {}
+            by_n: dict[int, list[tuple[float, float, float]]] = {}
             for line in proc.stdout:
-                n, app, floor = json.loads(line)
-                by_n.setdefault(n, []).append((app, floor))
+                n, *figures = json.loads(line)
+                by_n.setdefault(n, []).append(figures)
             if proc.wait() != 0:
                 raise SystemExit(f"the paced worker for {tree} failed")
-            for n, pairs in by_n.items():
-                app = statistics.median(a for a, _ in pairs)
-                floor = statistics.median(b for _, b in pairs)
+            for n, rows in by_n.items():
+                app, floor, fused, tasked, lib = (statistics.median(r[i] for r in rows) for i in range(5))
                 print(f"paced {args.pace_ms:g} ms, {n:>3} streams  {tree!s:<32} app {app:7.1f} us a chunk, "
-                      f"bare read {floor:6.1f} us, app / bare {app / floor:5.1f}x", flush=True)
+                      f"bare read {floor:6.1f} us, app / bare {_ratio(app, floor)}; in the read {fused:6.1f} us "
+                      f"(app / it {_ratio(app, fused)}), in a woken task {tasked:6.1f} us, the library {lib:6.1f} us",
+                      flush=True)
     return 0
 
 
