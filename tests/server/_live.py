@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import socket
 import subprocess
@@ -25,6 +27,36 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, told to stop at once instead of at its next 0.1 s tick.
+
+    Its main loop wakes ten times a second to look at ``should_exit``; a test that stops it
+    waited half a tick on average, then the shutdown. Over two hundred server tests that was
+    seconds of the suite. This loop waits on an event the stopping thread sets (and still ticks
+    once a second, to keep the date header current).
+    """
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    _woken: asyncio.Event | None = None
+
+    async def main_loop(self) -> None:
+        self._loop, self._woken = asyncio.get_running_loop(), asyncio.Event()
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 10) % 864000  # on_tick renews the date header when this is a multiple of 10
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._woken.wait(), 1.0)
+            should_exit = await self.on_tick(counter)
+
+    def stop(self) -> None:
+        self.should_exit = True
+        loop, woken = self._loop, self._woken
+        if loop is not None and woken is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed already
+                loop.call_soon_threadsafe(woken.set)
+
+
 @contextmanager
 def running(app: Any, *, header_timeout_s: float | None = 10.0, lifespan: str = "off") -> Iterator[str]:
     """Serve ``app``; yield its base URL (``http://127.0.0.1:PORT``); stop it afterwards.
@@ -40,7 +72,7 @@ def running(app: Any, *, header_timeout_s: float | None = 10.0, lifespan: str = 
         extra["http"] = with_header_timeout(header_timeout_s)
     config = uvicorn.Config(app, host="127.0.0.1", port=_free_port(), log_level="warning", lifespan=lifespan,
                             **extra)
-    server = uvicorn.Server(config)
+    server = _Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -51,7 +83,7 @@ def running(app: Any, *, header_timeout_s: float | None = 10.0, lifespan: str = 
     try:
         yield f"http://127.0.0.1:{config.port}"
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(timeout=10)
 
 
