@@ -23,6 +23,14 @@ in a task group around a task of its own, and cancel the body's iteration;
 that is left out here, so a new route using this response must watch the
 client itself.
 
+The body runs in a task of its own. In the request's task, each network read of a stream
+resumed every frame between the task and the body's loop: uvicorn's app call, the access log,
+the gate's three, the trace context, starlette's application, its two middlewares, the
+router and the route: about twenty frames, resumed twice a chunk (once asked for the next
+frame, once woken with it). A task of its own starts at the body's loop, so a chunk resumes
+the half-dozen frames of the stream itself; the request's task waits once, for the end.
+Awaiting the task passes a cancel of the request's task on to it (a shutdown's, or a test's).
+
 A ``batched`` response (the facades', whose parts each join the frames that
 were ready together) marks its middle parts :data:`WHOLE_BATCH`, and the
 connection writes such a part at once rather than keeping it to the end of
@@ -31,6 +39,7 @@ the loop turn (:meth:`~agent_core.server.coalesce.CoalescingTransport.write_alon
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.responses import StreamingResponse
@@ -57,11 +66,14 @@ class EventStreamResponse(StreamingResponse):
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         extensions = scope.get("extensions")
         self._body_send = extensions.get(BODY_SEND) if extensions else None
-        # The stream runs in this task, without the task group starlette adds to listen for the
-        # client hanging up: every producer of this response already listens for that itself and
-        # cancels its upstream request (see the module). The group cost a tenth of a streamed
-        # request's CPU, for a second task and the cancel scopes around it.
-        await self.stream_response(send)
+        # Without the task group starlette adds to listen for the client hanging up: every
+        # producer of this response already listens for that itself and cancels its upstream
+        # request (see the module). The group cost a tenth of a streamed request's CPU, for its
+        # cancel scopes and a second listener.
+        #
+        # The body runs in a task of its own, awaited here (see the module: a shallow stack).
+        # A cancel of this task reaches it, as awaiting a task passes a cancel on.
+        await asyncio.get_running_loop().create_task(self.stream_response(send))
         if self.background is not None:
             await self.background()
 
