@@ -55,15 +55,24 @@ def start_upstream(chunks: int) -> tuple[subprocess.Popen[str], str]:
 
 
 def start_serve(home: str, *config: str) -> tuple[subprocess.Popen[bytes], str]:
-    import httpx
+    return _ready(*_launch(home, *config))
 
+
+def _launch(home: str, *config: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``agent-core serve`` started, not yet listening (several start side by side; see :func:`_ready`)."""
     port = _free_port()
     args = [sys.executable, "-m", "agent_core.cli", "serve", "--quiet", "--port", str(port)]  # no access lines: stderr is a pipe read only on failure
     for item in config:
         args += ["-c", item]
     proc = subprocess.Popen(args, env={**os.environ, "AGENT_CORE_HOME": home},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _ready(proc: subprocess.Popen[bytes], url: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``proc`` once it answers ``/healthz``."""
+    import httpx
+
     deadline = time.monotonic() + 60
     while True:
         if proc.poll() is not None:
@@ -148,7 +157,8 @@ def turns_per_second(processes: int, seconds: float, threads: int = 8) -> float:
     import httpx
 
     home = tempfile.mkdtemp(prefix="bench-turns-")
-    servers = [start_serve(home) for _ in range(processes)]
+    launched = [_launch(home) for _ in range(processes)]  # started side by side, then waited for
+    servers = [_ready(proc, url) for proc, url in launched]
     done = [0] * threads
     errors: list[str] = []
     stop_at = time.monotonic() + seconds
