@@ -355,3 +355,17 @@ def test_a_required_tag_spelled_almost_like_one_the_request_has_is_named_in_the_
         {"provider": "scripted"})
     assert res.reasons["typo_tag"] == "off: missing required tags ['streeming'] (did you mean 'streaming'?)"
     assert res.reasons["other_tag"] == "off: missing required tags ['nothing_like_any']"
+
+
+def test_a_tag_hint_is_remembered_only_while_its_tags_are_small():
+    """The did-you-mean of a missing tag is cached (resolutions repeat it); tags past a size are worked out, not kept."""
+    from agent_core.plugins.selection import _tag_hint, tag_hint
+
+    _tag_hint.cache_clear()
+    assert tag_hint({"streamng"}, {"streaming", "tools"}) == " (did you mean 'streaming'?)"
+    assert tag_hint(["streamng"], ("tools", "streaming")) == " (did you mean 'streaming'?)"  # same sets, any order
+    assert _tag_hint.cache_info().currsize == 1 and _tag_hint.cache_info().hits == 1
+    big = {"streaming", "x" * 5000}
+    assert tag_hint({"streamng"}, big) == " (did you mean 'streaming'?)"
+    assert _tag_hint.cache_info().currsize == 1  # not kept: 256 such entries would hold 256 copies of the text
+    assert tag_hint({"nothing_like_it"}, {"streaming"}) == ""

@@ -197,7 +197,14 @@ def tag_hint(missing: Iterable[str], tags: Iterable[str]) -> str:
 
     A typo in ``required_tags`` only switches the plugin off, so the reason is the one place to say it.
     """
-    return _tag_hint(frozenset(missing), frozenset(tags))
+    missing, tags = frozenset(missing), frozenset(tags)
+    if sum(map(len, missing)) + sum(map(len, tags)) > _REMEMBERED_CHARS:  # a plugin's own tags, made from config
+        return _tag_hint.__wrapped__(missing, tags)
+    return _tag_hint(missing, tags)
+
+
+#: the most text a remembered hint's tags may hold, so 256 of them stay small whatever a plugin makes tags of
+_REMEMBERED_CHARS = 4096
 
 
 @functools.lru_cache(maxsize=256)
