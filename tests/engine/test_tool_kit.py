@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from agent_core import AgentCore, ConfigError, Message, Session
-from agent_core.runtime.effects import complete_sync
+from agent_core.runtime.drivers import complete_sync
 from agent_core.testing import reply, scripted_provider
 from agent_core.tools.kit import ToolKit
 

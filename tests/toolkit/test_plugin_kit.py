@@ -35,7 +35,7 @@ from agent_core.testing import (
 
 PUBLIC = [
     "ANTHROPIC", "Call", "CancellationToken", "ChunkOutput", "DEFAULT_CLIENT_KEYS", "Dict", "ENGINE_KEYS", "EffectCancelled", "EffectTimeout", "Extension",
-    "Feature", "Hit", "HotLoop", "JSON_SCHEMA", "MarkerScanner", "Msgs", "OPENAI_CHAT", "OpenIter", "Pieces", "Pump",
+    "FlowStream", "Feature", "Hit", "HotLoop", "JSON_SCHEMA", "MarkerScanner", "Msgs", "OPENAI_CHAT", "OpenIter", "Pieces", "Pump",
     "SchemaAdapter", "Tool", "ToolCall", "ToolCallReader", "adapt_schema", "annotate", "detect_schema_format",
     "drive_async", "drive_sync", "effective_config", "failure", "parse_schema", "prefix_digest", "push",
     "reasoning_partial", "replace_final", "rewrite_finals", "rewrite_last_assistant", "success", "text_of",

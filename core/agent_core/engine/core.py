@@ -22,7 +22,7 @@ from ..plugins.core import PluginCore, side_config
 from ..plugins.hooks import KINDS, PluginSpec, spec_for
 from ..plugins.replay import Replays
 from ..plugins.resolution import Resolution, session_plugins
-from ..runtime.effects import drive_async, drive_sync
+from ..runtime.drivers import drive_async, drive_sync
 from ..runtime.flight import Flight
 from ..values.events import DoneEvent, Event
 from ..values.frozen import thaw

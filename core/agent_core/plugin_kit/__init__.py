@@ -41,9 +41,8 @@ from ..runtime.effects import (
     EffectTimeout,
     OpenIter,
     Pump,
-    drive_async,
-    drive_sync,
 )
+from ..runtime.drivers import FlowStream, drive_async, drive_sync
 from ..tools.policy import TOOL_PRE_VERDICTS, read_verdict
 from ..values.native_history import prefix_digest, without_native_history
 from .declared import Extension, Feature
@@ -73,8 +72,10 @@ __all__ = [
     "detect_schema_format",
     # plugin bases whose fixed hooks are declared as attributes (declared), and tools taking one call value (tools)
     "Extension", "Feature", "Tool", "ToolCall", "failure", "success",
-    # effects and the sync/async drivers (agent_core.runtime.effects)
+    # effects (agent_core.runtime.effects), the sync/async drivers, and a flow handed out as an async iterator
+    # that the engine's driver pumps inline (agent_core.runtime.drivers)
     "Call", "CancellationToken", "EffectCancelled", "EffectTimeout", "OpenIter", "Pump", "drive_async", "drive_sync",
+    "FlowStream",
     # which stored native history a session's messages continue, and a session without that record
     # (agent_core.values.native_history)
     "prefix_digest", "without_native_history",

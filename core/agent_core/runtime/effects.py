@@ -6,8 +6,8 @@ something that may block (call the model API, pull the next chunk, run a
 tool). The driver performs the effect and sends the result back in, or throws
 the exception back in at the same ``yield``, so the pipeline handles errors
 where it asked. Nothing in the pipeline knows whether it runs sync or async:
-the same source serves both, and only :func:`drive_sync` / :func:`drive_async`
-differ (the trick httpx's auth flows use).
+the same source serves both, and only the two drivers of :mod:`.drivers`,
+``drive_sync`` and ``drive_async``, differ (the trick httpx's auth flows use).
 
 In async mode a plugin's native ``async`` twin is used when it has one; a
 sync-only call runs in a worker thread so it never blocks the event loop.
@@ -31,7 +31,7 @@ from typing import Any
 
 __all__ = [
     "END", "Call", "CancellationToken", "Effect", "EffectCancelled", "EffectTimeout", "Guard",
-    "NextItem", "OpenIter", "Pump", "complete_sync", "drive_async", "drive_sync",
+    "NextItem", "OpenIter", "Pump",
 ]
 
 from .guards import (
@@ -218,23 +218,6 @@ class Pump(Effect):
         self.step = step
 
 
-async def _pump_thread(p: Pump) -> AsyncIterator[Any]:
-    """A pump over a sync iterator in async mode: each item is pulled on a worker thread."""
-    h, step, it = p.handle, p.step, p.handle.it
-    try:
-        while True:
-            item = await asyncio.to_thread(next, it, END)
-            if item is END:
-                return
-            events = step(item)
-            if events:
-                for ev in events:
-                    yield ev
-    except BaseException:
-        await _close_async(h)
-        raise
-
-
 async def _anext_or_end(it: Any) -> Any:
     try:
         return await it.__anext__()
@@ -318,90 +301,3 @@ class _Driver:
         self.gen.close()
         for h in self.handles:
             await _close_async(h)
-
-
-def drive_sync(gen: Generator[Any, Any, Any]) -> Generator[Any, None, Any]:
-    """Run the pipeline synchronously, yielding its events; returns what ``gen`` returns."""
-    driver = _Driver(gen)
-    try:
-        while True:
-            try:
-                item = driver.resume()
-            except StopIteration as stop:
-                return stop.value
-            if item.__class__ is Pump:
-                # the hot loop, inline: one generator frame fewer per chunk than a helper
-                h, step = item.handle, item.step
-                try:
-                    for chunk in h.it:
-                        events = step(chunk)
-                        if events.__class__ is not tuple:
-                            yield from events  # several, or none
-                        else:
-                            yield events[0]  # the usual chunk: one event, no iterator
-                except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
-                    _close_sync(h)
-                    driver.error = exc
-                except BaseException:
-                    _close_sync(h)
-                    raise
-            elif isinstance(item, Effect):
-                driver.perform_sync(item)
-            else:
-                yield item
-    finally:
-        driver.close_sync()
-
-
-def complete_sync(gen: Generator[Any, Any, Any]) -> Any:
-    """Drive a sub-flow synchronously, dropping its events, and return its value."""
-    events = drive_sync(gen)
-    while True:
-        try:
-            next(events)
-        except StopIteration as stop:
-            return stop.value
-
-
-async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
-    """Run the same pipeline on an event loop, yielding its events."""
-    driver = _Driver(gen)
-    try:
-        while True:
-            try:
-                item = driver.resume()
-            except StopIteration:
-                return
-            if item.__class__ is Pump and item.handle.is_async:
-                # the hot loop, inline (as in drive_sync): no generator of its own between the
-                # iterator and this one, whose every resumption a chunk would pay
-                h, step = item.handle, item.step
-                anext = h.it.__anext__
-                try:
-                    while True:
-                        try:
-                            chunk = await anext()
-                        except StopAsyncIteration:
-                            break
-                        events = step(chunk)
-                        if events:
-                            for ev in events:
-                                yield ev
-                except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
-                    await _close_async(h)
-                    driver.error = exc
-                except BaseException:
-                    await _close_async(h)
-                    raise
-            elif item.__class__ is Pump:
-                try:
-                    async for ev in _pump_thread(item):
-                        yield ev
-                except Exception as exc:  # noqa: BLE001
-                    driver.error = exc
-            elif isinstance(item, Effect):
-                await driver.perform_async(item)
-            else:
-                yield item
-    finally:
-        await driver.close_async()

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..plugins.resolution import Resolution
-from ..runtime.effects import complete_sync
+from ..runtime.drivers import complete_sync
 from ..values.frozen import FrozenList, freeze, thaw
 from ..values.messages import Message, Session
 from ..values.views import session_view

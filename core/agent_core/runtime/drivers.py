@@ -1,0 +1,349 @@
+"""The two drivers of a flow of effects (:mod:`.effects`), and a flow handed out as an async iterator.
+
+:func:`drive_sync` and :func:`drive_async` run the same generator: each
+effect it yields is performed (called, or awaited) and its result or error
+goes back in at the same ``yield``; anything else it yields is an event for
+the caller. A :class:`~.effects.Pump` is the one effect that loops: the
+driver reads an open iterator itself and hands each item to the pump's
+step, so a streamed chunk resumes no generator of the flow.
+
+A flow inside a flow
+--------------------
+A provider's stream is a flow of its own (send, read the body through a
+``Pump``, retry), and the engine's request pumps that stream's events into
+its hot loop. Handed out as an async generator, every network read would
+climb through two more layers (the provider's hook, and the driver of its
+flow) before the engine's step saw its events. :class:`FlowStream` is the
+same flow as an async iterator the engine's driver recognises: when it
+pumps a ``FlowStream``, it runs the inner flow itself, and once that flow
+pumps its body, one loop reads the body and calls the provider's step and
+then the engine's step on what it returns. That is one await per network
+read, from the connection to the event the caller gets. Iterated by anyone
+else (``async for``), a ``FlowStream`` behaves like the async generator it
+replaces, and both ways share its state, so the engine may take a first
+item by hand and then pump the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Generator
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from .effects import END, Effect, Pump, _close_async, _close_sync, _Driver
+
+__all__ = ["FlowStream", "complete_sync", "drive_async", "drive_sync"]
+
+
+def drive_sync(gen: Generator[Any, Any, Any]) -> Generator[Any, None, Any]:
+    """Run the pipeline synchronously, yielding its events; returns what ``gen`` returns."""
+    driver = _Driver(gen)
+    try:
+        while True:
+            try:
+                item = driver.resume()
+            except StopIteration as stop:
+                return stop.value
+            if item.__class__ is Pump:
+                # the hot loop, inline: one generator frame fewer per chunk than a helper
+                h, step = item.handle, item.step
+                try:
+                    for chunk in h.it:
+                        events = step(chunk)
+                        if events.__class__ is not tuple:
+                            yield from events  # several, or none
+                        else:
+                            yield events[0]  # the usual chunk: one event, no iterator
+                except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
+                    _close_sync(h)
+                    driver.error = exc
+                except BaseException:
+                    _close_sync(h)
+                    raise
+            elif isinstance(item, Effect):
+                driver.perform_sync(item)
+            else:
+                yield item
+    finally:
+        driver.close_sync()
+
+
+def complete_sync(gen: Generator[Any, Any, Any]) -> Any:
+    """Drive a sub-flow synchronously, dropping its events, and return its value."""
+    events = drive_sync(gen)
+    while True:
+        try:
+            next(events)
+        except StopIteration as stop:
+            return stop.value
+
+
+async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
+    """Run the same pipeline on an event loop, yielding its events."""
+    driver = _Driver(gen)
+    try:
+        while True:
+            try:
+                item = driver.resume()
+            except StopIteration:
+                return
+            if item.__class__ is Pump and item.handle.is_async:
+                # the hot loop, inline (as in drive_sync): no generator of its own between the
+                # iterator and this one, whose every resumption a chunk would pay
+                h, step = item.handle, item.step
+                it = h.it
+                try:
+                    if it.__class__ is FlowStream:
+                        # a flow inside: its body's reads meet both steps here (the module's docstring)
+                        advance = it.advance
+                        while True:
+                            got = await advance()
+                            if got is END:
+                                break
+                            if got is not _PUMPING:
+                                for inner in got:
+                                    events = step(inner)
+                                    if events:
+                                        for ev in events:
+                                            yield ev
+                                continue
+                            read, inner_step = it.reading, it.inner_step
+                            while True:
+                                try:
+                                    batch = inner_step(await read())
+                                except StopAsyncIteration:
+                                    it.body_ended()
+                                    break
+                                except Exception as exc:  # noqa: BLE001 - the inner flow hears it
+                                    await it.body_failed(exc)
+                                    break
+                                for inner in batch:
+                                    events = step(inner)
+                                    if events:
+                                        for ev in events:
+                                            yield ev
+                    else:
+                        anext = it.__anext__
+                        while True:
+                            try:
+                                chunk = await anext()
+                            except StopAsyncIteration:
+                                break
+                            events = step(chunk)
+                            if events:
+                                for ev in events:
+                                    yield ev
+                except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
+                    await _close_async(h)
+                    driver.error = exc
+                except BaseException:
+                    await _close_async(h)
+                    raise
+            elif item.__class__ is Pump:
+                try:
+                    async for ev in _pump_thread(item):
+                        yield ev
+                except Exception as exc:  # noqa: BLE001
+                    driver.error = exc
+            elif isinstance(item, Effect):
+                await driver.perform_async(item)
+            else:
+                yield item
+    finally:
+        await driver.close_async()
+
+
+async def _pump_thread(p: Pump) -> AsyncIterator[Any]:
+    """A pump over a sync iterator in async mode: each item is pulled on a worker thread."""
+    h, step, it = p.handle, p.step, p.handle.it
+    try:
+        while True:
+            item = await asyncio.to_thread(next, it, END)
+            if item is END:
+                return
+            events = step(item)
+            if events:
+                for ev in events:
+                    yield ev
+    except BaseException:
+        await _close_async(h)
+        raise
+
+
+#: what :meth:`FlowStream.advance` answers while the flow's body is being read
+_PUMPING = object()
+
+#: what :meth:`FlowStream.start` is handed: the flow, and the context it runs in (entered, then exited at the end)
+FlowStart = Callable[[], "tuple[Generator[Any, Any, Any], AbstractAsyncContextManager[Any]]"]
+
+
+class FlowStream:
+    """A flow's events as an async iterator, whose pumps the engine's driver can run inline.
+
+    ``start()`` is called at the first step, never before: it returns the
+    flow and an async context manager, entered before the flow runs and
+    exited when it ends, fails or is closed (a provider's exchange: its
+    response, its in-flight record). So an iterator that is made and never
+    read opens nothing.
+
+    Read it with ``async for`` (and close it, as any async iterator that
+    holds a connection), or let :func:`drive_async` pump it: see the
+    module's docstring.
+    """
+
+    __slots__ = ("_start", "_context", "_driver", "_pump", "_ready", "_closed", "_loop", "reading", "inner_step")
+
+    def __init__(self, start: FlowStart) -> None:
+        self._start = start
+        self._context: AbstractAsyncContextManager[Any] | None = None
+        self._driver: _Driver | None = None
+        self._pump: Pump | None = None  # the flow's pump while its body is being read
+        self._ready: list[Any] = []  # events made but not handed out yet (``async for``)
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop it opened on, which closes it if dropped
+        #: while pumping: the next read of the body (StopAsyncIteration at its end), and the flow's step
+        self.reading: Callable[[], Any] = _no_read
+        self.inner_step: Callable[[Any], Any] = _no_step
+
+    def __aiter__(self) -> FlowStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        while True:
+            ready = self._ready
+            if ready:
+                return ready.pop(0)
+            if self._pump is None:
+                got = await self.advance()
+                if got is END:
+                    raise StopAsyncIteration
+                if got is not _PUMPING:
+                    self._ready = list(got)
+                continue
+            try:
+                batch = self.inner_step(await self.reading())
+            except StopAsyncIteration:
+                self.body_ended()
+                continue
+            except Exception as exc:  # noqa: BLE001 - the flow hears it at its pump
+                await self.body_failed(exc)
+                continue
+            except BaseException:
+                await self.aclose()
+                raise
+            self._ready = list(batch)
+
+    async def advance(self) -> Any:
+        """Run the flow to its next events (a list), to its body being pumped (``_PUMPING``), or to its :data:`END`.
+
+        The flow's error is raised here, after the flow and its context are closed.
+        """
+        if self._ready:
+            ready, self._ready = self._ready, []
+            return ready
+        if self._pump is not None:
+            return _PUMPING
+        try:
+            driver = self._driver
+            if driver is None:
+                if self._closed:
+                    return END
+                self._loop = asyncio.get_running_loop()
+                gen, context = self._start()
+                await context.__aenter__()
+                self._context = context
+                driver = self._driver = _Driver(gen)
+            while True:
+                try:
+                    item = driver.resume()
+                except StopIteration:
+                    await self.aclose()
+                    return END
+                if item.__class__ is Pump:
+                    self._pumps(item)
+                    return _PUMPING
+                if isinstance(item, Effect):
+                    await driver.perform_async(item)
+                else:
+                    return [item]
+        except BaseException:
+            await self.aclose()
+            raise
+
+    def _pumps(self, pump: Pump) -> None:
+        h = self._pump = pump
+        it = h.handle.it
+        self.reading = it.__anext__ if h.handle.is_async else _ThreadRead(it)
+        self.inner_step = h.step
+
+    def body_ended(self) -> None:
+        """The body is read to its end: the flow goes on after its pump."""
+        self._pump = None
+
+    async def body_failed(self, exc: Exception) -> None:
+        """A read or the flow's step failed: the body is closed, and the flow hears ``exc`` at its pump."""
+        pump, self._pump = self._pump, None
+        if pump is not None:
+            await _close_async(pump.handle)
+        if self._driver is not None:
+            self._driver.error = exc
+
+    async def aclose(self) -> None:
+        """Close the flow and what it opened, then leave its context; once, however often it is called."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pump, self._ready = None, []
+        try:
+            if self._driver is not None:
+                await self._driver.close_async()
+        finally:
+            context, self._context = self._context, None
+            if context is not None:
+                await context.__aexit__(None, None, None)
+
+
+    def __del__(self) -> None:
+        # Dropped open, as ``async for`` + ``break`` leaves an iterator: closed on its loop, as asyncio
+        # closes an async generator left that way, so its connection goes back to the pool.
+        loop = self._loop
+        if self._closed or loop is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(_close_later, self)
+        except RuntimeError:  # the loop closed meanwhile
+            pass
+
+
+#: the closings scheduled by ``__del__``, held until done (the loop keeps only weak references to tasks)
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+def _close_later(stream: FlowStream) -> None:
+    task = asyncio.ensure_future(stream.aclose())
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
+
+
+class _ThreadRead:
+    """The next item of a sync iterator, pulled on a worker thread (a body read by a sync client)."""
+
+    __slots__ = ("it",)
+
+    def __init__(self, it: Any) -> None:
+        self.it = it
+
+    async def __call__(self) -> Any:
+        item = await asyncio.to_thread(next, self.it, END)
+        if item is END:
+            raise StopAsyncIteration
+        return item
+
+
+async def _no_read() -> Any:
+    raise StopAsyncIteration
+
+
+def _no_step(item: Any) -> Any:
+    raise RuntimeError("the flow is not pumping")
