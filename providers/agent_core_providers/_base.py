@@ -22,15 +22,14 @@ scrubbed from every error text.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Generator, Iterator, Mapping
-from contextlib import aclosing
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any, ClassVar
 
 import httpx
 import msgspec
 from agent_core import BaseProvider
 from agent_core.errors import ConfigError, LLMError, MissingAPIKeyError
-from agent_core.plugin_kit import drive_async, drive_sync
+from agent_core.plugin_kit import FlowStream, drive_async, drive_sync
 
 from ._call import HTTPCall
 from ._config import (
@@ -234,15 +233,23 @@ class HTTPProvider(BaseProvider):
         with self._exchange(call, request_id, self._sync_client(state["config"])) as exchange:
             yield from drive_sync(self._stream_flow(exchange))
 
-    async def astream_api(
+    def astream_api(
         self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None
-    ) -> AsyncIterator[Dict]:
-        """Async twin of :meth:`stream_api`: the same flow, driven on the event loop."""
-        call = self._http_call(state, stream=True)
-        async with self._exchange(call, request_id, self._async_client_for(state["config"])) as exchange:
-            async with aclosing(drive_async(self._stream_flow(exchange))) as events:
-                async for event in events:
-                    yield event
+    ) -> FlowStream:
+        """Async twin of :meth:`stream_api`: the same flow, on the event loop.
+
+        A :class:`~agent_core.plugin_kit.FlowStream`, not an async generator: the
+        engine's driver reads the body and runs this flow's step and its own hot
+        loop in one loop, one await per network read. The call is built and the
+        exchange opened at the first read, as an async generator would.
+        """
+
+        def start() -> tuple[Generator[Any, Any, None], Exchange]:
+            call = self._http_call(state, stream=True)
+            exchange = self._exchange(call, request_id, self._async_client_for(state["config"]))
+            return self._stream_flow(exchange), exchange
+
+        return FlowStream(start)
 
     def call_api(
         self, native_messages: list[Dict], state: Dict, *, request_id: str | None = None

@@ -22,9 +22,10 @@ so a chunk costs no effect and no generator resumption of the attempt.
 
 An :class:`Exchange` owns the response of the current attempt. The attempts
 let it go themselves (:meth:`Exchange.release`) on every way out they see; the
-provider hook that drives them closes the exchange (``with`` / ``async with``)
-for the one they cannot see: a consumer that stops early closes the
-generator, and a generator being closed can no longer ask for I/O. Closing
+provider hook that drives them closes the exchange for the one they cannot
+see (``with`` around the sync driver; the async hook's ``FlowStream`` leaves
+it as its context): a consumer that stops early closes the generator, and a
+generator being closed can no longer ask for I/O. Closing
 also ends the call's in-flight record (its deadline timer, its entry in the
 provider's table of calls that can be cancelled).
 """
