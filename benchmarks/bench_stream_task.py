@@ -20,6 +20,7 @@ import asyncio
 import statistics
 import sys
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,8 +37,43 @@ async def _in_the_requests_task(self: Any, scope: Any, receive: Any, send: Any) 
     await self.stream_response(send)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+async def alternate(one: Callable[[int], Awaitable[Any]], counts: list[int], rounds: int,
+                    ways: dict[str, Callable[[], None]]) -> None:
+    """For each count, CPU a paced chunk of two ways, switched round by round (the order alternating).
+
+    ``ways`` maps each way's name to what switches to it, the first way first; it is switched
+    back to at the end. Prints a row per count: both medians and minimums, and in how many
+    rounds the first way came out lower.
+    """
+    first, second = ways
+    for n in counts:
+        await asyncio.gather(*(one(8) for _ in range(n)))  # warm-up
+        figures: dict[str, list[float]] = {name: [] for name in ways}
+        for r in range(rounds):
+            for name in (first, second) if r % 2 == 0 else (second, first):
+                ways[name]()
+                figures[name].append(await cpu_per_chunk(one, n))
+        ways[first]()
+        a, b = figures[first], figures[second]
+        lower = sum(x < y for x, y in zip(a, b))
+        print(f"{n:>4} streams, {rounds} rounds: {first} median {statistics.median(a):7.1f} us "
+              f"(min {min(a):7.1f}), {second} median {statistics.median(b):7.1f} us "
+              f"(min {min(b):7.1f}); {first} lower in {lower} of {rounds}", flush=True)
+
+
+def run_loop(run: Callable[[], Awaitable[None]]) -> None:
+    """Run ``run()`` on uvloop when installed, as ``agent-core serve`` would."""
+    try:
+        import uvloop
+
+        uvloop.run(run())
+    except ImportError:
+        asyncio.run(run())
+
+
+def ab_args(doc: str | None, argv: list[str] | None) -> tuple[argparse.Namespace, list[int]]:
+    """The command line of a benchmark that runs two ways round by round: its arguments, and the counts of streams."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
     parser.add_argument("--streams", default="10,100,400", help="comma-separated counts of streams at once")
     parser.add_argument("--rounds", type=int, default=10, help="rounds of each way (median shown)")
     parser.add_argument("--pace-ms", type=float, default=20.0)
@@ -45,35 +81,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.streams, args.rounds, args.pace_ms = "2,4", 2, 1.0
-    counts = [int(n) for n in args.streams.split(",")]
+    return args, [int(n) for n in args.streams.split(",")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, counts = ab_args(__doc__, argv)
     from agent_core.server.event_stream import EventStreamResponse
 
-    ways = {"own task": EventStreamResponse.__call__, "request's task": _in_the_requests_task}
+    own = EventStreamResponse.__call__
+
+    def switch(call: Any) -> Callable[[], None]:
+        def to() -> None:
+            EventStreamResponse.__call__ = call  # type: ignore[method-assign]
+        return to
+
     with _upstream(args.pace_ms) as url:
         one = _app_call(_app(url), "openai/paced", stream=True)
-
-        async def run() -> None:
-            for n in counts:
-                await asyncio.gather(*(one(8) for _ in range(n)))  # warm-up
-                figures: dict[str, list[float]] = {name: [] for name in ways}
-                for r in range(args.rounds):
-                    order = list(ways) if r % 2 == 0 else list(reversed(ways))
-                    for name in order:
-                        EventStreamResponse.__call__ = ways[name]  # type: ignore[method-assign]
-                        figures[name].append(await cpu_per_chunk(one, n))
-                EventStreamResponse.__call__ = ways["own task"]  # type: ignore[method-assign]
-                own, old = figures["own task"], figures["request's task"]
-                lower = sum(a < b for a, b in zip(own, old))
-                print(f"{n:>4} streams, {args.rounds} rounds: own task median {statistics.median(own):7.1f} us "
-                      f"(min {min(own):7.1f}), request's task median {statistics.median(old):7.1f} us "
-                      f"(min {min(old):7.1f}); own task lower in {lower} of {args.rounds}", flush=True)
-
-        try:
-            import uvloop
-
-            uvloop.run(run())
-        except ImportError:
-            asyncio.run(run())
+        run_loop(lambda: alternate(one, counts, args.rounds,
+                                   {"own task": switch(own), "request's task": switch(_in_the_requests_task)}))
     return 0
 
 

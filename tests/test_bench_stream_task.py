@@ -1,7 +1,11 @@
-"""benchmarks/bench_stream_task.py works: its quick mode streams both ways through the real app and prints a row per count.
+"""The two benchmarks that run two ways round by round work: their quick modes stream both ways and print a row per count.
 
-No figure is checked (tests do not time); a stream that the app answers with anything but 200
-stops the run, so a broken switch between the two ways fails here.
+``bench_stream_task.py`` switches where a stream's body runs, through the real app;
+``bench_one_pump.py`` switches the provider's stream between one pump and two async
+generators, through the app and through the library. No figure is checked (tests do not
+time). A stream the app answers with anything but 200, a library stream that does not end
+with its answer, or (in ``bench_one_pump.py``) a way that never made a stream stops the run,
+so a switch that breaks a way, or never takes, fails here.
 """
 
 from __future__ import annotations
@@ -11,17 +15,34 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_stream_task.py"
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+NUMBER = r"(-?[\d.]+)"
+
+
+def _quick(script: str) -> str:
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--quick"], check=False, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _rows(text: str, first: str, second: str) -> list[tuple[str, ...]]:
+    return re.findall(rf"^\s*(\d+) streams, 2 rounds: {first} median\s+{NUMBER} us \(min\s+{NUMBER}\), "
+                      rf"{second} median\s+{NUMBER} us \(min\s+{NUMBER}\); {first} lower in (\d) of 2$",
+                      text, re.MULTILINE)
 
 
 def test_quick_mode_measures_both_ways_for_each_count():
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick"], check=False, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    number = r"(-?[\d.]+)"
-    rows = re.findall(rf"^\s*(\d+) streams, 2 rounds: own task median\s+{number} us \(min\s+{number}\), "
-                      rf"request's task median\s+{number} us \(min\s+{number}\); own task lower in (\d) of 2$",
-                      done.stdout, re.MULTILINE)
-    assert [int(r[0]) for r in rows] == [2, 4], done.stdout
+    out = _quick("bench_stream_task.py")
+    rows = _rows(out, "own task", "request's task")
+    assert [int(r[0]) for r in rows] == [2, 4], out
     for row in rows:
         assert 0 <= int(row[5]) <= 2
+
+
+def test_the_one_pump_benchmark_measures_both_ways_on_the_app_and_the_library():
+    out = _quick("bench_one_pump.py")
+    app, library = out.split("the library:")
+    assert app.startswith("the app:"), out
+    for part in (app, library):
+        assert [int(r[0]) for r in _rows(part, "one pump", "two generators")] == [2, 4], out
