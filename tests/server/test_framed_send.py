@@ -122,7 +122,7 @@ def test_h11_frames_only_the_head_and_the_end(servers: tuple[str, str], monkeypa
 
 # -- the facades' streamed responses: middle parts skip the send wrappers ------------------------
 
-from agent_core.server.event_stream import BODY_SEND, EventStreamResponse  # noqa: E402
+from agent_core.server.event_stream import BODY_SEND, WHOLE_BATCH, EventStreamResponse, Pushed  # noqa: E402
 
 SEEN: list[str] = []  # what the wrapping middleware saw of each response's messages
 
@@ -142,8 +142,14 @@ async def streaming_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send(message)
 
     SEEN.append("offered" if BODY_SEND in (scope.get("extensions") or {}) else "not offered")
-    batched = scope["path"] == "/batched"  # as the facades send theirs: each part a whole batch of frames
-    await EventStreamResponse(_parts(), media_type="text/event-stream", batched=batched)(scope, receive, noting)
+    # "/batched": as the facades' relay sends theirs, a body that sends its own parts, each a whole batch
+    content = Pushed(_pushed) if scope["path"] == "/batched" else _parts()
+    await EventStreamResponse(content, media_type="text/event-stream")(scope, receive, noting)
+
+
+async def _pushed(send: Any) -> None:
+    for part in PARTS:
+        await send({"type": "http.response.body", "body": part, "more_body": True, WHOLE_BATCH: True})
 
 
 @pytest.fixture(scope="module")

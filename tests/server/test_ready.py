@@ -1,21 +1,51 @@
-"""``ready_together``: frames that are ready at once go out as one message; waiting, failing and stopping stay as they were."""
+"""``Relay``: frames that are ready at once go out as one message; waiting, failing and stopping stay as they were.
+
+The relay is the streamed response's own loop: it sends each batch with the ``send`` it is
+given and owns the stream's end (``cut_short`` on a cancel, then ``end(finished)``). These
+tests give it a recording ``send``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import aclosing
+from typing import Any
 
 import pytest
-from agent_core.server.ready import MAX_BYTES, MAX_FRAMES, ready_together
+from agent_core.server.event_stream import WHOLE_BATCH
+from agent_core.server.ready import MAX_BYTES, MAX_FRAMES, Relay
 
 
-async def _collect(frames: AsyncIterator[bytes]) -> list[list[bytes]]:
-    return [batch async for batch in ready_together(frames)]
+class Ends:
+    """What the relay reported of the stream's end, and every part it sent."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.cut = 0
+        self.ended: list[bool] = []
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert message["type"] == "http.response.body" and message["more_body"] and message[WHOLE_BATCH]
+        self.parts.append(message["body"])
+
+    async def end(self, finished: bool) -> None:
+        self.ended.append(finished)
+
+    def relay(self, frames: AsyncIterator[bytes], last: bytes = b"") -> Relay:
+        def cut_short() -> None:
+            self.cut += 1
+
+        return Relay(frames, lambda frame: frame == last, cut_short, self.end)
 
 
-def test_frames_ready_at_once_are_one_batch_and_a_wait_sends_what_is_ready_first() -> None:
-    async def main() -> list[list[bytes]]:
+async def _collect(frames: AsyncIterator[bytes]) -> list[bytes]:
+    ends = Ends()
+    await ends.relay(frames).send_all(ends.send)
+    return ends.parts
+
+
+def test_frames_ready_at_once_are_one_message_and_a_wait_sends_what_is_ready_first() -> None:
+    async def main() -> list[bytes]:
         gate = asyncio.get_running_loop().create_future()
 
         async def frames() -> AsyncIterator[bytes]:
@@ -30,7 +60,30 @@ def test_frames_ready_at_once_are_one_batch_and_a_wait_sends_what_is_ready_first
 
         return await _collect(frames())
 
-    assert asyncio.run(main()) == [[b"a", b"b"], [b"c"], [b"d", b"e"]]
+    assert asyncio.run(main()) == [b"ab", b"c", b"de"]
+
+
+def test_the_end_says_whether_the_last_frame_went_out_and_the_frames_are_closed() -> None:
+    closed: list[bool] = []
+
+    async def frames() -> AsyncIterator[bytes]:
+        try:
+            yield b"a"
+            await asyncio.sleep(0)
+            yield b"[DONE]"
+        finally:
+            closed.append(True)
+
+    async def main(last: bytes) -> Ends:
+        ends = Ends()
+        await ends.relay(frames(), last).send_all(ends.send)
+        return ends
+
+    done = asyncio.run(main(b"[DONE]"))
+    assert (done.parts, done.ended, done.cut) == ([b"a", b"[DONE]"], [True], 0)
+    other = asyncio.run(main(b"never sent"))
+    assert (other.ended, other.cut) == ([False], 0)
+    assert closed == [True, True]
 
 
 def test_what_was_ready_goes_out_before_a_failure() -> None:
@@ -39,14 +92,14 @@ def test_what_was_ready_goes_out_before_a_failure() -> None:
         yield b"b"
         raise ValueError("upstream broke")
 
-    async def main() -> list[list[bytes]]:
-        seen: list[list[bytes]] = []
+    async def main() -> Ends:
+        ends = Ends()
         with pytest.raises(ValueError, match="upstream broke"):
-            async for batch in ready_together(frames()):
-                seen.append(batch)
-        return seen
+            await ends.relay(frames()).send_all(ends.send)
+        return ends
 
-    assert asyncio.run(main()) == [[b"a", b"b"]]
+    ends = asyncio.run(main())
+    assert (ends.parts, ends.ended) == ([b"ab"], [False])
 
 
 def test_a_failure_after_a_wait_is_raised_where_the_wait_was() -> None:
@@ -55,14 +108,13 @@ def test_a_failure_after_a_wait_is_raised_where_the_wait_was() -> None:
         await asyncio.sleep(0.001)
         raise ValueError("late")
 
-    async def main() -> list[list[bytes]]:
-        seen: list[list[bytes]] = []
+    async def main() -> list[bytes]:
+        ends = Ends()
         with pytest.raises(ValueError, match="late"):
-            async for batch in ready_together(frames()):
-                seen.append(batch)
-        return seen
+            await ends.relay(frames()).send_all(ends.send)
+        return ends.parts
 
-    assert asyncio.run(main()) == [[b"a"]]
+    assert asyncio.run(main()) == [b"a"]
 
 
 def test_batches_are_capped_in_frames_and_in_bytes() -> None:
@@ -74,16 +126,16 @@ def test_batches_are_capped_in_frames_and_in_bytes() -> None:
         for _ in range(5):
             yield b"y" * (MAX_BYTES // 2)
 
-    assert [len(b) for b in asyncio.run(_collect(many()))] == [MAX_FRAMES, 10]
-    assert [len(b) for b in asyncio.run(_collect(big()))] == [2, 2, 1]
+    assert [len(p) for p in asyncio.run(_collect(many()))] == [MAX_FRAMES, 10]
+    assert [len(p) // (MAX_BYTES // 2) for p in asyncio.run(_collect(big()))] == [2, 2, 1]
 
 
-def test_closing_while_a_frame_is_awaited_unwinds_the_generator_as_a_cancel_would() -> None:
-    """The consumer stops between a batch and its wait: the frame generator gets a cancel, runs its
-    ``finally`` (which may await), and can be closed afterwards (it is not left running)."""
+def test_a_send_that_fails_while_a_frame_is_awaited_unwinds_the_generator_as_a_cancel_would() -> None:
+    """The client is gone between a batch and the next frame's wait: the frame generator gets a cancel,
+    runs its ``finally`` (which may await), and is closed (it is not left running)."""
     seen: list[str] = []
 
-    async def main() -> None:
+    async def main() -> Ends:
         never = asyncio.get_running_loop().create_future()
 
         async def frames() -> AsyncIterator[bytes]:
@@ -98,21 +150,28 @@ def test_closing_while_a_frame_is_awaited_unwinds_the_generator_as_a_cancel_woul
                 await asyncio.sleep(0)  # clean-up that awaits, as the engine's does
                 seen.append("finally")
 
-        gen = frames()
-        async with aclosing(gen), aclosing(ready_together(gen)) as batches:
-            assert await anext(batches) == [b"a"]
-            # the generator is now parked on `never`, its step taken by hand; leaving the block
-            # closes `batches` first, then `gen` (as the server's _stream_out does)
+        ends = Ends()
 
-    asyncio.run(main())
+        async def gone(message: dict[str, Any]) -> None:
+            await ends.send(message)
+            if message["body"] == b"a":  # the generator is parked on `never`, its step taken by hand
+                raise ConnectionResetError("the client is gone")
+
+        with pytest.raises(ConnectionResetError):
+            await ends.relay(frames()).send_all(gone)
+        return ends
+
+    ends = asyncio.run(main())
     assert seen == ["cancelled", "finally"]
+    assert (ends.parts, ends.ended, ends.cut) == ([b"a"], [False], 0)
 
 
-def test_a_cancel_while_waiting_reaches_the_frame_generator() -> None:
+def test_a_cancel_while_waiting_reaches_the_frame_generator_and_cuts_the_stream_short() -> None:
     seen: list[str] = []
 
-    async def main() -> None:
+    async def main() -> Ends:
         started = asyncio.Event()
+        ends = Ends()
 
         async def frames() -> AsyncIterator[bytes]:
             try:
@@ -124,18 +183,17 @@ def test_a_cancel_while_waiting_reaches_the_frame_generator() -> None:
                 seen.append("cancelled")
                 raise
 
-        async def consume() -> list[list[bytes]]:
-            return await _collect(frames())
-
-        task = asyncio.create_task(consume())
+        task = asyncio.create_task(ends.relay(frames()).send_all(ends.send))
         await started.wait()
         await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        return ends
 
-    asyncio.run(main())
+    ends = asyncio.run(main())
     assert seen == ["cancelled"]
+    assert (ends.parts, ends.cut, ends.ended) == ([b"a"], 1, [False])
 
 
 def test_a_frame_that_takes_a_timeout_inside_the_generator_still_works() -> None:
@@ -149,4 +207,4 @@ def test_a_frame_that_takes_a_timeout_inside_the_generator_still_works() -> None
         except TimeoutError:
             yield b"timed out"
 
-    assert asyncio.run(_collect(frames())) == [[b"a"], [b"timed out"]]
+    assert asyncio.run(_collect(frames())) == [b"a", b"timed out"]

@@ -31,8 +31,9 @@ frame, once woken with it). A task of its own starts at the body's loop, so a ch
 the half-dozen frames of the stream itself; the request's task waits once, for the end.
 Awaiting the task passes a cancel of the request's task on to it (a shutdown's, or a test's).
 
-A ``batched`` response (the facades', whose parts each join the frames that
-were ready together) marks its middle parts :data:`WHOLE_BATCH`, and the
+A body may send its own parts (:class:`Pushed`): the facades' relay does, one
+coroutine from the frames to the connection. Its parts each join the frames
+that were ready together and are marked :data:`WHOLE_BATCH`, and the
 connection writes such a part at once rather than keeping it to the end of
 the loop turn (:meth:`~agent_core.server.coalesce.CoalescingTransport.write_alone`).
 """
@@ -40,28 +41,42 @@ the loop turn (:meth:`~agent_core.server.coalesce.CoalescingTransport.write_alon
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.responses import StreamingResponse
 
-__all__ = ["BODY_SEND", "WHOLE_BATCH", "EventStreamResponse"]
+__all__ = ["BODY_SEND", "WHOLE_BATCH", "EventStreamResponse", "Pushed"]
 
 #: the ASGI ``extensions`` key under which ``agent-core serve`` offers the connection's own ``send``
 BODY_SEND = "agent_core.body_send"
-#: set in a body message that holds every frame that was ready (a ``batched`` response's parts):
+#: set in a body message that holds every frame that was ready (the facades' relayed parts):
 #: the connection writes it at once instead of keeping it to the end of the loop turn
 WHOLE_BATCH = "agent_core.whole_batch"
+
+
+class Pushed:
+    """A body that sends its own parts: ``push(send)`` awaits ``send`` with each ASGI body message.
+
+    For a body whose loop is best written as one coroutine (the facades' relay,
+    :class:`~agent_core.server.ready.Relay`): the response awaits it with the
+    connection's ``send`` instead of iterating a generator per part. The end
+    of the body (``more_body: False``) is still the response's to send.
+    """
+
+    __slots__ = ("push",)
+
+    def __init__(self, push: Callable[[Any], Awaitable[None]]) -> None:
+        self.push = push
+
+    def __aiter__(self) -> Any:  # starlette takes an async iterable; only EventStreamResponse reads this one
+        raise TypeError("a pushed body is sent by EventStreamResponse, not iterated")
 
 
 class EventStreamResponse(StreamingResponse):
     """A :class:`StreamingResponse` whose middle body parts skip the ``send`` wrappers (see the module)."""
 
     _body_send: Any = None
-
-    def __init__(self, content: Any, *args: Any, batched: bool = False, **kwargs: Any) -> None:
-        """``batched``: each part of ``content`` already joins the frames that were ready together."""
-        super().__init__(content, *args, **kwargs)
-        self._batched = batched
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         extensions = scope.get("extensions")
@@ -80,12 +95,13 @@ class EventStreamResponse(StreamingResponse):
     async def stream_response(self, send: Any) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         body_send = self._body_send or send
-        batched = self._batched
-        async for chunk in self.body_iterator:
+        body = self.body_iterator
+        if body.__class__ is Pushed:
+            await body.push(body_send)  # type: ignore[attr-defined]
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        async for chunk in body:
             if not isinstance(chunk, (bytes, memoryview)):
                 chunk = chunk.encode(self.charset)
-            if batched:
-                await body_send({"type": "http.response.body", "body": chunk, "more_body": True, WHOLE_BATCH: True})
-            else:
-                await body_send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await body_send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -73,7 +73,7 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         events = streams[0] if len(streams) == 1 else merged(streams)  # one choice: its events, not (0, event)
         frames = self._chat_frames(turns, body.model, events, include_usage, legacy)
         return EventStreamResponse(self._stream_out(turns, frames, lambda frame: frame is _DONE),
-                                   media_type="text/event-stream", batched=True, headers={**headers, **SSE_HEADERS})
+                                   media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
 
     def _choices(self, request: Request, body: ChatBody) -> int:
         """How many choices (``n``) the request asks for, within the operator's ``max_choices``."""

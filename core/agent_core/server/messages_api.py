@@ -59,7 +59,7 @@ class MessagesRoutes(TurnRoutes):
         out = MessageStream(turn.client_rid, body.model)
         frames = self._messages_frames(turn, out, chained(first, turn.events))
         return EventStreamResponse(self._stream_out([turn], frames, lambda _frame: out.ended),
-                                   media_type="text/event-stream", batched=True, headers={**headers, **SSE_HEADERS})
+                                   media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
 
     async def _messages_frames(self, turn: FacadeTurn, out: MessageStream,
                                events: AsyncIterator[Any]) -> AsyncIterator[bytes]:

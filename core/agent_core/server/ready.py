@@ -6,20 +6,27 @@ On a fast upstream one network read holds dozens of chunks; the engine and a
 facade turn them into frames without waiting on anything, and each frame went
 through starlette's response loop, three ``send`` wrappers and uvicorn's h11
 writer on its own: about a quarter of ``agent-core serve``'s CPU per chunk on
-a full-speed stream. :func:`ready_together` asks the frame generator for its
+a full-speed stream. :meth:`Relay.send_all` asks the frame generator for its
 next frame by stepping the awaitable by hand once: a frame that comes back at
 once joins the batch; the first step that would wait sends the batch first
 and then waits, as ``await`` would have. A paced stream (one chunk per read)
 gets batches of one, as before.
+
+The relay is the response's loop itself (:class:`~agent_core.server.event_stream.EventStreamResponse`
+awaits :meth:`Relay.send_all` with the connection's ``send``), not an async
+generator the response iterates: on a paced stream every chunk woke the
+response's loop, then a generator that owned the turn's end, then the
+batching generator, each with its ``asend`` object, before the frame
+generator; now it wakes one coroutine.
 
 Waiting by hand: a step that would wait hands back what it waits on (an
 asyncio future, or None to yield one loop turn). :func:`_resume` yields that
 to the task, which resumes it as it resumes any coroutine (``send(None)``,
 or the exception, a cancel, thrown in).
 
-A step left half-way: when the consumer stops while a step waits (the client
-is gone and the response's iterator is closed between the batch and the
-wait), the step is finished by throwing ``CancelledError`` into it, as the
+A step left half-way: when sending a batch fails while the next frame's step
+waits (the client is gone, or the request's task is cancelled in the send),
+the step is finished by throwing ``CancelledError`` into it, as the
 task's cancel would have; so the frame generator unwinds its ``finally``
 blocks (the engine's, the provider's) and is not left running, which would
 make its ``aclose`` fail.
@@ -32,10 +39,12 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import AsyncIterator, Awaitable, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from typing import Any
 
-__all__ = ["MAX_BYTES", "MAX_FRAMES", "ready_together"]
+from .event_stream import WHOLE_BATCH
+
+__all__ = ["MAX_BYTES", "MAX_FRAMES", "Relay"]
 
 #: most frames in one batch
 MAX_FRAMES = 256
@@ -74,48 +83,87 @@ async def _unwind(step: Any, waiting: Any) -> None:
         return
 
 
-async def ready_together(frames: AsyncIterator[bytes]) -> AsyncIterator[list[bytes]]:
-    """``frames`` in lists: each list the frames that were ready without waiting (see the module's docstring)."""
-    next_frame = frames.__anext__
-    batch: list[bytes] = []
-    size = 0
-    step: Awaitable[bytes] | None = None
-    waiting: Any = None
-    try:
-        while True:
-            step = next_frame()
+class Relay:
+    """``frames`` sent by the response's own loop, each message the frames that were ready together.
+
+    Not an async generator between the frames and the connection: :meth:`send_all` is
+    the loop, one coroutine, that steps the frame generator by hand and sends each batch
+    itself (see the module). ``finished`` turns true once a batch holding the frame
+    ``is_last`` picks out is handed to ``send``: the stream said all it had to say.
+
+    The stream's end is the relay's too, since no frame of the caller's sits around it:
+    once the frame generator is closed, ``cut_short()`` is called if the task was
+    cancelled, and then, however the loop ended, ``end(finished)`` is awaited.
+    """
+
+    __slots__ = ("frames", "is_last", "cut_short", "end", "finished")
+
+    def __init__(self, frames: AsyncIterator[bytes], is_last: Callable[[bytes], bool],
+                 cut_short: Callable[[], None], end: Callable[[bool], Awaitable[None]]) -> None:
+        self.frames, self.is_last, self.cut_short, self.end = frames, is_last, cut_short, end
+        self.finished = False
+
+    async def send_all(self, send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        """Send every frame as ASGI body parts marked :data:`WHOLE_BATCH`; a frame's failure after what was ready.
+
+        When ``send`` fails while the next frame is half-way, that step is unwound as a
+        cancel would unwind it (the module's "a step left half-way") before the error goes on.
+        """
+        next_frame, is_last = self.frames.__anext__, self.is_last
+        batch: list[bytes] = []
+        size = 0
+        step: Any = None
+        waiting: Any = None
+        try:
             try:
-                waiting = step.send(None)  # type: ignore[attr-defined]
-            except StopIteration as done:  # ready at once
-                step = None
-                batch.append(done.value)
-                size += len(done.value)
-                if len(batch) < MAX_FRAMES and size < MAX_BYTES:
-                    continue
-                yield batch
-                batch, size = [], 0
-                continue
-            except StopAsyncIteration:
-                step = None
-                break
-            except Exception:
-                step = None
-                if batch:  # what was ready still goes out before the failure
-                    yield batch
-                    batch = []
-                raise
-            if batch:  # the next frame must wait: send what is ready first
-                yield batch
-                batch, size = [], 0
-            pending, step = step, None
-            try:
-                frame = await _resume(pending, waiting)
-            except StopAsyncIteration:
-                break
-            batch.append(frame)
-            size += len(frame)
-        if batch:
-            yield batch
-    finally:
-        if step is not None:  # stopped between a batch and its wait
-            await _unwind(step, waiting)
+                while True:
+                    step = next_frame()
+                    try:
+                        waiting = step.send(None)
+                    except StopIteration as done:  # ready at once
+                        step = None
+                        batch.append(done.value)
+                        size += len(done.value)
+                        if len(batch) < MAX_FRAMES and size < MAX_BYTES:
+                            continue
+                    except StopAsyncIteration:
+                        step = None
+                        break
+                    except Exception:
+                        step = None
+                        if batch:  # what was ready still goes out before the failure
+                            self.finished = is_last(batch[-1])
+                            await send(_part(batch))
+                        raise
+                    if batch:  # a full batch, or the next frame must wait: send what is ready first
+                        last = batch[-1]
+                        self.finished = is_last(last)
+                        await send({"type": "http.response.body", "more_body": True, WHOLE_BATCH: True,
+                                    "body": last if len(batch) == 1 else b"".join(batch)})  # _part, inline
+                        batch, size = [], 0
+                    if step is None:
+                        continue
+                    pending, step = step, None
+                    try:
+                        frame = await _resume(pending, waiting)
+                    except StopAsyncIteration:
+                        break
+                    batch.append(frame)
+                    size += len(frame)
+                if batch:
+                    self.finished = is_last(batch[-1])
+                    await send(_part(batch))
+            finally:
+                if step is not None:  # send failed between a batch and its wait
+                    await _unwind(step, waiting)
+                await self.frames.aclose()  # type: ignore[attr-defined]
+        except asyncio.CancelledError:
+            self.cut_short()
+            raise
+        finally:
+            await self.end(self.finished)
+
+
+def _part(batch: list[bytes]) -> dict[str, Any]:
+    return {"type": "http.response.body", "body": batch[0] if len(batch) == 1 else b"".join(batch),
+            "more_body": True, WHOLE_BATCH: True}

@@ -68,7 +68,7 @@ class ResponsesRoutes(TurnRoutes):
         out = ResponseStream(turn.client_rid, body, created)
         frames = self._responses_frames(turn, out, chained(first, turn.events))
         return EventStreamResponse(self._stream_out([turn], frames, lambda _frame: out.ended),
-                                   media_type="text/event-stream", batched=True, headers={**headers, **SSE_HEADERS})
+                                   media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
 
     async def _responses_frames(self, turn: FacadeTurn, out: ResponseStream,
                                 events: AsyncIterator[Any]) -> AsyncIterator[bytes]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import aclosing
 from typing import Any
 
 from starlette.requests import Request
@@ -38,7 +37,8 @@ from .channel import UNREAD
 from .failures import Failure, dialect_of, failure_of, failure_of_info
 from .fields import declared_by, fit_to_provider, keys_by_plugin
 from .http import request_id_of, session_id_of, until_output, watch_hangup
-from .ready import ready_together
+from .event_stream import Pushed
+from .ready import Relay
 
 __all__ = ["FACADE_DEFAULTS", "FacadeTurn", "TurnRoutes", "chained", "merged", "rate_limits"]
 
@@ -213,25 +213,23 @@ class TurnRoutes:
             self._release(turn)
         return first, failed
 
-    async def _stream_out(self, turns: Sequence[FacadeTurn], frames: AsyncIterator[bytes],
-                          is_last: Callable[[bytes], bool]) -> AsyncIterator[bytes]:
-        """Send ``frames``, and own the request's end: a client gone before the last frame cancels upstream."""
-        finished = False
-        try:
-            async with aclosing(frames), aclosing(ready_together(frames)) as batches:
-                async for batch in batches:  # the frames that were ready together, in one message
-                    finished = is_last(batch[-1])
-                    yield batch[0] if len(batch) == 1 else b"".join(batch)
-        except asyncio.CancelledError:
-            self._cut_short(turns)
-            raise
-        finally:
+    def _stream_out(self, turns: Sequence[FacadeTurn], frames: AsyncIterator[bytes],
+                    is_last: Callable[[bytes], bool]) -> Pushed:
+        """The body that sends ``frames`` and owns the request's end: a client gone before the last frame cancels upstream.
+
+        The frames that were ready together go out in one message, sent by the response's
+        own loop (:class:`~agent_core.server.ready.Relay`).
+        """
+
+        async def end(finished: bool) -> None:
             if not finished:
                 await self._abandon(turns)
-            else:
-                for turn in turns:
-                    self._release(turn)
-                    await turn.events.aclose()
+                return
+            for turn in turns:
+                self._release(turn)
+                await turn.events.aclose()
+
+        return Pushed(Relay(frames, is_last, lambda: self._cut_short(turns), end).send_all)
 
     async def _abandon(self, turns: Sequence[FacadeTurn]) -> None:
         """Stop the turns that are still running (another choice failed, or the client left)."""
