@@ -19,8 +19,8 @@ import argparse
 import asyncio
 import statistics
 import sys
-from pathlib import Path
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -84,21 +84,26 @@ def ab_args(doc: str | None, argv: list[str] | None) -> tuple[argparse.Namespace
     return args, [int(n) for n in args.streams.split(",")]
 
 
+def ab_on_app(args: argparse.Namespace, counts: list[int], owner: Any, attr: str, ways: dict[str, Any]) -> None:
+    """:func:`alternate` on the app ``agent-core serve`` builds, each way a value of ``owner.attr`` (the first kept after)."""
+
+    def switch(way: Any) -> Callable[[], None]:
+        return lambda: setattr(owner, attr, way)
+
+    with _upstream(args.pace_ms) as url:
+        one = _app_call(_app(url), "openai/paced", stream=True)
+        try:
+            run_loop(lambda: alternate(one, counts, args.rounds, {name: switch(w) for name, w in ways.items()}))
+        finally:
+            setattr(owner, attr, next(iter(ways.values())))
+
+
 def main(argv: list[str] | None = None) -> int:
     args, counts = ab_args(__doc__, argv)
     from agent_core.server.event_stream import EventStreamResponse
 
-    own = EventStreamResponse.__call__
-
-    def switch(call: Any) -> Callable[[], None]:
-        def to() -> None:
-            EventStreamResponse.__call__ = call  # type: ignore[method-assign]
-        return to
-
-    with _upstream(args.pace_ms) as url:
-        one = _app_call(_app(url), "openai/paced", stream=True)
-        run_loop(lambda: alternate(one, counts, args.rounds,
-                                   {"own task": switch(own), "request's task": switch(_in_the_requests_task)}))
+    ab_on_app(args, counts, EventStreamResponse, "__call__",
+              {"own task": EventStreamResponse.__call__, "request's task": _in_the_requests_task})
     return 0
 
 

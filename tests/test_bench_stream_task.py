@@ -1,11 +1,12 @@
-"""The two benchmarks that run two ways round by round work: their quick modes stream both ways and print a row per count.
+"""The benchmarks that run two ways round by round work: their quick modes stream both ways and print a row per count.
 
 ``bench_stream_task.py`` switches where a stream's body runs, through the real app;
 ``bench_one_pump.py`` switches the provider's stream between one pump and two async
-generators, through the app and through the library. No figure is checked (tests do not
-time). A stream the app answers with anything but 200, a library stream that does not end
-with its answer, or (in ``bench_one_pump.py``) a way that never made a stream stops the run,
-so a switch that breaks a way, or never takes, fails here.
+generators, through the app and through the library; ``bench_relay.py`` switches the
+facades' relay between one coroutine and two async generators. No figure is checked (tests
+do not time). A stream the app answers with anything but 200, a library stream that does not
+end with its answer, or (in the last two) a way that never made a stream stops the run, so a
+switch that breaks a way, or never takes, fails here.
 """
 
 from __future__ import annotations
@@ -46,3 +47,8 @@ def test_the_one_pump_benchmark_measures_both_ways_on_the_app_and_the_library():
     assert app.startswith("the app:"), out
     for part in (app, library):
         assert [int(r[0]) for r in _rows(part, "one pump", "two generators")] == [2, 4], out
+
+
+def test_the_relay_benchmark_measures_both_ways_for_each_count():
+    out = _quick("bench_relay.py")
+    assert [int(r[0]) for r in _rows(out, "relay", "two generators")] == [2, 4], out
