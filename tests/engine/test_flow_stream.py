@@ -200,3 +200,30 @@ def test_a_stream_made_and_dropped_unread_opens_nothing() -> None:
 
     run(main())
     assert trail == [] and (context.entered, context.left) == (0, 0)
+
+
+@pytest.mark.parametrize("way", ["async for", "pumped"])
+def test_a_body_read_by_a_sync_iterator_is_read_on_a_worker_thread(way: str) -> None:
+    """A flow whose body is a plain iterator (a sync client's): each read runs on a thread, the events are the same."""
+    import threading
+
+    threads: set[str] = set()
+
+    def body() -> Any:
+        for part in (b"a", b"b"):
+            threads.add(threading.current_thread().name)
+            yield part
+
+    def flow() -> Generator[Any, Any, None]:
+        handle = yield OpenIter(body, None, "a sync body")
+        yield Pump(handle, lambda raw: [f"ev:{raw.decode()}"])
+        yield "end"
+
+    async def main() -> list[Any]:
+        stream = FlowStream(lambda: (flow(), Context()))
+        if way == "async for":
+            return [ev async for ev in stream]
+        return [ev async for ev in drive_async(outer_flow(stream, False, step=lambda ev: (ev,)))]
+
+    assert run(main()) == ["ev:a", "ev:b", "end"]
+    assert threading.main_thread().name not in threads
