@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_one_pump.py                  # 10, 100 and 400 streams, 10 rounds
     .venv/bin/python benchmarks/bench_one_pump.py --streams 100 --rounds 6
     .venv/bin/python benchmarks/bench_one_pump.py --quick          # a smoke run
+    .venv/bin/python benchmarks/bench_one_pump.py --instructions 400  # instructions a paced chunk, callgrind
 
 The OpenAI provider's ``astream_api`` hands the engine a ``FlowStream``, which the engine's
 driver pumps itself: one await per network read, and the provider's step and the engine's
@@ -12,6 +13,8 @@ one upstream, switched round by round (the order alternating), as ``bench_stream
 does, for two paths: the app ``agent-core serve`` builds, called in-process, and the library
 (``AgentCore.astream_request``). Each figure is ``bench_setup.py``'s paced measure: N streams
 of 108 tokens less N of 8, per extra chunk, the upstream pausing 20 ms between tokens.
+``--instructions N`` counts instead each way's instructions a paced chunk on the library
+path, under callgrind (see ``bench_stream_task.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_setup import _app, _app_call, _upstream
-from bench_stream_task import ab_args, alternate, run_loop
+from bench_stream_task import ab_args, ab_modes, alternate, run_loop
 
 
 def _switched_provider() -> tuple[type, dict[str, Any]]:
@@ -82,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         return lambda: way.__setitem__("two", two)
 
     ways = {"one pump": to(False), "two generators": to(True)}
+    if ab_modes(__file__, args, ways, lambda url: _library_call(AgentCore.discover(providers=[provider]), url)):
+        if args.one_stream and not way["made"][args.one_stream == "two generators"]:
+            raise SystemExit(f"the way {args.one_stream!r} made no stream")
+        return 0
     with _upstream(args.pace_ms) as url:
         app = _app(url, AgentCore.discover(providers=[provider]))
         library = _library_call(AgentCore.discover(providers=[provider]), url)

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_relay.py                  # 10, 100 and 400 streams, 10 rounds
     .venv/bin/python benchmarks/bench_relay.py --streams 100 --rounds 6
     .venv/bin/python benchmarks/bench_relay.py --quick          # a smoke run
+    .venv/bin/python benchmarks/bench_relay.py --instructions 400  # instructions a paced chunk, callgrind
 
 A streamed facade response sends its frames with ``Relay.send_all``, awaited by the response:
 one coroutine from the frame generator to the connection. Before, the response iterated an
@@ -12,7 +13,9 @@ both ways in one process on one app and one upstream, switching ``TurnRoutes._st
 round by round (the order alternating), as ``bench_stream_task.py`` does; each figure is
 ``bench_setup.py``'s paced measure: N streams of 108 tokens less N of 8, per extra chunk, the
 upstream pausing 20 ms between tokens. The generators are rebuilt here as they were (1b21a36),
-without the failure and size-cap paths a paced stream never takes.
+without the failure and size-cap paths a paced stream never takes. ``--instructions N``
+counts instead each way's instructions a paced chunk, under callgrind (see
+``bench_stream_task.py``).
 """
 
 from __future__ import annotations
@@ -90,8 +93,13 @@ def main(argv: list[str] | None = None) -> int:
         MADE["relay"] += 1
         return relay(self, *a)
 
-    ab_on_app(args, counts, TurnRoutes, "_stream_out", {"relay": counted_relay, "two generators": _two_generators})
+    ab_on_app(__file__, args, counts, TurnRoutes, "_stream_out",
+              {"relay": counted_relay, "two generators": _two_generators})
     TurnRoutes._stream_out = relay  # type: ignore[method-assign]
+    if args.instructions:
+        return 0
+    if args.one_stream:
+        MADE.update({way: 1 for way in MADE if way != args.one_stream})  # only the one asked for runs
     if not all(MADE.values()):
         raise SystemExit(f"a way never ran: streams made {MADE}")
     return 0

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 NUMBER = r"(-?[\d.]+)"
 
@@ -52,3 +54,19 @@ def test_the_one_pump_benchmark_measures_both_ways_on_the_app_and_the_library():
 def test_the_relay_benchmark_measures_both_ways_for_each_count():
     out = _quick("bench_relay.py")
     assert [int(r[0]) for r in _rows(out, "relay", "two generators")] == [2, 4], out
+
+
+@pytest.mark.parametrize("script, ways", [("bench_one_pump.py", ["one pump", "two generators"]),
+                                          ("bench_relay.py", ["relay", "two generators"])])
+def test_the_stream_callgrind_counts_runs_each_way_and_a_wrong_way_is_named(script: str, ways: list[str]) -> None:
+    """``--instructions`` runs ``--one-stream WAY`` under callgrind (too slow for this suite); here it runs bare.
+
+    A way whose switch does not take stops the run, so each way must end with 0.
+    """
+    for way in ways:
+        done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--one-stream", way, "--tokens", "3"],
+                              check=False, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (way, done.stderr)
+    wrong = subprocess.run([sys.executable, str(BENCHMARKS / script), "--one-stream", "no such way"],
+                           check=False, capture_output=True, text=True, timeout=60)
+    assert wrong.returncode != 0 and f"the ways: {', '.join(ways)}" in wrong.stderr
