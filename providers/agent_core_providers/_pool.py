@@ -52,7 +52,7 @@ import socket
 import ssl
 import threading
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
@@ -188,13 +188,23 @@ class _WatchedAsyncStream(httpcore.AsyncNetworkStream):
         self.read_cap = None
         await self._inner.write(buffer, timeout)
 
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+    def read(self, max_bytes: int, timeout: float | None = None) -> Awaitable[bytes]:
+        """The inner stream's read, capped; once the call has its first byte, that read's own awaitable.
+
+        Not a coroutine function: a paced stream reads once a chunk, and a coroutine of its own
+        here was one more frame to make and resume each time, for a mark already made.
+        """
         cap = self.read_cap
         if cap is not None:
             timeout = cap if timeout is None else min(timeout, cap)
-        data = await self._inner.read(max_bytes, timeout)
         record = self._record
-        if data and record is not None:
+        if record is None or record.received:
+            return self._inner.read(max_bytes, timeout)
+        return self._first_read(record, max_bytes, timeout)
+
+    async def _first_read(self, record: Watcher, max_bytes: int, timeout: float | None) -> bytes:
+        data = await self._inner.read(max_bytes, timeout)
+        if data:
             record.received = True
         return data
 

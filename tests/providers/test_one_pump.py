@@ -19,6 +19,7 @@ from agent_core import AgentCore, Message, Session
 from agent_core.plugin_kit import FlowStream
 from agent_core_providers.openai import OpenAIProvider
 
+from ._server import Delay
 from ._wire import oa_text
 
 KEY = "sk-test-0123456789abcdef"
@@ -80,3 +81,36 @@ def test_a_network_read_reaches_the_providers_step_with_one_driver_above_it(serv
         assert not any(n.endswith(":astream_api") for n in names), names
         # the engine's own driver: the frame right above the provider's step
         assert names[1] == "drivers.py:drive_async", names[:3]
+
+
+def test_a_body_read_after_the_first_byte_passes_through_no_frame_of_the_pools_watcher(server: Any) -> None:
+    """The pool's watched stream marks the call's first byte; after it, its read hands back the connection's own."""
+    paced = oa_text(*WORDS)
+    # a pause before each part, so each arrives on its own read however busy the machine is
+    paced.parts = [p for part in paced.parts for p in (Delay(0.01), part)]
+    server.enqueue(paced)
+    core = AgentCore(providers=[OpenAIProvider])
+    session = Session("s", [Message("user", "hi")])
+    stacks: list[list[str]] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        code = frame.f_code
+        if event == "call" and code.co_name == "read" and code.co_filename.endswith("_aio_stream.py"):
+            names, f = [], frame.f_back
+            while f is not None:
+                names.append(f"{Path(f.f_code.co_filename).name}:{f.f_code.co_name}")
+                f = f.f_back
+            stacks.append(names)
+
+    async def collect() -> list[Any]:
+        return [e async for e in core.astream_request(session, _config(server), request_id="w")]
+
+    sys.setprofile(profile)
+    try:
+        got = asyncio.run(collect())
+    finally:
+        sys.setprofile(None)
+    assert got[-1].session.messages[-1].content == "".join(WORDS)
+    body = [names for names in stacks if "_lean_conn.py:__aiter__" in names]  # the body's reads, not the head's
+    assert len(body) >= len(WORDS), stacks  # each entered, then resumed with the data
+    assert [names for names in body if "_pool.py:read" in names or "_pool.py:_first_read" in names] == []
