@@ -67,6 +67,28 @@ def test_provider_alone_makes_one_event_and_keeps_the_same_history_and_state() -
     assert hot.native is NATIVE and hot.state is STATE  # returned as given: nothing re-frozen
 
 
+class FrozenStateProvider(Provider):
+    """As the bundled providers do on a text chunk: the new state handed back frozen already."""
+
+    def process_chunk(self, chunk, native_messages, state):
+        partials, finals, native, _ = super().process_chunk(chunk, native_messages, state)
+        return partials, finals, native, FrozenDict.from_frozen({**state, "text": chunk["delta"]})
+
+
+def test_a_provider_state_handed_back_frozen_is_taken_inline_without_the_general_check(monkeypatch) -> None:
+    import agent_core.engine.hot_loop as hot_loop
+
+    def general(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the usual chunk went through taken()")
+
+    monkeypatch.setattr(hot_loop, "taken", general)
+    hot = loop(FrozenStateProvider, PassThrough)
+    (event,) = hot.feed({"delta": "a"})
+    assert event.message.content == "a"
+    assert hot.state.__class__ is FrozenDict and hot.state == {"config": {}, "text": "a"}
+    assert hot.native is NATIVE and hot.seen == []
+
+
 def test_extensions_see_values_in_order_and_what_they_return_is_frozen() -> None:
     hot = loop(Provider, PassThrough, Upper)
     (event,) = hot.feed({"delta": "a", "end": True})

@@ -189,10 +189,12 @@ class HotLoop:
             out = fn(chunk, native, state)
         except Exception as exc:
             raise hot_failure(owner, exc)
-        # The usual chunk, checked inline: history and state handed back as given, no new final.
-        if (out.__class__ is tuple and len(out) == 4 and out[2] is native and out[3] is state
+        # The usual chunk, checked inline: history handed back as given, state as given or frozen
+        # by the provider itself (the bundled ones hand a text chunk's state back frozen), no new final.
+        if (out.__class__ is tuple and len(out) == 4 and out[2] is native
+                and (out[3] is state or out[3].__class__ is FrozenDict)
                 and out[1].__class__ is list and not out[1] and out[0].__class__ is list):
-            partials, finals = out[0], _NONE
+            partials, finals, state = out[0], _NONE, out[3]
         else:
             partials, finals, native, state = taken(owner, out, native, state)
         for plugin, fn in self.exts:
