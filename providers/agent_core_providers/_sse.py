@@ -142,6 +142,13 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[tuple[str, bytes]]:
         """Consume ``chunk``; return the events it completed (possibly none)."""
+        # The usual read of a chat stream is one whole event: "data: {...}" and a blank line,
+        # nothing held from before. Taken as it is, without splitting it into lines.
+        if (chunk[-2:] == b"\n\n" and not self._tail and not self._data and chunk.find(b"\n") == len(chunk) - 2
+                and chunk[:6] == b"data: " and self._pieces is None and not self._skip_lf and b"\r" not in chunk
+                and len(chunk) <= self._check_above):
+            event, self._event = self._event, ""
+            return [(event, chunk[6:-2])]
         if self._skip_lf:
             # The previous chunk ended in CR: a LF opening this one is the same line ending.
             self._skip_lf = False

@@ -38,6 +38,33 @@ def test_any_chunking_gives_the_same_events(cuts):
     assert events == EXPECTED
 
 
+def test_a_read_that_is_one_whole_event_is_taken_without_splitting_it_into_lines(monkeypatch):
+    decoder = SSEDecoder()
+    monkeypatch.setattr(SSEDecoder, "_lines", lambda self, lines: pytest.fail("the read was split into lines"))
+    assert decoder.feed(b'data: {"a": 1}\n\n') == [("", b'{"a": 1}')]
+    assert decoder.feed(b"data: \n\n") == [("", b"")]
+
+
+@pytest.mark.parametrize("reads", [
+    [b"event: ping\n", b"data: {}\n\n", b"data: {}\n\n"],  # the name applies to the next event only
+    [b"data: a\n", b"data: b\n\n"],  # a data line held from the read before
+    [b'data: {"x"', b": 1}\n\n"],  # an unterminated tail held
+    [b"data: a\r", b"\ndata: b\n\n"],  # a CR whose LF opens the next read
+    [b"data: a\n\ndata: b\n\n", b"data: c\n\n"],  # two events in one read, then one
+    [b"data: a\r\n\r\n", b"data: b\n\n"],  # CRLF endings are not the whole-event shape
+])
+def test_whole_event_reads_after_any_held_state_give_what_one_read_gives(reads):
+    decoder, events = SSEDecoder(), []
+    for read in reads:
+        events += decoder.feed(read)
+    assert events == SSEDecoder().feed(b"".join(reads))
+
+
+def test_a_whole_event_over_the_line_cap_is_still_refused():
+    with pytest.raises(MalformedResponseError, match="longer than 16 bytes"):
+        SSEDecoder("p", max_line=16).feed(b"data: " + b"x" * 20 + b"\n\n")
+
+
 def test_pending_keeps_the_unterminated_tail():
     decoder = SSEDecoder()
     assert decoder.feed(b'data: {"x": 1}\n\ndata: {"y"') == [("", b'{"x": 1}')]
