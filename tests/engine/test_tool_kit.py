@@ -90,3 +90,19 @@ def test_a_bad_tool_timeout_fails_before_any_tool_starts() -> None:
     with pytest.raises(ConfigError, match="tool_timeout_s"):
         complete_sync(ToolKit.for_request(core.resolve({"tool_timeout_s": -1}), None))
     assert log == []
+
+
+def test_with_lifecycle_is_the_same_kit_with_only_the_actions_changed() -> None:
+    import dataclasses
+
+    log: list[Any] = []
+    provider, search, only_find = _plugins(log)
+    core = AgentCore(providers=[provider], features=[only_find], tools=[search])
+    kit = complete_sync(ToolKit.for_request(core.resolve({}), "core", request_id="r9", stream=True))
+    table = {"response_finalize": ("a",)}
+    later = kit.with_lifecycle(table)
+    assert later is not kit and later.__class__ is ToolKit and later.lifecycle == table
+    assert kit.lifecycle == {}  # the kit it came from is a value: untouched
+    assert later == dataclasses.replace(kit, lifecycle=table)  # every other field as it was
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        later.lifecycle = {}  # type: ignore[misc]

@@ -128,5 +128,12 @@ class ToolKit:
         )
 
     def with_lifecycle(self, lifecycle: Mapping[str, Any]) -> ToolKit:
-        """This kit with the request's lifecycle actions (they are listed once the init chain has run)."""
-        return dataclasses.replace(self, lifecycle=lifecycle)
+        """This kit with the request's lifecycle actions (they are listed once the init chain has run).
+
+        A copy of the fields with one changed, not ``dataclasses.replace``: that runs the
+        generated ``__init__`` again, a frozen ``__setattr__`` a field, once every request.
+        """
+        kit = object.__new__(self.__class__)
+        kit.__dict__.update(self.__dict__)
+        object.__setattr__(kit, "lifecycle", lifecycle)
+        return kit
