@@ -1,0 +1,150 @@
+"""Bytecodes the interpreter runs for a paced chunk and for a request, by function: a profile noise cannot move.
+
+    .venv/bin/python benchmarks/bench_bytecodes.py                    # this tree: a paced chunk, then a request
+    .venv/bin/python benchmarks/bench_bytecodes.py --top 40           # more functions in each list
+    .venv/bin/python benchmarks/bench_bytecodes.py --tree /tmp/before # another checkout too, for a before/after pair
+
+Why bytecodes: CPython's evaluation loop is the largest single cost of a paced chunk under
+callgrind (about 37% of its instructions, 26 instructions a bytecode), and what the loop runs
+is decided by our code alone. Counted with ``sys.settrace`` and ``f_trace_opcodes``, a
+function's figure comes out the same, within a few bytecodes, in every run on any machine
+(a read that happens to split differently moves it that much), so a cut of a few bytecodes
+shows, and the list says where the rest go. What it does not see: C code (msgspec, uvloop,
+the socket calls), which ``--instructions`` in ``bench_relay.py`` counts with the rest.
+
+Measured through the app ``agent-core serve`` builds (``bench_setup.py``'s ASGI call, its
+upstream), on one stream:
+
+- **a paced chunk**: a stream of 110 tokens less one of 10, over 100, with the upstream
+  pausing 2 ms between tokens, so each token arrives in a read of its own, as a model's do;
+- **a request**: one streamed request of one token (the role chunk, the token, the finish and
+  the usage chunk, ``[DONE]``) after 30 of the same.
+
+Each function is ``file:line:name`` under its package; the parts sum what each package's
+files ran. Each tree runs in a process of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_gateway import tree_env  # noqa: E402 - the benchmarks folder is not a package
+
+
+def _where(path: str) -> str:
+    """A code object's file, from its package down (``core/agent_core/...``, ``starlette/...``)."""
+    for mark in ("site-packages/", "/core/agent_core/", "/providers/agent_core_providers/",
+                 "/plugins/agent_core_plugins/", "/features/agent_core_features/", "/benchmarks/"):
+        at = path.find(mark)
+        if at >= 0:
+            return path[at + 1:] if mark.startswith("/") and mark != "site-packages/" else path[at + len(mark):]
+    return re.sub(r"^.*/lib/python3\.\d+/", "stdlib/", path)
+
+
+class Census:
+    """Bytecodes run while on, by ``file:line:name`` of the code that ran them."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+
+    def _trace(self, frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes, frame.f_trace_lines = True, False
+        code = frame.f_code
+        key = f"{_where(code.co_filename)}:{code.co_firstlineno}:{code.co_name}"
+        counts = self.counts
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "opcode":
+                counts[key] += 1
+            return local
+
+        return local
+
+    async def around(self, run: Any) -> dict[str, int]:
+        self.counts.clear()
+        sys.settrace(self._trace)
+        try:
+            await run
+        finally:
+            sys.settrace(None)
+        return dict(self.counts)
+
+
+def _less(more: dict[str, int], fewer: dict[str, int], over: int) -> dict[str, float]:
+    return {k: (more.get(k, 0) - fewer.get(k, 0)) / over for k in more.keys() | fewer.keys()}
+
+
+def worker(tokens: int, short: int) -> None:
+    """In this process: the app on bench_setup's upstream; print both censuses as one JSON line."""
+    from bench_setup import _app, _app_call, _upstream
+
+    census = Census()
+    with _upstream(0.0) as url:
+        whole = _app_call(_app(url), "openai/full", stream=True)
+
+        async def request() -> dict[str, float]:
+            for _ in range(30):
+                await whole(1)
+            return {k: float(v) for k, v in (await census.around(whole(1))).items()}
+
+        by_request = asyncio.run(request())
+    with _upstream(2.0) as url:
+        paced = _app_call(_app(url), "openai/paced", stream=True)
+
+        async def chunk() -> dict[str, float]:
+            await paced(5)
+            fewer = await census.around(paced(short))
+            more = await census.around(paced(tokens + short))
+            return _less(more, fewer, tokens)
+
+        by_chunk = asyncio.run(chunk())
+    print(json.dumps({"chunk": by_chunk, "request": by_request}))
+
+
+def _parts(counts: dict[str, float]) -> list[tuple[str, float]]:
+    parts: collections.Counter[str] = collections.Counter()
+    for key, n in counts.items():
+        parts[key.split("/", 1)[0] if "/" in key else "(other)"] += n
+    return [(p, n) for p, n in parts.most_common() if abs(n) >= 0.05]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--top", type=int, default=25, help="functions listed for each figure (default 25)")
+    parser.add_argument("--tree", action="append", default=[], help="another checkout to count as well")
+    parser.add_argument("--tokens", type=int, default=100, help="paced tokens the chunk's figure is over")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.tokens, 10)
+        return 0
+    trees = [HERE.parent, *(Path(t).resolve() for t in args.tree)]
+    for tree in trees:
+        done = subprocess.run([sys.executable, __file__, "--worker", "--tokens", str(args.tokens)],
+                              env=tree_env(tree), capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"the count for {tree} failed:\n{done.stderr[-2000:]}")
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"== {tree}")
+        for what, label in (("chunk", "a paced chunk"), ("request", "a streamed request of one token")):
+            counts = result[what]
+            print(f"bytecodes {label}: {sum(counts.values()):,.0f}")
+            print("  by package: " + ", ".join(f"{p} {n:,.0f}" for p, n in _parts(counts)))
+            for key, n in sorted(counts.items(), key=lambda kv: -kv[1])[:args.top]:
+                print(f"  {n:9,.1f}  {key}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
