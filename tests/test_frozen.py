@@ -144,6 +144,19 @@ def test_freeze_keeps_frozen_parts_of_a_plain_container_by_identity() -> None:
     assert freeze([*history, {"role": "assistant", "content": "ok"}])[0] is history[0]
 
 
+@pytest.mark.parametrize("at", [0, 2, 4])
+def test_one_new_item_anywhere_among_kept_ones_is_frozen_and_the_rest_kept(at: int) -> None:
+    kept = [1, "s", None, freeze({"a": [1]}), freeze([2.5])]
+    items = [*kept[:at], {"new": [1, {"deep": True}]}, *kept[at:]]
+    as_list, as_dict = freeze(items), freeze({str(i): v for i, v in enumerate(items)})
+    for out in (as_list, list(as_dict.values())):
+        assert out[at].__class__ is FrozenDict and out[at]["new"].__class__ is FrozenList
+        assert out[at]["new"][1].__class__ is FrozenDict
+        assert all(a is b for i, (a, b) in enumerate(zip(out, items)) if i != at)
+    only_kept = freeze(kept)
+    assert only_kept == kept and all(a is b for a, b in zip(only_kept, kept))
+
+
 def test_constructors_keep_frozen_values_by_identity() -> None:
     inner = freeze({"x": [1]})
     assert FrozenDict(a=inner)["a"] is inner
