@@ -13,7 +13,9 @@ streams went to reading the upstream.
 Here an :class:`asyncio.Protocol` keeps what arrives in a queue and the
 transport keeps reading, until more than :data:`HIGH_WATER` bytes wait
 unread (then it pauses, and resumes once they are read). A read takes what
-is queued at once; only when nothing is there does it wait, on one future.
+is queued at once; only when nothing is there does it wait, on one future,
+and what arrives then is handed to it as that future's result, never queued
+(a paced stream's every read goes this way).
 The read timeout is a deadline the connection's one timer checks when it
 fires (re-armed for a later deadline, never rescheduled per read): a paced
 stream's reads each wait, and a timer added and removed per read cost as much
@@ -49,7 +51,7 @@ class _Reader(asyncio.Protocol):
     def __init__(self) -> None:
         self.queue: deque[bytes] = deque()
         self.queued = 0
-        self.waiter: asyncio.Future[None] | None = None
+        self.waiter: asyncio.Future[bytes | None] | None = None  # done with the data itself, or None
         self.eof = False
         self.error: BaseException | None = None
         self.transport: asyncio.Transport | None = None
@@ -65,8 +67,12 @@ class _Reader(asyncio.Protocol):
         self.transport = transport
         self.loop = asyncio.get_running_loop()
 
-    def wait(self, timeout: float | None) -> asyncio.Future[None]:
-        """A future for the next data (or the end); it also ends, with ``timed_out`` set, after ``timeout``."""
+    def wait(self, timeout: float | None) -> asyncio.Future[bytes | None]:
+        """A future for the next data (or the end); it also ends, with ``timed_out`` set, after ``timeout``.
+
+        Its result is the data when it arrived while the queue was empty (handed over, never
+        queued); None when it ended otherwise (data queued, the end, an error, the timeout).
+        """
         loop = self.loop
         assert loop is not None
         self.waiter = fut = loop.create_future()
@@ -102,6 +108,10 @@ class _Reader(asyncio.Protocol):
             self.timer = None
 
     def data_received(self, data: bytes) -> None:
+        waiter = self.waiter
+        if waiter is not None and not self.queue and not waiter.done():
+            waiter.set_result(data)  # the usual read of a paced stream: straight to the read that waits
+            return
         self.queue.append(data)
         self.queued += len(data)
         if self.queued > HIGH_WATER and not self.paused and self.transport is not None:
@@ -181,10 +191,23 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if not reader.queue:
             if reader.eof:
                 return b""
+            fut = reader.wait(timeout)
             try:
-                await reader.wait(timeout)
-            finally:
+                data = await fut
+            except BaseException:
                 reader.waiter = None
+                if fut.done() and not fut.cancelled() and fut.result() is not None:
+                    # handed over, then the task was cancelled before it could take it: kept for a later read
+                    reader.queue.appendleft(fut.result())
+                    reader.queued += len(fut.result())
+                raise
+            reader.waiter = None
+            if data is not None:
+                if len(data) > max_bytes:
+                    reader.queue.appendleft(data[max_bytes:])  # before anything queued since
+                    reader.queued += len(data) - max_bytes
+                    return data[:max_bytes]
+                return data
             if reader.timed_out and not reader.queue:
                 raise httpcore.ReadTimeout("timed out reading from the upstream")
             if not reader.queue:

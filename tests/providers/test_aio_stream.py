@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpcore
 import pytest
@@ -151,6 +152,57 @@ def test_a_flood_pauses_reading_and_loses_nothing(monkeypatch: pytest.MonkeyPatc
             got += data
         assert bytes(got) == payload
         server.close()
+
+    asyncio.run(main())
+
+
+def _unconnected() -> tuple[Any, Any]:
+    """A reader and its stream on the running loop with no socket: data is handed in by the test."""
+    reader = _aio_stream._Reader()
+    reader.loop = asyncio.get_running_loop()
+    return reader, _aio_stream.AsyncioStream(None, reader)  # type: ignore[arg-type]
+
+
+def test_data_for_a_waiting_read_is_handed_to_it_not_queued() -> None:
+    async def main() -> None:
+        reader, stream = _unconnected()
+        read = asyncio.ensure_future(stream.read(100, timeout=5))
+        await asyncio.sleep(0)  # the read waits
+        reader.data_received(b"abc")
+        assert not reader.queue and reader.queued == 0  # straight to the read: no queue, no take
+        reader.data_received(b"def")  # arrives before the read's task runs: queued behind it
+        assert await read == b"abc"
+        assert await stream.read(100, timeout=5) == b"def" and reader.queued == 0
+
+    asyncio.run(main())
+
+
+def test_handed_data_bigger_than_the_read_keeps_its_rest_ahead_of_what_came_after() -> None:
+    async def main() -> None:
+        reader, stream = _unconnected()
+        read = asyncio.ensure_future(stream.read(2, timeout=5))
+        await asyncio.sleep(0)
+        reader.data_received(b"abcde")
+        reader.data_received(b"fg")
+        got = [await read]
+        while reader.queue:
+            got.append(await stream.read(2, timeout=5))
+        assert got == [b"ab", b"cd", b"e", b"fg"] and reader.queued == 0
+
+    asyncio.run(main())
+
+
+def test_data_handed_to_a_read_cancelled_before_it_ran_is_kept_for_the_next() -> None:
+    async def main() -> None:
+        reader, stream = _unconnected()
+        read = asyncio.ensure_future(stream.read(100, timeout=5))
+        await asyncio.sleep(0)
+        reader.data_received(b"abc")
+        read.cancel()  # in the same turn of the loop: the task is woken with the cancel, not the data
+        with pytest.raises(asyncio.CancelledError):
+            await read
+        assert reader.waiter is None
+        assert await stream.read(100, timeout=5) == b"abc"
 
     asyncio.run(main())
 
