@@ -281,7 +281,6 @@ def left_as_is(cls: type[T]) -> type[T]:
     """
     _KEPT.add(cls)
     return cls
-_all_kept = _KEPT.issuperset  # stops at the first type not in it
 _new_dict, _fill_dict, _set_item = dict.__new__, dict.update, dict.__setitem__
 _new_list, _extend, _set_index = list.__new__, list.extend, list.__setitem__
 
@@ -334,27 +333,23 @@ def freeze(value: Any, _budget: int = MAX_DEPTH) -> Any:
     # the plain types first: isinstance against the ABCs costs more than the copy of a small dict.
     # Copied in C, then only the items that are not frozen yet are replaced: a plugin's new state
     # is usually the old one with one key changed.
-    # Whether every item is kept as it is is asked in C first (the set's own loop over the types);
-    # only a value with something new in it is walked item by item.
     if cls is dict:
         new = _new_dict(FrozenDict)
         _fill_dict(new, value)
-        if not _all_kept(map(type, value.values())):
-            for k, v in value.items():
-                if v.__class__ not in _KEPT:
-                    _set_item(new, k, freeze(v, _budget))
+        for k, v in value.items():
+            if v.__class__ not in _KEPT:
+                _set_item(new, k, freeze(v, _budget))
         new._hash = None
         new._json = False
         return new
     if cls is list or cls is tuple:
         lst = _new_list(FrozenList)
         _extend(lst, value)
-        if not _all_kept(map(type, value)):
-            i = 0
-            for v in value:
-                if v.__class__ not in _KEPT:
-                    _set_index(lst, i, freeze(v, _budget))
-                i += 1
+        i = 0
+        for v in value:
+            if v.__class__ not in _KEPT:
+                _set_index(lst, i, freeze(v, _budget))
+            i += 1
         lst._hash = None
         lst._json = False
         return lst
