@@ -134,6 +134,68 @@ def test_a_bad_shape_names_the_plugin_and_the_hook() -> None:
     assert (info.value.plugin, info.value.hook) == ("broken", "process_chunk")
 
 
+class _Exploding:
+    def __iter__(self):
+        raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize("shape, said", [
+    (lambda p, f, n, s: (p, f, n), "returned a 3-tuple"),
+    (lambda p, f, n, s: (p, f, n, s, None), "returned a 5-tuple"),
+    (lambda p, f, n, s: {"a": 1, "b": 2, "c": 3, "d": 4}, "returned dict"),  # four keys unpack, yet not a tuple
+    (lambda p, f, n, s: (x for x in (p, f, n, s)), "returned generator"),  # four items, yet not a tuple: not run
+    (lambda p, f, n, s: "four", "returned str"),
+    (lambda p, f, n, s: None, "returned NoneType"),
+    (lambda p, f, n, s: _Exploding(), "returned _Exploding"),
+])
+@pytest.mark.parametrize("who", ["provider", "extension"])
+def test_every_bad_shape_of_a_hot_hook_is_named_as_a_shape_with_its_plugin(shape: Any, said: str, who: str) -> None:
+    class BadProvider(Provider):
+        name = "badp"
+
+        def process_chunk(self, chunk, native_messages, state):
+            return shape(*super().process_chunk(chunk, native_messages, state))
+
+    class BadExtension:
+        name = "bade"
+
+        def process_chunk(self, chunk, partials, finals, native_messages, state):
+            return shape(partials, finals, native_messages, state)
+
+    hot = loop(BadProvider) if who == "provider" else loop(Provider, BadExtension)
+    with pytest.raises(PluginError, match=said) as info:
+        hot.feed({"delta": "a"})
+    assert (info.value.plugin, info.value.hook) == ("badp" if who == "provider" else "bade", "process_chunk")
+    assert "expected a 4-tuple" in str(info.value)
+
+
+def test_a_hook_written_as_a_generator_by_mistake_is_named_and_its_body_never_runs() -> None:
+    ran: list[str] = []
+
+    class Yielding:
+        name = "yielding"
+
+        def process_chunk(self, chunk, partials, finals, native_messages, state):
+            ran.append("body")
+            yield from (partials, finals, native_messages, state)
+
+    with pytest.raises(PluginError, match="returned generator") as info:
+        loop(Provider, Yielding).feed({"delta": "a"})
+    assert info.value.plugin == "yielding" and ran == []
+
+
+def test_a_list_of_the_same_four_values_passes_through_like_the_tuple() -> None:
+    class ListBack:
+        name = "listback"
+
+        def process_chunk(self, chunk, partials, finals, native_messages, state):
+            return [partials, finals, native_messages, state]
+
+    hot = loop(Provider, ListBack)
+    (event,) = hot.feed({"delta": "a"})
+    assert event.message.content == "a" and hot.native is NATIVE and hot.state is STATE
+
+
 def test_a_hook_exception_becomes_a_plugin_error_but_a_typed_llm_error_passes() -> None:
     class Raises:
         name = "raises"

@@ -133,6 +133,7 @@ def partial_message(plugin: LivePlugin, p: Any, hook: str = "process_chunk") -> 
         raise PluginError(plugin.name, hook, exc, detail=f"returned an invalid partial {p!r}") from exc
 
 
+_NOT_FOUR = ()  # what :meth:`HotLoop.feed` unpacks in place of a hook's answer that is not a tuple
 #: what :meth:`HotLoop.feed` returns for a chunk with nothing to show (a list: see ``effects.Pump``)
 _NO_EVENTS: list[Any] = []
 
@@ -191,10 +192,16 @@ class HotLoop:
             raise hot_failure(owner, exc)
         # The usual chunk, checked inline: history handed back as given, state as given or frozen
         # by the provider itself (the bundled ones hand a text chunk's state back frozen), no new final.
-        if (out.__class__ is tuple and len(out) == 4 and out[2] is native
-                and (out[3] is state or out[3].__class__ is FrozenDict)
-                and out[1].__class__ is list and not out[1] and out[0].__class__ is list):
-            partials, finals, state = out[0], _NONE, out[3]
+        # A tuple is unpacked rather than indexed (one bytecode for four). Anything else goes to taken(),
+        # which names the shape it got: never iterated here, since a generator (a hook written with
+        # ``yield`` by mistake) would run the plugin's code.
+        try:
+            p, f, n, s = out if out.__class__ is tuple else _NOT_FOUR
+        except ValueError:
+            p = None
+        if (p.__class__ is list and n is native and (s is state or s.__class__ is FrozenDict)
+                and f.__class__ is list and not f):
+            partials, finals, state = p, _NONE, s
         else:
             partials, finals, native, state = taken(owner, out, native, state)
         for plugin, fn in self.exts:
@@ -202,8 +209,11 @@ class HotLoop:
                 out = fn(chunk, partials, finals, native, state)
             except Exception as exc:
                 raise hot_failure(plugin, exc)
-            if out.__class__ is tuple and len(out) == 4 and out[0] is partials and out[1] is finals \
-                    and out[2] is native and out[3] is state:
+            try:
+                p, f, n, s = out if out.__class__ is tuple else _NOT_FOUR
+            except ValueError:
+                p = None
+            if p is partials and f is finals and n is native and s is state:
                 continue  # a pass-through extension: nothing new to check
             if out.__class__ is tuple and len(out) == 4 and out[0] is not partials:
                 owner = plugin
