@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_bytecodes.py                    # this tree: a paced chunk, then a request
     .venv/bin/python benchmarks/bench_bytecodes.py --top 40           # more functions in each list
     .venv/bin/python benchmarks/bench_bytecodes.py --tree /tmp/before # another checkout too, for a before/after pair
+    .venv/bin/python benchmarks/bench_bytecodes.py --instructions 400 --tree /tmp/before  # the verdict: callgrind
 
 Why bytecodes: CPython's evaluation loop is the largest single cost of a paced chunk under
 callgrind (about 37% of its instructions, 26 instructions a bytecode), and what the loop runs
@@ -22,6 +23,13 @@ upstream), on one stream:
 
 Each function is ``file:line:name`` under its package; the parts sum what each package's
 files ran. Each tree runs in a process of its own.
+
+Fewer bytecodes is not always less work: a check moved into C still costs its C. So
+``--instructions N`` gives the verdict instead, under callgrind (``valgrind``, the hash seed
+fixed; within 0.3 % from run to run): the instructions of a paced chunk (a stream of N + 10
+tokens less one of 10, the upstream pausing 20 ms, over N) and of a streamed and a
+non-streamed request of one token (110 after 20 of warm-up, less 10, over 100), the whole
+process, C included.
 """
 
 from __future__ import annotations
@@ -112,6 +120,46 @@ def worker(tokens: int, short: int) -> None:
     print(json.dumps({"chunk": by_chunk, "request": by_request}))
 
 
+def run_once(what: str, n: int) -> None:
+    """In this process, for callgrind: one paced stream of ``n`` tokens, or ``n`` requests of one token."""
+    from bench_setup import _app, _app_call, _upstream
+
+    with _upstream(20.0 if what == "chunk" else 0.0) as url:
+        if what == "chunk":
+            one = _app_call(_app(url), "openai/paced", stream=True)
+
+            async def run() -> None:
+                await one(2)
+                await one(n)
+        else:
+            one = _app_call(_app(url), "openai/full", stream=what == "streamed")
+
+            async def run() -> None:
+                for _ in range(20 + n):
+                    await one(1)
+
+        asyncio.run(run())
+
+
+def _callgrind(tree: Path, what: str, n: int) -> int:
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
+                           "--run", what, "--tokens", str(n)], env={**tree_env(tree), "PYTHONHASHSEED": "0"},
+                          capture_output=True, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind of {what} on {tree} failed: {done.stderr[-800:]}")
+    return int(found.group(1))
+
+
+def instructions(tree: Path, n: int) -> None:
+    """Print a paced chunk's and a request's instructions for ``tree``."""
+    chunk = (_callgrind(tree, "chunk", n + 10) - _callgrind(tree, "chunk", 10)) / n
+    print(f"instructions a paced chunk: {chunk:,.0f}", flush=True)
+    for what in ("streamed", "non-streamed"):
+        request = (_callgrind(tree, what, 110) - _callgrind(tree, what, 10)) / 100
+        print(f"instructions a {what} request of one token: {request:,.0f}", flush=True)
+
+
 def _parts(counts: dict[str, float]) -> list[tuple[str, float]]:
     parts: collections.Counter[str] = collections.Counter()
     for key, n in counts.items():
@@ -124,12 +172,23 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25, help="functions listed for each figure (default 25)")
     parser.add_argument("--tree", action="append", default=[], help="another checkout to count as well")
     parser.add_argument("--tokens", type=int, default=100, help="paced tokens the chunk's figure is over")
+    parser.add_argument("--instructions", type=int, metavar="N",
+                        help="instead, count instructions under callgrind (valgrind): a paced chunk over N, requests")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--run", choices=("chunk", "streamed", "non-streamed"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.tokens, 10)
         return 0
+    if args.run:
+        run_once(args.run, args.tokens)
+        return 0
     trees = [HERE.parent, *(Path(t).resolve() for t in args.tree)]
+    if args.instructions:
+        for tree in trees:
+            print(f"== {tree}", flush=True)
+            instructions(tree, args.instructions)
+        return 0
     for tree in trees:
         done = subprocess.run([sys.executable, __file__, "--worker", "--tokens", str(args.tokens)],
                               env=tree_env(tree), capture_output=True, text=True, check=False)

@@ -25,3 +25,11 @@ def test_the_census_counts_a_paced_chunk_and_a_request_and_names_the_engine_amon
     assert re.search(r"^\s+[\d,.]+\s+core/agent_core/engine/hot_loop\.py:\d+:feed$", before_request, re.MULTILINE), out
     assert re.search(r"^\s+[\d,.]+\s+providers/agent_core_providers/openai\.py:\d+:process_chunk$", before_request,
                      re.MULTILINE), out
+
+
+def test_what_instructions_counts_under_callgrind_runs_bare():
+    """``--instructions`` runs ``--run WHAT`` under callgrind (too slow for this suite); here each runs bare."""
+    for what, n in (("chunk", 3), ("streamed", 2), ("non-streamed", 2)):
+        done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_bytecodes.py"), "--run", what, "--tokens", str(n)],
+                              check=False, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (what, done.stderr)
