@@ -11,7 +11,7 @@ run to run, which hides a change of a few percent. This one leaves the HTTP serv
 client out: a worker process per tree builds the app (``create_app``, as ``agent-core serve``
 does, on uvloop when installed) and calls it with a prepared ``POST /v1/chat/completions``
 (offering, as serve's connection does, to call back when the client hangs up, which none does,
-and its own ``send`` for a stream's middle parts),
+its own ``send`` for a stream's middle parts, and a ``write`` that takes them),
 the upstream being ``bench_gateway.py``'s (full speed, 8 tokens). It prints, per tree and
 mode:
 
@@ -82,6 +82,13 @@ _ON_HANGUP = "agent_core.on_hangup"  # agent_core.server.http.ON_HANGUP; a tree 
 #: agent_core.server.event_stream.BODY_SEND: serve's connection takes a stream's middle parts by it,
 #: past the middleware's send wrappers (a tree without it ignores it)
 _BODY_SEND = "agent_core.body_send"
+#: agent_core.server.event_stream.BODY_WRITE: serve's connection writes a middle part by it, with no
+#: message and no await, when it can (a tree without it ignores it); the stand-in takes every part
+_BODY_WRITE = "agent_core.body_write"
+
+
+def _took(body: bytes) -> bool:
+    return True
 
 
 def _watch(on_gone: Any) -> Callable[[], None]:
@@ -127,6 +134,7 @@ def _app_call(app: Any, model: str, *, stream: bool) -> Callable[[int], Awaitabl
                 done.set()
 
         scope["extensions"][_BODY_SEND] = send
+        scope["extensions"][_BODY_WRITE] = _took
         await app(scope, receive, send)
         if status != [200]:
             raise SystemExit(f"the app answered {status}")

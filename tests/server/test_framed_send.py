@@ -8,6 +8,7 @@ asked to frame only the head and the end.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 from collections.abc import Iterator
@@ -142,14 +143,40 @@ async def streaming_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send(message)
 
     SEEN.append("offered" if BODY_SEND in (scope.get("extensions") or {}) else "not offered")
-    # "/batched": as the facades' relay sends theirs, a body that sends its own parts, each a whole batch
-    content = Pushed(_pushed) if scope["path"] == "/batched" else _parts()
+    # "/batched": as the facades' relay sent theirs, a body that sends its own parts, each a whole batch;
+    # "/written" and "/flood": as the relay does now, each part offered to the connection's write first
+    pushers = {"/batched": _pushed, "/written": _written, "/flood": _flood}
+    content = Pushed(pushers[scope["path"]]) if scope["path"] in pushers else _parts()
     await EventStreamResponse(content, media_type="text/event-stream")(scope, receive, noting)
 
 
-async def _pushed(send: Any) -> None:
+async def _pushed(send: Any, write: Any) -> None:
     for part in PARTS:
         await send({"type": "http.response.body", "body": part, "more_body": True, WHOLE_BATCH: True})
+
+
+WAYS: list[str] = []  # how each part of a written body left: "write" or "send"
+FLOOD = [bytes([65 + i % 26]) * 65536 for i in range(256)]  # 16 MiB, more than a socket buffers
+
+
+async def _offered(send: Any, write: Any, parts: list[bytes], *, pace: bool = False) -> None:
+    WAYS.append("offered" if write is not None else "not offered")
+    for part in parts:
+        if pace:  # as the relay waits for the upstream between batches: the loop runs its writes
+            await asyncio.sleep(0)
+        if write is not None and write(part):
+            WAYS.append("write")
+        else:
+            WAYS.append("send")
+            await send({"type": "http.response.body", "body": part, "more_body": True, WHOLE_BATCH: True})
+
+
+async def _written(send: Any, write: Any) -> None:
+    await _offered(send, write, PARTS)
+
+
+async def _flood(send: Any, write: Any) -> None:
+    await _offered(send, write, FLOOD, pace=True)
 
 
 @pytest.fixture(scope="module")
@@ -192,3 +219,52 @@ def test_a_batched_response_writes_its_middle_parts_at_once(
     alone.clear()
     _exchange(ours, request)  # not batched: kept to the end of the turn, as any write
     assert alone == []
+
+
+@pytest.mark.parametrize("name", ["chunked, HTTP/1.1", "HTTP/1.0 (read until close)", "HEAD", "two on one connection"])
+def test_a_written_body_takes_the_direct_write_only_where_the_connection_frames_it(
+        streaming_servers: tuple[str, str], name: str) -> None:
+    plain, ours = streaming_servers
+    request = REQUESTS[name].replace(b"/chunked", b"/written")
+    responses = 2 if name == "two on one connection" else 1
+    WAYS.clear()
+    expected = _exchange(plain, request)
+    assert WAYS == ["not offered", *["send"] * len(PARTS)] * responses
+    WAYS.clear()
+    assert _exchange(ours, request) == expected  # the same bytes as uvicorn's own, whichever way
+    # the connection frames a chunked HTTP/1.1 body itself: every part written, no message sent;
+    # HTTP/1.0 and HEAD bodies are h11's to frame, so every part is refused and sent
+    direct = name in ("chunked, HTTP/1.1", "two on one connection")
+    assert WAYS == ["offered", *[("write" if direct else "send")] * len(PARTS)] * responses
+
+
+def test_a_written_body_goes_through_send_while_the_client_is_not_reading() -> None:
+    import time
+
+    with running(streaming_app) as ours:
+        host, port = ours.removeprefix("http://").split(":")
+        WAYS.clear()
+        with socket.socket() as sock:
+            # a small receive window, fixed before connecting (no autotuning): the kernel cannot take the flood
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            sock.settimeout(30)
+            sock.connect((host, int(port)))
+            sock.sendall(b"GET /flood HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            time.sleep(0.5)  # not reading: the socket's buffers fill and the transport pauses writing
+            got = b""
+            while chunk := sock.recv(1 << 20):
+                got += chunk
+    sent = WAYS.count("send")
+    assert WAYS[0] == "offered" and WAYS.count("write") + sent == len(FLOOD)
+    assert sent > 0  # refused while writing was paused: sent, and uvicorn waited for the client to drain
+    client = h11.Connection(h11.CLIENT)
+    client.send(h11.Request(method="GET", target="/flood", headers=[("Host", "x")]))
+    client.send(h11.EndOfMessage())
+    client.receive_data(got)
+    client.receive_data(b"")
+    body = b""
+    while not isinstance(event := client.next_event(), (h11.EndOfMessage, h11.ConnectionClosed)):
+        if isinstance(event, h11.Data):
+            body += event.data
+        assert event is not h11.NEED_DATA, "the response was cut"
+    assert body == b"".join(FLOOD)  # every byte, in order

@@ -208,3 +208,30 @@ def test_a_frame_that_takes_a_timeout_inside_the_generator_still_works() -> None
             yield b"timed out"
 
     assert asyncio.run(_collect(frames())) == [b"a", b"timed out"]
+
+
+@pytest.mark.parametrize("takes", [True, False])
+def test_each_batch_is_offered_to_the_connections_write_first_and_sent_only_when_refused(takes: bool) -> None:
+    async def main() -> tuple[list[bytes], list[bytes], list[bool]]:
+        async def frames() -> AsyncIterator[bytes]:
+            yield b"a"
+            yield b"b"
+            await asyncio.sleep(0)
+            yield b"c"
+            raise RuntimeError("the upstream broke")  # what was ready still goes out first, the same way
+
+        written: list[bytes] = []
+
+        def write(body: bytes) -> bool:
+            written.append(body)
+            return takes
+
+        ends = Ends()
+        with pytest.raises(RuntimeError):
+            await ends.relay(frames(), b"c").send_all(ends.send, write)
+        return written, ends.parts, ends.ended
+
+    written, sent, ended = asyncio.run(main())
+    assert written == [b"ab", b"c"]  # every batch offered to write
+    assert sent == ([] if takes else [b"ab", b"c"])  # and sent only when write refused it
+    assert ended == [True]  # the last frame went out either way

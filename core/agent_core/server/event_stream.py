@@ -36,6 +36,10 @@ coroutine from the frames to the connection. Its parts each join the frames
 that were ready together and are marked :data:`WHOLE_BATCH`, and the
 connection writes such a part at once rather than keeping it to the end of
 the loop turn (:meth:`~agent_core.server.coalesce.CoalescingTransport.write_alone`).
+Under ``agent-core serve`` such a body is also handed the connection's
+:data:`BODY_WRITE`: a plain function that writes a middle part then and there
+when nothing stands in the way, so a paced chunk builds no message and awaits
+no ``send``; when it answers False, the part goes through ``send`` as before.
 """
 
 from __future__ import annotations
@@ -46,27 +50,33 @@ from typing import Any
 
 from starlette.responses import StreamingResponse
 
-__all__ = ["BODY_SEND", "WHOLE_BATCH", "EventStreamResponse", "Pushed"]
+__all__ = ["BODY_SEND", "BODY_WRITE", "WHOLE_BATCH", "EventStreamResponse", "Pushed"]
 
 #: the ASGI ``extensions`` key under which ``agent-core serve`` offers the connection's own ``send``
 BODY_SEND = "agent_core.body_send"
 #: set in a body message that holds every frame that was ready (the facades' relayed parts):
 #: the connection writes it at once instead of keeping it to the end of the loop turn
 WHOLE_BATCH = "agent_core.whole_batch"
+#: the extension holding the connection's ``write(body) -> bool`` for a middle body part: True once
+#: the part is written (what a ``send`` of it marked :data:`WHOLE_BATCH` would have written), False
+#: when it must go through ``send`` instead (a body the connection does not frame, a client gone,
+#: writing paused until the client reads, the response complete). Set by :mod:`.protocol`.
+BODY_WRITE = "agent_core.body_write"
 
 
 class Pushed:
-    """A body that sends its own parts: ``push(send)`` awaits ``send`` with each ASGI body message.
+    """A body that sends its own parts: ``push(send, write)`` awaits ``send`` with each ASGI body message.
 
     For a body whose loop is best written as one coroutine (the facades' relay,
     :class:`~agent_core.server.ready.Relay`): the response awaits it with the
-    connection's ``send`` instead of iterating a generator per part. The end
-    of the body (``more_body: False``) is still the response's to send.
+    connection's ``send`` instead of iterating a generator per part. ``write`` is
+    the connection's :data:`BODY_WRITE`, or None where there is none. The end of
+    the body (``more_body: False``) is still the response's to send.
     """
 
     __slots__ = ("push",)
 
-    def __init__(self, push: Callable[[Any], Awaitable[None]]) -> None:
+    def __init__(self, push: Callable[[Any, Any], Awaitable[None]]) -> None:
         self.push = push
 
     def __aiter__(self) -> Any:  # starlette takes an async iterable; only EventStreamResponse reads this one
@@ -77,10 +87,12 @@ class EventStreamResponse(StreamingResponse):
     """A :class:`StreamingResponse` whose middle body parts skip the ``send`` wrappers (see the module)."""
 
     _body_send: Any = None
+    _body_write: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         extensions = scope.get("extensions")
-        self._body_send = extensions.get(BODY_SEND) if extensions else None
+        if extensions:
+            self._body_send, self._body_write = extensions.get(BODY_SEND), extensions.get(BODY_WRITE)
         # Without the task group starlette adds to listen for the client hanging up: every
         # producer of this response already listens for that itself and cancels its upstream
         # request (see the module). The group cost a tenth of a streamed request's CPU, for its
@@ -97,7 +109,7 @@ class EventStreamResponse(StreamingResponse):
         body_send = self._body_send or send
         body = self.body_iterator
         if body.__class__ is Pushed:
-            await body.push(body_send)  # type: ignore[attr-defined]
+            await body.push(body_send, self._body_write)  # type: ignore[attr-defined]
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         async for chunk in body:

@@ -13,9 +13,10 @@ complete), which is why this lives in the HTTP server and not in
 The protocol also writes through :class:`~agent_core.server.coalesce.CoalescingTransport`:
 the frames one loop turn produces leave in one socket send.
 
-A streamed body's parts skip h11 (:func:`_framed_send`), and starlette's ``send`` wrappers
+A streamed body's parts skip h11 (:func:`_framed`), and starlette's ``send`` wrappers
 too: the framed ``send`` is offered to the app in the request's ASGI ``extensions``
-(:mod:`agent_core.server.event_stream`). uvicorn hands every
+(:mod:`agent_core.server.event_stream`), with a plain ``write`` for a middle part that
+needs no message and no await when the connection can take it at once. uvicorn hands every
 body message to h11, which runs its state machine, builds an event object and
 frames the bytes: about a sixth of what relaying one paced chunk cost. Once a
 response's head is out and h11 is known to frame the body as chunks, the
@@ -38,7 +39,7 @@ from typing import Any
 from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 from .coalesce import CoalescingTransport
-from .event_stream import BODY_SEND, WHOLE_BATCH
+from .event_stream import BODY_SEND, BODY_WRITE, WHOLE_BATCH
 from .http import ON_HANGUP
 
 __all__ = ["with_header_timeout"]
@@ -65,12 +66,27 @@ def _chunked(scope: dict[str, Any], message: Any, cycle: RequestResponseCycle) -
     return True
 
 
-def _framed_send(cycle: RequestResponseCycle) -> Callable[[Any], Awaitable[None]]:
-    """``cycle.send``, framing the middle parts of a chunked body itself (see the module's docstring)."""
+def _framed(cycle: RequestResponseCycle) -> tuple[Callable[[Any], Awaitable[None]], Callable[[bytes], bool]]:
+    """``cycle.send``, framing the middle parts of a chunked body itself (see the module's docstring); and ``write``.
+
+    ``write(body)`` is :data:`~.event_stream.BODY_WRITE`: it frames and writes a middle part
+    at once, as ``send`` would for one marked :data:`WHOLE_BATCH`, and answers True; it
+    answers False, writing nothing, whenever ``send`` would not frame the part itself (the
+    body is not chunked by h11, the client is gone, writing waits for the client to read,
+    the response is complete), so the caller sends it instead and uvicorn decides.
+    """
     slow = cycle.send
     transport = cycle.transport
     write_alone = getattr(transport, "write_alone", transport.write)
+    flow = cycle.flow
     chunked = False
+
+    def write(body: bytes) -> bool:
+        if not chunked or cycle.disconnected or flow.write_paused or cycle.response_complete:
+            return False
+        if body:  # h11 writes nothing for an empty part
+            write_alone(b"".join((b"%x\r\n" % len(body), body, b"\r\n")))
+        return True
 
     async def send(message: Any) -> None:
         nonlocal chunked
@@ -89,7 +105,7 @@ def _framed_send(cycle: RequestResponseCycle) -> Callable[[Any], Awaitable[None]
             chunked = _chunked(cycle.scope, message, cycle)
         await slow(message)
 
-    return send
+    return send, write
 
 
 class _Hangup:
@@ -160,9 +176,11 @@ def with_header_timeout(timeout_s: float) -> type[H11Protocol]:
             before = self.cycle
             super().handle_events()
             if self.cycle is not before and self.cycle is not None:  # a new request: its task has not run yet
-                self.cycle.send = _framed_send(self.cycle)  # type: ignore[method-assign]
+                send, write = _framed(self.cycle)
+                self.cycle.send = send  # type: ignore[method-assign]
                 extensions = self.cycle.scope.setdefault("extensions", {})
-                extensions[BODY_SEND] = self.cycle.send  # a streamed response's middle parts (see .event_stream)
+                extensions[BODY_SEND] = send  # a streamed response's middle parts (see .event_stream)
+                extensions[BODY_WRITE] = write
                 self._hangup = _Hangup(self.loop)
                 extensions[ON_HANGUP] = self._hangup.watch
             if self._header_timer is not None and self.cycle is not self._waiting_on:

@@ -103,9 +103,12 @@ class Relay:
         self.frames, self.is_last, self.cut_short, self.end = frames, is_last, cut_short, end
         self.finished = False
 
-    async def send_all(self, send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    async def send_all(self, send: Callable[[dict[str, Any]], Awaitable[None]],
+                       write: Callable[[bytes], bool] | None = None) -> None:
         """Send every frame as ASGI body parts marked :data:`WHOLE_BATCH`; a frame's failure after what was ready.
 
+        ``write`` is the connection's :data:`~.event_stream.BODY_WRITE` when it has one: each
+        part is offered to it first, and goes through ``send`` only when it answers False.
         When ``send`` fails while the next frame is half-way, that step is unwound as a
         cancel would unwind it (the module's "a step left half-way") before the error goes on.
         """
@@ -133,13 +136,15 @@ class Relay:
                         step = None
                         if batch:  # what was ready still goes out before the failure
                             self.finished = is_last(batch[-1])
-                            await send(_part(batch))
+                            await _out(send, write, batch)
                         raise
                     if batch:  # a full batch, or the next frame must wait: send what is ready first
                         last = batch[-1]
                         self.finished = is_last(last)
-                        await send({"type": "http.response.body", "more_body": True, WHOLE_BATCH: True,
-                                    "body": last if len(batch) == 1 else b"".join(batch)})  # _part, inline
+                        body = last if len(batch) == 1 else b"".join(batch)
+                        if write is None or not write(body):  # _out, inline: written at once, or sent
+                            await send({"type": "http.response.body", "more_body": True, WHOLE_BATCH: True,
+                                        "body": body})
                         batch, size = [], 0
                     if step is None:
                         continue
@@ -152,7 +157,7 @@ class Relay:
                     size += len(frame)
                 if batch:
                     self.finished = is_last(batch[-1])
-                    await send(_part(batch))
+                    await _out(send, write, batch)
             finally:
                 if step is not None:  # send failed between a batch and its wait
                     await _unwind(step, waiting)
@@ -164,6 +169,9 @@ class Relay:
             await self.end(self.finished)
 
 
-def _part(batch: list[bytes]) -> dict[str, Any]:
-    return {"type": "http.response.body", "body": batch[0] if len(batch) == 1 else b"".join(batch),
-            "more_body": True, WHOLE_BATCH: True}
+async def _out(send: Callable[[dict[str, Any]], Awaitable[None]], write: Callable[[bytes], bool] | None,
+               batch: list[bytes]) -> None:
+    """One batch out: written by ``write`` when it takes it, else sent as one body part."""
+    body = batch[0] if len(batch) == 1 else b"".join(batch)
+    if write is None or not write(body):
+        await send({"type": "http.response.body", "body": body, "more_body": True, WHOLE_BATCH: True})
