@@ -29,7 +29,10 @@ Fewer bytecodes is not always less work: a check moved into C still costs its C.
 fixed; within 0.3 % from run to run): the instructions of a paced chunk (a stream of N + 10
 tokens less one of 10, the upstream pausing 20 ms, over N) and of a streamed and a
 non-streamed request of one token (110 after 20 of warm-up, less 10, over 100), the whole
-process, C included.
+process, C included; then a paced chunk in a real ``agent-core serve`` (the server under
+callgrind, one stream of N + 10 tokens less one of 10 from an HTTP client, after two short
+ones): the same figure with uvicorn's connection in place of the stand-in the app call
+offers (within about 1.5 % from run to run: a server's loop turns vary).
 """
 
 from __future__ import annotations
@@ -151,13 +154,68 @@ def _callgrind(tree: Path, what: str, n: int) -> int:
     return int(found.group(1))
 
 
+def _served(tree: Path, url: str, tokens: int) -> int:
+    """``agent-core serve`` of ``tree`` under callgrind, two short streams then one of ``tokens``: its instructions."""
+    import signal
+    import tempfile
+    import time
+
+    import httpx
+    from bench_gateway import API_KEY, _free_port
+
+    port, home = _free_port(), tempfile.mkdtemp(prefix="bench-bytecodes-")
+    base = f"http://127.0.0.1:{port}"
+    with open(Path(home) / "serve.err", "w+b") as err:
+        proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m",
+                                 "agent_core.cli", "serve", "--log-level", "warning", "--port", str(port), "--token",
+                                 API_KEY, "-c", f"base_url={url}/v1", "-c", f"api_key={API_KEY}", "-c", "max_retries=0"],
+                                env={**tree_env(tree), "AGENT_CORE_HOME": home, "PYTHONHASHSEED": "0"},
+                                stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline = time.monotonic() + 300  # a Python server starts slowly under callgrind
+            while True:
+                try:
+                    httpx.get(base + "/healthz", timeout=2)
+                    break
+                except httpx.HTTPError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise SystemExit(f"agent-core serve of {tree} did not start under callgrind") from None
+                    time.sleep(1)
+            for n in (2, 2, tokens):
+                body = {"model": "openai/paced", "messages": [{"role": "user", "content": "hi"}],
+                        "max_tokens": n, "stream": True}
+                with httpx.stream("POST", base + "/v1/chat/completions", json=body, timeout=600,
+                                  headers={"authorization": f"Bearer {API_KEY}"}) as response:
+                    got = b"".join(response.iter_bytes())
+                if response.status_code != 200 or got.count(b"data: ") < n:
+                    raise SystemExit(f"agent-core serve of {tree} answered {response.status_code}: {got[:200]!r}")
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=300)
+        err.seek(0)
+        found = re.search(r"Collected : (\d+)", err.read().decode(errors="replace"))
+    if found is None:
+        raise SystemExit(f"no count from callgrind for agent-core serve of {tree}")
+    return int(found.group(1))
+
+
 def instructions(tree: Path, n: int) -> None:
-    """Print a paced chunk's and a request's instructions for ``tree``."""
+    """Print a paced chunk's and a request's instructions for ``tree``, then a paced chunk's in a real server."""
+    from bench_gateway import start_upstream, stop
+
     chunk = (_callgrind(tree, "chunk", n + 10) - _callgrind(tree, "chunk", 10)) / n
     print(f"instructions a paced chunk: {chunk:,.0f}", flush=True)
     for what in ("streamed", "non-streamed"):
         request = (_callgrind(tree, what, 110) - _callgrind(tree, what, 10)) / 100
         print(f"instructions a {what} request of one token: {request:,.0f}", flush=True)
+    upstream, url = start_upstream(20.0)
+    try:
+        served = (_served(tree, url, n + 10) - _served(tree, url, 10)) / n
+    finally:
+        assert upstream.stdin is not None
+        upstream.stdin.close()
+        stop(upstream)
+    print(f"instructions a paced chunk in agent-core serve: {served:,.0f}", flush=True)
 
 
 def _parts(counts: dict[str, float]) -> list[tuple[str, float]]:
