@@ -163,11 +163,17 @@ def _unconnected() -> tuple[Any, Any]:
     return reader, _aio_stream.AsyncioStream(None, reader)  # type: ignore[arg-type]
 
 
+async def _waiting(max_bytes: int) -> tuple[Any, Any, asyncio.Future[bytes]]:
+    """An unconnected reader and stream, and a read of ``max_bytes`` already waiting on it."""
+    reader, stream = _unconnected()
+    read = asyncio.ensure_future(stream.read(max_bytes, timeout=5))
+    await asyncio.sleep(0)  # the read waits
+    return reader, stream, read
+
+
 def test_data_for_a_waiting_read_is_handed_to_it_not_queued() -> None:
     async def main() -> None:
-        reader, stream = _unconnected()
-        read = asyncio.ensure_future(stream.read(100, timeout=5))
-        await asyncio.sleep(0)  # the read waits
+        reader, stream, read = await _waiting(100)
         reader.data_received(b"abc")
         assert not reader.queue and reader.queued == 0  # straight to the read: no queue, no take
         reader.data_received(b"def")  # arrives before the read's task runs: queued behind it
@@ -179,9 +185,7 @@ def test_data_for_a_waiting_read_is_handed_to_it_not_queued() -> None:
 
 def test_handed_data_bigger_than_the_read_keeps_its_rest_ahead_of_what_came_after() -> None:
     async def main() -> None:
-        reader, stream = _unconnected()
-        read = asyncio.ensure_future(stream.read(2, timeout=5))
-        await asyncio.sleep(0)
+        reader, stream, read = await _waiting(2)
         reader.data_received(b"abcde")
         reader.data_received(b"fg")
         got = [await read]
@@ -194,9 +198,7 @@ def test_handed_data_bigger_than_the_read_keeps_its_rest_ahead_of_what_came_afte
 
 def test_data_handed_to_a_read_cancelled_before_it_ran_is_kept_for_the_next() -> None:
     async def main() -> None:
-        reader, stream = _unconnected()
-        read = asyncio.ensure_future(stream.read(100, timeout=5))
-        await asyncio.sleep(0)
+        reader, stream, read = await _waiting(100)
         reader.data_received(b"abc")
         read.cancel()  # in the same turn of the loop: the task is woken with the cancel, not the data
         with pytest.raises(asyncio.CancelledError):
