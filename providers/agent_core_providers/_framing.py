@@ -136,13 +136,19 @@ class Chunked(Framing):
             self.leftover += data
             return []
         if self._state == _LINE and not self._buf:  # the usual read: exactly one whole chunk
-            eol = data.find(b"\r\n", 0, MAX_LINE + 2)
-            matched = _SIZE.fullmatch(data, 0, eol) if eol > 0 else None
-            if matched is not None:
-                start = eol + 2
-                stop = start + int(matched.group(1), 16)
-                if stop > start and len(data) == stop + 2 and data[stop:] == b"\r\n":
-                    return [data[start:stop]]
+            # A bare size of hex digits, checked without the regular expression: isalnum() leaves
+            # out the sign, spaces and underscores int() would take, and the x and X bytes (120,
+            # 88) its 0x prefix. Anything else (an extension, a long line) takes the loop below.
+            eol = data.find(b"\r\n")
+            if 0 < eol <= 16:
+                head = data[:eol]
+                if head.isalnum() and 120 not in head and 88 not in head:
+                    try:
+                        stop = eol + 2 + int(head, 16)
+                    except ValueError:  # a letter past f: the loop below names it
+                        stop = 0
+                    if stop > eol + 2 and len(data) == stop + 2 and data[stop:] == b"\r\n":
+                        return [data[eol + 2:stop]]
         buf = self._buf + data if self._buf else data
         end = len(buf)
         at = 0

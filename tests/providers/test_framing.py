@@ -207,6 +207,28 @@ def test_a_size_line_must_be_hex(line: bytes) -> None:
     assert "not a hexadecimal size" in _refused(Chunked(), b"5\r\nhello\r\n" + line + b"\r\n" + SECRET)
 
 
+@pytest.mark.parametrize("line", [b"0x5", b"0X5", b"+5", b" 5", b"\t5", b"0_5", b"5g"])
+def test_a_size_line_int_would_take_is_refused_in_a_read_of_one_whole_chunk(line: bytes) -> None:
+    # A read that is exactly one chunk frame takes a shortcut past the regular expression; what
+    # int(line, 16) accepts but HTTP does not (a 0x prefix, a sign, blanks, underscores) is refused there too.
+    assert "not a hexadecimal size" in _refused(Chunked(), line + b"\r\nhello\r\n")
+
+
+@pytest.mark.parametrize("line", [b"5", b"05", b"0000000000000005", b"5 ", b"5;ext=1", b"5\t;x"])
+def test_a_read_of_one_whole_chunk_gives_its_data_whatever_the_size_line(line: bytes) -> None:
+    assert Chunked().feed(line + b"\r\nhello\r\n") == [b"hello"]
+    assert Chunked().feed(line.replace(b"5", b"A") + b"\r\nhelloworld\r\n") == [b"helloworld"]
+
+
+def test_a_plain_whole_chunk_is_read_without_the_regular_expression(monkeypatch) -> None:
+    class Refuse:
+        def fullmatch(self, *args: object) -> None:
+            pytest.fail("the size line went through the regular expression")
+
+    monkeypatch.setattr(_framing, "_SIZE", Refuse())
+    assert Chunked().feed(b"1f\r\n" + b"x" * 31 + b"\r\n") == [b"x" * 31]
+
+
 def test_a_size_line_without_end_is_refused_past_max_line() -> None:
     decoder = Chunked()
     decoder.feed(b"1;" + b"e" * (MAX_LINE - 2))  # MAX_LINE bytes and no CRLF yet: still waiting

@@ -60,6 +60,11 @@ def test_whole_event_reads_after_any_held_state_give_what_one_read_gives(reads):
     assert events == SSEDecoder().feed(b"".join(reads))
 
 
+def test_a_lone_cr_inside_a_whole_event_shaped_read_still_ends_a_line():
+    # "data: ..." and a blank line, as the whole-event shape looks, but a CR inside splits two data lines
+    assert SSEDecoder().feed(b"data: a\rdata: b\n\n") == [("", b"a\nb")]
+
+
 def test_a_whole_event_over_the_line_cap_is_still_refused():
     with pytest.raises(MalformedResponseError, match="longer than 16 bytes"):
         SSEDecoder("p", max_line=16).feed(b"data: " + b"x" * 20 + b"\n\n")
