@@ -308,6 +308,8 @@ def test_from_frozen_and_joined_build_frozen_values_without_a_walk() -> None:
     assert hash(d) == hash(FrozenDict({"m": {"role": "user", "content": "hi"}, "n": 1}))
     with pytest.raises(TypeError):
         d["n"] = 2  # type: ignore[index]
+    assert FrozenDict.from_frozen([("a", 1)]) == {"a": 1}  # pairs, as dict() takes them
+    assert FrozenList.from_frozen(x for x in (1, 2)) == [1, 2]  # any iterable
     base = FrozenList.from_frozen([inner])
     grown = FrozenList.joined(base, freeze([{"role": "assistant", "content": "yo"}]))
     assert grown.__class__ is FrozenList and grown[0] is inner and len(grown) == 2

@@ -104,8 +104,8 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         or ``FrozenList``, or another immutable value): one that is not stays
         mutable inside the frozen dict.
         """
-        new = dict.__new__(cls)
-        dict.__init__(new, items)
+        new = _new_dict(cls)  # bound C methods below: dict.__init__ would go through its slot wrapper
+        _fill_dict(new, items)
         new._hash = None
         new._json = False
         return new
@@ -189,8 +189,8 @@ class FrozenList(list):  # type: ignore[type-arg]
         As :meth:`FrozenDict.from_frozen`: the caller vouches that every item
         is frozen (descriptors, frozen messages, the parts of other frozen lists).
         """
-        new = list.__new__(cls)
-        list.__init__(new, items)
+        new = _new_list(cls)  # as FrozenDict.from_frozen: list.extend costs less than list.__init__
+        _extend(new, items)
         new._hash = None
         new._json = False
         return new
@@ -204,9 +204,9 @@ class FrozenList(list):  # type: ignore[type-arg]
         The new list remembers ``head`` (weakly), so :func:`begins_with` can
         tell that it starts with it without comparing the items.
         """
-        new = list.__new__(cls)
-        list.extend(new, head)
-        list.extend(new, tail)
+        new = _new_list(cls)
+        _extend(new, head)
+        _extend(new, tail)
         new._hash = None
         # two lists freeze_json has checked make a checked list: nothing new to walk
         new._json = getattr(head, "_json", False) and getattr(tail, "_json", False)
