@@ -235,3 +235,82 @@ def test_each_batch_is_offered_to_the_connections_write_first_and_sent_only_when
     assert written == [b"ab", b"c"]  # every batch offered to write
     assert sent == ([] if takes else [b"ab", b"c"])  # and sent only when write refused it
     assert ended == [True]  # the last frame went out either way
+
+
+def test_a_cancel_in_a_later_wait_of_the_same_step_reaches_the_frame_generator() -> None:
+    """After a step's first wait, the rest of it is awaited as any coroutine: a cancel there still reaches it."""
+    seen: list[str] = []
+
+    async def main() -> Ends:
+        started = asyncio.Event()
+        ends = Ends()
+
+        async def frames() -> AsyncIterator[bytes]:
+            try:
+                yield b"a"
+                await asyncio.sleep(0)  # the wait the relay resumes by hand
+                started.set()
+                await asyncio.sleep(30)  # a later wait of the same step
+                yield b"late"
+            except asyncio.CancelledError:
+                seen.append("cancelled")
+                raise
+
+        task = asyncio.create_task(ends.relay(frames()).send_all(ends.send))
+        await started.wait()
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return ends
+
+    ends = asyncio.run(main())
+    assert seen == ["cancelled"]
+    assert (ends.parts, ends.cut, ends.ended) == ([b"a"], 1, [False])
+
+
+def test_a_step_that_waits_several_times_gives_its_frames_in_order() -> None:
+    """Later waits of a step, a timeout's cancel and uncancel among them, go to the task directly."""
+
+    async def frames() -> AsyncIterator[bytes]:
+        for i in range(3):
+            await asyncio.sleep(0)
+            try:
+                async with asyncio.timeout(0.01):
+                    await asyncio.sleep(5)
+            except TimeoutError:
+                yield b"%d" % i
+
+    assert asyncio.run(_collect(frames())) == [b"0", b"1", b"2"]
+
+
+def test_a_frame_after_a_wait_comes_back_through_yield_from_not_a_send_call() -> None:
+    """After a wait the step is resumed by ``yield from``, whose value CPython takes in C.
+
+    Calling ``step.send(None)`` from Python instead raises each frame as a StopIteration that
+    _resume catches: a traceback and a match per paced chunk.
+    """
+    import sys
+
+    from agent_core.server import ready
+
+    sends: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_call" and frame.f_code is ready._resume.__code__:
+            sends.append(arg.__name__)
+
+    async def frames() -> AsyncIterator[bytes]:
+        for i in range(5):
+            await asyncio.sleep(0.001)
+            yield b"%d" % i
+
+    async def main() -> list[bytes]:
+        sys.setprofile(profile)
+        try:
+            return await _collect(frames())
+        finally:
+            sys.setprofile(None)
+
+    assert asyncio.run(main()) == [b"0", b"1", b"2", b"3", b"4"]
+    assert sends == []

@@ -21,8 +21,9 @@ generator; now it wakes one coroutine.
 
 Waiting by hand: a step that would wait hands back what it waits on (an
 asyncio future, or None to yield one loop turn). :func:`_resume` yields that
-to the task, which resumes it as it resumes any coroutine (``send(None)``,
-or the exception, a cancel, thrown in).
+to the task; once it is done, the step goes on under ``yield from``, as any
+awaited coroutine does (its later waits go to the task, a cancel is thrown
+into it, its frame comes back without a Python-level StopIteration).
 
 A step left half-way: when sending a batch fails while the next frame's step
 waits (the client is gone, or the request's task is cancelled in the send),
@@ -65,10 +66,10 @@ def _resume(step: Any, waiting: Any) -> Generator[Any, None, Any]:
             except StopIteration as done:
                 return done.value
             continue
-        try:
-            waiting = step.send(None)
-        except StopIteration as done:
-            return done.value
+        # What it waited on is done: from here the step is awaited as any other. Its value comes
+        # back through yield from, in C; step.send(None) here would raise it as a StopIteration
+        # caught in this frame (a traceback, a match) on every paced chunk.
+        return (yield from step)
 
 
 async def _unwind(step: Any, waiting: Any) -> None:
