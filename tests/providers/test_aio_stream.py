@@ -324,3 +324,21 @@ def test_https_through_the_pooled_sync_client(certificate: tuple[Path, Path], mo
         close_clients()
         listener.close()
         thread.join(5)
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_a_waiting_read_waits_on_a_future_of_the_connections_loop(loop_kind: str) -> None:
+    """The read's future is made without asking the loop (asyncio.Future() of the running loop): it is still its own."""
+    if loop_kind == "uvloop":
+        new_loop = pytest.importorskip("uvloop").new_event_loop
+    else:
+        new_loop = asyncio.new_event_loop
+
+    async def main() -> None:
+        reader, stream, read = await _waiting(100)
+        assert reader.waiter.get_loop() is asyncio.get_running_loop()
+        reader.data_received(b"abc")
+        assert await read == b"abc"
+
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        runner.run(main())
