@@ -67,7 +67,7 @@ def raw_body(response: httpx.Response) -> bool:
     """
     if response.is_stream_consumed:  # a body already read (a replay, a mock transport): iter_bytes serves it
         return False
-    encoding = response.headers.get("content-encoding")
+    encoding = ", ".join(response.headers.get_list("content-encoding"))
     return not encoding or encoding.strip().lower() == "identity"
 
 

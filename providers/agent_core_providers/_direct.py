@@ -310,7 +310,7 @@ def read_direct(response: httpx.Response, limit: int) -> bytes | None:
     A body past ``limit`` bytes is :data:`BODY_TOO_LONG`, found as it is read, never joined.
     """
     stream = response.stream
-    if stream.__class__ is not _SyncStream or response.headers.get("content-encoding"):
+    if stream.__class__ is not _SyncStream or ", ".join(response.headers.get_list("content-encoding")):
         return None
     parts, size = [], 0
     for part in stream:
@@ -324,7 +324,7 @@ def read_direct(response: httpx.Response, limit: int) -> bytes | None:
 async def aread_direct(response: httpx.Response, limit: int) -> bytes | None:
     """The async twin of :func:`read_direct`."""
     stream = response.stream
-    if stream.__class__ is not _AsyncStream or response.headers.get("content-encoding"):
+    if stream.__class__ is not _AsyncStream or ", ".join(response.headers.get_list("content-encoding")):
         return None
     parts, size = [], 0
     async for part in stream:

@@ -66,7 +66,7 @@ def _client_id(value: str, what: str, kind: str) -> str:
 
 
 def if_match(request: Request) -> int | None:
-    raw = request.headers.get("if-match")
+    raw = _header(request, "if-match")
     if raw is None:
         return None
     text = raw.strip().removeprefix("W/").strip('"')
@@ -76,16 +76,26 @@ def if_match(request: Request) -> int | None:
     return int(text)
 
 
+def _header(request: Request, name: str) -> str | None:
+    """The request's ``name`` header (the first, as ``Headers.get`` gives it), None when it has none.
+
+    ``Headers.get`` finds a missing header by raising a KeyError and catching it: most requests
+    carry no X-Session-Id, X-Request-Id or If-Match, and each would pay an exception for it.
+    """
+    values = request.headers.getlist(name)
+    return values[0] if values else None
+
+
 def request_id_of(request: Request) -> str:
     """The client's ``X-Request-Id`` (so it can cancel a request before any answer), else a fresh one."""
-    given = request.headers.get("x-request-id")
+    given = _header(request, "x-request-id")
     if given is None:
         return os.urandom(16).hex()  # uuid4's randomness, without building a UUID
     return _client_id(given, "X-Request-Id", "invalid_request_id")
 
 
 def session_id_of(request: Request) -> str | None:
-    given = request.headers.get("x-session-id")
+    given = _header(request, "x-session-id")
     return None if given is None else _client_id(given, "X-Session-Id", "invalid_session_id")
 
 
