@@ -19,6 +19,7 @@ script would write, so a forgotten regeneration shows up in CI.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -57,8 +58,22 @@ SUFFIX = ".schema.json"
 
 def render(tp: Any) -> str:
     """Return the schema text for ``tp`` exactly as it is stored on disk."""
-    schema = {"$schema": DRAFT, **msgspec.json.schema(tp)}
+    schema = {"$schema": DRAFT, **_clean_descriptions(msgspec.json.schema(tp))}
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _clean_descriptions(node: Any) -> Any:
+    """``node`` with every ``description`` dedented as ``inspect.cleandoc`` does.
+
+    msgspec 0.23 dedents the docstrings it puts in a schema and 0.22 did not; cleaning them
+    here makes the files the same whichever version writes them.
+    """
+    if isinstance(node, dict):
+        return {k: inspect.cleandoc(v) if k == "description" and isinstance(v, str) else _clean_descriptions(v)
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_clean_descriptions(v) for v in node]
+    return node
 
 
 def expected_files() -> dict[str, str]:

@@ -17,7 +17,7 @@ from agent_core.errors import LLMError, MalformedResponseError, ProviderUnavaila
 
 from ._call import HTTPCall
 from ._errors import error_from_response, scrub
-from ._sse import JSONEventReader, quote_line
+from ._sse import JSONEventReader, bad_utf8, quote_line
 
 __all__ = ["check_status", "decode_body", "is_json", "looks_like_sse", "raw_body", "salvage", "truncated"]
 
@@ -41,7 +41,7 @@ def decode_body(call: HTTPCall, body: bytes, status: int) -> Any:
     try:
         return _json_decoder.decode(body)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        what = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "invalid JSON"
+        what = "not valid UTF-8" if bad_utf8(exc) else "invalid JSON"
         raise MalformedResponseError(
             f"the API answered with {what}: {quote_line(body, secrets=call.secrets)}",
             provider=call.provider,

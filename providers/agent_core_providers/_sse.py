@@ -70,7 +70,7 @@ from agent_core.errors import LLMError, MalformedResponseError
 
 from ._errors import scrub
 
-__all__ = ["MAX_LINE_BYTES", "JSONEventReader", "SSEDecoder", "quote_line"]
+__all__ = ["MAX_LINE_BYTES", "JSONEventReader", "SSEDecoder", "bad_utf8", "quote_line"]
 
 #: Longest SSE line accepted (bytes); a longer one is a MalformedResponseError.
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -81,6 +81,15 @@ _GATHER_ABOVE = 64 * 1024
 _IGNORED_FIELDS = (b"id:", b"retry:")
 # Field names alone on a line (no colon) are legal SSE with an empty value.
 _BARE_FIELDS = frozenset({b"id", b"retry", b"event", b"data"})
+
+
+def bad_utf8(exc: Exception) -> bool:
+    """True when a JSON decode failed on bytes that are not UTF-8.
+
+    msgspec up to 0.22 raises ``UnicodeDecodeError`` for them; 0.23 a ``DecodeError`` that
+    says "Invalid UTF-8". Either way the body is named for what is wrong with it.
+    """
+    return isinstance(exc, UnicodeDecodeError) or "UTF-8" in str(exc)
 
 
 def quote_line(line: bytes | str, limit: int = _QUOTE_LIMIT, secrets: Iterable[str | None] = ()) -> str:
@@ -370,7 +379,7 @@ class JSONEventReader:
         return out
 
     def _malformed(self, data: bytes, exc: Exception) -> MalformedResponseError:
-        what = "invalid UTF-8" if isinstance(exc, UnicodeDecodeError) else "malformed JSON"
+        what = "invalid UTF-8" if bad_utf8(exc) else "malformed JSON"
         return MalformedResponseError(
             f"{what} in server-sent event: {quote_line(data, secrets=self.secrets)}",
             provider=self.provider,

@@ -208,3 +208,12 @@ def test_scrub_masks_pieces_of_a_key_cut_elsewhere():
     assert scrub("sk-live-", [key]) == "***"  # exactly 8 characters: masked
     assert scrub("short sk-liv", [key]) == "short sk-liv"  # 7: too short to mean the key
     assert scrub(f"{key} and {key}", [key]) == "*** and ***"
+
+
+def test_bad_utf8_is_named_whichever_way_msgspec_reports_it():
+    import msgspec
+    from agent_core_providers._sse import bad_utf8
+
+    assert bad_utf8(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"))  # msgspec up to 0.22
+    assert bad_utf8(msgspec.DecodeError("Invalid UTF-8 encoded string"))  # msgspec 0.23
+    assert not bad_utf8(msgspec.DecodeError("JSON is malformed: invalid character (byte 0)"))
