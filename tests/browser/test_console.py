@@ -280,3 +280,7 @@ def test_a_token_goes_in_a_header_and_nowhere_else(watched: Watched, tmp_path: A
         assert page.context.cookies() == []
         assert "s3cret" not in page.content()
         assert page.evaluate("sessionStorage.getItem('agent-core-console-token')") == "s3cret-console-token"
+        # This test's server stops when the block ends: the page's last fetches (the new session's
+        # views) must be done, and the page closed, before then, or they are refused and logged.
+        page.wait_for_load_state("networkidle")
+        page.close()
