@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.bench  # the benchmark tier: `pytest -m bench` (README, .ci/run)
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_engine.py"
 TARGETS = SCRIPT.with_name("bench_targets.py")
 

@@ -13,6 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.bench  # the benchmark tier: `pytest -m bench` (README, .ci/run)
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_gateway.py"
 
 

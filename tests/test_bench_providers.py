@@ -17,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+pytestmark = pytest.mark.bench  # the benchmark tier: `pytest -m bench` (README, .ci/run)
+
 #: the clients that need nothing beyond agent-core's test environment
 OURS = ("httpx", "httpx+our-sse", "provider-loop", "agent-core")
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_providers.py"

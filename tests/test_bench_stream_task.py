@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.bench  # the benchmark tier: `pytest -m bench` (README, .ci/run)
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 NUMBER = r"(-?[\d.]+)"
 
