@@ -49,6 +49,9 @@ Figures (a cell is one gateway at N concurrent streams; median over ``--rounds``
   ``--seconds`` a round, median of ``--plain-rounds``, measured first while the gateways are fresh;
 * ``RSS``: the gateway's resident memory after a warm-up (idle), and its high-water mark at
   the end of the run (peak; summed over its processes).
+* with ``--relay``, a ``floor:`` line a cell: the bare relay's and agent-core's CPU per chunk, the
+  kernel's part of each (the system CPU of ``/proc``), and, with ``--litellm`` too, what a 20x
+  lead on LiteLLM would leave above the relay's floor against what agent-core spends there.
 
 ``--profile PREFIX --streams 200`` runs py-spy on ``agent-core serve`` through the cells instead
 (``gateway_profile.py``; 0 is the full-speed stream, -1 the non-streamed calls).
@@ -365,16 +368,22 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its children so far, from ``/proc``."""
-    total = 0.0
+def cpu_split(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of a process and its children so far, from ``/proc``."""
+    user = system = 0.0
     for p in _tree(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+        user += int(fields[11]) / os.sysconf("SC_CLK_TCK")
+        system += int(fields[12]) / os.sysconf("SC_CLK_TCK")
+    return user, system
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its children so far."""
+    return sum(cpu_split(pid))
 
 
 def memory_mib(pid: int, key: str) -> float:
@@ -516,14 +525,16 @@ def run_round(gateway: Gateway, model: str, streams: int, tokens: int, pace_ms: 
     for w in workers:
         assert w.stdout is not None and w.stdout.readline().strip() == "ready", "a client worker did not start"
     pid = gateway.pid
-    cpu, busy, up, started = cpu_seconds(pid), machine_busy(), cpu_seconds(gateway.upstream), time.monotonic()
+    (user, system), busy, up, started = cpu_split(pid), machine_busy(), cpu_seconds(gateway.upstream), time.monotonic()
     for w in workers:
         assert w.stdin is not None
         w.stdin.write("go\n")
         w.stdin.flush()
     tallies = [Tally(**json.loads(w.stdout.readline() or "{}")) for w in workers]  # type: ignore[union-attr]
     wall = time.monotonic() - started
-    cpu, busy, up = cpu_seconds(pid) - cpu, machine_busy() - busy, cpu_seconds(gateway.upstream) - up
+    now = cpu_split(pid)
+    user, system = now[0] - user, now[1] - system
+    cpu, busy, up = user + system, machine_busy() - busy, cpu_seconds(gateway.upstream) - up
     for w in workers:
         w.wait()
     bad = [b for t in tallies for b in t.bad]
@@ -534,7 +545,8 @@ def run_round(gateway: Gateway, model: str, streams: int, tokens: int, pace_ms: 
     delays = [d for t in tallies for d in t.delays]
     chunks = sum(t.tokens for t in tallies)
     replies = sum(t.replies for t in tallies)
-    return {"cpu_us": cpu / max(chunks, replies, 1) * 1e6, "gap50": _pct(gaps, 0.5), "gap99": _pct(gaps, 0.99),
+    return {"cpu_us": cpu / max(chunks, replies, 1) * 1e6, "sys_us": system / max(chunks, replies, 1) * 1e6,
+            "gap50": _pct(gaps, 0.5), "gap99": _pct(gaps, 0.99),
             "delay50": _pct(delays, 0.5), "delay99": _pct(delays, 0.99),
             "first50": _pct(first, 0.5) * 1e3, "first99": _pct(first, 0.99) * 1e3, "cores": busy / wall,
             **{f"first{q}": _pct(first, q / 100) * 1e3 for q in (10, 25, 75, 90)},
@@ -733,11 +745,16 @@ def verdicts(args: argparse.Namespace, figures: dict[Any, Any]) -> None:
     _verdict(f"first token p50 at {top} streams after the upstream's own, ms", late, "goal <= 50", late <= 50)
     if args.relay:
         for n in args.streams:
-            relay, ours = figures[n]["relay"]["cpu_us"], figures[n]["agent-core"]["cpu_us"]
-            times = f"{ours / relay:.1f}x it" if relay else "n/a (the relay's CPU was under a clock tick)"
-            line = f"floor: a bare byte relay's CPU per chunk at {n} streams = {relay:.1f} us; agent-core = {times}"
+            relay, ours = figures[n]["relay"], figures[n]["agent-core"]
+            times = (f"{ours['cpu_us'] / relay['cpu_us']:.1f}x it" if relay["cpu_us"]
+                     else "n/a (the relay's CPU was under a clock tick)")
+            line = (f"floor: a bare byte relay's CPU per chunk at {n} streams = {relay['cpu_us']:.1f} us "
+                    f"({relay['sys_us']:.1f} in the kernel); agent-core = {ours['cpu_us']:.1f} us "
+                    f"({ours['sys_us']:.1f} in the kernel), {times}")
             if args.litellm:
-                line += f"; 20x below LiteLLM would be {figures[n]['litellm']['cpu_us'] / 20:.1f} us"
+                budget = figures[n]["litellm"]["cpu_us"] / 20
+                line += (f"; 20x below LiteLLM would be {budget:.1f} us, {budget - relay['cpu_us']:.1f} above the "
+                         f"relay, where agent-core spends {ours['cpu_us'] - relay['cpu_us']:.1f}")
             print(line)
     if not args.litellm:
         return

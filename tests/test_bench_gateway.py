@@ -9,6 +9,7 @@ harness fails here. The LiteLLM side needs its own environment and is not run.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,7 +41,12 @@ def test_quick_mode_relays_every_token_and_prints_every_figure():
         assert len(firsts) == 6 and firsts == sorted(firsts), line
         assert line.split(";")[1].split()[:3:2] == ["needs", "cores"]
     assert out.count("target: ") == 3
-    assert out.count("floor: a bare byte relay's CPU per chunk") == 2  # the bare relay passed every token on too
+    floors = [line for line in out.splitlines() if line.startswith("floor: a bare byte relay's CPU per chunk")]
+    assert len(floors) == 2  # the bare relay passed every token on too
+    for line in floors:  # each CPU figure with its kernel part, which cannot exceed it
+        figures = re.findall(r"= ([\d.]+) us \(([\d.]+) in the kernel\)", line)
+        assert len(figures) == 2, line
+        assert all(float(kernel) <= float(total) for total, kernel in figures), line
 
 
 def test_a_client_worker_counts_tokens_against_a_real_upstream():
