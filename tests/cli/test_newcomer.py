@@ -137,7 +137,7 @@ def test_install_hints_fit_a_checkout(extra: str) -> None:
 
 def test_plugins_says_which_setting_turns_a_plugin_on(tmp_path: Path) -> None:
     off = [line for line in cli(tmp_path, "plugins").stdout.splitlines() if " system_prompt " in line]
-    assert len(off) == 1 and "(system_prompt: -c KEY=VALUE sets them)" in off[0]
+    assert len(off) == 1 and "(system_prompt, system_prompt_policy: -c KEY=VALUE sets them)" in off[0]
     on = [line for line in cli(tmp_path, "plugins", "-c", "system_prompt=be brief").stdout.splitlines()
           if " system_prompt " in line]
     assert on[0].split()[2] == "on:"

@@ -47,22 +47,37 @@ def test_the_prompt_reaches_the_provider_call_but_is_not_stored():
     result = core.request(session, {"system_prompt": "You are {model}."})
     assert seen[-1][0] == {"role": "system", "content": "You are echo-1."}
     assert [m.role for m in result.session.messages] == ["user", "assistant"]
-    # a session with its own system message gets no second one
+    # a session with its own system message gets the configured one first (the default policy) ...
     own = core.add_message(core.create_session(), Message(role="system", content="Mine."))
     own = core.add_message(own, Message(role="user", content="hi"))
     core.request(own, {"system_prompt": "You are {model}."})
+    assert [m["content"] for m in seen[-1] if m["role"] == "system"] == ["You are echo-1.", "Mine."]
+    # ... or none, when the configured prompt is only a fallback
+    core.request(own, {"system_prompt": "You are {model}.", "system_prompt_policy": "fallback"})
     assert [m["content"] for m in seen[-1] if m["role"] == "system"] == ["Mine."]
 
 
-def test_the_prompt_is_an_llm_request_injection_only_while_the_session_has_no_system_message():
+def test_the_prompt_goes_first_whatever_the_conversation_brings_unless_the_policy_says_otherwise():
+    import pytest
+    from agent_core.errors import ConfigError
+
     harness = PluginHarness(SystemPromptFeature, {"system_prompt": "Be brief, {model}.", "model": "m"})
     (action,) = harness.plugin.get_actions(harness.state)
     assert action["trigger"] == "llm_request"
     user_only = Session("s", [Message(role="user", content="hi")])
+    injected = {"context_injection": "Be brief, m.", "context_injection_role": "system"}
     out = harness.plugin.execute_action(action["id"], user_only, [], {}, {"config": harness.config}, harness.state)
-    assert out == {"context_injection": "Be brief, m.", "context_injection_role": "system"}
+    assert out == injected
     own = user_only.with_message(Message(role="system", content="Mine."))
-    assert harness.plugin.execute_action(action["id"], own, [], {}, {"config": harness.config}, harness.state) == {}
+    assert harness.plugin.execute_action(action["id"], own, [], {}, {"config": harness.config}, harness.state) == injected
+    fallback = {**harness.config, "system_prompt_policy": "fallback"}
+    assert harness.plugin.execute_action(action["id"], own, [], {}, {"config": fallback}, harness.state) == {}
+    assert harness.plugin.execute_action(action["id"], user_only, [], {}, {"config": fallback}, harness.state) == injected
+    refuse = {**harness.config, "system_prompt_policy": "refuse"}
+    with pytest.raises(ConfigError) as refused:
+        harness.plugin.execute_action(action["id"], own, [], {}, {"config": refuse}, harness.state)
+    assert refused.value.key == "system_prompt_policy"
+    assert harness.plugin.execute_action(action["id"], user_only, [], {}, {"config": refuse}, harness.state) == injected
 
 
 def test_system_prompt_is_off_without_a_prompt():

@@ -97,14 +97,15 @@ def test_anthropic_every_call_has_the_top_level_system_field_and_none_is_stored(
     _never_stored(result)
 
 
-def test_a_session_with_its_own_system_message_gets_no_second_one(server):
+def test_a_sessions_own_system_message_follows_the_configured_one_on_the_wire(server):
     server.enqueue(oa_text("ok"))
     core = _core()
     session = core.add_message(core.create_session("s"), Message("system", "Mine."))
     session = core.add_message(session, Message("user", "hi"))
     _ask(server, "openai", session)
     assert server.requests[0].raw.startswith(
-        b'{"model":"m","messages":[{"role":"system","content":"Mine."},{"role":"user","content":"hi"}],')
+        b'{"model":"m","messages":[{"role":"system","content":"Be exact. You are m."},'
+        b'{"role":"system","content":"Mine."},{"role":"user","content":"hi"}],')
 
 
 def _never_stored(result) -> None:

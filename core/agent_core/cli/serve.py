@@ -60,6 +60,9 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                        help="a web origin whose pages may call the server (repeat; none by default)")
     serve.add_argument("--insecure", action="store_true", default=None,
                        help="allow listening beyond loopback without a token")
+    serve.add_argument("--paid-actions", action="store_true", default=None,
+                       help="let session actions ask the model (a paid call, e.g. compact_native_history's "
+                            "summarize mode); off by default")
     serve.add_argument("--quiet", action="store_true",
                        help="print no start banner and no line per request (warnings and errors still)")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
@@ -77,10 +80,16 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
 _LIMIT_FLAGS = (
     ("--max-body-bytes", int, "largest request body (default 8 MiB)"),
     ("--max-json-depth", int, "deepest JSON nesting of a body (default 64)"),
-    ("--max-messages", int, "most messages in one request (default 2000)"),
+    ("--max-messages", int, "most messages one request becomes, tool results counted (default 2000)"),
+    ("--max-blocks", int, "most content blocks in one request (default 20000)"),
+    ("--max-tool-calls", int, "most tool calls, and tool results, in one request (default 2000)"),
     ("--header-timeout", float, "seconds a client may take to send a request's headers (default 10)"),
     ("--body-timeout", float, "seconds a client may take to send a request's body (default 30)"),
     ("--max-concurrent", int, "requests handled at once by this process; 503 beyond (default 256)"),
+    ("--tenant-max-concurrent", int, "requests one tenant may have at once; 429 beyond (default: half of "
+                                     "--max-concurrent with several tenants)"),
+    ("--max-actions", int, "session actions run at once by this process; 503 beyond (default 4)"),
+    ("--tenant-max-actions", int, "session actions one tenant may run at once; 429 beyond (default 2)"),
     ("--max-choices", int, "most choices (n) in one Chat Completions request, each a model call (default 8)"),
     ("--turn-wait", float, "seconds a turn waits for its busy session before it gives up (default 60)"),
 )
@@ -130,7 +139,9 @@ def _serve(args: argparse.Namespace) -> int:
         insecure=args.insecure,
         max_body_bytes=args.max_body_bytes, max_json_depth=args.max_json_depth, max_messages=args.max_messages,
         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, max_concurrent=args.max_concurrent,
-        max_choices=args.max_choices, turn_wait_s=args.turn_wait,
+        max_choices=args.max_choices, turn_wait_s=args.turn_wait, max_blocks=args.max_blocks,
+        max_tool_calls=args.max_tool_calls, tenant_max_concurrent=args.tenant_max_concurrent,
+        max_actions=args.max_actions, tenant_max_actions=args.tenant_max_actions, paid_actions=args.paid_actions,
     )
     run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace,
                settings=settings, log_level=args.log_level, log_json=args.log_json, quiet=args.quiet)

@@ -34,6 +34,9 @@ class EngineCalls:
     def resolve(self, config: Mapping[str, Any] | None = None, *, session: Session | None = None) -> Resolution:
         raise NotImplementedError  # AgentCore.resolve
 
+    def _in_flight(self, request_id: str, config: Mapping[str, Any] | None) -> Any:
+        raise NotImplementedError  # AgentCore._in_flight
+
     # -- tools ----------------------------------------------------------------
 
     def get_tool_descriptors(self, config: Mapping[str, Any] | None = None) -> list[ToolDescriptor]:
@@ -133,8 +136,16 @@ class EngineCalls:
         config: Mapping[str, Any] | None = None,
         *,
         context: Mapping[str, Any] | None = None,
+        request_id: str | None = None,
+        side_requests: bool = True,
     ) -> ActionResult:
         """Run a session-scoped action of an enabled extension or feature.
+
+        With ``request_id`` the action is in flight under that id while it runs:
+        ``cancel_request(request_id)`` cancels the model calls it makes through
+        ``context["core"].side_request`` and refuses any it would start after.
+        ``side_requests=False`` refuses those calls outright (a server that does
+        not let clients spend money through actions).
 
         ``action_id`` may be qualified as ``"plugin:action"`` when two plugins
         declare the same id. Params are checked against the action's
@@ -165,8 +176,13 @@ class EngineCalls:
                 f"context must be a mapping, got {type(context).__name__}", argument="context"
             )
         check_config(config)
-        return execute_action(self.resolve(config, session=session), session, action_id, params, context,
-                              PluginCore(self, config=config or {}))
+        resolution = self.resolve(config, session=session)
+        if request_id is None:
+            return execute_action(resolution, session, action_id, params, context,
+                                  PluginCore(self, config=config or {}, side_requests=side_requests))
+        with self._in_flight(request_id, config):
+            return execute_action(resolution, session, action_id, params, context,
+                                  PluginCore(self, request_id, side_requests=side_requests))
 
     def execute_lifecycle_actions(
         self,

@@ -17,13 +17,13 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..compat import PlatformNames
-from ..errors import ConfigError, InvalidArgumentError, RequestInFlightError
+from ..errors import ConfigError, InvalidArgumentError, ProviderRequestCancelled, RequestInFlightError
 from ..plugins.core import PluginCore, side_config
 from ..plugins.hooks import KINDS, PluginSpec, spec_for
 from ..plugins.replay import Replays
 from ..plugins.resolution import Resolution, session_plugins
 from ..runtime.drivers import drive_async, drive_sync
-from ..runtime.flight import Flight
+from ..runtime.flight import Flight, in_flight
 from ..values.events import DoneEvent, Event
 from ..values.frozen import thaw
 from ..values.messages import Message, Session
@@ -191,16 +191,16 @@ class AgentCore(EngineCalls, PlatformNames):
     def resolve(self, config: Mapping[str, Any] | None = None, *, session: Session | None = None) -> Resolution:
         """Which plugins run for ``config``, in run order, and why (see :mod:`agent_core.plugins.resolution`).
 
-        With ``session``, its ``metadata["plugins"]`` list (when present)
-        restricts the plugins, as it does for a request on that session. The
-        result can be handed to one request on this config (``resolution=``).
+        With ``session``, its ``metadata["plugins"]`` list restricts the plugins as for a request on
+        it (see config ``session_plugins``). The result can serve one request (``resolution=``).
 
         Raises:
             ConfigError: see :func:`agent_core.plugins.resolution.resolve`; also a
                 session ``plugins`` entry that is not a list of ids.
         """
-        only = session_plugins(session.metadata) if session is not None else None
         config = {} if config is None else config
+        seen = config if isinstance(config, Mapping) else None
+        only = session_plugins(session.metadata, seen) if session is not None else None
         basis = Basis(self, tuple(self._specs.values()), config, only) if isinstance(config, Mapping) else None
         return self._replays.resolve(self._specs, self._generation, config, only=only,
                                      model_cache=self._model_cache, basis=basis)
@@ -224,7 +224,7 @@ class AgentCore(EngineCalls, PlatformNames):
                 f"request_id must be a non-empty string, got {request_id!r}", argument="request_id"
             )
         given = None if resolution is None else check_handed(
-            resolution, self, tuple(self._specs.values()), config or {}, session_plugins(session.metadata))
+            resolution, self, tuple(self._specs.values()), config or {}, session_plugins(session.metadata, config))
         cfg = dict(config or {})
         resolved = (lambda: given) if given is not None else (lambda: self.resolve(cfg, session=session))
         stream = cfg.get("stream", stream_default)
@@ -369,8 +369,14 @@ class AgentCore(EngineCalls, PlatformNames):
             flight = self._flights.get(request_id) if isinstance(request_id, str) else None
         if flight is None:
             raise InvalidArgumentError(f"no request {request_id!r} is in flight", argument="request_id")
+        if flight.cancelled:  # a model call started after the cancel would be paid for nobody
+            raise ProviderRequestCancelled(request_id)
         secret = {e["key"] for e in self.get_config_schema() if e.get("secret")}
         return side_config(flight.config, overrides, secret), f"{request_id}/side-{uuid.uuid4().hex[:8]}"
+
+    def _in_flight(self, request_id: str, config: Mapping[str, Any] | None) -> Any:
+        """``request_id`` in flight (cancellable, lending ``config`` to side requests) for a ``with`` block."""
+        return in_flight(self._flights, self._lock, request_id, config)
 
     def cancel_request(self, request_id: str) -> bool:
         """Cancel an in-flight request; True when it was found.

@@ -287,6 +287,7 @@ ENGINE_KEYS: dict[str, tuple[str, ...]] = {
     "run_pending_tool_calls": ("boolean",),
     "tool_timeout_s": ("number",),
     "announce_answer": ("boolean",),
+    "session_plugins": ("string",),
 }
 
 

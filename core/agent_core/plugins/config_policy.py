@@ -30,7 +30,7 @@ import msgspec
 
 from ..errors import ConfigError, ConfigNotAllowedError
 
-__all__ = ["DEFAULT_CLIENT_KEYS", "ConfigPolicy", "string_keys"]
+__all__ = ["CAP_KEYS", "DEFAULT_CLIENT_KEYS", "ConfigPolicy", "string_keys"]
 
 #: What a chat client may set by default: its model, how the model samples and how long it may
 #: answer, the shape of the answer, who is asking, and its own function tools (which a server
@@ -45,6 +45,11 @@ DEFAULT_CLIENT_KEYS: frozenset[str] = frozenset({
     "user", "metadata", "safety_identifier", "prompt_cache_key", "service_tier",
     "client_tools",
 })
+
+#: Keys whose operator value is a ceiling for the client's, in families that bound the same thing:
+#: OpenAI reads ``max_completion_tokens`` over ``max_tokens``, so a cap on either caps both.
+CAP_KEYS: tuple[tuple[str, ...], ...] = (("max_tokens", "max_completion_tokens"), ("thinking_budget",),
+                                         ("max_iterations",), ("top_logprobs",))
 
 _MODEL_KEYS = ("provider", "model")
 #: What the operator set for its own provider. A request that switches provider runs without them: the
@@ -111,7 +116,8 @@ class ConfigPolicy(msgspec.Struct, frozen=True, kw_only=True):
         """The config to run: ``operator``'s keys, overridden by the keys of ``client`` it allows.
 
         A client's ``None`` value is ignored rather than unsetting the operator's value (a
-        cap the operator set stays set). When the client switches to another provider, the
+        cap the operator set stays set), and the operator's value of a length key
+        (:data:`CAP_KEYS`) is a ceiling: the request gets the smaller of the two. When the client switches to another provider, the
         operator's ``model``, ``base_url``, ``api_key`` and ``extra_headers`` (meant for its own
         provider) are dropped: the chosen provider runs on its own URL and its own key.
 
@@ -142,6 +148,7 @@ class ConfigPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 )
         merged = dict(operator)
         merged.update({k: v for k, v in client.items() if v is not None and k not in _MODEL_KEYS})
+        _keep_caps(operator, merged)
         choice = self.choose_model(operator, client, providers=providers)
         if choice is not None:
             provider, model = choice
@@ -216,3 +223,19 @@ def _matches(patterns: Iterable[str], provider: str | None, model: Any) -> bool:
         elif provider is not None and isinstance(model, str) and fnmatch.fnmatchcase(f"{provider}/{model}", pattern):
             return True
     return False
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _keep_caps(operator: Mapping[str, Any], merged: dict[str, Any]) -> None:
+    """Lower each key of a cap family in ``merged`` to the smallest operator value of that family."""
+    for family in CAP_KEYS:
+        caps = [operator[k] for k in family if _number(operator.get(k))]
+        if not caps:
+            continue
+        ceiling = min(caps)
+        for key in family:
+            if _number(merged.get(key)) and merged[key] > ceiling:
+                merged[key] = ceiling

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from ..errors import ConfigError, InvalidArgumentError
+from ..errors import ConfigError, ConfigNotAllowedError, InvalidArgumentError
 from ..values.frozen import left_as_is
 from ..values.messages import Session
 from .config import REDACTED, is_secret_name
@@ -66,13 +66,14 @@ class PluginCore:
     the application passed to that call instead (``config``).
     """
 
-    __slots__ = ("_config", "_engine", "request_id")
+    __slots__ = ("_config", "_engine", "_sides", "request_id")
 
     def __init__(self, engine: Any, request_id: str | None = None, *,
-                 config: Mapping[str, Any] | None = None) -> None:
+                 config: Mapping[str, Any] | None = None, side_requests: bool = True) -> None:
         self._engine = engine
         self.request_id = request_id
         self._config = dict(config) if config is not None else None
+        self._sides = side_requests  # False: the application does not let this action call the model
 
     def __repr__(self) -> str:
         return f"PluginCore(request_id={self.request_id!r})"
@@ -99,15 +100,23 @@ class PluginCore:
             ConfigError: ``overrides`` sets ``provider``, ``base_url`` or a secret.
             and whatever :meth:`AgentCore.request` raises for the side request.
         """
+        self._check_allowed()
         if self.request_id is None and self._config is not None:
             return self._engine.request(session, self._action_config(overrides))
         return self._engine.side_request(self._bound(), session, overrides)
 
     async def aside_request(self, session: Session, overrides: Mapping[str, Any] | None = None) -> Any:
         """Async twin of :meth:`side_request`."""
+        self._check_allowed()
         if self.request_id is None and self._config is not None:
             return await self._engine.arequest(session, self._action_config(overrides))
         return await self._engine.aside_request(self._bound(), session, overrides)
+
+    def _check_allowed(self) -> None:
+        if not self._sides:
+            raise ConfigNotAllowedError(
+                "this action asks the model (a side request, which is a paid call), and the application running "
+                "it does not allow that (agent-core serve: --paid-actions)", key="paid_actions")
 
     def _action_config(self, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
         secret = {e["key"] for e in self._engine.get_config_schema() if e.get("secret")}

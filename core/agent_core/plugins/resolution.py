@@ -34,7 +34,8 @@ ids enabled for requests on it (the original platform's rule). It replaces
 step 2's default: an unlisted extension, feature or tool is off (even when
 forced), a listed one is a candidate as if named in ``enabled_plugins``;
 ``disabled_plugins`` and the tag rules still apply. The provider is always
-the one the config names.
+the one the config names. Config ``session_plugins`` changes that rule for
+sessions from clients: ``add`` only opts plugins in, ``ignore`` reads none.
 
 ``get_models`` results can be cached per config (``AgentCore(model_cache=
 {})``): the key is a digest of the provider, the candidates and the config,

@@ -23,7 +23,7 @@ from .hooks import LivePlugin, PluginSpec, call_hook
 from .near_miss import caller_level
 
 __all__ = ["Switches", "by_priority", "check_unknown", "plugin_name_notes", "instantiate", "model_list", "models_key", "pick_provider",
-           "registry_fields", "session_plugins", "string_list", "tag_hint"]
+           "registry_fields", "SESSION_PLUGIN_MODES", "session_plugins", "string_list", "tag_hint"]
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,16 @@ class Switches:
 
     @classmethod
     def read(cls, config: Mapping[str, Any], only: frozenset[str] | None) -> Switches:
-        """``disabled_plugins``, ``force_enabled_plugins`` and ``enabled_plugins`` of ``config``, read once."""
+        """``disabled_plugins``, ``force_enabled_plugins`` and ``enabled_plugins`` of ``config``, read once.
+
+        Under ``session_plugins: "add"`` the session's list only opts plugins in, as
+        ``enabled_plugins`` does: it switches nothing off that the config leaves on.
+        """
+        opted_in = frozenset(config.get("enabled_plugins") or ())
+        if only is not None and config.get("session_plugins") == "add":
+            opted_in, only = opted_in | only, None
         return cls(frozenset(config.get("disabled_plugins") or ()), frozenset(config.get("force_enabled_plugins") or ()),
-                   frozenset(config.get("enabled_plugins") or ()), only)
+                   opted_in, only)
 
     def off(self, spec: PluginSpec) -> str | None:
         """Why a registered plugin is not a candidate (a sentence for ``reasons``), or None when it is one."""
@@ -168,14 +175,27 @@ def pick_provider(specs: Sequence[PluginSpec], config: Mapping[str, Any]) -> Plu
     )
 
 
-def session_plugins(metadata: Mapping[str, Any]) -> frozenset[str] | None:
-    """The explicit plugin list a session's metadata carries under ``"plugins"``, if any.
+#: What a session's ``metadata["plugins"]`` list does, by the config's ``session_plugins``:
+#: ``obey`` (the default: the list is the session's plugins, the original platform's rule),
+#: ``add`` (it only opts plugins in, like ``enabled_plugins``) or ``ignore`` (it is kept, not read).
+#: A handler serving clients it does not trust sets ``ignore`` or ``add``: a list a client stored
+#: must not switch off what the operator runs (``agent-core serve`` does, see docs/security.md).
+SESSION_PLUGIN_MODES = ("obey", "add", "ignore")
+
+
+def session_plugins(metadata: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> frozenset[str] | None:
+    """The explicit plugin list a session's metadata carries under ``"plugins"``, if the config reads it.
 
     Raises:
-        ConfigError: ``plugins`` is not a list of plugin ids (strings).
+        ConfigError: ``plugins`` is not a list of plugin ids (strings), or ``session_plugins``
+            is not one of :data:`SESSION_PLUGIN_MODES`.
     """
+    mode = "obey" if config is None else config.get("session_plugins", "obey")
+    if mode not in SESSION_PLUGIN_MODES:
+        raise ConfigError(f"config key 'session_plugins' must be one of {', '.join(SESSION_PLUGIN_MODES)}, "
+                          f"got {mode!r}", key="session_plugins")
     value = metadata.get("plugins")
-    if value is None:
+    if value is None or mode == "ignore":
         return None
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
         raise ConfigError(

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidArgumentError, RequestInFlightError
 from .effects import CancellationToken
 
-__all__ = ["Flight", "RunCancelled", "tool_timeout_of"]
+__all__ = ["Flight", "RunCancelled", "in_flight", "tool_timeout_of"]
 
 
 class RunCancelled(Exception):
@@ -57,3 +58,27 @@ def tool_timeout_of(config: Mapping[str, Any]) -> float | None:
             key="tool_timeout_s",
         )
     return float(value)
+
+
+@contextlib.contextmanager
+def in_flight(flights: MutableMapping[str, Flight], lock: Any, request_id: str,
+              config: Mapping[str, Any] | None) -> Iterator[Flight]:
+    """A :class:`Flight` for ``request_id`` in ``flights`` for the block (work outside a request: an action).
+
+    Raises:
+        InvalidArgumentError: ``request_id`` is not a non-empty string.
+        RequestInFlightError: a request or action with that id is in flight already.
+    """
+    if not isinstance(request_id, str) or not request_id:
+        raise InvalidArgumentError(f"request_id must be a non-empty string, got {request_id!r}", argument="request_id")
+    flight = Flight(request_id, dict(config or {}))
+    with lock:
+        if request_id in flights:
+            raise RequestInFlightError(request_id)
+        flights[request_id] = flight
+    try:
+        yield flight
+    finally:
+        with lock:
+            if flights.get(request_id) is flight:
+                del flights[request_id]

@@ -35,6 +35,7 @@ from .console_files import PUBLIC_PATHS, ConsoleFiles
 from .errors import ApiError
 from .facade import FacadeRoutes
 from .fields import keys_by_plugin
+from .gate import session_plugin_mode
 from .guard import TENANT_KEY, Admission, Gate
 from .http import (
     LIBRARY_ERRORS,
@@ -160,7 +161,10 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
         if self._with_default is not None and policy.offers(self.default_provider):
             base = self._with_default
         # the operator's URL and key are for the provider its config names (none: for whichever runs)
-        return policy.merge(base, client, providers=self.core.plugins("provider"), bound=self.config.get("provider"))
+        merged = policy.merge(base, client, providers=self.core.plugins("provider"), bound=self.config.get("provider"))
+        # a stored session's plugin list is client data: read only to opt in, and only where the tenant may
+        merged.setdefault("session_plugins", session_plugin_mode(policy.allow))
+        return merged
 
     def _declared(self) -> frozenset[str]:
         """Every key a registered plugin declares (kept until the registrations change)."""

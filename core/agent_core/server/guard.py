@@ -8,7 +8,8 @@ Theory of operation. Two ASGI layers wrap the routes, cheapest refusal first:
    every cross-site POST, must be the server's own or one the operator allowed.
    So no other site's page can use the server, whatever it sends.
 2. :class:`Admission` admits the request: a free slot (``max_concurrent``), a
-   token naming a tenant when tokens are set, a JSON content type on a request
+   token naming a tenant when tokens are set, a free slot of that tenant's own
+   (``tenant_max_concurrent``, so one tenant cannot take every slot), a JSON content type on a request
    with a body (a web page can send ``text/plain`` without asking; it cannot
    send ``application/json`` cross-site without a preflight), and a body read in
    full within ``max_body_bytes`` and ``body_timeout_s``. The tenant rides in the
@@ -31,10 +32,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .failures import Failure, dialect_of, render
+from .gate import is_ascii_int
 from .settings import LOOPBACK_NAMES, ServeSettings
 from .tenants import Tenant, TokenTable
 
-__all__ = ["TENANT_KEY", "Admission", "Gate"]
+__all__ = ["TENANT_KEY", "Admission", "Gate", "tenant_cap"]
 
 #: Where the tenant of a request is kept in its ASGI scope.
 TENANT_KEY = "agent_core.tenant"
@@ -94,11 +96,11 @@ def _host_name(raw: str) -> str | None:
         return None
     if raw.startswith("["):
         end = raw.find("]")
-        if end < 0 or (raw[end + 1:] and not (raw[end + 1] == ":" and raw[end + 2:].isdigit())):
+        if end < 0 or (raw[end + 1:] and not (raw[end + 1] == ":" and is_ascii_int(raw[end + 2:]))):
             return None
         return raw[1:end]
     name, _, port = raw.partition(":")
-    if port and not port.isdigit():
+    if port and not is_ascii_int(port):
         return None
     return name.rstrip(".") or None
 
@@ -158,6 +160,18 @@ class Gate:
         await self.app(scope, receive, send)
 
 
+def tenant_cap(settings: ServeSettings, tokens: TokenTable | None) -> int | None:
+    """How many requests one tenant may have in flight in this process (None: only the process's cap).
+
+    With several tenants the default is half the process's slots, so no tenant can take them all.
+    """
+    if settings.tenant_max_concurrent is not None:
+        return settings.tenant_max_concurrent
+    if tokens is not None and len(tokens.tenants()) > 1:
+        return max(1, settings.max_concurrent // 2)
+    return None
+
+
 class Admission:
     """Admits a request: a free slot, a known token, a JSON body read within its limits."""
 
@@ -169,6 +183,8 @@ class Admission:
         self.default = default
         self.public = public  # GET paths that hold no data (the console's files): no token wanted
         self.running = 0
+        self.by_tenant: dict[str, int] = {}  # requests in flight per tenant name
+        self.tenant_cap = tenant_cap(settings, tokens)
 
     def _tenant(self, scope: Any) -> Tenant | None:
         if self.tokens is None:
@@ -217,7 +233,7 @@ class Admission:
             return
         declared = _header(scope, b"content-length")
         if declared is not None:
-            if not declared.strip().isdigit():
+            if not is_ascii_int(declared.strip().decode("latin-1")):
                 await _refuse(scope, send, 400, "invalid_request_error", "the Content-Length header is not a number")
                 return
             if int(declared) > self.settings.max_body_bytes:
@@ -230,7 +246,24 @@ class Admission:
             await _refuse(scope, send, 415, "unsupported_media_type",
                           "the request body must be JSON sent as Content-Type: application/json")
             return
+        if self.tenant_cap is not None and self.by_tenant.get(tenant.name, 0) >= self.tenant_cap:
+            await _refuse(scope, send, 429, "tenant_busy",
+                          f"this tenant has {self.tenant_cap} requests in flight on this server process already "
+                          "(tenant_max_concurrent); retry shortly", {"retry-after": "1"})
+            return
         scope[TENANT_KEY] = tenant
+        self.by_tenant[tenant.name] = self.by_tenant.get(tenant.name, 0) + 1
+        try:
+            await self._replayed(scope, receive, send, body)
+        finally:
+            left = self.by_tenant[tenant.name] - 1
+            if left:
+                self.by_tenant[tenant.name] = left
+            else:
+                del self.by_tenant[tenant.name]
+
+    async def _replayed(self, scope: Any, receive: Any, send: Any, body: bytes) -> None:
+        """Run the app with ``body`` handed to it from memory."""
         replayed = False
 
         async def replay() -> dict[str, Any]:

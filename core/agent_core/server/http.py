@@ -29,6 +29,7 @@ from ..errors import (
 )
 from ..types import Message, Session
 from .errors import ApiError
+from .gate import ascii_int
 from .failures import Failure, dialect_of, failure_of, failure_of_info, render
 from .tenants import ID_PATTERN
 
@@ -70,10 +71,7 @@ def if_match(request: Request) -> int | None:
     if raw is None:
         return None
     text = raw.strip().removeprefix("W/").strip('"')
-    if not text.isdigit() or len(text) > 18 or int(text) < 1:
-        raise ApiError(400, "invalid_if_match", f"If-Match must be a revision number (e.g. \"3\"), got {raw[:40]!r}",
-                       param="If-Match")
-    return int(text)
+    return ascii_int(text, "If-Match", 1, 10**18 - 1, code="invalid_if_match", example='"3"')
 
 
 def _header(request: Request, name: str) -> str | None:

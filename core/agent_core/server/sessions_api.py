@@ -25,6 +25,7 @@ from .channel import Channel, drain, pump
 from .errors import ApiError, error_body
 from .event_stream import EventStreamResponse
 from .failures import failure_of
+from .gate import ascii_int, check_metadata
 from .http import (
     SSE_HEADERS,
     ConflictNote,
@@ -140,20 +141,19 @@ class SessionRoutes:
         if len(messages) > self.settings.max_messages:
             raise ApiError(400, "invalid_request_error", f"messages: more than {self.settings.max_messages} "
                            "messages (max_messages)", param="messages")
+        policy = self.tenant(request).policy
+        check_metadata(body.metadata or {}, policy.allow, policy.how_to_allow)
         built = [message_of(m, f"messages[{i}]") for i, m in enumerate(messages)]
         session = session_of(sid, built, body.metadata or {})
         revision = await self.store_for(request).acreate(session)
         return JSONResponse({"id": sid, "revision": revision}, 201, headers=etag(revision))
 
     async def list_sessions(self, request: Request) -> Response:
-        raw = request.query_params.get("limit", "100")
-        if not raw.isdigit() or len(raw) > 4 or not 1 <= int(raw) <= 1000:
-            raise ApiError(400, "invalid_request_error", f"limit must be an integer from 1 to 1000, got {raw[:20]!r}",
-                           param="limit")
+        limit = ascii_int(request.query_params.get("limit", "100"), "limit", 1, 1000)
         after = request.query_params.get("after")
         if after is not None:
             checked_id(after, "after")
-        heads = await self.store_for(request).alist(limit=int(raw), after=after)
+        heads = await self.store_for(request).alist(limit=limit, after=after)
         return JSONResponse({"object": "list", "data": [
             {"id": h.session_id, "revision": h.revision, "message_count": h.message_count,
              "created_at": iso_time(h.created_at), "updated_at": iso_time(h.updated_at)} for h in heads]})

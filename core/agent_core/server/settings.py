@@ -43,11 +43,24 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         insecure: allow listening beyond loopback without a token.
         max_body_bytes: the largest request body (413 beyond).
         max_json_depth: the deepest nesting of a JSON body (400 beyond).
-        max_messages: the most messages one request may carry (400 beyond).
+        max_messages: the most messages one request may become, counted after a facade
+            expands it (an Anthropic ``tool_result`` block is a message of its own; 400 beyond).
+        max_blocks: the most content blocks (text, image, tool use and result, thinking...)
+            one request may carry, over all its messages (400 beyond).
+        max_tool_calls: the most tool calls, and the most tool results, one request may carry
+            (400 beyond).
         header_timeout_s: how long a connection may take to send a request's headers.
         body_timeout_s: how long a request may take to send its body (408 beyond).
         max_concurrent: requests handled at once by one process (503 with ``retry-after``
             beyond); a stream counts until it ends.
+        tenant_max_concurrent: requests one tenant may have handled at once by one process
+            (429 with ``retry-after`` beyond); ``None``: half of ``max_concurrent`` (at least
+            1) when a tokens file names several tenants, else no cap of its own.
+        max_actions: session actions run at once by one process, on threads of their own
+            (the store's threads stay the store's; 503 with ``retry-after`` beyond).
+        tenant_max_actions: session actions one tenant may have running at once (429 beyond).
+        paid_actions: whether a session action may ask the model (a side request, which costs
+            money: ``compact_native_history`` in ``summarize`` mode); off, such an action is 403.
         default_provider: the provider of a model name that names none (``gpt-4o-mini``);
             when unset, the operator config's ``provider``, if any.
         model_aliases: model names clients may send for a ``provider/model`` (``{"fast":
@@ -70,14 +83,21 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     max_concurrent: int = 256
+    tenant_max_concurrent: int | None = None
+    max_blocks: int = 20000
+    max_tool_calls: int = 2000
+    max_actions: int = 4
+    tenant_max_actions: int = 2
+    paid_actions: bool = False
     default_provider: str | None = None
     model_aliases: dict[str, str] = {}
     max_choices: int = 8
     turn_wait_s: float = 60.0
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_json_depth", "max_messages", "max_concurrent", "max_choices"):
-            if getattr(self, name) < 1:
+        for name in ("max_body_bytes", "max_json_depth", "max_messages", "max_concurrent", "max_choices",
+                     "tenant_max_concurrent", "max_blocks", "max_tool_calls", "max_actions", "tenant_max_actions"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigError(f"serve setting {name!r} must be at least 1, got {getattr(self, name)}", key=name)
         for name in ("header_timeout_s", "body_timeout_s", "turn_wait_s"):
             value = getattr(self, name)
