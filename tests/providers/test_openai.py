@@ -249,7 +249,7 @@ def test_frozen_state_never_holds_the_key(server):
     assert server.requests[0].headers["authorization"] == "Bearer proxy-secret"  # extra header wins, sent at send time
 
 
-# -- stream shapes seen from real vendors (issue 7) ----------------------------------------
+# -- stream shapes seen from real vendors ----------------------------------------
 
 
 def tool_delta(**fields):
