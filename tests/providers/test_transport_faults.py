@@ -1,4 +1,4 @@
-"""Hostile and quirky servers on loopback: the transport faults of issues 7 and 17, byte for byte.
+"""Hostile and quirky servers on loopback: the transport faults real servers show, byte for byte.
 
 Each test scripts the exact bytes a real (or misbehaving) server sends and
 checks what the provider makes of them: a last event without its blank line,
@@ -81,7 +81,7 @@ def test_body_cut_inside_the_last_event_is_still_truncated(server, kit):
         turn(kit, server)
 
 
-# -- issues 7.7 and 17.3: cancel before the response headers --------------------------------------------
+# -- cancel before the response headers --------------------------------------------
 
 
 # Each provider, sync and async, streamed and not: four combinations cover every pair once.
