@@ -314,7 +314,7 @@ def main() -> None:
 
 
 def verdict(target: str, what: str, value: float, goal: float, unit: str) -> str:
-    """One line saying whether a target of issue 10 is met in this run."""
+    """One line saying whether one of the engine's targets (docs/performance.md) is met in this run."""
     status = "met" if value <= goal else "MISSED"
     return f"target {target}: {what} = {value:.3f} {unit} (goal <= {goal:g} {unit}): {status}"
 

@@ -6,7 +6,7 @@ Streams 5,000 chunks of ordinary prose (5-20 characters each, a typical model
 delta) through the engine with an offline provider and one extension:
 a pass-through extension (the baseline), ``think_tags``, ``redact`` and both.
 Prints microseconds per chunk (best of 7 runs) and the difference from the
-baseline; the budget of issue 14 is at most 1 us added per chunk. A second
+baseline; the budget is at most 1 us added per chunk. A second
 table feeds a stream with a ``<think>`` block and a leaked key every 40 chunks,
 where the extensions leave their fast path. Timings are from one run on a
 shared machine: compare differences, not absolutes.

@@ -1,4 +1,4 @@
-"""The gateway figure of record (issue 31): ``agent-core serve`` relaying paced model streams to
+"""The gateway figure of record: ``agent-core serve`` relaying paced model streams to
 many clients at once, measured from outside, optionally side by side with the LiteLLM proxy.
 
     .venv/bin/python benchmarks/bench_gateway.py                      # N = 1, 50, 200, 500
@@ -44,7 +44,7 @@ Figures (a cell is one gateway at N concurrent streams; median over ``--rounds``
   two cores, with whatever else runs);
 * ``1 full``: one stream of ``--full-tokens`` at full speed (median of 9). After each of its
   rounds the same stream goes through ``AgentCore.astream_request`` in a process of its own,
-  charged its own CPU: the library's async path, the yardstick of issue 31's first target;
+  charged its own CPU: the library's async path, the yardstick of the first gateway target;
 * ``req/s``: non-streamed calls (``full``, 8 tokens) from 8 keep-alive clients in 2 processes,
   ``--seconds`` a round, median of ``--plain-rounds``, measured first while the gateways are fresh;
 * ``RSS``: the gateway's resident memory after a warm-up (idle), and its high-water mark at
@@ -735,7 +735,7 @@ def _spread(n: int, cell: dict[str, Any], pace_ms: float) -> None:
 
 
 def verdicts(args: argparse.Namespace, figures: dict[Any, Any]) -> None:
-    """Ratios of this run against issue 31's targets, one line each."""
+    """Ratios of this run against the gateway's targets (docs/performance.md), one line each."""
     ours = figures["full"]["agent-core"]["cpu_us"] / figures["lib"]
     _verdict("serve CPU per chunk / library's async path, full speed", ours, "goal <= 1.5x", ours <= 1.5)
     top = max(args.streams)

@@ -658,7 +658,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def targets(rows: list[dict[str, Any]]) -> list[str]:
-    """Target 2 of issue 10, for the openai format: ours <= 0.9x httpx, and >= 7x faster than the SDK."""
+    """Target 2, for the openai format: ours <= 0.9x httpx, and >= 7x faster than the SDK."""
     by = {(r["client"], r["format"]): r for r in rows}
     ours, base, sdk = by.get(("agent-core", "openai")), by.get(("httpx", "openai")), by.get(("openai-sdk", "openai"))
     lines = []

@@ -26,9 +26,8 @@ the CPU of N requests of 108 tokens less that of N requests of 8, per extra chun
 the same N streams read straight from the upstream by a bare asyncio protocol that only counts
 the events: the floor that waking up for a network read costs on this machine, which the app
 pays too. The gap between the two is what our read, parse, plugin chain, engine and frame cost
-per chunk, and how much more they cost when each chunk arrives alone (see
-``docs/performance.md``, "A paced chunk against a bare read"). Three more columns split that
-gap (``docs/performance.md``, "Where a paced chunk's time goes: the work and the layers"):
+per chunk, and how much more they cost when each chunk arrives alone. Three more columns split
+that gap (``docs/performance.md``, "What bounds the per-chunk target"):
 
 - *in the read*: the chunk's work alone, done in the read callback of a bare protocol: the
   chunked framing, the provider's SSE reader, the engine's hot loop on the chain and state

@@ -13,7 +13,7 @@ many rounds the task of its own came out lower. ``--instructions N`` counts inst
 callgrind, the instructions a paced chunk of one stream each way (N + 10 tokens less 10, over
 N): a figure a busy machine does not move, for changes smaller than the rounds can show. Each round is ``bench_setup.py``'s paced
 measure: N streams of 108 tokens less N of 8, per extra chunk, the upstream pausing 20 ms
-between tokens (see ``docs/performance.md``, "A stream's body in a task of its own").
+between tokens (see ``docs/performance.md``, "Measuring a change").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every performance target of the engine rework (issue 10), in one command.
+"""Every performance target of the library itself (engine and providers), in one command.
 
     python3 -m venv /tmp/benchenv && /tmp/benchenv/bin/pip install -q -e . openai anthropic litellm
     /tmp/benchenv/bin/python benchmarks/bench_targets.py           # the tables in docs/performance.md
@@ -50,7 +50,7 @@ def main() -> None:
     # the smoke run times only the two paths target 2a compares: the other clients have a smoke test
     # of their own (tests/test_bench_providers.py), and LiteLLM alone takes seconds to import
     verdicts += run("bench_providers.py", *(quick + ["--clients", "httpx,agent-core"] if quick else ["--runs", "5"]))
-    print("Targets of issue 10, this run:")
+    print("Library targets, this run:")
     for line in verdicts:
         print(f"  {line}")
 

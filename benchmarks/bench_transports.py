@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_transports.py --streams 50 --rounds 5
     .venv/bin/python benchmarks/bench_transports.py --quick             # a smoke run
 
-Issue 31 asks that the options for reading the upstream be measured, not argued: httpx's own
+The options for reading the upstream are measured here, not argued: httpx's own
 connection pool (httpcore), HTTP/2 to the upstream, and a well-kept alternative async transport
 (``httpx-aiohttp``) behind the same seam a user would inject a client through
 (``OpenAIProvider.using(async_client=...)``). Each transport gets a worker process that builds

@@ -1,4 +1,4 @@
-"""Sessions under contention: many clients posting turns to ``agent-core serve`` (issue 27).
+"""Sessions under contention: many clients posting turns to ``agent-core serve``.
 
     .venv/bin/python benchmarks/bench_turns_load.py             # the whole matrix, a few minutes
     .venv/bin/python benchmarks/bench_turns_load.py --quick     # a smoke run: 8 clients, SQLite only
@@ -40,8 +40,8 @@ Per cell:
   over the turns posted; ``cores``: how many of the machine's cores were busy meanwhile
   (``/proc/stat``: the clients, the servers, the upstream, PostgreSQL, and whatever else runs).
 
-The first table is the done-means row of issue 27: 8 clients, 2 processes, 3 turns each (24)
-on one session, both backends. The run exits 1 when any cell loses a turn, calls the model other
+The first table is the headline row: 8 clients, 2 processes, 3 turns each (24) on one
+session, both backends. The run exits 1 when any cell loses a turn, calls the model other
 than once per turn, overlaps two calls on one session, or sees a bad event.
 
 The machine has 2 cores shared by the clients, the server processes, the upstream and
@@ -436,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-ms", type=float, default=20.0, help="the upstream's model time per call")
     parser.add_argument("--pg-max-connections", type=int, default=1000,
                         help="PostgreSQL's max_connections (a waiting lease holds no connection, a held one does)")
-    parser.add_argument("--quick", action="store_true", help="SQLite, 2 processes, 8 clients: the done-means row only")
+    parser.add_argument("--quick", action="store_true", help="SQLite, 2 processes, 8 clients: the headline row only")
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -479,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"upstream model time {args.model_ms:g} ms per call; {os.cpu_count()} CPUs; "
           f"Python {sys.version.split()[0]}; whole run {elapsed:.0f} s\n")
     if done_rows:
-        print("issue 27 done-means: 8 clients, 2 serve processes, 3 turns each on one session")
+        print("headline: 8 clients, 2 serve processes, 3 turns each on one session")
         print("\n".join(table(done_rows, args.markdown)))
     if matrix:
         print(f"\nthe matrix (turns per client: {', '.join(f'{n} clients {turns_for(n)}' for n in clients)})")

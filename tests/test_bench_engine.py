@@ -30,7 +30,7 @@ def test_the_one_command_prints_every_table_and_a_verdict_for_every_target() -> 
             if line.strip() and line.split()[0].replace(",", "").isdigit()]
     assert [r[0] for r in rows] == ["0", "1", "3", "10", "10", "1,000", "10", "20"]
     assert "| openai | agent-core |" in out and "| anthropic | agent-core |" in out
-    summary = out.split("Targets of issue 10, this run:")[1]
+    summary = out.split("Library targets, this run:")[1]
     for target in ("1a", "1b", "2a (cpu)", "2a (wall)", "3a", "3b"):
         assert f"target {target}:" in summary, target
     assert all(line.rstrip().endswith(("met", "MISSED")) or "not measured" in line

@@ -1,4 +1,4 @@
-"""benchmarks/bench_turns_load.py works: its quick mode runs the done-means row of issue 27 on SQLite.
+"""benchmarks/bench_turns_load.py works: its quick mode runs the headline row on SQLite.
 
 Eight clients post three turns each to one session over two ``agent-core serve`` processes.
 No figure is checked (no timed tests); the run itself fails when a turn is lost, a turn calls

@@ -58,7 +58,7 @@ def test_module_entry_point_runs_in_a_subprocess():
     assert proc.stdout == "Echo: from a subprocess\n"
 
 
-# -- config flags, typos, tools and plugin states (issue 17, items 6 and 9) -------------
+# -- config flags, typos, tools and plugin states -------------
 
 
 

@@ -134,13 +134,6 @@ def test_module_all_entries_exist(module: str) -> None:
     assert missing == []
 
 
-@pytest.mark.parametrize("old", sorted(__import__("agent_core.compat").compat.MODULE_ALIASES))
-def test_an_old_module_path_imports_the_module_that_replaced_it(old: str) -> None:
-    from agent_core.compat import MODULE_ALIASES
-
-    assert importlib.import_module(old) is importlib.import_module(MODULE_ALIASES[old])
-
-
 def test_the_original_platforms_method_names_stay_on_agent_core() -> None:
     for name in ("send_request", "send_request_stream", "slice_session"):
         assert callable(getattr(agent_core.AgentCore, name))

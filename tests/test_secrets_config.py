@@ -1,4 +1,4 @@
-"""Planted secrets reach only the plugin that declares them (issue 8, items 3 and 4; issue 17, item 8).
+"""Planted secrets reach only the plugin that declares them.
 
 One request through the real OpenAI provider against a loopback server, with
 a key, two custom auth headers, a schema-marked secret of a feature

@@ -4,7 +4,6 @@ The public names are imported here explicitly; anything else is internal.
 Test helpers live in :mod:`agent_core.testing`.
 """
 
-from .compat import install_module_aliases as _install_module_aliases
 from .engine.core import ActionResult, AgentCore, RequestResult
 from .engine.observe import RequestObserver
 from .errors import (
@@ -170,5 +169,3 @@ __all__ = [
     "freeze",
     "thaw",
 ]
-
-_install_module_aliases()  # old module paths (agent_core.frozen, ...) keep importing

@@ -46,6 +46,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from agent_core.plugin_kit import push, replace_final, text_of
+
 from ._anthropic_content import (
     CLIENT_BLOCK_TYPES,
     anthropic_content,
@@ -62,7 +64,6 @@ from ._base import HTTPProvider
 from ._errors import error_from_event
 from ._sampling import ANTHROPIC_FIELDS, EXTRA_BODY, optional_fields
 from ._sse import JSONEventReader
-from .accumulate import push, replace_final, text_of
 from .shapes import anthropic_answer_fault, anthropic_event_fault, malformed
 
 __all__ = [

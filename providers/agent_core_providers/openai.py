@@ -38,6 +38,7 @@ from typing import Any
 
 import msgspec
 from agent_core import FrozenDict, FrozenList
+from agent_core.plugin_kit import push, replace_final, text_of
 
 from ._base import HTTPProvider
 from ._errors import error_from_event
@@ -50,7 +51,6 @@ from ._sampling import (
     token_limit,
 )
 from ._sse import JSONEventReader
-from .accumulate import push, replace_final, text_of
 from .shapes import malformed, openai_answer_fault, openai_chunk_fault
 
 __all__ = [

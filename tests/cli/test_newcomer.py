@@ -1,4 +1,4 @@
-"""The CLI as someone new to it meets it (issue 29): run as a subprocess, checked by what it prints.
+"""The CLI as someone new to it meets it: run as a subprocess, checked by what it prints.
 
 Piped prompts, runs kept and continued, ``logs``, ``--version``, help with examples and
 defaults, "did you mean" for a misspelt provider, stored text that cannot drive the

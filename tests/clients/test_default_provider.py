@@ -3,8 +3,7 @@
 Clients that cannot add a provider prefix, or that spend their own prefix on routing
 (LiteLLM's ``openai/`` means "an OpenAI-compatible server"), name the model as the upstream
 does. The operator says which provider such names go to: ``agent-core serve
---default-provider openai`` (the flag issue 26 asks for; until it exists the gateway fixture
-fails to start and says so).
+--default-provider openai``.
 """
 
 from __future__ import annotations

@@ -364,7 +364,7 @@ def test_a_secret_of_the_wrong_type_is_not_echoed_in_the_error():
     assert "api_key" in str(info.value) and "123456789" not in str(info.value)
 
 
-# -- keys nothing declares (issue 17, item 6) -------------------------------------------
+# -- keys nothing declares -------------------------------------------
 
 
 def typo_core() -> AgentCore:

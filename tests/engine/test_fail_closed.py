@@ -1,4 +1,4 @@
-"""Policies fail closed, and mistakes in a plugin's shape are named where they are made (issue 28).
+"""Policies fail closed, and mistakes in a plugin's shape are named where they are made.
 
 A ``tool_pre`` that answers nothing refuses the call; a tool that returns nothing is an
 error the model reads, not "Result: None"; a method named almost like a hook, a hook that

@@ -1,5 +1,5 @@
 """The original platform's names behave as it documented them, one config-schema reader,
-and session-level plugin lists (issue 9, items 5-7 and 10's ``start``)."""
+session-level plugin lists, and the ``start`` every stream opens with."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def user(text: str = "hi") -> Session:
     return Session("s", [Message("user", text)])
 
 
-# -- item 6: compatibility names ------------------------------------------------------------
+# -- compatibility names ------------------------------------------------------------
 
 
 def test_send_request_stream_ends_with_a_final_event_carrying_the_session() -> None:
@@ -177,7 +177,7 @@ def test_protocols_and_the_cancellation_error_import_from_agent_core_types() -> 
         assert name in types.__all__
 
 
-# -- item 5: one config-schema reader ---------------------------------------------------------
+# -- one config-schema reader ---------------------------------------------------------
 
 
 class PropertiesOnly:
@@ -199,7 +199,7 @@ def test_a_schema_with_properties_but_no_type_is_read_the_same_by_both_calls() -
     assert info.value.key == "depth"
 
 
-# -- item 7: session metadata "plugins" -------------------------------------------------------
+# -- session metadata "plugins" -------------------------------------------------------
 
 
 class Loud:
@@ -245,7 +245,7 @@ def test_a_malformed_session_plugins_entry_fails_the_request_with_a_config_error
     assert events[-1].session == bad
 
 
-# -- item 10: every stream opens with start ---------------------------------------------------
+# -- every stream opens with start ---------------------------------------------------
 
 
 def test_a_stream_whose_plugins_cannot_be_resolved_still_opens_with_start() -> None:

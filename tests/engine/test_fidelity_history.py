@@ -1,4 +1,4 @@
-"""The stored native history never goes stale and never piles up (issue 9, items 1-2)."""
+"""The stored native history never goes stale and never piles up."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def all_text(sent: list[list[dict[str, Any]]]) -> str:
     return " ".join(str(m.get("content")) for call in sent for m in call)
 
 
-# -- item 1: an edit anywhere in the covered prefix is noticed ------------------------------
+# -- an edit anywhere in the covered prefix is noticed ------------------------------
 
 
 def test_a_redacted_first_message_never_reaches_the_provider_again() -> None:
@@ -88,7 +88,7 @@ def test_an_unchanged_history_is_reused_and_only_new_messages_are_hashed(monkeyp
     assert s.metadata[NATIVE_KEY]["recording"]["core_count"] == 43
 
 
-# -- item 2: what initialize_request adds is for this provider call only ----------------------
+# -- what initialize_request adds is for this provider call only ----------------------
 
 
 class SystemPrompt:

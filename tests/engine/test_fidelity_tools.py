@@ -1,4 +1,4 @@
-"""Tool-loop fidelity (issue 9): pending calls, tool_pre's HookResult vocabulary,
+"""Tool-loop fidelity: pending calls, tool_pre's HookResult vocabulary,
 freeform payloads, duplicate tool names, ``stop_on_tool_error``."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def user(text: str = "go") -> Session:
     return Session("s", [Message("user", text)])
 
 
-# -- item 3: pending tool calls left by max_turns -----------------------------------------
+# -- pending tool calls left by max_turns -----------------------------------------
 
 
 def a_max_turns_session(log: list[Any], sent: list[Any], **config: Any) -> tuple[AgentCore, Session]:
@@ -136,7 +136,7 @@ def test_a_call_marked_incomplete_is_never_run_as_a_pending_call() -> None:
     assert log == [] and [m.role for m in result.final_messages] == ["assistant"]
 
 
-# -- item 10: stop_on_tool_error produces tool_failure --------------------------------------
+# -- stop_on_tool_error produces tool_failure --------------------------------------
 
 
 def test_stop_on_tool_error_stops_after_the_turn_with_tool_failure() -> None:
@@ -154,7 +154,7 @@ def test_stop_on_tool_error_stops_after_the_turn_with_tool_failure() -> None:
     assert core.request(user(), {}).outcome.ok
 
 
-# -- item 8: the HookResult vocabulary for tool_pre -------------------------------------------
+# -- the HookResult vocabulary for tool_pre -------------------------------------------
 
 
 def test_inject_context_adds_a_message_for_the_model_after_the_tool_results() -> None:
@@ -283,7 +283,7 @@ def test_a_malformed_hook_result_is_a_plugin_error_naming_the_plugin(bad: dict[s
     assert events[-1].session == user()
 
 
-# -- item 4: duplicate tool names -------------------------------------------------------------
+# -- duplicate tool names -------------------------------------------------------------
 
 
 def test_two_tool_plugins_offering_one_name_fail_with_a_config_error_naming_both() -> None:
@@ -311,7 +311,7 @@ def test_one_tool_plugin_offering_a_name_twice_is_a_config_error() -> None:
         AgentCore(providers=[scripted_provider("hi")], tools=[Twice]).request(user(), {})
 
 
-# -- item 9: freeform payloads -------------------------------------------------------------------
+# -- freeform payloads -------------------------------------------------------------------
 
 
 class Patcher:

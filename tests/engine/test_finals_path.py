@@ -1,5 +1,5 @@
 """Metadata an extension puts on a final reaches the session, and a rewrite keeps the native history in step
-whatever the chain order (issue 28 item 4)."""
+whatever the chain order."""
 
 from __future__ import annotations
 

@@ -853,7 +853,7 @@ def test_tool_pre_actions_chain_in_feature_order_and_a_denial_stops_the_chain() 
 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_when_two_tools_offer_one_name_the_request_fails_naming_both(reverse: bool) -> None:
-    # issue 9 item 4: the model would get two identical names; the order of registration must not decide
+    # the model would get two identical names; the order of registration must not decide
     first = tool("a_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "a"})
     early = tool("z_tool", [openai_fn("add")], lambda n, p: {"success": True, "result": "z"}, priority=1)
     regs = [first, early]

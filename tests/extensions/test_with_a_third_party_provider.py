@@ -1,5 +1,5 @@
 """Every bundled extension and feature with a provider written here: its own chunk and message shapes,
-a state holding nothing the bundled providers keep there, finals made only in ``finalize`` (issue 28 item 5)."""
+a state holding nothing the bundled providers keep there, finals made only in ``finalize``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``agent-core run`` against the live server, as a new user would type it (issue 17, "Done means")."""
+"""``agent-core run`` against the live server, as a new user would type it."""
 
 from __future__ import annotations
 

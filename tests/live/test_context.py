@@ -1,4 +1,4 @@
-"""A prompt longer than the server's context is a ContextLengthError (issue 17, item 5)."""
+"""A prompt longer than the server's context is a ContextLengthError."""
 
 from __future__ import annotations
 

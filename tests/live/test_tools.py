@@ -1,4 +1,4 @@
-"""Tool calls against the live server: a whole tool turn, and a call cut off by ``max_tokens`` (issue 17, items 1-2)."""
+"""Tool calls against the live server: a whole tool turn, and a call cut off by ``max_tokens``."""
 
 from __future__ import annotations
 

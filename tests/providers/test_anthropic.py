@@ -251,7 +251,7 @@ def test_key_never_in_state(server, monkeypatch):
     assert "sk-ant-env-99999" not in repr(turn.state) + repr(turn.native) + repr(turn.finals)
 
 
-# -- stream shapes seen from real vendors (issue 7) ----------------------------------------
+# -- stream shapes seen from real vendors ----------------------------------------
 
 
 def tool_block(index, input_parts, *, id="toolu_cut", name="write", stop=True):

@@ -249,7 +249,7 @@ def test_frozen_state_never_holds_the_key(server):
     assert server.requests[0].headers["authorization"] == "Bearer proxy-secret"  # extra header wins, sent at send time
 
 
-# -- stream shapes seen from real vendors (issue 7) ----------------------------------------
+# -- stream shapes seen from real vendors ----------------------------------------
 
 
 def tool_delta(**fields):
@@ -496,7 +496,7 @@ def test_malformed_stream_through_the_engine_is_a_provider_error_not_a_plugin_er
 def test_a_text_chunk_hands_a_frozen_state_back_frozen():
     """The usual chunk's state comes back frozen when it came in frozen, so the engine has nothing to walk."""
     from agent_core import FrozenDict, FrozenList
-    from agent_core_providers.accumulate import text_of
+    from agent_core.plugin_kit import text_of
 
     provider = OpenAIProvider()
     frozen = freeze({"openai": {}, "openai_text": None, "other": {"kept": [1]}})

@@ -1,4 +1,4 @@
-"""Which 429s are retried (issue 26): a gateway must not multiply its clients' own retries.
+"""Which 429s are retried: a gateway must not multiply its clients' own retries.
 
 ``rate_limit_retries`` bounds the retries after a 429 separately from ``max_retries``
 (which still bounds them all); 0 hands a 429 back at once, with its ``retry_after`` and

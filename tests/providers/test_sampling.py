@@ -1,4 +1,4 @@
-"""Sampling parameters and ``extra_body`` on the wire (issue 17, item 7).
+"""Sampling parameters and ``extra_body`` on the wire.
 
 Each optional field is declared in the provider's config schema with its
 type, checked by the engine, and sent only when set; ``extra_body`` is
@@ -154,7 +154,7 @@ def test_anthropic_refuses_a_sampling_value_of_the_wrong_type(server, key, value
     assert server.requests == []
 
 
-# -- issue 26: what the model wants ---------------------------------------------------------------
+# -- what the model wants ---------------------------------------------------------------
 
 
 def openai_only() -> AgentCore:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from agent_core.errors import LLMError, MalformedResponseError
+from agent_core.plugin_kit import push, text_of
 from agent_core_providers._errors import scrub
 from agent_core_providers._sse import MAX_LINE_BYTES, JSONEventReader, SSEDecoder, quote_line
-from agent_core_providers.accumulate import push, text_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,4 +1,4 @@
-"""Hostile and quirky servers on loopback: the transport faults of issues 7 and 17, byte for byte.
+"""Hostile and quirky servers on loopback: the transport faults real servers show, byte for byte.
 
 Each test scripts the exact bytes a real (or misbehaving) server sends and
 checks what the provider makes of them: a last event without its blank line,
@@ -60,7 +60,7 @@ def _last_event_unclosed(kit: Kit, ending: bytes) -> list[bytes]:
     return [*parts, last[:-2] + ending]
 
 
-# -- issue 7.3: the last event without its closing blank line --------------------------------------
+# -- the last event without its closing blank line --------------------------------------
 
 
 @KITS
@@ -81,7 +81,7 @@ def test_body_cut_inside_the_last_event_is_still_truncated(server, kit):
         turn(kit, server)
 
 
-# -- issues 7.7 and 17.3: cancel before the response headers --------------------------------------------
+# -- cancel before the response headers --------------------------------------------
 
 
 # Each provider, sync and async, streamed and not: four combinations cover every pair once.
@@ -150,7 +150,7 @@ def test_a_cancel_just_before_the_request_is_written_does_not_wait_for_an_answer
     assert server.requests == []
 
 
-# -- issue 7.8: a complete answer is returned at once ------------------------------------------------
+# -- a complete answer is returned at once ------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -181,7 +181,7 @@ def test_injected_client_also_returns_at_once_and_keeps_reusing(server, kit):
     assert ports[1] == ports[2]
 
 
-# -- issue 7.9: a JSON answer to a streaming request ----------------------------------------------------
+# -- a JSON answer to a streaming request ----------------------------------------------------
 
 OA_COMPLETION = {
     "id": "chatcmpl-9",
@@ -247,7 +247,7 @@ def test_json_error_object_with_200_to_a_streaming_request_is_typed(server, kit)
         turn(kit, server)
 
 
-# -- issue 7.10: bytes that are not UTF-8 -------------------------------------------------------------------
+# -- bytes that are not UTF-8 -------------------------------------------------------------------
 
 
 def _bad_utf8_event(kit: Kit) -> bytes:
@@ -298,7 +298,7 @@ def test_bad_utf8_in_a_non_streamed_answer_is_malformed(server, kit):
     assert info.value.status_code == 200 and len(server.requests) == 1
 
 
-# -- issue 7.11: a line over the cap --------------------------------------------------------------------------
+# -- a line over the cap --------------------------------------------------------------------------
 
 
 def test_a_line_over_the_cap_is_refused(server):
@@ -309,7 +309,7 @@ def test_a_line_over_the_cap_is_refused(server):
     assert len(server.requests) == 1
 
 
-# -- issue 7.12: retry-after caps, deadlines, inf and NaN -----------------------------------------------------
+# -- retry-after caps, deadlines, inf and NaN -----------------------------------------------------
 
 
 def _limited(kit: Kit, after: str) -> Reply:
@@ -394,7 +394,7 @@ def test_infinite_timeout_and_deadline_mean_none(server, kit):
     assert turn(kit, server, timeout=float("inf"), deadline_s=float("inf")).finals[0]["content"] == "fine"
 
 
-# -- issue 17.4: stale pooled connections --------------------------------------------------------------------
+# -- stale pooled connections --------------------------------------------------------------------
 
 
 @KITS
@@ -439,7 +439,7 @@ def test_back_to_back_streams_from_a_server_that_closes_after_each(server, kit):
     assert len(server.requests) == 10
 
 
-# -- issue 7.13: pools per event loop, pool size -----------------------------------------------------------------
+# -- pools per event loop, pool size -----------------------------------------------------------------
 
 
 def _open_fds() -> int:
@@ -484,7 +484,7 @@ def test_pool_keeps_a_connection_per_concurrent_caller(server):
     assert len({r.client_port for r in server.requests}) <= threads
 
 
-# -- issue 17.10: a wrong base URL -----------------------------------------------------------------------------------
+# -- a wrong base URL -----------------------------------------------------------------------------------
 
 
 def test_anthropic_base_url_ending_in_v1_is_normalised(server):

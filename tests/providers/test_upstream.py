@@ -1,4 +1,4 @@
-"""The upstream API's own account of a failure, kept on the error and on the stream's error event (issue 26).
+"""The upstream API's own account of a failure, kept on the error and on the stream's error event.
 
 A gateway in front of OpenAI or Anthropic clients must repeat what the API said: its
 status, ``type``, ``code``, ``param``, message and rate-limit headers. Each body below is

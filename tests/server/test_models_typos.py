@@ -1,4 +1,4 @@
-"""A request that names no provider, and a model name that names nothing (issue 29).
+"""A request that names no provider, and a model name that names nothing.
 
 Without a provider, a turn or an action listing runs where the CLI would: the operator
 config's provider, else ``--default-provider``, else ``echo``. A model name that matches no

@@ -1,6 +1,6 @@
 """The OpenAI facade answers as the API would, through the official ``openai`` client.
 
-Each test is one of the deviations real clients found (issue 26): a tool-call message's
+Each test is one of the deviations real clients found: a tool-call message's
 ``content`` and ``refusal``, ``n`` choices, one model by id, bare model names, fields
 that must reach the upstream or be refused by name, the legacy ``functions``, the
 upstream's own error values and rate-limit headers, and a 429 that is not retried here.

@@ -1,4 +1,4 @@
-"""What ``agent-core serve`` prints, read from its output as the user sees it (issue 29).
+"""What ``agent-core serve`` prints, read from its output as the user sees it.
 
 Each test starts the real process (``start_serve`` keeps its stderr in ``serve-PORT.log``),
 makes requests, stops it with SIGTERM and reads the log: the banner once it listens, one

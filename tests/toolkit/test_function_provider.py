@@ -1,4 +1,4 @@
-"""``function_provider``: turns computed from the messages sent, sync or async, streamed or not (issue 28 item 6)."""
+"""``function_provider``: turns computed from the messages sent, sync or async, streamed or not."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ against what the previous step produced: the snapshot excerpt against the
 written ``.ambr`` file, the diff against the output of a run after the
 prefix changed, the printed error against what the snippet printed.
 
-This is also the issue's "done means": PrefixExt is tested with the harness,
+So it also shows what the guide promises: PrefixExt is tested with the harness,
 check_plugin and agent_snapshot in under 20 lines, --snapshot-update writes a
 readable snapshot, a changed prefix fails with a readable diff, and a plugin
 that appends to its input fails check_plugin naming process_chunk.

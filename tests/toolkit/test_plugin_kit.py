@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import warnings
 from typing import Any
 
@@ -48,12 +49,14 @@ def test_the_kits_public_names_are_locked():
     assert all(getattr(kit, name) is not None for name in PUBLIC)
 
 
-def test_the_old_paths_are_the_kits_modules():
-    import agent_core.streaming
-    from agent_core_providers import accumulate
+def test_no_old_module_path_imports_any_more():
+    """The kernel's flat-folder paths and the providers' re-export of the kit's helpers are gone, not aliased."""
+    import agent_core
 
-    assert agent_core.streaming.MarkerScanner is kit.MarkerScanner
-    assert (accumulate.push, accumulate.text_of, accumulate.replace_final) == (kit.push, kit.text_of, kit.replace_final)
+    for old in ("agent_core.streaming", "agent_core.frozen", "agent_core_providers.accumulate"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(old)
+    assert not hasattr(agent_core, "streaming")
 
 
 # -- finals ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Lock agent_core.testing's public names: the issue names them as the plugin author's API."""
+"""Lock agent_core.testing's public names: they are the plugin author's test API."""
 
 from __future__ import annotations
 

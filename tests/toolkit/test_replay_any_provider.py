@@ -1,5 +1,4 @@
-"""Record and replay work for any provider that takes injected httpx clients, not only the bundled ones
-(issue 28 item 6)."""
+"""Record and replay work for any provider that takes injected httpx clients, not only the bundled ones."""
 
 from __future__ import annotations
 
