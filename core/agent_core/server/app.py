@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import warnings
@@ -28,6 +29,7 @@ from starlette.routing import Route
 from .. import AgentCore
 from ..errors import ConfigError, UnknownConfigKeyWarning
 from .access_log import AccessLog, log_event
+from .actions_api import ActionDesk, session_action
 from .approvals import ApprovalDesk
 from .bodies import json_depth
 from .client_tools import ClientTools
@@ -107,6 +109,7 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
                  settings: ServeSettings, default: Tenant, tokens: TokenTable | None = None) -> None:
         self.core = core
         self.approvals = ApprovalDesk()  # the core's approval callback when the application gave none
+        self.action_desk = ActionDesk(settings.max_actions, settings.tenant_max_actions)
         self.console = ConsoleFiles()
         self.retries = retries
         self._tasks: set[asyncio.Future[None]] = set()  # running turns (kept referenced until they end)
@@ -253,6 +256,7 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
             self.core.cancel_request(rid)
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=10)
+        self.action_desk.close()
         if hasattr(self.core, "aclose"):  # what plugins keep for the process: the MCP tool's connections
             await self.core.aclose()
         if self.access is not None:
@@ -280,7 +284,8 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
             Route("/v1/sessions/{session_id}", self.get_session, methods=["GET"]),
             Route("/v1/sessions/{session_id}", self.delete_session, methods=["DELETE"]),
             Route("/v1/sessions/{session_id}/turns", self.turn, methods=["POST"]),
-            Route("/v1/sessions/{session_id}/actions/{action_id}", self.session_action, methods=["POST"]),
+            Route("/v1/sessions/{session_id}/actions/{action_id}", functools.partial(session_action, self),
+                  methods=["POST"]),
             Route("/v1/plugins", self.plugins, methods=["GET"]),
             Route("/v1/ui-schema", self.ui_schema, methods=["GET"]),
             Route("/v1/actions", self.actions, methods=["GET"]),

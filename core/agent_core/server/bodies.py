@@ -12,7 +12,11 @@ field no plugin can honour is refused by name rather than dropped.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -26,6 +30,8 @@ __all__ = [
     "ChatTool",
     "CreateSessionBody",
     "TurnBody",
+    "aparse_body",
+    "aparse_fields",
     "json_depth",
     "parse_body",
     "parse_fields",
@@ -141,25 +147,72 @@ _decode = msgspec.json.Decoder().decode
 
 
 def json_depth(value: Any, limit: int) -> int:
-    """How deeply ``value`` nests (a scalar is 0), counting no further than ``limit + 1``."""
-    deepest = 0
-    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
-    while stack:
-        item, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > limit:
-                break
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
-    return deepest
+    """How deeply ``value`` nests (a scalar is 0), counting no further than ``limit + 1``.
+
+    Level by level, each level's containers gathered by a comprehension: a body of 100,000
+    small objects is walked in tens of milliseconds, not the half second a stack of
+    (item, depth) pairs took. Decoded JSON holds plain ``dict`` and ``list`` only.
+    """
+    level = [value] if value.__class__ is dict or value.__class__ is list else []
+    depth = 0
+    while level and depth <= limit:
+        depth += 1
+        below: list[Any] = []
+        for item in level:
+            below += [c for c in (item.values() if item.__class__ is dict else item)
+                      if c.__class__ is dict or c.__class__ is list]
+        level = below
+    return depth
 
 
-def parse_fields(raw: bytes, kind: type[T], *, max_depth: int) -> tuple[T, dict[str, Any]]:
-    """``raw`` as a ``kind`` value, and the top-level fields ``kind`` does not declare (by name)."""
+async def aparse_fields(raw: bytes, kind: type[T], *, max_depth: int, check: Callable[[T], None] | None = None,
+                        early: Callable[[bytes], None] | None = None) -> tuple[T, dict[str, Any]]:
+    """:func:`parse_fields`, on a thread of the server's own for a large body.
+
+    A body of megabytes takes a fifth of a second to parse and check; on the event loop that
+    would hold every other client's request (``/healthz`` included) as long. The parse threads
+    are not the default pool's, which the store's calls use.
+    """
+    if len(raw) < OFF_LOOP_BYTES:
+        return parse_fields(raw, kind, max_depth=max_depth, check=check)
+    return await asyncio.get_running_loop().run_in_executor(
+        _parsers(), functools.partial(parse_fields, raw, kind, max_depth=max_depth, check=check, early=early))
+
+
+async def aparse_body(raw: bytes, kind: type[T], *, max_depth: int, empty_ok: bool = False) -> T:
+    """:func:`parse_body`, off the event loop for a large body (see :func:`aparse_fields`)."""
+    if len(raw) < OFF_LOOP_BYTES:
+        return parse_body(raw, kind, max_depth=max_depth, empty_ok=empty_ok)
+    return await asyncio.get_running_loop().run_in_executor(
+        _parsers(), functools.partial(parse_body, raw, kind, max_depth=max_depth, empty_ok=empty_ok))
+
+
+#: bodies at least this large are parsed off the event loop
+OFF_LOOP_BYTES = 256 * 1024
+
+
+@functools.cache
+def _parsers() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="agent-core-parse")
+
+
+def parse_fields(raw: bytes, kind: type[T], *, max_depth: int, check: Callable[[T], None] | None = None,
+                 early: Callable[[bytes], None] | None = None) -> tuple[T, dict[str, Any]]:
+    """``raw`` as a ``kind`` value, and the top-level fields ``kind`` does not declare (by name).
+
+    ``check`` (a facade's count of what the request becomes) sees the typed value and may
+    refuse it. ``early`` sees a large body first: a count over a shallow decode (one pass in
+    C that builds no object per content block), so a body of 100,000 blocks is refused before
+    the generic decode and the depth walk build and visit each of them.
+    """
+    if early is not None and len(raw) >= OFF_LOOP_BYTES:
+        early(raw)
     value = _object_of(raw, max_depth, empty_ok=False)
     known = set(kind.__struct_fields__)  # type: ignore[attr-defined]
-    return _converted(value, kind), {k: v for k, v in value.items() if k not in known}
+    typed = _converted(value, kind)
+    if check is not None:
+        check(typed)
+    return typed, {k: v for k, v in value.items() if k not in known}
 
 
 def parse_body(raw: bytes, kind: type[T], *, max_depth: int, empty_ok: bool = False) -> T:

@@ -17,7 +17,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .bodies import ChatBody, parse_fields
+from .amounts import chat_amounts, early_check
+from .bodies import ChatBody, aparse_fields
 from .chat_fields import chat_config, droppable
 from .errors import ApiError
 from .event_stream import EventStreamResponse
@@ -42,7 +43,9 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
     """The facade's routes; mixed into the server, whose attributes they use."""
 
     async def chat(self, request: Request) -> Response:
-        body, rest = parse_fields(await request.body(), ChatBody, max_depth=self.settings.max_json_depth)
+        body, rest = await aparse_fields(await request.body(), ChatBody, max_depth=self.settings.max_json_depth,
+                                         check=lambda parsed: chat_amounts(parsed.messages).check(self.settings),
+                                         early=early_check(self.settings))
         client = chat_config(body, rest, self._resolve_model(body.model), self._declared())
         config = self.config_for(request, client)
         resolution = self._fit_config(config, client, {}, droppable, bool(body.stream))

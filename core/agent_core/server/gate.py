@@ -14,10 +14,8 @@ written once and used by each route that takes such a value:
   :func:`check_metadata` refuses both; a stored list the server finds anyway (written by
   the operator's CLI on the same store, or before this check) is not read
   (:func:`session_plugin_mode`).
-- **Amounts**: what a request becomes, counted before any work (:class:`Amounts`):
-  messages after a facade expands them (one Anthropic ``tool_result`` block is a message
-  of its own), content blocks, tool calls and tool results. ``--max-body-bytes`` already
-  bounds their bytes; these bound the work per byte.
+- **Amounts**: what a facade request becomes is counted before any work
+  (:mod:`.amounts`).
 
 The full table of what a client can send and what becomes of it is in ``docs/security.md``.
 """
@@ -28,12 +26,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
-
 from ..errors import ConfigNotAllowedError
 from .errors import ApiError
 
-__all__ = ["RESERVED_PREFIX", "Amounts", "ascii_int", "check_metadata", "is_ascii_int", "session_plugin_mode"]
+__all__ = ["RESERVED_PREFIX", "ascii_int", "check_metadata", "is_ascii_int", "session_plugin_mode"]
 
 #: Session and message metadata keys under this prefix are the engine's own records.
 RESERVED_PREFIX = "agent_core."
@@ -88,29 +84,3 @@ def check_metadata(metadata: Mapping[str, Any], allow: frozenset[str], how_to_al
         raise ConfigNotAllowedError(
             f"{where}.plugins is a session's plugin list, which the operator sets, not a client; to let clients "
             "opt plugins in, " + how_to_allow.replace("{key}", "enabled_plugins"), key=f"{where}.plugins")
-
-
-class Amounts(msgspec.Struct, kw_only=True):
-    """What a request becomes once a facade has turned it into messages, counted before that work.
-
-    Every facade counts its body into one of these; :meth:`check` refuses the request with a
-    400 naming the first amount over its limit.
-    """
-
-    messages: int = 0
-    blocks: int = 0
-    tool_calls: int = 0
-    tool_results: int = 0
-
-    def check(self, settings: Any) -> None:
-        """Raises ApiError (400) naming the amount over ``settings``' limit, before any work is done."""
-        limits = (("messages", self.messages, settings.max_messages, "max_messages"),
-                  ("content blocks", self.blocks, settings.max_blocks, "max_blocks"),
-                  ("tool calls", self.tool_calls, settings.max_tool_calls, "max_tool_calls"),
-                  ("tool results", self.tool_results, settings.max_tool_calls, "max_tool_calls"))
-        for name, count, limit, setting in limits:
-            if count > limit:
-                param = "messages" if name != "tool calls" else "messages[].tool_calls"
-                raise ApiError(400, "invalid_request_error",
-                               f"messages: the request becomes {count} {name}, more than this server's limit of "
-                               f"{limit} ({setting})", param=param)

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .approvals import ApprovalBody
-from .bodies import parse_body
+from .bodies import aparse_body
 from .errors import ApiError
 from .http import path_id, plain
 
@@ -58,7 +58,7 @@ class InputRoutes:
         call_id = request.path_params["call_id"]
         if not 0 < len(call_id) <= 200:
             raise ApiError(400, "invalid_request_error", "the call id must be 1 to 200 characters", param="call_id")
-        body = parse_body(await request.body(), ApprovalBody, max_depth=self.settings.max_json_depth)
+        body = await aparse_body(await request.body(), ApprovalBody, max_depth=self.settings.max_json_depth)
         if not self.approvals.answer(self.tenant(request).scope(rid), call_id, body.decision):
             raise ApiError(404, "approval_not_found",
                            f"no tool call {call_id[:200]!r} of request {rid!r} is waiting for approval in this "
@@ -66,13 +66,13 @@ class InputRoutes:
         return Response(status_code=204)
 
     async def input_completions(self, request: Request) -> Response:
-        body = parse_body(await request.body(), CompletionBody, max_depth=self.settings.max_json_depth)
+        body = await aparse_body(await request.body(), CompletionBody, max_depth=self.settings.max_json_depth)
         config = self.config_for(request, body.config)
         found = await asyncio.to_thread(self.core.get_completions, config, _capped(body.text))
         return JSONResponse({"object": "list", "data": json.loads(json.dumps(found, default=plain))})
 
     async def apply_input_completion(self, request: Request) -> Response:
-        body = parse_body(await request.body(), CompletionApplyBody, max_depth=self.settings.max_json_depth)
+        body = await aparse_body(await request.body(), CompletionApplyBody, max_depth=self.settings.max_json_depth)
         config = self.config_for(request, body.config)
         text = await asyncio.to_thread(self.core.apply_completion, config, _capped(body.text), body.completion)
         return JSONResponse({"text": text})

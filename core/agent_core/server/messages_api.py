@@ -24,8 +24,9 @@ from .anthropic_compat import (
     messages_config,
     messages_session,
 )
+from .amounts import early_check, messages_amounts
 from .anthropic_stream import MessageStream
-from .bodies import parse_fields
+from .bodies import aparse_fields
 from .event_stream import EventStreamResponse
 from .failures import anthropic_body
 from .fields import with_extra_fields
@@ -40,7 +41,9 @@ class MessagesRoutes(TurnRoutes):
     """The Messages facade's route; mixed into the server, whose attributes and facade helpers it uses."""
 
     async def messages(self, request: Request) -> Response:
-        body, rest = parse_fields(await request.body(), AnthropicBody, max_depth=self.settings.max_json_depth)
+        body, rest = await aparse_fields(await request.body(), AnthropicBody, max_depth=self.settings.max_json_depth,
+                                         check=lambda parsed: messages_amounts(parsed).check(self.settings),
+                                         early=early_check(self.settings))
         client = messages_config(body, self._resolve_model(body.model))
         with_extra_fields(client, rest, self._declared(), "Messages")
         config = self.config_for(request, client)

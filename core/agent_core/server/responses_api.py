@@ -17,7 +17,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .bodies import parse_fields
+from .amounts import early_check, responses_amounts
+from .bodies import aparse_fields
 from .chat_fields import droppable
 from .event_stream import EventStreamResponse
 from .failures import openai_body
@@ -44,7 +45,9 @@ class ResponsesRoutes(TurnRoutes):
     """The Responses facade's route; mixed into the server, whose attributes and facade helpers it uses."""
 
     async def responses(self, request: Request) -> Response:
-        body, rest = parse_fields(await request.body(), ResponsesBody, max_depth=self.settings.max_json_depth)
+        body, rest = await aparse_fields(await request.body(), ResponsesBody, max_depth=self.settings.max_json_depth,
+                                         check=lambda parsed: responses_amounts(parsed).check(self.settings, "input"),
+                                         early=early_check(self.settings, "input"))
         client = responses_config(body, self._resolve_model(body.model))
         with_extra_fields(client, rest, self._declared(), "Responses")
         config = self.config_for(request, client)

@@ -20,7 +20,7 @@ from ..plugin_kit import without_native_history
 from ..store import iso_time
 from ..types import Message, Session
 from .approvals import ApprovalNote
-from .bodies import ActionBody, CreateSessionBody, TurnBody, parse_body
+from .bodies import CreateSessionBody, TurnBody, aparse_body
 from .channel import Channel, drain, pump
 from .errors import ApiError, error_body
 from .event_stream import EventStreamResponse
@@ -134,7 +134,7 @@ class SessionRoutes:
     """The sessions API's routes; mixed into the server, whose attributes they use."""
 
     async def create_session(self, request: Request) -> Response:
-        body = parse_body(await request.body(), CreateSessionBody, max_depth=self.settings.max_json_depth,
+        body = await aparse_body(await request.body(), CreateSessionBody, max_depth=self.settings.max_json_depth,
                           empty_ok=True)
         sid = checked_id(body.id, "id") if body.id is not None else uuid.uuid4().hex
         messages = body.messages or []
@@ -176,7 +176,7 @@ class SessionRoutes:
         sid = path_id(request, "session_id")
         busy = _busy_of(request)
         asks = _asks_client(request)
-        body = parse_body(await request.body(), TurnBody, max_depth=self.settings.max_json_depth)
+        body = await aparse_body(await request.body(), TurnBody, max_depth=self.settings.max_json_depth)
         tenant = self.tenant(request)
         client_rid = request_id_of(request)
         ask = _Ask(sid, tenant.scope(sid), message_of(body.message, "message"), self.config_for(request, body.config),
@@ -367,25 +367,3 @@ class SessionRoutes:
             watcher()
             if not finished:
                 self.core.cancel_request(rid)
-
-    # -- plugins, UI, actions ------------------------------------------------
-
-    async def session_action(self, request: Request) -> Response:
-        """Run an action on a stored session and save what it changed, at the revision it was loaded at."""
-        sid, action_id = path_id(request, "session_id"), request.path_params["action_id"]
-        if len(action_id) > 200:
-            raise ApiError(400, "invalid_request_error", "the action id is longer than 200 characters",
-                           param="action_id")
-        body = parse_body(await request.body(), ActionBody, max_depth=self.settings.max_json_depth, empty_ok=True)
-        config = self.config_for(request, body.config)
-        store = self.store_for(request)
-        stored = await store.aget(sid)
-        want = if_match(request)
-        if want is not None and want != stored.revision:
-            raise ConflictError(sid, expected=want, current=stored.revision)
-        result = await asyncio.to_thread(self.core.execute_action, stored.session, action_id, body.params or {},
-                                         config)
-        revision = await store.aput(result.session, expected_revision=stored.revision)
-        return JSONResponse({"id": sid, "revision": revision, "payload": json.loads(json.dumps(result.payload,
-                                                                                               default=plain))},
-                            headers=etag(revision))
