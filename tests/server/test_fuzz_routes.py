@@ -83,7 +83,8 @@ ROUTES: list[tuple[str, str, str, dict[str, str], dict[str, Any], Any]] = [
 ]
 
 _ODD_TEXT = ["", " ", "\x00", "\x7f", "../../etc/passwd", "a/b", "{x.__class__}", "%s%n", "null", "NaN", "1e400",
-             "-1", "0", "99999999999999999999999", "\u202e", "\ufeff", "é", "x" * 5000, "\\", '"', "'"]
+             "-1", "0", "99999999999999999999999", "\u202e", "\ufeff", "é", "x" * 5000, "\\", '"', "'",
+             "²", "¹⁰", "٣", "１２", "3\u0660", "+1", "1_000", " 1"]  # digits str.isdigit() takes and int() may not
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=30), st.sampled_from(_ODD_TEXT),
@@ -101,9 +102,20 @@ def _deep(n: int, as_list: bool) -> Any:
     return value
 
 
+_BLOCKS = [{"type": "tool_result", "tool_use_id": "t", "content": "x"}, {"type": "text", "text": "y"},
+           {"type": "input_text", "text": "z"}, {"type": "tool_use", "id": "u", "name": "f", "input": {}}]
+_CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+#: lists of blocks and of tool calls, long enough to pass the fuzz server's small amount limits
+amplified = st.one_of(
+    st.lists(st.sampled_from(_BLOCKS), max_size=60),
+    st.builds(lambda blocks, role: [{"role": role, "content": blocks}], st.lists(st.sampled_from(_BLOCKS), max_size=60),
+              st.sampled_from(["user", "assistant"])),
+    st.builds(lambda n: [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [_CALL] * n}],
+              st.integers(0, 30)),
+)
 hostile = st.one_of(
     json_values, st.builds(_deep, st.integers(1, 400), st.booleans()),
-    st.lists(st.just({"role": "user", "content": "x"}), min_size=0, max_size=5),
+    st.lists(st.just({"role": "user", "content": "x"}), min_size=0, max_size=5), amplified,
 )
 header_text = st.one_of(st.sampled_from(_ODD_TEXT), st.text(st.characters(min_codepoint=32, max_codepoint=126),
                                                             max_size=300))
@@ -175,7 +187,8 @@ def http() -> Iterator[httpx.Client]:
 def fuzz_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = open_store(f"sqlite:///{tmp_path_factory.mktemp('fuzz')}/s.db")
     store.create(__import__("agent_core").Session("fz"))
-    app = create_app(store=store, settings=ServeSettings(max_body_bytes=200_000))
+    app = create_app(store=store, settings=ServeSettings(max_body_bytes=200_000, max_messages=20, max_blocks=40,
+                                                         max_tool_calls=10))
     try:
         with running(app) as url:
             yield url
