@@ -338,3 +338,27 @@ def test_actions_have_threads_and_places_of_their_own_so_turns_keep_their_pace(
     assert sorted(answers).count(429) == 6, answers
     # the actions' upstream stalls 1 s: a turn that waited for a thread they held would take that long
     assert busy < max(1.5 * alone, alone + 0.2), (alone, busy)
+
+
+def test_one_tenant_cannot_take_every_slot_of_the_process(tmp_path: Path, store: Any,
+                                                          upstream: ScriptedServer) -> None:
+    """With several tenants a tenant gets at most half the slots: alice's second request waits; bob's runs."""
+    from providers._server import Reply
+
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text('[[tenants]]\nname = "alice"\ntoken = "alice-token-0123456789"\n\n'
+                      '[[tenants]]\nname = "bob"\ntoken = "bob-token-0123456789ab"\n')
+    upstream.enqueue(Reply(200, {"content-type": "application/json"}, [b"{}"], chunked=False, stall=0.8))
+    settings = ServeSettings(tokens_file=str(tokens), max_concurrent=2)
+    with running(create_app(store=store, config=_operator(upstream), settings=settings)) as url:
+        alice = {"authorization": "Bearer alice-token-0123456789"}
+        slow = threading.Thread(target=lambda: httpx.post(
+            f"{url}/v1/chat/completions", headers=alice, timeout=10,
+            json={"model": "openai/m", "messages": [{"role": "user", "content": "slow"}]}))
+        slow.start()
+        time.sleep(0.3)
+        r = httpx.get(f"{url}/healthz", headers=alice)
+        assert r.status_code == 429 and r.json()["error"]["type"] == "tenant_busy" and r.headers["retry-after"] == "1"
+        assert httpx.get(f"{url}/healthz", headers={"authorization": "Bearer bob-token-0123456789ab"}).status_code == 200
+        slow.join()
+        assert httpx.get(f"{url}/healthz", headers=alice).status_code == 200
