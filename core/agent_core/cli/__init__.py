@@ -25,11 +25,14 @@ import argparse
 import difflib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
-from ..errors import AgentCoreError, ConfigError
+from ..errors import AgentCoreError, ConfigError, UnknownConfigKeyWarning
 from .chat import add_chat
 from .commands import add_commands
+from .notes import show_python_warning
+from .paths import add_paths
 from .serve import add_serve
 from .sessions import add_sessions
 from .settings import config_sources
@@ -87,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve(sub)
     add_chat(sub, common)
     add_sessions(sub)
+    add_paths(sub)
     return parser
 
 
@@ -131,7 +135,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = _chosen(parser, args)
         command.error(_unrecognized(command, extras))
     try:
-        return int(args.func(args))
+        with warnings.catch_warnings():
+            # A command says its config warnings once, with their source (.notes.resolve_noted); each
+            # request raising them again would repeat them. Any other warning is one line too.
+            warnings.simplefilter("ignore", UnknownConfigKeyWarning)
+            warnings.showwarning = show_python_warning
+            return int(args.func(args))
     except AgentCoreError as exc:
         print(f"error: {exc}{_source_note(exc, args)}", file=sys.stderr)
         return 2

@@ -37,7 +37,8 @@ from ..tools.approval import ApprovalRequest
 from ..values.messages import Message, Session
 from .commands import make_core, show_on_stderr
 from .sessions import describe, open_cli_store
-from .settings import layered_config
+from .notes import resolve_noted
+from .settings import config_sources, layered_config
 
 __all__ = ["add_chat", "render_status"]
 
@@ -234,7 +235,7 @@ def _chat(args: argparse.Namespace) -> int:
     out, err = sys.stdout, sys.stderr
     config = layered_config(args)
     core = make_core(args, approval=_Approver(err), provider=config["provider"], config=config)
-    core.resolve(config)  # a config that cannot work fails here, before the first prompt
+    resolve_noted(core, config, config_sources(args), err)  # a config that cannot work fails here, before the first prompt
     status = [e for e in core.get_ui_schema(config) if e.get("ui_type") == "status_bar"]
     store = open_cli_store(args.store)
     try:
