@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from ..errors import AgentCoreError, ConfigError, UnknownConfigKeyWarning
 from .chat import add_chat
 from .commands import add_commands
+from .completion import add_completion
+from .models import add_models
 from .notes import show_python_warning
 from .paths import add_paths
 from .serve import add_serve
@@ -90,7 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve(sub)
     add_chat(sub, common)
     add_sessions(sub)
+    add_models(sub, common)
     add_paths(sub)
+    add_completion(sub)
     return parser
 
 
