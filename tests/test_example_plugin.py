@@ -15,6 +15,10 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test runs agent-core as a process: the tier `pytest -m slow`
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "word-count"
 
 

@@ -13,7 +13,10 @@ from agent_core.store import open_store
 from providers._server import Delay, sse_reply
 from providers._wire import OA_DONE, oa_chunk, oa_text
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+pytestmark = [
+    pytest.mark.slow,  # each test runs agent-core chat on a pseudo-terminal: the tier `pytest -m slow`
+    pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX"),
+]
 
 
 class Terminal:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test runs agent-core and bash as processes: the tier `pytest -m slow`
+
 
 def _script(tmp_path: Path, shell: str) -> Path:
     done = subprocess.run([sys.executable, "-m", "agent_core", "completion", shell], capture_output=True, text=True,

@@ -12,7 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from providers._server import ScriptedServer, json_reply
+
+pytestmark = pytest.mark.slow  # each test runs agent-core as a process: the tier `pytest -m slow`
 
 NO_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 

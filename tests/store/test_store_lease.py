@@ -124,6 +124,7 @@ def _spawn_holder(url: str, ttl: float) -> Iterator[subprocess.Popen[str]]:
         proc.wait()
 
 
+@pytest.mark.slow
 def test_a_killed_holder_frees_the_session(store: SqlSessionStore, store_url: str) -> None:
     """SQLite: after the lease's expiry (the holder renews no more); PostgreSQL: at once (its connection drops)."""
     ttl = 2.0  # renewed every third of it: a renewal may come over a second late before the test sees a lost lease
