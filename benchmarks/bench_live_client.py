@@ -19,7 +19,7 @@ Run (the ``openai`` package is only for this comparison, never a dependency
 of the project; install it into a separate environment)::
 
     python3 -m venv /tmp/bench-venv
-    /tmp/bench-venv/bin/pip install -q -e '.[live]' openai
+    /tmp/bench-venv/bin/pip install -q -e '.[test-live]' openai
     /tmp/bench-venv/bin/python benchmarks/bench_live_client.py            # about a minute
     /tmp/bench-venv/bin/python benchmarks/bench_live_client.py --quick    # smoke run
     /tmp/bench-venv/bin/python benchmarks/bench_live_client.py --profile  # + cProfile of agent-core

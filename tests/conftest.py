@@ -31,3 +31,24 @@ def _agent_core_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
         os.environ.pop("AGENT_CORE_HOME", None)
     else:
         os.environ["AGENT_CORE_HOME"] = before
+
+
+def _order_line(config: pytest.Config) -> str | None:
+    """How to repeat this run's order (pytest-randomly's seed); None when the order is the files' own."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if not config.pluginmanager.hasplugin("randomly") or not isinstance(seed, int):
+        return None
+    return f"random order: --randomly-seed={seed} repeats it (-p no:randomly keeps the files' order)"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The seed at the top too: ``-q`` (our addopts) hides pytest-randomly's own header line."""
+    line, reporter = _order_line(session.config), session.config.pluginmanager.get_plugin("terminalreporter")
+    if line and reporter is not None:
+        reporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    line = _order_line(config)
+    if line:
+        terminalreporter.write_line(line)

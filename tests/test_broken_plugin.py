@@ -65,6 +65,7 @@ def _cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env=env, timeout=60, check=False)
 
 
+@pytest.mark.slow
 def test_the_cli_lists_it_as_broken_and_runs_once_it_is_switched_off(site: Path) -> None:
     listed = _cli(site, "plugins")
     assert listed.returncode == 1, listed.stderr

@@ -361,6 +361,7 @@ def test_equal_to_plain_containers_and_hashable() -> None:
     assert freeze({"x": 1}) != freeze({"x": 2})
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(json_values)
 def test_freeze_thaw_round_trip(value: Any) -> None:
@@ -530,6 +531,7 @@ def test_a_grown_history_is_json_checked_in_place_when_its_new_items_are_already
         freeze_json_over(bad, base)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 3), max_size=4), min_size=1, max_size=6), st.data())
 def test_begins_with_agrees_with_comparing_the_head(pieces: list[list[int]], data: Any) -> None:

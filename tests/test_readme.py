@@ -1,4 +1,4 @@
-"""The README's test commands are the ones CI runs: the main suite, the live tier, then the client tier."""
+"""The README's test commands are the ones CI runs: the main suite, the bench and slow tiers, the live, client and browser tiers."""
 
 from __future__ import annotations
 
@@ -57,14 +57,14 @@ def test_main_command_is_the_first_ci_command_and_stays_fast() -> None:
 
 def test_live_command_is_run_by_ci_after_the_main_one_and_may_not_skip() -> None:
     _, (live,) = _sh_blocks()
-    assert re.search(r"pip install .*\[[^\]]*\blive\b[^\]]*\]", live), "the live command installs the live extra"
+    assert re.search(r"pip install .*\[[^\]]*\btest-live\b[^\]]*\]", live), "the live command installs test-live"
     assert live.endswith("pytest -m live")
-    assert _ci_lines()[2:4] == [LIVE_SWITCH, live]
+    assert _ci_lines()[3:5] == [LIVE_SWITCH, live]
 
 
 def test_the_client_tier_runs_in_ci_as_the_readme_names_it_and_may_not_skip() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    tier = _ci_lines()[4:7]
+    tier = _ci_lines()[5:8]
     assert tier[0] == CLIENTS_SWITCH and len(tier) == 3
     for command in tier[1:]:
         assert f"`{command}`" in readme, command
@@ -73,20 +73,53 @@ def test_the_client_tier_runs_in_ci_as_the_readme_names_it_and_may_not_skip() ->
 
 def test_the_browser_tier_runs_in_ci_last_as_the_readme_names_it() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    tier = _ci_lines()[7:]
-    assert tier == [".venv/bin/pip install -q -e '.[test,browser]' && .venv/bin/python -m pytest -m browser tests/browser"]
+    tier = _ci_lines()[8:]
+    assert tier == [".venv/bin/pip install -q -e '.[test,test-browser]' && .venv/bin/python -m pytest -m browser tests/browser"]
     assert f"`{tier[0]}`" in readme
 
 
 def test_the_main_run_deselects_the_live_tier_by_default() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     addopts = re.search(r"^addopts\s*=\s*(.+)$", pyproject, re.MULTILINE)
-    assert addopts and "-m 'not live and not bench'" in addopts.group(1)
+    assert addopts and "-m 'not live and not bench and not slow'" in addopts.group(1)
     assert re.search(r'^\s*"live: ', pyproject, re.MULTILINE), "the live marker is registered"
     assert re.search(r'^\s*"bench: ', pyproject, re.MULTILINE), "the bench marker is registered"
+    assert re.search(r'^\s*"slow: ', pyproject, re.MULTILINE), "the slow marker is registered"
 
 
 def test_the_bench_tier_runs_in_ci_right_after_the_main_suite_as_the_readme_names_it() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert _ci_lines()[1] == ".venv/bin/python -m pytest -m bench"
     assert f"`{_ci_lines()[1]}`" in readme
+
+
+def test_the_slow_tier_runs_in_ci_after_the_bench_tier_as_the_readme_names_it() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert _ci_lines()[2] == ".venv/bin/python -m pytest -m slow"
+    assert f"`{_ci_lines()[2]}`" in readme
+
+
+def test_user_extras_and_test_extras_do_not_overlap() -> None:
+    """Users install the extras named for what they do; the test tiers add to them, never repeat them."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    users = {"server", "postgres", "mcp", "otel", "files", "testing"}
+    tiers = {name for name in extras if name == "test" or name.startswith("test-")}
+    assert set(extras) == users | tiers and tiers == {"test", "test-live", "test-clients", "test-browser"}
+
+    def name(requirement: str) -> str:
+        return re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0].lower()
+
+    for tier in tiers:
+        own = [r for r in extras[tier] if not r.startswith("agent-core[")]
+        for user in users:
+            for requirement in extras[user]:
+                repeated = name(requirement) in {name(r) for r in own}
+                assert not repeated, f"{tier} repeats {requirement} of the {user} extra: name agent-core[{user}]"
+
+
+def test_the_test_command_states_its_measured_time() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    after = readme.split("## Test it", 1)[1]
+    assert re.search(r"took \d+(\.\d+)? minutes", after.split("\n\n")[2]), "the paragraph after the command"

@@ -202,6 +202,7 @@ messages = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(session_id=st.text(), msgs=st.lists(messages, max_size=4), metadata=json_objects)
 def test_arbitrary_sessions_validate(session_id: str, msgs: list[Message], metadata: dict[str, Any]) -> None:

@@ -114,6 +114,8 @@ def lookup_then_answer(server: ScriptedServer) -> None:
 
 
 def make_core() -> AgentCore:
+    """A core of spies; what earlier tests' spies saw is forgotten, so each test reads only its own."""
+    SEEN.clear()
     return AgentCore(providers=[OpenAIProvider], extensions=[OpenAIToolsExtension, SpyExtension],
                      features=[SpyFeature], tools=[SpyTool])
 

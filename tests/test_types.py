@@ -73,12 +73,14 @@ def test_partial_message_round_trips(value: PartialMessage) -> None:
     _assert_round_trips(PartialMessage, value)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(sessions)
 def test_session_round_trips(value: Session) -> None:
     _assert_round_trips(Session, value)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(tool_descriptors)
 def test_tool_descriptor_round_trips(value: ToolDescriptor) -> None:
@@ -602,6 +604,7 @@ buildable_sessions = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(buildable_sessions)
 def test_every_buildable_session_round_trips_through_json_exactly(value: Session) -> None:

@@ -2,7 +2,7 @@
 
 ``pytest -m browser tests/browser`` runs it; a plain ``pytest`` deselects it (the hook below),
 so the fast suite never starts a browser. Playwright comes from the ``browser`` extra
-(``pip install -e '.[test,browser]'``) and drives the system's Chromium (Debian package
+(``pip install -e '.[test,test-browser]'``) and drives the system's Chromium (Debian package
 ``chromium``): it never downloads a browser of its own. Without either the tests skip,
 with the reason, or fail when ``AGENT_CORE_BROWSER=required`` (``.ci/run`` sets it).
 
@@ -52,7 +52,7 @@ def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _missing("Playwright is not installed (pip install -e '.[test,browser]')")
+        _missing("Playwright is not installed (pip install -e '.[test,test-browser]')")
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if binary is None:
         _missing("no Chromium on this machine (Debian package chromium)")

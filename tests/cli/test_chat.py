@@ -13,14 +13,17 @@ from agent_core.store import open_store
 from providers._server import Delay, sse_reply
 from providers._wire import OA_DONE, oa_chunk, oa_text
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+pytestmark = [
+    pytest.mark.slow,  # each test runs agent-core chat on a pseudo-terminal: the tier `pytest -m slow`
+    pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX"),
+]
 
 
 class Terminal:
     """``agent-core chat`` in a child process whose controlling terminal is a pty we type into."""
 
-    def __init__(self, args: list[str], home: str) -> None:
-        env = {**os.environ, "AGENT_CORE_HOME": home, "TERM": "dumb", "COLUMNS": "200"}
+    def __init__(self, args: list[str], home: str, term: str = "dumb") -> None:
+        env = {**os.environ, "AGENT_CORE_HOME": home, "TERM": term, "COLUMNS": "200"}
         for key in ("AGENT_CORE_PROVIDER", "AGENT_CORE_MODEL", "AGENT_CORE_BASE_URL", "AGENT_CORE_CONFIG"):
             env.pop(key, None)
         pid, fd = pty.fork()
@@ -326,3 +329,39 @@ def test_compact_that_would_send_more_leaves_the_session_as_it_was(tmp_path):
         assert store.get("c1").revision == revision  # nothing saved
         assert _compact(core, store, "c1", config, ["5"]).startswith("compacted (drop): 4 older messages")
         assert store.get("c1").revision == revision + 1
+
+
+def _user_messages(home: str, session: str) -> list[str]:
+    stored = open_store(f"sqlite:///{home}/sessions.db").get(session).session
+    return [m.content for m in stored.messages if m.role == "user"]
+
+
+def test_a_pasted_block_is_one_message(home):
+    """A terminal wraps a paste in bracketed-paste marks; readline hands it over whole (TERM=dumb turns them off)."""
+    term = Terminal(["--session", "pasted"], home, term="xterm")
+    term.expect("> ")
+    term.type("\x1b[200~first line\rsecond line\rthird line\x1b[201~\r")  # a terminal sends a pasted newline as CR
+    term.expect("Echo: first line")
+    term.expect("> ")
+    term.type("/exit\r")
+    assert term.exit_code() == 0
+    assert _user_messages(home, "pasted") == ["first line\nsecond line\nthird line"]
+
+
+def test_three_quotes_open_and_close_a_message_of_several_lines(home):
+    term = Terminal(["--session", "typed"], home)
+    term.expect("> ")
+    term.type('"""\r')
+    term.expect("... ")
+    term.type("def f():\r")
+    term.expect("... ")
+    term.type("    return 1\r")
+    term.expect("... ")
+    term.type('"""\r')
+    term.expect("Echo: def f():")
+    term.expect("> ")
+    term.type("one line\r")
+    term.expect("Echo: one line")
+    term.type("/exit\r")
+    assert term.exit_code() == 0
+    assert _user_messages(home, "typed") == ["def f():\n    return 1", "one line"]

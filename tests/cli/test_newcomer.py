@@ -20,6 +20,8 @@ from agent_core import NATIVE_KEY, AgentCore, Message, Session
 from agent_core.store import open_store
 from agent_core_providers.echo import EchoProvider
 
+pytestmark = pytest.mark.slow  # each test runs agent-core as a process: the tier `pytest -m slow`
+
 
 def cli(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """``agent-core ARGS`` with its own home; stdin is piped text, or /dev/null when None (as under cron)."""

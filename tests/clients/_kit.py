@@ -43,7 +43,7 @@ def need(module: str, why: str = "") -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        reason = why or f"{module} is not installed (pip install -e '.[test,clients]'): {exc}"
+        reason = why or f"{module} is not installed (pip install -e '.[test,test-clients]'): {exc}"
         if required() and module.partition(".")[0] in IN_THE_EXTRA:
             pytest.fail(f"client tier required (AGENT_CORE_CLIENTS=required) but {reason}", pytrace=False)
         pytest.skip(reason)

@@ -2,7 +2,7 @@
 
 ``pytest -m clients tests/clients`` runs it; a plain ``pytest`` deselects it (the hook below,
 as ``addopts`` does for the live tier: ``tests/test_readme.py`` pins that ``addopts`` line).
-The clients come from the ``clients`` extra (``pip install -e '.[test,clients]'``); a client
+The clients come from the ``test-clients`` extra (``pip install -e '.[test,test-clients]'``); a client
 that is not installed skips its tests with the reason, or fails them when
 ``AGENT_CORE_CLIENTS=required``. instructor cannot share that environment (see
 ``test_instructor.py``).
@@ -62,7 +62,7 @@ def _start(home: Path, upstream: Upstream, *args: str) -> Gateway:
         return gateway.start()
     except GatewayFailed as exc:
         if "needs the server extra" in str(exc) and not required():
-            pytest.skip(f"agent-core serve needs the server extra (pip install -e '.[test,clients]'): {exc}")
+            pytest.skip(f"agent-core serve needs the server extra (pip install -e '.[test,test-clients]'): {exc}")
         pytest.fail(str(exc), pytrace=False)
 
 

@@ -23,7 +23,7 @@ from ._upstream import Upstream
 
 pytestmark = pytest.mark.clients
 
-WHY = ("instructor is not installed: it pins jiter<0.15, which the openai>=3.31 of the clients extra cannot "
+WHY = ("instructor is not installed: it pins jiter<0.15, which the openai>=3.31 of the test-clients extra cannot "
        "share (it needs jiter>=0.16), so it has a virtualenv of its own; see tests/clients/README.md")
 
 

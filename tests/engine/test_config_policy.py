@@ -88,6 +88,7 @@ def test_models_narrow_the_choice_by_provider_or_pattern() -> None:
         pinned.merge(OPERATOR, {"model": "echo"})
 
 
+@pytest.mark.slow
 @given(st.dictionaries(st.sampled_from(sorted(DEFAULT_CLIENT_KEYS - {"model", "provider"})) | st.text(max_size=12),
                        st.none() | st.integers() | st.text(max_size=5), max_size=6))
 def test_whatever_a_client_sends_the_operators_other_keys_keep_their_values(client: dict[str, Any]) -> None:

@@ -34,7 +34,10 @@ WIDE = LIST_MAX_NAMES + 100
 SECRET = "TOP SECRET"
 HUGE = 8 * 2**30  # sparse: no disk used
 LONG_LINE = 16 * 2**20  # one line, no newline, written for real
-SECONDS = 1.0
+# Bounded, not fast: a call that read an 8 GiB file or waited on a FIFO would take minutes or
+# forever, so a few seconds tells the two apart even on a loaded machine (1 s failed there once,
+# reading the 64 MiB read_file allows). How fast the tools are is the benchmarks' business.
+SECONDS = 5.0
 MEMORY = 8 * 2**20
 
 

@@ -196,6 +196,7 @@ trace.set_tracer_provider(provider)
 '''
 
 
+@pytest.mark.slow
 def test_agent_core_serve_with_the_operators_own_sdk(tmp_path):
     """The command itself: the SDK set up before it starts (as ``opentelemetry-instrument`` does, through
     ``sitecustomize``), the feature on in the operator's config, a client's traceparent the parent."""

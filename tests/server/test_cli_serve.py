@@ -6,9 +6,12 @@ from pathlib import Path
 
 import httpx
 import openai
+import pytest
 
 from ._live import start_serve as _start
 from ._live import stop_serve as _stop
+
+pytestmark = pytest.mark.slow  # each test starts agent-core serve as a process: the tier `pytest -m slow`
 
 
 def test_serve_answers_the_openai_client_and_keeps_sessions_in_agent_core_home(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ from providers._wire import OA_DONE, oa_chunk
 from ._live import running, start_serve, stop_serve
 from .conftest import pg_schema_url
 
+pytestmark = pytest.mark.slow  # restarts, full disks, and serve processes: the tier `pytest -m slow`
+
 ECHO = {"provider": "echo"}
 
 

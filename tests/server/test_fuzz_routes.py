@@ -196,6 +196,7 @@ def fuzz_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         store.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                      HealthCheck.too_slow])
 @given(request_=requests())

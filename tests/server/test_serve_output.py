@@ -29,6 +29,8 @@ from providers._wire import OA_DONE, oa_chunk
 from ._live import running, start_serve, stop_serve
 from .conftest import pg_schema_url
 
+pytestmark = pytest.mark.slow  # each test starts agent-core serve as a process: the tier `pytest -m slow`
+
 TOKEN = "tok-never-printed-7f31"
 API_KEY = "sk-never-printed-93ab"
 AUTH = {"authorization": f"Bearer {TOKEN}"}

@@ -23,6 +23,7 @@ def upstream(server: ScriptedServer) -> ScriptedServer:
     return server
 
 
+@pytest.mark.slow
 def test_sigterm_cancels_a_turn_after_the_grace_period_and_saves_it(tmp_path: Path, upstream: ScriptedServer) -> None:
     upstream.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "Hel"}),
                                Delay(60), oa_chunk({}, "stop"), OA_DONE))

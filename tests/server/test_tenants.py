@@ -77,6 +77,7 @@ BOB_TRIES: list[tuple[str, str, Any, dict[str, str], int]] = [
 ]
 
 
+@pytest.mark.slow
 def test_two_tenants_cannot_touch_each_others_sessions_or_requests(shared_store: Any, tenants_file: str,
                                                                   server: ScriptedServer) -> None:
     server.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": "slow"}), Delay(20), oa_chunk({}, "stop"),

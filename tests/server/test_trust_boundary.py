@@ -113,6 +113,7 @@ def page_server() -> Iterator[tuple[str, dict[str, bytes]]]:
         httpd.server_close()
 
 
+@pytest.mark.slow
 def test_a_web_page_cannot_send_the_servers_key_to_its_own_server(
         store: Any, attacker: ScriptedServer, page_server: tuple[str, dict[str, bytes]],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,8 @@ from agent_core.server.turns import FacadeTurn
 
 from ._live import running
 
+pytestmark = pytest.mark.slow  # it runs many turns with the collector off: the tier `pytest -m slow`
+
 
 def _turns_alive() -> int:
     return sum(1 for o in gc.get_objects() if isinstance(o, FacadeTurn))

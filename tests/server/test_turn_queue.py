@@ -23,6 +23,8 @@ import pytest
 from ._live import running, start_serve, stop_serve
 from .conftest import pg_schema_url
 
+pytestmark = pytest.mark.slow  # each test starts agent-core serve processes: the tier `pytest -m slow`
+
 pytest.importorskip("providers._server")
 
 from providers._server import Delay, ScriptedServer, sse_reply

@@ -13,6 +13,8 @@ import pytest
 
 from ._live import start_serve, stop_serve
 
+pytestmark = pytest.mark.slow  # each test starts agent-core serve as a process: the tier `pytest -m slow`
+
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:

@@ -8,6 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from agent_core import AgentCore, Message, Session
 from agent_core.errors import ConflictError
 from agent_core.store import SqlSessionStore, run_turn
@@ -77,6 +78,7 @@ def test_threads_running_turns_on_one_session_lose_none(store: SqlSessionStore, 
     _check_conversation(stored.session, {f"th{i}": 8 for i in range(4)})
 
 
+@pytest.mark.slow
 def test_four_processes_times_25_turns_lose_none(store: SqlSessionStore, store_url: str) -> None:
     procs = [
         subprocess.Popen(

@@ -221,6 +221,7 @@ def test_a_failing_upgrade_rolls_back_every_step(store: SqlSessionStore, store_u
         assert again.get("s1").session.messages[0].content == "old"
 
 
+@pytest.mark.slow
 def test_two_processes_opening_a_fresh_database_both_succeed(store_url: str, tmp_path: Path) -> None:
     code = "import sys; from agent_core.store import open_store; open_store(sys.argv[1]).close()"
     procs = [subprocess.Popen([sys.executable, "-c", code, store_url], stderr=subprocess.PIPE) for _ in range(3)]

@@ -124,6 +124,7 @@ def _spawn_holder(url: str, ttl: float) -> Iterator[subprocess.Popen[str]]:
         proc.wait()
 
 
+@pytest.mark.slow
 def test_a_killed_holder_frees_the_session(store: SqlSessionStore, store_url: str) -> None:
     """SQLite: after the lease's expiry (the holder renews no more); PostgreSQL: at once (its connection drops)."""
     ttl = 2.0  # renewed every third of it: a renewal may come over a second late before the test sees a lost lease
@@ -208,19 +209,33 @@ def test_held_leases_share_one_watcher_thread(store: SqlSessionStore) -> None:
 
 @pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)  # SQLite leases use no connection of their own
 def test_a_lock_connection_that_died_while_idle_is_replaced(store: SqlSessionStore, store_url: str) -> None:
-    """PostgreSQL keeps freed lock connections for the next lease; one the server dropped meanwhile is not reused."""
+    """PostgreSQL keeps freed lock connections for the next lease; one the server dropped meanwhile is not reused.
+
+    Both leases are held at once, so the store opens two lock connections of its own; only
+    those two are killed (the server is shared by the whole session, and other tests' stores
+    may keep idle lock connections on it too).
+    """
     import psycopg
 
-    for sid in ("s1", "s2"):  # two idle lock connections
-        lease = store.try_lease(sid)
-        assert lease is not None
-        lease.release()
+    def lock_pids(admin: Any) -> set[int]:
+        rows = admin.execute("SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+                             "AND query LIKE 'SELECT pg_advisory_unlock_all()%'").fetchall()
+        return {pid for (pid,) in rows}
+
     with psycopg.connect(store_url, autocommit=True) as admin:
-        killed = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
-            "AND query LIKE 'SELECT pg_advisory_unlock_all()%'").fetchall()
-    assert len(killed) >= 2
-    time.sleep(0.2)
+        before = lock_pids(admin)
+        leases = [store.try_lease(sid) for sid in ("s1", "s2")]
+        assert None not in leases
+        for lease in leases:
+            lease.release()
+        ours = lock_pids(admin) - before
+        assert len(ours) == 2
+        for pid in ours:
+            assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+        deadline = time.monotonic() + 10
+        while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (list(ours),)).fetchone()[0]:
+            assert time.monotonic() < deadline, "the killed lock connections did not go away"
+            time.sleep(0.02)
     lease = store.try_lease("s1")
     assert lease is not None and store.lease_holder("s1") is not None
     lease.release()

@@ -28,6 +28,7 @@ def test_without_agent_core_home_it_is_the_user_data_dir(tmp_path: Path, monkeyp
         assert default_home() == tmp_path / "data" / "agent-core"
 
 
+@pytest.mark.slow
 def test_a_conversation_survives_process_restarts_with_no_configuration(tmp_path: Path) -> None:
     script = (
         "import sys\n"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 from agent_core.store import open_store
 
 
+@pytest.mark.slow
 def test_opening_a_fresh_sqlite_file_at_once_from_many_threads(tmp_path: Path) -> None:
     failures: list[str] = []
     for n in range(100):

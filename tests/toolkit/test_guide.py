@@ -88,6 +88,7 @@ def hypothesis_profile():
     settings.load_profile(previous)
 
 
+@pytest.mark.slow
 def test_the_guide_runs_as_written(pytester, server, monkeypatch, hypothesis_profile):
     project = Project(pytester)
     pytester.syspathinsert()

@@ -108,6 +108,7 @@ def test_time_server_end_to_end_results_errors_and_schema_checks() -> None:
     assert not refused.tool_result["success"] and "Nowhere/Atlantis" in refused.content  # the server's isError
 
 
+@pytest.mark.slow
 def test_git_server_over_async_and_the_connection_is_pooled_across_requests(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -238,6 +239,7 @@ def test_list_changed_is_honoured_and_a_huge_result_meets_the_output_budget(web:
     assert lots.metadata["tool_output_budget"]["original_lines"] == 20000  # ... and the model was sent a cut
 
 
+@pytest.mark.slow
 def test_a_crashed_or_garbage_server_is_a_tool_error_and_the_next_request_reconnects() -> None:
     server = HttpServer()
     server.start()
@@ -263,6 +265,7 @@ def test_a_crashed_or_garbage_server_is_a_tool_error_and_the_next_request_reconn
     assert not garbled.tool_result["success"] and "is not an MCP tool result" in garbled.content
 
 
+@pytest.mark.slow
 def test_the_readme_command_runs_a_real_mcp_tool_through_the_cli(tmp_path: Path) -> None:
     readme = (HERE.parent.parent / "README.md").read_text(encoding="utf-8")
     start = readme.index(".venv/bin/agent-core run --provider scripted -c 'mcp_servers=")

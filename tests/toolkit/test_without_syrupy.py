@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test runs pytest in a subprocess: the tier `pytest -m slow`
+
 # A sitecustomize that makes syrupy look uninstalled: its distribution is hidden (so pytest never loads
 # its pytest11 plugin) and importing it fails.
 BLOCK_SYRUPY = """

@@ -9,10 +9,14 @@
     agent-core chat --session 3f2a9c                   # ... resumed later, after a restart
     agent-core sessions list | show ID | export ID | delete ID
     agent-core plugins --provider anthropic -c thinking_budget=2048   # what runs, and why
-    agent-core serve --port 8000                       # OpenAI-compatible + sessions API
+    agent-core serve --port 8000                       # OpenAI-compatible + sessions API, and the console
+    agent-core models                                  # what each provider offers; the default model
+    agent-core paths                                   # where the config file, the store and the logs are
+    eval "$(agent-core completion bash)"               # Tab completion (bash or zsh)
 
 Where config comes from (a TOML file, the environment, flags) is
-:mod:`agent_core.cli.settings`. A user's mistake (a bad flag value, an
+:mod:`agent_core.cli.settings`; every warning is one ``warning:`` line naming
+where its value was set (:mod:`agent_core.cli.notes`). A user's mistake (a bad flag value, an
 unknown session, an unreachable API) ends in one ``error:`` line on stderr,
 never a traceback. Exit codes: 0 done; 1 the request ran and failed (the
 model's API, a plugin, a stop); 2 what was asked cannot run as given (a flag,
@@ -25,11 +29,16 @@ import argparse
 import difflib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
-from ..errors import AgentCoreError, ConfigError
+from ..errors import AgentCoreError, ConfigError, UnknownConfigKeyWarning
 from .chat import add_chat
 from .commands import add_commands
+from .completion import add_completion
+from .models import add_models
+from .notes import show_python_warning
+from .paths import add_paths
 from .serve import add_serve
 from .sessions import add_sessions
 from .settings import config_sources
@@ -75,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
             ("agent-core logs", "the latest runs and chats"),
             ("agent-core chat", "a conversation in the terminal"),
             ("agent-core plugins", "what runs for a config, and why"),
-            ("agent-core serve", "OpenAI-compatible HTTP on 127.0.0.1:8000"),
+            ("agent-core serve", "OpenAI-compatible HTTP and the console on 127.0.0.1:8000"),
+            ("agent-core models", "what each provider offers"),
+            ("agent-core paths", "where the config file and the store are"),
         ) + "\n\n'agent-core COMMAND --help' says more about each.\n\n"
         "exit codes: 0 done; 1 the request failed (the model's API, a plugin, a stop); 2 a mistake in what\n"
         "was asked (a flag, the config, an unknown session); 130 interrupted.",
@@ -87,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve(sub)
     add_chat(sub, common)
     add_sessions(sub)
+    add_models(sub, common)
+    add_paths(sub)
+    add_completion(sub)
     return parser
 
 
@@ -131,7 +145,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = _chosen(parser, args)
         command.error(_unrecognized(command, extras))
     try:
-        return int(args.func(args))
+        with warnings.catch_warnings():
+            # A command says its config warnings once, with their source (.notes.resolve_noted); each
+            # request raising them again would repeat them. Any other warning is one line too.
+            warnings.simplefilter("ignore", UnknownConfigKeyWarning)
+            warnings.showwarning = show_python_warning
+            return int(args.func(args))
     except AgentCoreError as exc:
         print(f"error: {exc}{_source_note(exc, args)}", file=sys.stderr)
         return 2

@@ -6,6 +6,9 @@ session is saved at the next revision, so ``--session ID`` resumes the same
 conversation after a restart (or from another terminal). What a terminal
 needs beyond that:
 
+* A paste of several lines is one message (readline's bracketed paste); a
+  line of three double quotes opens a block of lines, sent when another such
+  line closes it (for terminals without bracketed paste).
 * Ctrl-C while a reply streams cancels that request (``cancel_request``:
   the HTTP stream is closed; the session keeps your line, as the engine
   returns a cancelled request, not the half reply) and the prompt comes back;
@@ -37,13 +40,15 @@ from ..tools.approval import ApprovalRequest
 from ..values.messages import Message, Session
 from .commands import make_core, show_on_stderr
 from .sessions import describe, open_cli_store
-from .settings import layered_config
+from .notes import resolve_noted
+from .settings import config_sources, layered_config
 
 __all__ = ["add_chat", "render_status"]
 
 _FIELD = re.compile(r"\{\{\s*data((?:\.[A-Za-z0-9_]+)*)\s*\}\}")
 _HELP = ("/exit (or exit, Ctrl-D, Ctrl-C twice) quits, /session prints the session id, /compact [TOKENS] "
-         "[summarize] shortens what the model is sent, Ctrl-C cancels a reply")
+         "[summarize] shortens what the model is sent, Ctrl-C cancels a reply, a paste is one message, and "
+         '""" opens (and closes) a message of several lines')
 #: lines that leave the chat instead of going to the model (people type them out of habit)
 _LEAVE = frozenset({"/exit", "/quit", "exit", "quit", "exit()", "quit()", ":q"})
 _COMMANDS = ("/compact", "/exit", "/help", "/quit", "/session")
@@ -125,7 +130,7 @@ def _line_within(seconds: float) -> bool:
 
 
 def _readline(core: Any, config: dict[str, Any]) -> None:
-    """Tab completion from the features' ``get_completions``, when stdin is a terminal with readline."""
+    """Tab completion from the features' ``get_completions``, and pastes whole, when stdin is a terminal with readline."""
     if not sys.stdin.isatty():
         return
     try:
@@ -144,6 +149,7 @@ def _readline(core: Any, config: dict[str, Any]) -> None:
             matches[:] = [c["text"] for c in found if isinstance(c.get("text"), str) and c["text"].startswith(text)]
         return matches[state] if state < len(matches) else None
 
+    readline.parse_and_bind("set enable-bracketed-paste on")  # a pasted block is one message, not a turn a line
     readline.set_completer_delims(" \t\n")
     readline.set_completer(complete)
     readline.parse_and_bind("tab: complete")
@@ -234,7 +240,7 @@ def _chat(args: argparse.Namespace) -> int:
     out, err = sys.stdout, sys.stderr
     config = layered_config(args)
     core = make_core(args, approval=_Approver(err), provider=config["provider"], config=config)
-    core.resolve(config)  # a config that cannot work fails here, before the first prompt
+    resolve_noted(core, config, config_sources(args), err)  # a config that cannot work fails here, before the first prompt
     status = [e for e in core.get_ui_schema(config) if e.get("ui_type") == "status_bar"]
     store = open_cli_store(args.store)
     try:
@@ -281,13 +287,25 @@ def _open_session(store: Any, args: argparse.Namespace, err: Any) -> str:
     return session_id
 
 
+_BLOCK = '"""'  # a line of its own that opens (and then closes) a message of several lines
 _INTERRUPTED = "\x03"  # what _prompt returns for Ctrl-C (never a typed line: it is stripped of controls)
 
 
 def _prompt(out: Any) -> str | None:
-    """The next line typed, stripped; None at Ctrl-D, and ``_INTERRUPTED`` after Ctrl-C at the prompt."""
+    """The next message typed, stripped; None at Ctrl-D, and ``_INTERRUPTED`` after Ctrl-C at the prompt.
+
+    A paste comes whole, newlines and all, where readline has bracketed paste (set in
+    :func:`_readline`); a line of three double quotes opens a block that the next such line
+    closes, for terminals without it.
+    """
     try:
-        return input("> ").strip()
+        line = input("> ").strip()
+        if line != _BLOCK:
+            return line
+        lines = []
+        while (more := input("... ")).strip() != _BLOCK:
+            lines.append(more)
+        return "\n".join(lines).strip()
     except EOFError:
         out.write("\n")
         return None

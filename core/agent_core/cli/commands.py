@@ -15,19 +15,19 @@ import os
 import stat
 import sys
 import uuid
-import warnings
 from typing import Any
 
 import msgspec
 
 from ..engine.core import AgentCore
-from ..errors import InvalidArgumentError, UnknownConfigKeyWarning
+from ..errors import InvalidArgumentError
 from ..tools.function import function_tool, load_function
 from ..values.events import encode_event
 from ..values.messages import Message
 from ..values.native_history import without_native_history
+from .notes import resolve_noted
 from .sessions import open_cli_store
-from .settings import layered_config
+from .settings import config_sources, layered_config
 
 __all__ = ["add_commands", "make_core", "show_on_stderr"]
 
@@ -86,9 +86,7 @@ def prompt_of(args: argparse.Namespace) -> str:
 def _run(args: argparse.Namespace) -> int:
     config = layered_config(args)
     core = make_core(args, provider=config["provider"], config=config)
-    with warnings.catch_warnings():  # the start event says a key nothing declares; here, what cannot work
-        warnings.simplefilter("ignore", UnknownConfigKeyWarning)
-        core.resolve(config)  # a config that cannot work fails here, naming where its value came from
+    resolve_noted(core, config, config_sources(args))  # a config that cannot work fails here, before the prompt
     prompt = prompt_of(args)
     if args.system and (args.cont or args.session):
         raise InvalidArgumentError("--system starts a new conversation; it cannot go with --continue or --session",
@@ -133,43 +131,37 @@ def _print_run(events: Any, as_json: bool) -> int:
     streamed = False  # text of the current answer is already on stdout
     failed = False  # an error event was printed: the done event adds nothing to it
     asked_wrong = False  # that error says the request could not run as given (the config, an argument)
-    with warnings.catch_warnings():
-        # The start event carries the same notes; print them once, our way.
-        warnings.simplefilter("ignore", UnknownConfigKeyWarning)
-        for event in events:
-            t = event.type
-            if t == "start":
-                for note in event.warnings:
-                    err.write(f"warning: {note}\n")
-            if as_json:
-                if t == "done":  # the engine's native record stays in the store, out of what people read
-                    event = msgspec.structs.replace(event, session=without_native_history(event.session))
-                out.write(encode_event(event).decode() + "\n")
-                out.flush()
-            elif t == "partial" and isinstance(event.message.content, str):
+    for event in events:
+        t = event.type
+        if as_json:
+            if t == "done":  # the engine's native record stays in the store, out of what people read
+                event = msgspec.structs.replace(event, session=without_native_history(event.session))
+            out.write(encode_event(event).decode() + "\n")
+            out.flush()
+        elif t == "partial" and isinstance(event.message.content, str):
+            out.write(event.message.content)
+            out.flush()
+            streamed = True
+        elif t == "final" and event.message.role == "assistant":
+            if not streamed and isinstance(event.message.content, str):
                 out.write(event.message.content)
-                out.flush()
-                streamed = True
-            elif t == "final" and event.message.role == "assistant":
-                if not streamed and isinstance(event.message.content, str):
-                    out.write(event.message.content)
-                if event.message.content or streamed:
-                    out.write("\n")
+            if event.message.content or streamed:
+                out.write("\n")
+            streamed = False
+        elif t == "retract":  # stdout cannot be taken back: end the broken line, say why on stderr
+            if streamed:
+                out.write("\n")
                 streamed = False
-            elif t == "retract":  # stdout cannot be taken back: end the broken line, say why on stderr
-                if streamed:
-                    out.write("\n")
-                    streamed = False
-                show_on_stderr(event, err)
-            else:
-                show_on_stderr(event, err)
-            if t == "error":
-                failed = True
-                asked_wrong = asked_wrong or _asked_wrong(event.error.type)
-            if t == "done" and not event.outcome.ok:
-                if not failed and not as_json:
-                    err.write(f"stopped: {event.outcome.reason}: {event.outcome.detail}\n")
-                return 2 if asked_wrong else 1
+            show_on_stderr(event, err)
+        else:
+            show_on_stderr(event, err)
+        if t == "error":
+            failed = True
+            asked_wrong = asked_wrong or _asked_wrong(event.error.type)
+        if t == "done" and not event.outcome.ok:
+            if not failed and not as_json:
+                err.write(f"stopped: {event.outcome.reason}: {event.outcome.detail}\n")
+            return 2 if asked_wrong else 1
     return 0
 
 
@@ -233,11 +225,7 @@ def _plugins(args: argparse.Namespace) -> int:
     """One line per installed plugin: kind, name, on/off with the reason, and the settings it reads."""
     config = layered_config(args)
     core = make_core(args, config=config, keep_going=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnknownConfigKeyWarning)
-        res = core.resolve(config)
-    for note in res.warnings:
-        print(f"warning: {note}", file=sys.stderr)
+    res = resolve_noted(core, config, config_sources(args))
     declared: dict[str, list[tuple[str, Any]]] = {}
     for entry in core.get_config_schema():
         declared.setdefault(entry["plugin"], []).append((entry["key"], entry.get("default")))

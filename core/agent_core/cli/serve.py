@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 
 from ..errors import ConfigError, install_hint
-from .settings import layered_config, serve_table
+from .notes import SourcedConfigNotes
+from .settings import config_sources, layered_config, serve_table
 
 __all__ = ["add_serve"]
 
@@ -123,6 +125,7 @@ def _serve(args: argparse.Namespace) -> int:
     """``agent-core serve``: needs the ``server`` extra (Starlette + uvicorn)."""
     try:
         from ..server import ServeSettings, run_server
+        from ..server.access_log import LOGGER
     except ImportError as exc:
         raise ConfigError(f"agent-core serve needs the server extra: {install_hint('server')} ({exc})") from None
     config = layered_config(args, default_provider=None)
@@ -143,6 +146,8 @@ def _serve(args: argparse.Namespace) -> int:
         max_tool_calls=args.max_tool_calls, tenant_max_concurrent=args.tenant_max_concurrent,
         max_actions=args.max_actions, tenant_max_actions=args.tenant_max_actions, paid_actions=args.paid_actions,
     )
+    # the server says its config warnings as it starts; these words name where each key was set
+    logging.getLogger(LOGGER).addFilter(SourcedConfigNotes(config_sources(args)))
     run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace,
                settings=settings, log_level=args.log_level, log_json=args.log_json, quiet=args.quiet)
     return 0

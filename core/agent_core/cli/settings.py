@@ -3,8 +3,9 @@
 Each layer overrides the one before it, key by key:
 
 1. a TOML file: ``--config FILE`` (an argument without ``=``), or the file
-   named by ``$AGENT_CORE_CONFIG`` when no file is given on the command line;
-   its top-level keys are config keys, tables are values (``[prices."m"]``);
+   named by ``$AGENT_CORE_CONFIG`` when no file is given on the command line,
+   else the default file :func:`default_config_path` when it exists; its
+   top-level keys are config keys, tables are values (``[prices."m"]``);
 2. the environment: ``$AGENT_CORE_PROVIDER``, ``$AGENT_CORE_MODEL``,
    ``$AGENT_CORE_BASE_URL`` (API keys come from each provider's own
    variable, such as ``OPENAI_API_KEY``, never from a file you might commit);
@@ -22,11 +23,13 @@ import json
 import os
 import sys
 import tomllib
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .notes import warn
 
-__all__ = ["ENV_KEYS", "FILE_ENV", "SERVE_TABLE", "config_files", "config_sources", "layered_config", "parse_pairs", "read_toml",
+__all__ = ["ENV_KEYS", "FILE_ENV", "SERVE_TABLE", "config_files", "default_config_path", "config_sources", "layered_config", "parse_pairs", "read_toml",
            "serve_table"]
 
 #: The table of a config file that holds ``agent-core serve``'s own settings, not request config.
@@ -90,11 +93,34 @@ def parse_pairs(items: list[str]) -> tuple[list[str], dict[str, Any]]:
     return files, pairs
 
 
+def default_config_path() -> Path:
+    """The config file read when none is named: ``config.toml`` in the per-user config directory.
+
+    That directory is ``$AGENT_CORE_HOME`` when it is set (one variable moves everything
+    agent-core keeps, as tests and throwaway setups want), else the platform's: the XDG
+    rule on Linux (``$XDG_CONFIG_HOME``, else ``~/.config``), ``~/Library/Application
+    Support`` on macOS, ``%APPDATA%`` on Windows, each with ``agent-core`` added.
+    """
+    home = os.environ.get("AGENT_CORE_HOME")
+    if home:
+        return Path(home).expanduser() / "config.toml"
+    if sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        xdg = os.environ.get("XDG_CONFIG_HOME", "")
+        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".config"  # the rule ignores a relative one
+    return base / "agent-core" / "config.toml"
+
+
 def config_files(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
-    """The TOML files named (or ``$AGENT_CORE_CONFIG``) and the ``KEY=VALUE`` pairs given."""
+    """The TOML files named (else ``$AGENT_CORE_CONFIG``, else the default file if present) and the ``KEY=VALUE`` pairs."""
     files, pairs = parse_pairs(list(getattr(args, "config", None) or ()))
     if not files and os.environ.get(FILE_ENV):
         files = [os.environ[FILE_ENV]]
+    if not files and (default := default_config_path()).is_file():
+        files = [str(default)]
     return files, pairs
 
 
@@ -110,10 +136,10 @@ def serve_table(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def config_sources(args: argparse.Namespace) -> dict[str, str]:
-    """Where each config key's value came from, the last layer winning: for an error about that key.
+    """Where each config key's value came from, the last layer winning: for an error or warning about that key.
 
-    Only asked when something failed, so the layers are read again rather than tracked on the
-    way in.
+    Only asked when there is something to say, so the layers are read again rather than
+    tracked on the way in.
     """
     files, pairs = config_files(args)
     sources: dict[str, str] = {}
@@ -144,8 +170,8 @@ def layered_config(args: argparse.Namespace, *, default_provider: str | None = "
         config["stream"] = False
     if default_provider is not None and "provider" not in config:
         if config.get("model") and default_provider == "echo":  # the model would be silently ignored
-            print(f"warning: model {config['model']!r} is set but no provider is, so the offline echo provider "
-                  "answers and ignores it; name one with --provider (agent-core plugins lists them)",
-                  file=sys.stderr)
+            warn(f"model {config['model']!r} is set but no provider is, so the offline echo provider answers and "
+                 "ignores it; name one with --provider (agent-core plugins lists them)",
+                 config_sources(args).get("model"))
         config["provider"] = default_provider
     return config

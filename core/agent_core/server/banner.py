@@ -1,6 +1,6 @@
 """The lines ``agent-core serve`` prints once it listens: what a newcomer needs to use it.
 
-Where it answers, where sessions go, who may connect, which providers and models it
+Where it answers (and where its web console is), where sessions go, who may connect, which providers and models it
 offers and which provider a request without one gets, and where the docs are. Nothing
 secret: the store's URL is the store's own display form (password redacted), tokens
 are counted, never shown, and no config value is printed, only provider names.
@@ -63,6 +63,7 @@ def describe(server: Any, address: str) -> tuple[str, dict[str, Any]]:
     models = _models(server)
     default, default_text = _default(server)
     rows = (
+        ("console", f"{address}/ (chat in a browser)"),
         ("store", str(store_text)),
         ("auth", auth),
         ("providers", ", ".join(providers)),
@@ -72,6 +73,6 @@ def describe(server: Any, address: str) -> tuple[str, dict[str, Any]]:
     )
     text = f"agent-core serve: listening on {address} (Ctrl+C to stop)\n" + "\n".join(
         f"  {name:<11}{value}" for name, value in rows)
-    fields = {"address": address, "store": str(store_text), "auth": mode, "providers": providers,
+    fields = {"address": address, "console": f"{address}/", "store": str(store_text), "auth": mode, "providers": providers,
               "default_provider": default, "models": models, "docs": _docs()}
     return text, fields
