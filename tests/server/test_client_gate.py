@@ -144,6 +144,7 @@ def _amplified(kind: str) -> tuple[str, dict[str, Any]]:
     return "/v1/responses", {"model": "echo", "input": [{"role": "user", "content": parts}]}
 
 
+@pytest.mark.slow  # starts agent-core serve as a process: the tier `pytest -m slow`
 @pytest.mark.parametrize("kind", ["messages", "chat", "responses"])
 def test_an_amplified_body_is_refused_naming_the_amount_and_healthz_keeps_answering(
         kind: str, tmp_path: Path) -> None:
@@ -308,6 +309,7 @@ def test_an_action_whose_client_hung_up_makes_no_model_call_after_it(store: Any,
         assert r.status_code == 200, r.text
 
 
+@pytest.mark.slow  # eight actions against an upstream that stalls a second: the tier `pytest -m slow`
 def test_actions_have_threads_and_places_of_their_own_so_turns_keep_their_pace(
         store: Any, upstream: ScriptedServer) -> None:
     """Eight slow paid actions at once: two run (the tenant's places), the rest are told why; turns keep pace."""
