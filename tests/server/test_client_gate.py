@@ -93,7 +93,7 @@ def test_a_stored_plugin_list_switches_nothing_on_or_off_on_any_route(
     store.create(Session("victim", [], hostile))
     calls = {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "secret.txt"}'}}
     store.create(Session("tooled", [Message("user", "go"), Message("assistant", "", {"tool_calls": [calls]})], hostile))
-    for _ in range(4):
+    for _ in range(5):
         upstream.enqueue(_chat_reply("ok"))
     with running(create_app(store=store, config=_operator(upstream))) as url:
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
@@ -106,7 +106,10 @@ def test_a_stored_plugin_list_switches_nothing_on_or_off_on_any_route(
         r = httpx.post(f"{url}/v1/messages", json={"model": "openai/m", "max_tokens": 10, "messages": [
             {"role": "user", "content": "see @secret.txt"}]}, headers={"X-Session-Id": "victim"}, timeout=30)
         assert r.status_code == 200, r.text
-    assert len(upstream.requests) == 4
+        r = httpx.post(f"{url}/v1/responses", json={"model": "openai/m", "input": "see @secret.txt"},
+                       headers={"X-Session-Id": "victim"}, timeout=30)
+        assert r.status_code == 200, r.text
+    assert len(upstream.requests) == 5
     for seen in upstream.requests:
         raw = seen.raw.decode()
         assert SECRET not in raw  # file_mentions never ran, nor did the files tool
