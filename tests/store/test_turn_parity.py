@@ -153,10 +153,15 @@ def test_what_the_scenarios_leave_behind(tmp_path: Path) -> None:
     assert len(failed["stored"]) == 1  # nothing saved
     assert _play(tmp_path / "f2", "the request fails", "run_turn")["error"][0] == "LLMError"
 
-    # A streamed turn keeps a cancelled request's message (no reply); a run turn raises and saves nothing.
+    # A streamed turn keeps a cancelled request's message and the words streamed before the cancel,
+    # marked stopped; a run turn raises and saves nothing.
     cancelled = _play(tmp_path / "x", "the request is cancelled", "stream_turn")
     assert cancelled["events"][-2].outcome.reason == "cancelled" and cancelled["events"][-1].revision == 2
-    assert _contents(cancelled) == ["first", "Echo: first", "mine"]
+    streamed = "".join(e.message.content for e in cancelled["events"] if e.type == "partial")
+    assert streamed and "Echo: mine".startswith(streamed) and streamed != "Echo: mine"
+    assert _contents(cancelled) == ["first", "Echo: first", "mine", streamed]
+    kept = cancelled["stored"][-1][-1][-1]
+    assert (kept.role, dict(kept.metadata)) == ("assistant", {"stopped": "cancelled"})
     refused = _play(tmp_path / "x2", "the request is cancelled", "run_turn")
     assert refused["error"] == _error(ProviderRequestCancelled("<id>"))
     assert len(refused["stored"]) == 1
