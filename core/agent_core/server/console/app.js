@@ -1,23 +1,33 @@
 // The agent-core web console: plain JavaScript over the server's public HTTP API.
 //
 // Everything shown here comes from the server or a model, so it is untrusted: it is put
-// on the page with textContent and DOM calls only, never parsed as HTML. The token, when
-// the server wants one, travels in the Authorization header of each fetch (never in a URL
-// or a cookie, so the server's cross-site protections hold) and is kept in this tab's
-// sessionStorage, which no other tab or site can read and which is gone with the tab.
+// on the page with textContent and DOM calls only (a model's Markdown through markdown.js,
+// which builds nodes too), never parsed as HTML. The token, when the server wants one,
+// travels in the Authorization header of each fetch (never in a URL or a cookie, so the
+// server's cross-site protections hold) and is kept in this tab's sessionStorage, which no
+// other tab or site can read and which is gone with the tab.
+//
+// Nothing a person typed is lost: a turn that fails stays on the page, marked, with a Retry,
+// and its text goes back into an empty composer; a cancelled reply stays, marked stopped
+// (the server keeps it too). No promise is left to reject unseen: every handler goes
+// through guarded(), so a failure is said on the page, never thrown at the browser console.
+// The settings, plugins, actions, models and completions live in panels.js.
 "use strict";
 
 const TOKEN_KEY = "agent-core-console-token";
 const SETTINGS_KEY = "agent-core-console-settings";
-const PAGE = 50;
+const PAGE = 40;            // sessions shown at first, and added by "More sessions"
+const TITLE_FETCHES = 4;    // session titles asked for at once
 
 const state = {
   token: sessionStorage.getItem(TOKEN_KEY) || "",
-  session: null,        // the open session as GET /v1/sessions/{id} returned it (or a turn's done event made it)
+  session: null,        // the open session as GET /v1/sessions/{id} returned it (null: a new one, not made yet)
   ui: [],               // /v1/ui-schema elements for the current settings
-  settings: {},         // per session: the config keys this client chose
+  settings: {},         // per session: the config keys this client chose (the model among them)
   running: null,        // {rid, view} while a turn streams
-  after: null,          // the last session id listed (for "More sessions")
+  heads: [],            // every session's head, most recently updated first
+  shown: PAGE,
+  titles: new Map(),    // session id -> {revision, title}
   completions: [],
   active: -1,
 };
@@ -30,7 +40,7 @@ function el(tag, props, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (key === "text") node.textContent = String(value);
     else if (key === "className") node.className = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), guarded(value));
     else node.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children) {
@@ -63,24 +73,56 @@ function problem(text) {
   notice(text, true);
 }
 
+// Every event handler runs through this: what goes wrong is said on the page, not thrown.
+function guarded(fn) {
+  return (...args) => {
+    try {
+      const result = fn(...args);
+      if (result && typeof result.catch === "function") result.catch(report);
+    } catch (error) {
+      report(error);
+    }
+  };
+}
+
+function report(error) {
+  if (error && error.status === 401) return;  // the token form already says so
+  if (error && error.status === 0) return;    // the offline banner already says so
+  problem(`Error: ${error && error.message ? error.message : error}`);
+}
+
 // -- the HTTP API -------------------------------------------------------------------------
 
 class ApiFailure extends Error {
-  constructor(status, body) {
-    const message = body && body.error && body.error.message ? body.error.message : `HTTP ${status}`;
-    super(message);
+  constructor(status, body, message) {
+    const said = body && body.error && body.error.message ? body.error.message : `HTTP ${status}`;
+    super(message || said);
     this.status = status;
   }
+}
+
+const DOWN = "The server did not answer: it may be stopped or restarting, or the network is down.";
+
+function offline(down) {
+  $("offline").hidden = !down;
+  if (down) $("offline-text").textContent = `${DOWN} What you wrote is kept on this page.`;
 }
 
 async function api(method, path, body, headers) {
   const sent = Object.assign({}, headers || {});
   if (state.token) sent.authorization = `Bearer ${state.token}`;
   if (body !== undefined) sent["content-type"] = "application/json";
-  const response = await fetch(path, {
-    method, headers: sent, body: body === undefined ? undefined : JSON.stringify(body),
-    cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
-  });
+  let response;
+  try {
+    response = await fetch(path, {
+      method, headers: sent, body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
+    });
+  } catch {
+    offline(true);
+    throw new ApiFailure(0, null, DOWN);
+  }
+  offline(false);
   if (response.status === 401) {
     askForToken(state.token ? "The server refused that token." : "");
     throw new ApiFailure(401, null);
@@ -93,13 +135,6 @@ async function apiJson(method, path, body) {
   const data = response.status === 204 ? null : await response.json().catch(() => null);
   if (!response.ok) throw new ApiFailure(response.status, data);
   return data;
-}
-
-function configQuery() {
-  const query = new URLSearchParams();
-  for (const [key, value] of Object.entries(state.settings)) query.set(key, JSON.stringify(value));
-  const text = query.toString();
-  return text ? `?${text}` : "";
 }
 
 const sessionPath = (id) => `/v1/sessions/${encodeURIComponent(id)}`;
@@ -121,59 +156,48 @@ async function connect(event) {
   await start();
 }
 
-// -- paths and templates (seed 003: a dotted `data` path and a `{{data}}` template) -------
+// -- the conversation pane: follows the newest text while the reader is at the end --------
 
-function walk(root, path) {
-  let value = root;
-  for (const part of String(path || "").split(".").filter(Boolean)) {
-    if (value === null || typeof value !== "object" || !Object.prototype.hasOwnProperty.call(value, part)) {
-      return undefined;
-    }
-    value = value[part];
-  }
-  return value === null ? undefined : value;
+const pane = () => $("transcript");
+
+function atEnd() {
+  const p = pane();
+  return p.scrollHeight - p.scrollTop - p.clientHeight < 48;
 }
 
-function shown(value) {
-  if (value === undefined) return "?";
-  if (typeof value === "number" && !Number.isInteger(value)) return String(Number(value.toFixed(6)));
-  return typeof value === "string" ? value : JSON.stringify(value);
+function toEnd() {
+  const p = pane();
+  p.scrollTop = p.scrollHeight;
 }
 
-function filled(element, root) {
-  const data = walk(root, element.data);
-  if (data === undefined) return null;
-  const text = typeof element.template === "string"
-    ? element.template.replace(/\{\{\s*data((?:\.[A-Za-z0-9_]+)*)\s*\}\}/g, (_, path) => shown(walk(data, path)))
-    : shown(data);
-  return element.label ? `${element.label}: ${text}` : text;
-}
-
-function elementsOf(kind) {
-  return state.ui.filter((e) => e.ui_type === kind);
-}
-
-function renderStatus() {
-  const session = state.session ? { metadata: state.session.metadata || {}, messages: state.session.messages || [],
-    session_id: state.session.id } : null;
-  const parts = session ? elementsOf("status_bar").map((e) => filled(e, { session })).filter((t) => t) : [];
-  $("status-bar").textContent = parts.join(" | ");
-}
-
-function footerOf(message) {
-  const parts = elementsOf("message_footer").map((e) => filled(e, message)).filter((t) => t);
-  return parts.length ? el("p", { className: "footer", text: parts.join(" · ") }) : null;
+function growing(change) {  // run change(); keep the newest text in view if the reader was watching it
+  const follow = atEnd();
+  change();
+  if (follow) toEnd();
 }
 
 // -- the transcript ------------------------------------------------------------------------
 
 const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System", tool: "Tool" };
 
-function messageItem(role) {
+function messageItem(role, meta) {
+  const who = el("p", { className: "who", text: ROLE_NAMES[role] || role });
+  if (meta && typeof meta.model === "string" && meta.model) {
+    who.append(el("span", { className: "model-name", text: meta.model }));
+  }
+  if (meta && meta.stopped) who.append(el("span", { className: "state", text: "Stopped" }));
   const body = el("div", { className: "content" });
-  const item = el("li", { className: `msg ${role}` }, el("p", { className: "who", text: ROLE_NAMES[role] || role }),
-    body);
-  return { item, body };
+  const item = el("li", { className: `msg ${role}` }, who, body);
+  return { item, body, who };
+}
+
+function textNode(role, text) {
+  if (role === "assistant") {
+    const box = el("div", { className: "text md" });
+    box.append(Markdown.render(text));
+    return box;
+  }
+  return el("p", { className: "text", text });
 }
 
 function reasoningBlock(text) {
@@ -194,7 +218,7 @@ function toolCallBlock(call) {
 }
 
 function findCall(callId) {
-  for (const node of $("transcript").querySelectorAll(".tool-call")) {
+  for (const node of pane().querySelectorAll(".tool-call")) {
     if (node.getAttribute("data-call-id") === callId) return node.querySelector(".tool-result");
   }
   return null;
@@ -217,7 +241,7 @@ function showToolResult(message) {
   }
   const { item, body } = messageItem("tool");
   body.append(...parts);
-  $("transcript").append(item);
+  pane().append(item);
 }
 
 function showMessage(message) {
@@ -225,21 +249,23 @@ function showMessage(message) {
     showToolResult(message);
     return null;
   }
-  const { item, body } = messageItem(message.role);
   const meta = message.metadata || {};
+  const { item, body } = messageItem(message.role, meta);
   if (typeof meta.reasoning === "string" && meta.reasoning) body.append(reasoningBlock(meta.reasoning).node);
   const text = typeof message.content === "string" ? message.content : pretty(message.content);
-  if (text) body.append(el("p", { className: "text", text }));
+  if (text) body.append(textNode(message.role, text));
   for (const call of Array.isArray(meta.tool_calls) ? meta.tool_calls : []) body.append(toolCallBlock(call).node);
   const footer = footerOf(message);
   if (footer) item.append(footer);
-  $("transcript").append(item);
+  pane().append(item);
   return item;
 }
 
 function renderTranscript() {
-  $("transcript").replaceChildren();
-  for (const message of (state.session && state.session.messages) || []) showMessage(message);
+  growing(() => {
+    pane().replaceChildren();
+    for (const message of (state.session && state.session.messages) || []) showMessage(message);
+  });
 }
 
 // -- a streamed turn -------------------------------------------------------------------------
@@ -247,17 +273,21 @@ function renderTranscript() {
 class TurnView {
   constructor(question) {
     this.question = question;
-    this.live = new Map();  // iteration -> {item, text, reasoning}
+    this.live = new Map();  // iteration -> {item, text, raw, reasoning}
+    this.asked = showMessage({ role: "user", content: question });
+    this.cancelled = false;
+    this.saved = false;
+    this.failure = null;    // what an error frame said
   }
 
   bubble(iteration) {
     if (!this.live.has(iteration)) {
-      const { item, body } = messageItem("assistant");
+      const { item, body, who } = messageItem("assistant");
       item.classList.add("streaming");
-      const text = el("p", { className: "text" });
+      const text = el("div", { className: "text md" });
       body.append(text);
-      $("transcript").append(item);
-      this.live.set(iteration, { item, body, text, reasoning: null });
+      growing(() => pane().append(item));
+      this.live.set(iteration, { item, body, who, text, raw: "", reasoning: null, timer: null });
     }
     return this.live.get(iteration);
   }
@@ -273,29 +303,69 @@ class TurnView {
       }
       bubble.reasoning.pre.textContent += reasoning;
     }
-    if (typeof message.content === "string") bubble.text.textContent += message.content;
+    if (typeof message.content === "string") {
+      bubble.raw += message.content;
+      if (bubble.timer === null) bubble.timer = setTimeout(() => this.paint(bubble), 40);
+    }
+  }
+
+  paint(bubble) {  // the Markdown of the text so far, at most every 40 ms however fast it comes
+    bubble.timer = null;
+    growing(() => bubble.text.replaceChildren(Markdown.render(bubble.raw)));
   }
 
   final(event) {
     const old = this.live.get(event.iteration);
-    const item = showMessage(event.message || {});
-    if (old) {
-      if (item) old.item.replaceWith(item);
-      else old.item.remove();
-    }
+    if (old && old.timer !== null) clearTimeout(old.timer);
+    let item = null;
+    growing(() => {
+      item = showMessage(event.message || {});
+      if (old) {
+        if (item) old.item.replaceWith(item);
+        else old.item.remove();
+      }
+    });
     this.live.delete(event.iteration);
+  }
+
+  stopped() {  // a cancel: what was streamed stays, marked
+    this.cancelled = true;
+    for (const bubble of this.live.values()) {
+      if (bubble.timer !== null) clearTimeout(bubble.timer);
+      this.paint(bubble);
+      bubble.item.classList.remove("streaming");
+      bubble.who.append(el("span", { className: "state", text: "Stopped" }));
+    }
   }
 
   dropAll() {  // back to the session as it was, with the question asked again
     this.live.clear();
     renderTranscript();
-    showMessage({ role: "user", content: this.question });
+    this.asked = showMessage({ role: "user", content: this.question });
   }
 
   retract(event) {
     const old = this.live.get(event.iteration);
     if (old) old.item.remove();
     this.live.delete(event.iteration);
+  }
+
+  failed(message) {  // the turn is not saved: its question stays, marked, with a way to ask again
+    for (const bubble of this.live.values()) bubble.item.remove();
+    this.live.clear();
+    const retry = el("button", { type: "button", className: "retry", text: "Retry", onclick: () => {
+      if ($("message").value === this.question) $("message").value = "";
+      this.asked.remove();
+      return sendTurn(this.question);
+    } });
+    this.asked.classList.add("failed");
+    this.asked.append(el("p", { className: "turn-error", role: "alert" },
+      el("span", { text: `Not sent: ${message}` }), retry));
+    if (!$("message").value.trim()) {
+      $("message").value = this.question;
+      sizeComposer();
+    }
+    growing(() => {});
   }
 }
 
@@ -322,8 +392,10 @@ function approvalBox(frame) {
     el("button", { type: "button", className: "deny", text: "Deny", onclick: () => answer("deny") }),
     status);
   const target = findCall(frame.call_id);
-  if (target) target.replaceChildren(box);
-  else $("transcript").append(el("li", { className: "msg tool" }, box));
+  growing(() => {
+    if (target) target.replaceChildren(box);
+    else pane().append(el("li", { className: "msg tool" }, box));
+  });
   box.querySelector("button.approve").focus();
 }
 
@@ -341,17 +413,20 @@ function onFrame(view, frame) {
     case "discarded": notice("A later turn rolled this one back; nothing of it was saved."); break;
     case "approval": approvalBox(frame); break;
     case "error": case "busy": case "conflict":
-      problem(`Error: ${(frame.error || {}).message || frame.type}`); break;
+      view.failure = (frame.error || {}).message || frame.type; break;
     case "done":
-      if (frame.session) {
+      if (frame.outcome && frame.outcome.reason === "cancelled") {
+        view.stopped();
+        notice("The turn was cancelled; what was written so far is kept.");
+      } else if (frame.session && !view.failure) {
         state.session = Object.assign({}, state.session, { messages: frame.session.messages,
           metadata: frame.session.metadata });
         renderTranscript();
         renderStatus();
       }
-      if (frame.outcome && frame.outcome.reason === "cancelled") notice("The turn was cancelled.");
       break;
     case "saved":
+      view.saved = true;
       if (state.session) state.session.revision = frame.revision;
       break;
     default: break;
@@ -363,50 +438,66 @@ async function readFrames(response, onData) {
   const decoder = new TextDecoder();
   let buffer = "";
   for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
+    let got;
+    try {
+      got = await reader.read();
+    } catch {
+      throw new ApiFailure(0, null, "the connection to the server broke off before the reply ended");
+    }
+    if (got.done) break;
+    buffer += decoder.decode(got.value, { stream: true });
     let cut;
     while ((cut = buffer.indexOf("\n\n")) >= 0) {
       const block = buffer.slice(0, cut);
       buffer = buffer.slice(cut + 2);
       const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
       if (data) {
-        try { onData(JSON.parse(data)); } catch (error) { problem(`Unreadable event: ${error.message}`); }
+        let frame;
+        try { frame = JSON.parse(data); } catch (error) { problem(`Unreadable event: ${error.message}`); continue; }
+        onData(frame);
       }
     }
   }
 }
 
 async function sendTurn(text) {
-  if (!state.session) await createSession();
   const rid = newId();
+  notice("");
   const view = new TurnView(text);
   state.running = { rid, view };
   setRunning(true);
-  notice("");
-  showMessage({ role: "user", content: text });
+  toEnd();
   try {
+    if (!state.session) await createSession(text);
     const response = await api("POST", `${sessionPath(state.session.id)}/turns?approvals=ask`,
       { message: text, config: state.settings }, { "x-request-id": rid });
-    if (!response.ok) {
-      const body = await response.json().catch(() => null);
-      throw new ApiFailure(response.status, body);
-    }
+    if (!response.ok) throw new ApiFailure(response.status, await response.json().catch(() => null));
     await readFrames(response, (frame) => onFrame(view, frame));
+    if (view.failure) throw new Error(view.failure);
   } catch (error) {
-    if (error.status !== 401) problem(`Error: ${error.message}`);
+    view.failed(error.status === 401 ? "the server wants a token" : error.message);
   } finally {
     state.running = null;
     setRunning(false);
-    await listSessions();
+  }
+  if (view.cancelled && view.saved) await reopen();  // the page shows what the store kept
+  await listSessions().catch(report);
+}
+
+async function reopen() {
+  try {
+    state.session = await apiJson("GET", sessionPath(state.session.id));
+    renderTranscript();
+    renderStatus();
+  } catch (error) {
+    report(error);
   }
 }
 
 function setRunning(on) {
   $("send").disabled = on;
   $("cancel").disabled = !on;
-  $("transcript").setAttribute("aria-busy", on ? "true" : "false");
+  pane().setAttribute("aria-busy", on ? "true" : "false");
 }
 
 async function cancelTurn() {
@@ -418,22 +509,81 @@ async function cancelTurn() {
   }
 }
 
-// -- sessions ---------------------------------------------------------------------------------
+// -- sessions: most recent first, one URL each ------------------------------------------------
 
-async function listSessions(more) {
-  const after = more && state.after ? `&after=${encodeURIComponent(state.after)}` : "";
-  const page = await apiJson("GET", `/v1/sessions?limit=${PAGE}${after}`);
-  if (!more) $("session-list").replaceChildren();
-  for (const head of page.data) {
-    const current = state.session && state.session.id === head.id;
-    const button = el("button", { type: "button", className: "open", "aria-current": current ? "true" : null,
-      onclick: () => openSession(head.id) },
-    el("span", { className: "id", text: head.id }),
-    el("span", { className: "meta", text: `${head.message_count} messages, ${head.updated_at}` }));
-    $("session-list").append(el("li", {}, button));
+function ago(iso) {
+  const then = Date.parse(iso);
+  if (!Number.isFinite(then)) return "";
+  const s = Math.max(0, (Date.now() - then) / 1000);
+  if (s < 45) return "just now";
+  if (s < 90) return "a minute ago";
+  if (s < 3600) return `${Math.round(s / 60)} minutes ago`;
+  if (s < 5400) return "an hour ago";
+  if (s < 86400) return `${Math.round(s / 3600)} hours ago`;
+  if (s < 2 * 86400) return "yesterday";
+  if (s < 7 * 86400) return `${Math.floor(s / 86400)} days ago`;
+  return new Date(then).toLocaleDateString(undefined, { year: "numeric", month: "short", day: "numeric" });
+}
+
+function titleOf(session) {
+  const meta = session.metadata || {};
+  if (typeof meta.title === "string" && meta.title.trim()) return meta.title.trim();
+  const first = (session.messages || []).find((m) => m.role === "user" && typeof m.content === "string");
+  const line = first ? first.content.trim().split("\n")[0] : "";
+  if (!line) return "Empty session";
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+}
+
+async function listSessions() {
+  const heads = [];
+  let after = "";
+  for (let page = 0; page < 5; page++) {  // up to 5000 sessions, then sorted here by when each last changed
+    const got = await apiJson("GET", `/v1/sessions?limit=1000${after}`);
+    heads.push(...got.data);
+    if (got.data.length < 1000) break;
+    after = `&after=${encodeURIComponent(got.data[got.data.length - 1].id)}`;
   }
-  state.after = page.data.length ? page.data[page.data.length - 1].id : state.after;
-  $("more-sessions").hidden = page.data.length < PAGE;
+  heads.sort((a, b) => (Date.parse(b.updated_at) || 0) - (Date.parse(a.updated_at) || 0));
+  state.heads = heads;
+  renderSessionList();
+}
+
+function renderSessionList() {
+  const list = $("session-list");
+  list.replaceChildren();
+  const open = state.session ? state.session.id : null;
+  const shown = state.heads.slice(0, state.shown);
+  for (const head of shown) {
+    const known = state.titles.get(head.id);
+    const button = el("button", { type: "button", className: "open", "data-id": head.id,
+      "aria-current": head.id === open ? "page" : null, title: `${head.id}, updated ${head.updated_at}`,
+      onclick: () => openSession(head.id) },
+    el("span", { className: "title", text: known ? known.title : "…" }),
+    el("span", { className: "meta", text: `${ago(head.updated_at)} · ${head.message_count} messages` }));
+    list.append(el("li", {}, button));
+  }
+  $("more-sessions").hidden = state.heads.length <= state.shown;
+  fillTitles(shown.filter((h) => !state.titles.has(h.id) || state.titles.get(h.id).revision !== h.revision));
+}
+
+async function fillTitles(heads) {
+  const queue = heads.slice();
+  const worker = async () => {
+    while (queue.length) {
+      const head = queue.shift();
+      let title;
+      try {
+        title = titleOf(await apiJson("GET", sessionPath(head.id)));
+      } catch {
+        continue;  // gone meanwhile, or the server is away: the row keeps its placeholder
+      }
+      state.titles.set(head.id, { revision: head.revision, title });
+      for (const row of $("session-list").querySelectorAll("button.open")) {
+        if (row.getAttribute("data-id") === head.id) row.querySelector(".title").textContent = title;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(TITLE_FETCHES, queue.length) }, worker));
 }
 
 function loadSettings(id) {
@@ -451,55 +601,99 @@ function saveSettings() {
   sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(all));
 }
 
-async function openSession(id, carried) {
+function urlOf(id) {
+  return id ? `/?session=${encodeURIComponent(id)}` : "/";
+}
+
+function remember(id, replace) {  // the address bar names the open session, so reload and back find it
+  if (location.pathname + location.search === urlOf(id)) return;
+  if (replace) history.replaceState({ session: id }, "", urlOf(id));
+  else history.pushState({ session: id }, "", urlOf(id));
+}
+
+function showHeader() {
+  const open = Boolean(state.session);
+  $("chat-title").textContent = open ? titleOf(state.session) : "New session";
+  document.title = open ? `${titleOf(state.session)} · agent-core console` : "agent-core console";
+  $("export-session").disabled = !open;
+  $("delete-session").disabled = !open;
+}
+
+async function openSession(id, how) {
+  const { replace = false } = how || {};
+  let got;
   try {
-    state.session = await apiJson("GET", sessionPath(id));
+    got = await apiJson("GET", sessionPath(id));
   } catch (error) {
-    problem(`Could not open ${id}: ${error.message}`);
+    if (error.status === 404) {
+      await newChat({ replace: true });
+      problem(`There is no session ${id} on this server (deleted, or another server's).`);
+    } else {
+      report(error);
+    }
     return;
   }
+  state.session = got;
   state.settings = loadSettings(id);
-  if (carried && !Object.keys(state.settings).length) {  // settings chosen before the session existed
-    state.settings = carried;
-    saveSettings();
-  }
-  $("chat-title").textContent = `Session ${state.session.id}`;
-  $("export-session").disabled = false;
-  $("delete-session").disabled = false;
+  remember(id, replace);
+  showHeader();
   notice("");
-  await refreshPlugins();
+  closeSidebar();
   renderTranscript();
-  renderStatus();
-  await listSessions();
+  toEnd();
+  chooseModel();
+  renderSessionList();
+  await refreshPlugins();
   $("message").focus();
 }
 
-async function createSession() {
+async function newChat(how) {
+  const { replace = false } = how || {};
+  const model = state.settings.model;  // the model chosen goes on to the next session
+  state.session = null;
+  state.settings = model ? { model } : {};
+  remember(null, replace);
+  showHeader();
+  notice("");
+  closeSidebar();
+  pane().replaceChildren();
+  $("session-actions").replaceChildren();
+  chooseModel();
+  renderStatus();
+  renderSessionList();
+  await refreshPlugins();
+  $("message").focus();
+}
+
+async function createSession(question) {
   const made = await apiJson("POST", "/v1/sessions", {});
-  await openSession(made.id, state.session ? null : state.settings);
+  state.session = { id: made.id, revision: made.revision, messages: [{ role: "user", content: question }],
+    metadata: {} };
+  saveSettings();  // the settings chosen before the session existed are its own
+  remember(made.id, false);
+  showHeader();
+  listSessions().catch(() => {});  // the new session joins the list while its first turn runs
+  await refreshPlugins();
 }
 
 async function deleteSession() {
-  if (!state.session || !window.confirm(`Delete session ${state.session.id}? This cannot be undone.`)) return;
+  $("session-menu").open = false;
+  if (!state.session || !window.confirm(`Delete "${titleOf(state.session)}"? This cannot be undone.`)) return;
+  const gone = state.session;
   try {
-    await apiJson("DELETE", sessionPath(state.session.id));
+    await apiJson("DELETE", sessionPath(gone.id));
   } catch (error) {
     problem(`Could not delete: ${error.message}`);
     return;
   }
-  notice(`Deleted session ${state.session.id}.`);
-  state.session = null;
-  $("chat-title").textContent = "No session open";
-  $("export-session").disabled = true;
-  $("delete-session").disabled = true;
-  $("transcript").replaceChildren();
-  $("session-actions").replaceChildren();
-  renderStatus();
+  await newChat();
+  notice(`Deleted "${titleOf(gone)}".`);
   await listSessions();
   $("new-session").focus();
 }
 
 async function exportSession() {
+  $("session-menu").open = false;
   if (!state.session) return;
   const data = await apiJson("GET", sessionPath(state.session.id));
   const url = URL.createObjectURL(new Blob([JSON.stringify(data, null, 2)], { type: "application/json" }));
@@ -510,233 +704,19 @@ async function exportSession() {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-// -- what plugins contribute: settings, actions, plugins --------------------------------------
+// -- the phone's drawer ------------------------------------------------------------------------
 
-async function refreshPlugins() {
-  const query = configQuery();
-  try {
-    const [ui, plugins, actions] = await Promise.all([
-      apiJson("GET", `/v1/ui-schema${query}`), apiJson("GET", `/v1/plugins${query}`),
-      apiJson("GET", `/v1/actions${query}`)]);
-    state.ui = ui.data;
-    renderSettings();
-    renderPlugins(plugins);
-    renderActions(actions.data);
-    renderStatus();
-  } catch (error) {
-    if (error.status !== 401) problem(`Settings: ${error.message}`);
-  }
+function openSidebar() {
+  $("sidebar").classList.add("open");
+  $("scrim").hidden = false;
+  $("open-sidebar").setAttribute("aria-expanded", "true");
+  $("new-session").focus();
 }
 
-function settingId(key) {
-  return `setting-${String(key).replace(/[^A-Za-z0-9_-]/g, "_")}`;
-}
-
-function controlFor(element, id, value) {
-  const type = element.type || "text";
-  if (type === "checkbox") return el("input", { id, type: "checkbox", checked: value === true });
-  if (type === "select") {
-    const select = el("select", { id });
-    for (const option of Array.isArray(element.options) ? element.options : []) {
-      const v = option && typeof option === "object" ? option.value : option;
-      const label = option && typeof option === "object" ? option.label || option.value : option;
-      select.append(el("option", { value: String(v), text: String(label), selected: String(v) === String(value) }));
-    }
-    return select;
-  }
-  if (type === "textarea" || type === "json") {
-    const shownValue = type === "json" ? (value === undefined ? "" : JSON.stringify(value)) : value;
-    const area = el("textarea", { id, rows: 3 });
-    area.value = shownValue === undefined ? "" : String(shownValue);
-    return area;
-  }
-  const input = el("input", { id, type: type === "number" ? "number" : "text", step: type === "number" ? "any" : null,
-    placeholder: "the server's default" });
-  input.value = value === undefined || value === null ? "" : String(value);
-  return input;
-}
-
-function valueOf(element, control) {
-  const type = element.type || "text";
-  if (type === "checkbox") return control.checked;
-  if (type === "number") return control.value === "" ? undefined : Number(control.value);
-  if (type === "json") return control.value.trim() === "" ? undefined : JSON.parse(control.value);
-  return control.value;
-}
-
-function renderSettings() {
-  const form = $("settings");
-  const focused = document.activeElement && form.contains(document.activeElement) ? document.activeElement.id : null;
-  form.replaceChildren();
-  const settable = state.ui.filter((e) => e.ui_type === "config" && e.key && e.client_settable);
-  if (!settable.length) {
-    form.append(el("p", { className: "hint", text: "This server lets a client set none of its plugins' settings." }));
-    return;
-  }
-  for (const element of settable) {
-    const id = settingId(element.key);
-    const value = Object.prototype.hasOwnProperty.call(state.settings, element.key)
-      ? state.settings[element.key] : (element.value !== undefined ? element.value : element.default);
-    const control = controlFor(element, id, value);
-    const error = el("p", { className: "error", id: `${id}-error`, role: "alert" });
-    const hint = element.description ? el("p", { className: "hint", id: `${id}-hint`, text: element.description }) : null;
-    control.setAttribute("aria-describedby", [hint ? `${id}-hint` : "", `${id}-error`].join(" ").trim());
-    control.addEventListener("change", () => changeSetting(element, control, error));
-    const label = el("label", { for: id, text: element.label || element.key });
-    const row = el("div", { className: `setting ${element.type || "text"}` }, label, control, hint, error);
-    form.append(row);
-  }
-  if (focused && $(focused)) $(focused).focus();
-}
-
-async function changeSetting(element, control, error) {
-  let value;
-  try {
-    value = valueOf(element, control);
-  } catch (failure) {
-    control.setAttribute("aria-invalid", "true");
-    error.textContent = `Not JSON: ${failure.message}`;
-    return;
-  }
-  control.removeAttribute("aria-invalid");
-  error.textContent = "";
-  if (value === undefined) delete state.settings[element.key];
-  else state.settings[element.key] = value;
-  saveSettings();
-  await refreshPlugins();
-  notice(`${element.label || element.key} set for this session's turns.`);
-}
-
-function renderPlugins(plugins) {
-  const list = $("plugins");
-  list.replaceChildren();
-  for (const plugin of plugins.data) {
-    list.append(el("li", { className: plugin.enabled ? "plugin on" : "plugin off" },
-      el("span", { className: "name", text: plugin.name }),
-      el("span", { className: "kind", text: plugin.kind }),
-      el("span", { className: "state", text: plugin.enabled ? "on" : "off" }),
-      el("span", { className: "reason", text: plugin.reason || "" })));
-  }
-  for (const warning of plugins.warnings || []) list.append(el("li", { className: "warning", text: String(warning) }));
-}
-
-function renderActions(actions) {
-  const box = $("session-actions");
-  box.replaceChildren();
-  const manual = actions.filter((a) => !a.trigger || a.trigger === "manual");
-  for (const element of elementsOf("session_action")) {
-    const id = element.action || element.id;
-    if (id && !manual.some((a) => a.id === id)) manual.push({ id, label: element.label, plugin: element.action_owner });
-  }
-  for (const action of manual) {
-    const qualified = action.plugin ? `${action.plugin}:${action.id}` : String(action.id);
-    box.append(el("button", { type: "button", text: action.label || action.id, title: action.description || null,
-      disabled: !state.session, onclick: () => runAction(qualified, action.label || action.id) }));
-  }
-}
-
-async function runAction(id, label) {
-  if (!state.session) return;
-  try {
-    await apiJson("POST", `${sessionPath(state.session.id)}/actions/${encodeURIComponent(id)}`,
-      { config: state.settings });
-    state.session = await apiJson("GET", sessionPath(state.session.id));
-    renderTranscript();
-    renderStatus();
-    notice(`${label}: done.`);
-  } catch (error) {
-    problem(`${label}: ${error.message}`);
-  }
-}
-
-// -- completions in the input -----------------------------------------------------------------
-
-let completionTimer = null;
-
-function closeCompletions() {
-  state.completions = [];
-  state.active = -1;
-  $("completions").hidden = true;
-  $("completions").replaceChildren();
-  $("message").setAttribute("aria-expanded", "false");
-  $("message").removeAttribute("aria-activedescendant");
-}
-
-function showCompletions(found) {
-  closeCompletions();
-  if (!found.length) return;
-  state.completions = found;
-  found.forEach((c, i) => {
-    $("completions").append(el("li", { id: `completion-${i}`, role: "option", "aria-selected": "false",
-      text: String(c.label || c.display || c.text || c.replacement || ""), onmousedown: (e) => {
-        e.preventDefault();
-        acceptCompletion(i);
-      } }));
-  });
-  $("completions").hidden = false;
-  $("message").setAttribute("aria-expanded", "true");
-}
-
-function highlight(index) {
-  const items = $("completions").querySelectorAll("li");
-  state.active = (index + items.length) % items.length;
-  items.forEach((item, i) => item.setAttribute("aria-selected", i === state.active ? "true" : "false"));
-  $("message").setAttribute("aria-activedescendant", `completion-${state.active}`);
-}
-
-async function askCompletions() {
-  const text = $("message").value;
-  if (!text.trim()) {
-    closeCompletions();
-    return;
-  }
-  try {
-    const found = await apiJson("POST", "/v1/input/completions", { text, config: state.settings });
-    if ($("message").value === text) showCompletions(found.data);
-  } catch {
-    closeCompletions();
-  }
-}
-
-async function acceptCompletion(index) {
-  const chosen = state.completions[index];
-  const text = $("message").value;
-  closeCompletions();
-  if (!chosen) return;
-  let next = "";
-  try {
-    next = (await apiJson("POST", "/v1/input/completions/apply", { text, completion: chosen,
-      config: state.settings })).text;
-  } catch { next = ""; }
-  if (!next) {
-    const insert = String(chosen.text || chosen.replacement || "");
-    if (typeof chosen.replace === "string" && text.endsWith(chosen.replace)) {
-      next = text.slice(0, text.length - chosen.replace.length) + insert;
-    } else if (Number.isInteger(chosen.start) && chosen.start >= 0 && chosen.start <= text.length) {
-      next = text.slice(0, chosen.start) + insert;
-    } else {
-      next = text + insert;
-    }
-  }
-  $("message").value = next;
-  $("message").focus();
-}
-
-function onMessageKey(event) {
-  const open = !$("completions").hidden;
-  if (open && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
-    event.preventDefault();
-    highlight(state.active + (event.key === "ArrowDown" ? 1 : -1));
-  } else if (open && state.active >= 0 && (event.key === "Enter" || event.key === "Tab")) {
-    event.preventDefault();
-    acceptCompletion(state.active);
-  } else if (open && event.key === "Escape") {
-    event.preventDefault();
-    closeCompletions();
-  } else if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-    event.preventDefault();
-    $("composer").requestSubmit();
-  }
+function closeSidebar() {
+  $("sidebar").classList.remove("open");
+  $("scrim").hidden = true;
+  $("open-sidebar").setAttribute("aria-expanded", "false");
 }
 
 // -- start ---------------------------------------------------------------------------------
@@ -745,36 +725,57 @@ async function start() {
   try {
     await listSessions();
   } catch (error) {
-    if (error.status !== 401) askForToken(`The server did not answer: ${error.message}`);
+    if (error.status === 0) {
+      $("auth").hidden = true;
+      $("app").hidden = false;
+    } else if (error.status !== 401) {
+      askForToken(`The server did not answer as expected: ${error.message}`);
+    }
     return;
   }
   $("auth").hidden = true;
   $("app").hidden = false;
-  await refreshPlugins();
+  await loadModels();
+  const id = new URLSearchParams(location.search).get("session");
+  if (id) await openSession(id, { replace: true });
+  else await newChat({ replace: true });
+}
+
+function submit(event) {
+  event.preventDefault();
+  const text = $("message").value;
+  if (!text.trim() || state.running) return;
+  $("message").value = "";
+  sizeComposer();
+  closeCompletions();
+  return sendTurn(text);
 }
 
 function wire() {
-  $("auth-form").addEventListener("submit", connect);
-  $("new-session").addEventListener("click", () => createSession().catch((e) => problem(`Error: ${e.message}`)));
-  $("more-sessions").addEventListener("click", () => listSessions(true));
-  $("delete-session").addEventListener("click", deleteSession);
-  $("export-session").addEventListener("click", exportSession);
-  $("cancel").addEventListener("click", cancelTurn);
-  $("composer").addEventListener("submit", (event) => {
+  $("auth-form").addEventListener("submit", guarded(connect));
+  $("new-session").addEventListener("click", guarded(() => newChat()));
+  $("more-sessions").addEventListener("click", guarded(() => {
+    state.shown += PAGE;
+    renderSessionList();
+  }));
+  $("delete-session").addEventListener("click", guarded(deleteSession));
+  $("export-session").addEventListener("click", guarded(exportSession));
+  $("cancel").addEventListener("click", guarded(cancelTurn));
+  $("reconnect").addEventListener("click", guarded(start));
+  $("open-sidebar").addEventListener("click", openSidebar);
+  $("close-sidebar").addEventListener("click", closeSidebar);
+  $("scrim").addEventListener("click", closeSidebar);
+  $("composer").addEventListener("submit", guarded(submit));
+  wireComposer();
+  window.addEventListener("popstate", guarded(() => {
+    const id = new URLSearchParams(location.search).get("session");
+    return id ? openSession(id, { replace: true }) : newChat({ replace: true });
+  }));
+  window.addEventListener("unhandledrejection", (event) => {  // a last net: said on the page
     event.preventDefault();
-    const text = $("message").value;
-    if (!text.trim() || state.running) return;
-    $("message").value = "";
-    closeCompletions();
-    sendTurn(text);
+    report(event.reason);
   });
-  $("message").addEventListener("keydown", onMessageKey);
-  $("message").addEventListener("input", () => {
-    clearTimeout(completionTimer);
-    completionTimer = setTimeout(askCompletions, 150);
-  });
-  $("message").addEventListener("blur", () => setTimeout(closeCompletions, 100));
-  start();
+  guarded(start)();
 }
 
 document.addEventListener("DOMContentLoaded", wire);
