@@ -47,12 +47,27 @@ def test_the_reply_is_in_view_after_send_and_while_it_streams(new_page: Any, bas
     reply.get_by_text("word25", exact=False).wait_for()  # a few paragraphs later: the pane followed it
     assert in_view(page, reply)
     expect(page.get_by_role("textbox", name="Message")).to_be_in_viewport()  # the composer stays at the bottom
-    shot(page, "phone" if size == "phone" else "streaming")
+    if size == "phone":
+        shot(page, "phone")
     page.get_by_role("button", name="Cancel").click()
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
 
 
-def test_markdown_and_code_blocks_are_rendered(watched: Watched, base_url: str) -> None:
+def _earlier_sessions(url: str) -> None:
+    """Two sessions a person might have had before, so the list looks as it would."""
+    for question in ("Plan a week in Lisbon", "Why does my regex match too much?"):
+        made = httpx.post(f"{url}/v1/sessions", json={"messages": [{"role": "user", "content": question},
+                                                                  {"role": "assistant", "content": "..."}]})
+        assert made.status_code == 201
+
+
+def test_markdown_and_code_blocks_are_rendered(watched: Watched, tmp_path: Path) -> None:
+    with serve(tmp_path) as url:  # a server of its own: the screenshot shows only this test's sessions
+        _earlier_sessions(url)
+        _markdown_rendered(watched, url)
+
+
+def _markdown_rendered(watched: Watched, base_url: str) -> None:
     page = open_console(watched, base_url)
     send(page, "markdown, please")
     reply = page.get_by_role("log", name="Conversation").locator(".msg.assistant").last
@@ -71,7 +86,10 @@ def test_markdown_and_code_blocks_are_rendered(watched: Watched, base_url: str) 
     assert block.locator("code").inner_text() == "def area(r):\n    return 3.14 * r * r  # **not bold**"
     expect(block.get_by_role("button", name="Copy the python block")).to_be_visible()
     expect(reply.locator("table td")).to_have_text(["pi", "3.14"])
+    expect(page.get_by_role("navigation", name="Sessions").locator("#session-list button")).to_have_count(3)
     shot(page, "chat")
+    page.wait_for_load_state("networkidle")
+    page.close()  # before the server stops
 
 
 def test_hostile_markdown_is_shown_as_text(watched: Watched, base_url: str) -> None:
@@ -186,15 +204,20 @@ def test_the_model_picker_offers_only_the_operators_models(watched: Watched, tmp
         page.close()
 
 
-def test_the_theme_follows_the_system(new_page: Any, base_url: str) -> None:
+def test_the_theme_follows_the_system(new_page: Any, tmp_path: Path) -> None:
     colours = {}
-    for scheme in ("light", "dark"):
-        watched = new_page(color_scheme=scheme)
-        page = open_console(watched, base_url)
-        if scheme == "dark":
-            send(page, "markdown in the dark")
-            page.get_by_role("log", name="Conversation").locator(".code-block").wait_for()
-            shot(page, "dark")
-        colours[scheme] = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+    with serve(tmp_path) as url:
+        _earlier_sessions(url)
+        for scheme in ("light", "dark"):
+            watched = new_page(color_scheme=scheme)
+            page = open_console(watched, url)
+            if scheme == "dark":
+                send(page, "markdown in the dark")
+                page.get_by_role("log", name="Conversation").locator(".code-block").wait_for()
+                expect(page.locator("#session-list button")).to_have_count(3)
+                shot(page, "dark")
+            colours[scheme] = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+            page.wait_for_load_state("networkidle")
+            page.close()
     assert colours["light"] != colours["dark"]
     assert sum(map(int, re.findall(r"\d+", colours["dark"])[:3])) < 150  # dark is dark

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import runpy
 import threading
 import time
 from importlib.resources import files
@@ -252,3 +253,19 @@ def test_completions_come_from_the_features_hooks(url: str) -> None:
 def test_completion_requests_are_checked(url: str, body: dict[str, Any], param: str) -> None:
     answer = httpx.post(f"{url}/v1/input/completions", json=body)
     assert answer.status_code in (400, 403) and param in answer.json()["error"]["message"]
+
+
+def test_the_readme_links_each_screenshot_the_docs_command_refreshes() -> None:
+    """``scripts/console_screenshots.py`` copies the browser tier's screenshots into docs/; the README links each."""
+    root = Path(__file__).resolve().parents[2]
+    command = runpy.run_path(str(root / "scripts" / "console_screenshots.py"))  # defines, does not run
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for name in command["SHOTS"]:
+        assert f"(docs/console-{name}.png)" in readme, name
+        assert (root / "docs" / f"console-{name}.png").is_file(), name
+    linked = set(re.findall(r"\(docs/console-([a-z-]+)\.png\)", readme))
+    assert linked == set(command["SHOTS"])  # and nothing the command would not refresh
+    shots = (root / "tests" / "browser").glob("test_*.py")
+    taken = set(re.findall(r'shot\(page, "([a-z-]+)"\)', "".join(p.read_text(encoding="utf-8") for p in shots)))
+    assert set(command["SHOTS"]) <= taken  # each is taken by a browser test
+

@@ -67,7 +67,7 @@ const Markdown = (() => {
     const open = text[i] === "!" ? i + 1 : i;
     let depth = 0;
     let close = -1;
-    for (let j = open; j < text.length && j < open + 2000; j++) {
+    for (let j = open; j < text.length && j < open + 1000; j++) {
       if (text[j] === "\\") j++;
       else if (text[j] === "[") depth++;
       else if (text[j] === "]" && --depth === 0) { close = j; break; }
