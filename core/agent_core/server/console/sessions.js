@@ -95,6 +95,10 @@ function saveSettings() {
   sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(all));
 }
 
+function leaveTurn() {  // a turn still streaming stays with its own session, not the one opened now
+  if (state.running) state.running.view.away = true;
+}
+
 function urlOf(id) {
   return id ? `/?session=${encodeURIComponent(id)}` : "/";
 }
@@ -127,6 +131,7 @@ async function openSession(id, how) {
     }
     return;
   }
+  leaveTurn();
   state.session = got;
   state.settings = loadSettings(id);
   remember(id, replace);
@@ -144,6 +149,7 @@ async function openSession(id, how) {
 async function newChat(how) {
   const { replace = false } = how || {};
   const model = state.settings.model;  // the model chosen goes on to the next session
+  leaveTurn();
   state.session = null;
   state.settings = model ? { model } : {};
   remember(null, replace);

@@ -124,6 +124,7 @@ class TurnView {
     this.asked = showMessage({ role: "user", content: question });
     this.cancelled = false;
     this.saved = false;
+    this.away = false;      // another session was opened while it ran
     this.failure = null;    // what an error frame said
   }
 
@@ -200,6 +201,10 @@ class TurnView {
   }
 
   failed(message) {  // the turn is not saved: its question stays, marked, with a way to ask again
+    if (this.away) {
+      problem(`A turn in another session was not sent: ${message}`);
+      return;
+    }
     for (const bubble of this.live.values()) bubble.item.remove();
     this.live.clear();
     const retry = el("button", { type: "button", className: "retry", text: "Retry", onclick: () => {
@@ -249,6 +254,10 @@ function approvalBox(frame) {
 }
 
 function onFrame(view, frame) {
+  if (view.away) {  // another session is open now: the turn goes on and is saved, out of sight
+    if (frame.type === "saved") view.saved = true;
+    return;
+  }
   switch (frame.type) {
     case "partial": view.partial(frame); break;
     case "final": view.final(frame); break;
@@ -329,7 +338,7 @@ async function sendTurn(text) {
     state.running = null;
     setRunning(false);
   }
-  if (view.cancelled && view.saved) await reopen();  // the page shows what the store kept
+  if (view.cancelled && view.saved && !view.away) await reopen();  // the page shows what the store kept
   await listSessions().catch(report);
 }
 
