@@ -55,7 +55,7 @@ const Markdown = (() => {
     if (mark[0] === "_" && i > 0 && /[A-Za-z0-9]/.test(text[i - 1])) return null;  // snake_case stays
     const end = closing(text, mark, i + mark.length + 1);
     if (end < 0) {
-      misses.add(mark);  // nothing closes it further on either: later searches would fail too
+      misses.add(mark);
       return null;
     }
     if (mark[0] === "_" && /[A-Za-z0-9]/.test(text[end + mark.length] || "")) return null;
@@ -88,76 +88,70 @@ const Markdown = (() => {
     return at < 0 ? { run } : { run, code: text.slice(i + run, at).replace(/^ (.+) $/, "$1"), end: at + run };
   }
 
+  // Each reader looks at text[i]: {node, end} when a construct starts there (node may be plain
+  // text: an escape, or backticks no span closes), or null when text[i] is just a character.
+  function escapeAt(text, i) {
+    return PUNCT.test(text[i + 1] || "") ? { node: text[i + 1], end: i + 2 } : null;
+  }
+
+  function codeAt(text, i) {
+    const span = codeSpan(text, i);
+    if (span.code === undefined) return { node: "`".repeat(span.run), end: i + span.run };
+    return { node: make("code", null, span.code), end: span.end };
+  }
+
+  function emphasisAt(text, i, depth, misses) {
+    const found = emphasis(text, i, misses);
+    if (!found) return null;
+    const node = make(found.tag);
+    inline(found.inner, node, depth + 1);
+    return { node, end: found.end };
+  }
+
+  function linkAt(text, i, depth) {
+    const found = bracketed(text, i);
+    if (!found || !SAFE_URL.test(found.url)) return null;  // not a link it may make: the text stays
+    return { node: safeLink(found.url, found.label || found.url, depth), end: found.end };
+  }
+
+  function bareUrlAt(text, i) {
+    if (i > 0 && !/[\s(]/.test(text[i - 1])) return null;
+    const bare = BARE_URL.exec(text.slice(i, i + 2048));
+    return bare ? { node: safeLink(bare[0], bare[0], MAX_DEPTH), end: i + bare[0].length } : null;
+  }
+
+  function inlineAt(text, i, depth, misses) {
+    const c = text[i];
+    if (c === "\\") return escapeAt(text, i);
+    if (c === "`") return codeAt(text, i);
+    if (c === "*" || c === "_" || c === "~") return emphasisAt(text, i, depth, misses);
+    if (c === "[" || (c === "!" && text[i + 1] === "[")) return linkAt(text, i, depth);
+    if (c === "h") return bareUrlAt(text, i);
+    if (c === "\n") return { node: make("br"), end: i + 1 };
+    return null;
+  }
+
   function inline(text, out, depth) {
-    let plain = "";
-    const flush = () => {
-      if (plain) out.append(plain);
-      plain = "";
-    };
     if (depth > MAX_DEPTH) {
       out.append(text);
       return;
     }
-    const misses = new Set();
+    const misses = new Set();  // marks nothing closes further on: later searches for them would fail too
+    let plain = "";
     let i = 0;
     while (i < text.length) {
-      const c = text[i];
-      if (c === "\\" && PUNCT.test(text[i + 1] || "")) {
-        plain += text[i + 1];
-        i += 2;
-        continue;
-      }
-      if (c === "`") {
-        const span = codeSpan(text, i);
-        if (span.code === undefined) {
-          plain += "`".repeat(span.run);
-          i += span.run;
-          continue;
-        }
-        flush();
-        out.append(make("code", null, span.code));
-        i = span.end;
-        continue;
-      }
-      if (c === "*" || c === "_" || c === "~") {
-        const found = emphasis(text, i, misses);
-        if (found) {
-          flush();
-          const node = make(found.tag);
-          inline(found.inner, node, depth + 1);
-          out.append(node);
-          i = found.end;
-          continue;
-        }
-      }
-      if (c === "[" || (c === "!" && text[i + 1] === "[")) {
-        const found = bracketed(text, i);
-        if (found && SAFE_URL.test(found.url)) {
-          flush();
-          out.append(safeLink(found.url, found.label || found.url, depth));
-          i = found.end;
-          continue;
-        }
-      }
-      if (c === "h" && (i === 0 || /[\s(]/.test(text[i - 1]))) {
-        const bare = BARE_URL.exec(text.slice(i, i + 2048));
-        if (bare) {
-          flush();
-          out.append(safeLink(bare[0], bare[0], MAX_DEPTH));
-          i += bare[0].length;
-          continue;
-        }
-      }
-      if (c === "\n") {
-        flush();
-        out.append(make("br"));
+      const found = inlineAt(text, i, depth, misses);
+      if (found === null) {
+        plain += text[i];
         i++;
         continue;
       }
-      plain += c;
-      i++;
+      if (plain) out.append(plain);
+      plain = "";
+      out.append(found.node);
+      i = found.end;
     }
-    flush();
+    if (plain) out.append(plain);
   }
 
   // -- blocks: fences, headings, rules, quotes, lists, tables, paragraphs --------------------
@@ -263,72 +257,78 @@ const Markdown = (() => {
     return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || QUOTE.test(line) || ITEM.test(line);
   }
 
+  // Each reads the block that starts at lines[i]: {node, next} (next: the line after it), or null
+  // when the line starts no such block. A paragraph takes any line, so the last always answers.
+  function fenceAt(lines, i) {
+    const fence = FENCE.exec(lines[i]);
+    if (!fence) return null;
+    let end = i + 1;
+    while (end < lines.length && !closesFence(lines[end], fence[1])) end++;
+    // past the end when the reply has not closed its fence yet: the block runs to the end
+    return { node: codeBlock(fence[2], lines.slice(i + 1, end).join("\n")), next: end + 1 };
+  }
+
+  function headingAt(lines, i, depth) {
+    const heading = HEADING.exec(lines[i]);
+    if (!heading) return null;
+    const node = make(`h${Math.min(heading[1].length + 2, 6)}`, "md-heading");  // the page has h1 and h2
+    inline(heading[2], node, depth + 1);
+    return { node, next: i + 1 };
+  }
+
+  function ruleAt(lines, i) {
+    return RULE.test(lines[i]) ? { node: make("hr"), next: i + 1 } : null;
+  }
+
+  function quoteAt(lines, i, depth) {
+    if (!QUOTE.test(lines[i])) return null;
+    let end = i;
+    while (end < lines.length && QUOTE.test(lines[end])) end++;
+    const node = make("blockquote");
+    node.append(...blocks(lines.slice(i, end).map((line) => line.replace(QUOTE, "")).join("\n"), depth + 1));
+    return { node, next: end };
+  }
+
+  function itemsAt(lines, i, depth) {
+    return ITEM.test(lines[i]) ? listAt(lines, i, depth) : null;
+  }
+
+  function tableAt(lines, i, depth) {
+    const rule = lines[i + 1];
+    if (!lines[i].includes("|") || rule === undefined || !TABLE_RULE.test(rule) || !rule.includes("-")) return null;
+    let end = i + 2;
+    while (end < lines.length && lines[end].includes("|") && lines[end].trim() !== "") end++;
+    return { node: table(lines.slice(i, end), depth + 1), next: end };
+  }
+
+  function paragraphAt(lines, i, depth) {
+    let end = i + 1;
+    while (end < lines.length && lines[end].trim() !== "" && !startsBlock(lines[end])) end++;
+    const node = make("p");
+    inline(lines.slice(i, end).join("\n").trim(), node, depth + 1);
+    return { node, next: end };
+  }
+
+  const BLOCK_READERS = [fenceAt, headingAt, ruleAt, quoteAt, itemsAt, tableAt, paragraphAt];
+
   function blocks(text, depth) {
-    const out = [];
-    if (depth > MAX_DEPTH) {
-      out.push(make("p", null, text));
-      return out;
-    }
+    if (depth > MAX_DEPTH) return [make("p", null, text)];
     const lines = text.replace(/\r\n?/g, "\n").split("\n");
+    const out = [];
     let i = 0;
     while (i < lines.length) {
-      const line = lines[i];
-      if (line.trim() === "") {
+      if (lines[i].trim() === "") {
         i++;
         continue;
       }
-      const fence = FENCE.exec(line);
-      if (fence) {
-        const body = [];
-        i++;
-        while (i < lines.length && !closesFence(lines[i], fence[1])) {
-          body.push(lines[i]);
-          i++;
+      for (const read of BLOCK_READERS) {
+        const found = read(lines, i, depth);
+        if (found) {
+          out.push(found.node);
+          i = found.next;
+          break;
         }
-        i++;  // the closing fence (past the end when the reply has not closed it yet)
-        out.push(codeBlock(fence[2], body.join("\n")));
-        continue;
       }
-      const heading = HEADING.exec(line);
-      if (heading) {
-        const node = make(`h${Math.min(heading[1].length + 2, 6)}`, "md-heading");
-        inline(heading[2], node, depth + 1);
-        out.push(node);
-        i++;
-        continue;
-      }
-      if (RULE.test(line)) {
-        out.push(make("hr"));
-        i++;
-        continue;
-      }
-      if (QUOTE.test(line)) {
-        const quoted = [];
-        while (i < lines.length && QUOTE.test(lines[i])) quoted.push(lines[i++].replace(QUOTE, ""));
-        const node = make("blockquote");
-        node.append(...blocks(quoted.join("\n"), depth + 1));
-        out.push(node);
-        continue;
-      }
-      if (ITEM.test(line)) {
-        const list = listAt(lines, i, depth);
-        out.push(list.node);
-        i = list.next;
-        continue;
-      }
-      if (line.includes("|") && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]) && lines[i + 1].includes("-")) {
-        const rows = [line, lines[i + 1]];
-        i += 2;
-        while (i < lines.length && lines[i].includes("|") && lines[i].trim() !== "") rows.push(lines[i++]);
-        out.push(table(rows, depth + 1));
-        continue;
-      }
-      const para = [line];
-      i++;
-      while (i < lines.length && lines[i].trim() !== "" && !startsBlock(lines[i])) para.push(lines[i++]);
-      const node = make("p");
-      inline(para.join("\n").trim(), node, depth + 1);
-      out.push(node);
     }
     return out;
   }
