@@ -130,6 +130,9 @@ class Model(function_provider(answer, name="model")):  # type: ignore[misc]
     def get_models(self, config: Any) -> list[dict[str, Any]]:
         return [{"id": name} for name in MODELS]
 
+    def get_config_schema(self) -> dict[str, Any]:
+        return {"model": {"type": "string", "default": MODELS[0], "description": "The model that answers."}}
+
     async def astream_api(self, native_messages: Any, state: Any, *, request_id: str | None = None) -> Any:
         chosen = (state.get("config") or {}).get("model")
         if not str(native_messages[-1].get("content") or "").startswith("slow"):

@@ -21,7 +21,7 @@ def expect(target: Any) -> Any:
 def open_console(watched: Watched, base_url: str, path: str = "/") -> Any:
     page = watched.page
     page.goto(base_url + path)
-    page.get_by_role("button", name="New session").wait_for()
+    page.get_by_role("textbox", name="Message").wait_for()  # shown once the server has answered
     return page
 
 

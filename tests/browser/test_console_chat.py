@@ -61,6 +61,28 @@ def _earlier_sessions(url: str) -> None:
         assert made.status_code == 201
 
 
+def test_on_a_phone_the_sessions_slide_over_the_chat(new_page: Any, base_url: str) -> None:
+    sid = f"phone-{time.time_ns()}"
+    question = f"a question from the phone {sid}"
+    made = httpx.post(f"{base_url}/v1/sessions", json={"id": sid, "messages": [{"role": "user", "content": question}]})
+    assert made.status_code == 201
+    page = open_console(new_page(**PHONE), base_url)
+    sessions = page.get_by_role("navigation", name="Sessions")
+    expect(sessions).not_to_be_in_viewport()  # the chat has the whole width
+    opener = page.get_by_role("button", name="Show the sessions")
+    opener.click()
+    expect(opener).to_have_attribute("aria-expanded", "true")
+    expect(sessions).to_be_in_viewport()
+    page.keyboard.press("Escape")  # closes it, back on the button that opened it
+    expect(sessions).not_to_be_in_viewport()
+    expect(opener).to_be_focused()
+    opener.click()
+    sessions.get_by_role("button", name=re.compile(question)).click()
+    page.wait_for_url(re.compile(f"session={sid}"))
+    expect(sessions).not_to_be_in_viewport()  # choosing one closes the list
+    expect(page.get_by_role("log", name="Conversation").get_by_text(question)).to_be_in_viewport()
+
+
 def test_markdown_and_code_blocks_are_rendered(watched: Watched, tmp_path: Path) -> None:
     with serve(tmp_path) as url:  # a server of its own: the screenshot shows only this test's sessions
         _earlier_sessions(url)

@@ -204,6 +204,12 @@ function wire() {
   $("open-sidebar").addEventListener("click", openSidebar);
   $("close-sidebar").addEventListener("click", closeSidebar);
   $("scrim").addEventListener("click", closeSidebar);
+  $("sidebar").addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && $("sidebar").classList.contains("open")) {
+      closeSidebar();
+      $("open-sidebar").focus();
+    }
+  });
   $("composer").addEventListener("submit", guarded(submit));
   wireComposer();
   window.addEventListener("popstate", guarded(() => {
