@@ -103,7 +103,7 @@ def test_a_cancelled_reply_stays_marked_stopped_in_the_page_and_the_store(watche
     send(page, "slow answer please")
     sid = session_id(page)
     log = page.get_by_role("log", name="Conversation")
-    log.get_by_text("word3", exact=False).wait_for()
+    log.get_by_text(re.compile(r"\bword3\b")).wait_for()
     cancel = page.get_by_role("button", name="Cancel")
     assert cancel.is_enabled()
     cancel.click()

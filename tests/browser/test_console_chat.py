@@ -42,9 +42,9 @@ def test_the_reply_is_in_view_after_send_and_while_it_streams(new_page: Any, bas
     expect(question.locator(".text")).to_have_text("slow, and a long one")
     assert in_view(page, question)  # what was just sent, at once
     reply = log.locator(".msg.assistant.streaming")
-    reply.get_by_text("word2", exact=False).wait_for()
+    reply.get_by_text(re.compile(r"\bword2\b")).wait_for()
     assert in_view(page, reply)
-    reply.get_by_text("word25", exact=False).wait_for()  # a few paragraphs later: the pane followed it
+    reply.get_by_text(re.compile(r"\bword25\b")).wait_for()  # a few paragraphs later: the pane followed it
     assert in_view(page, reply)
     expect(page.get_by_role("textbox", name="Message")).to_be_in_viewport()  # the composer stays at the bottom
     if size == "phone":
@@ -67,6 +67,7 @@ def test_on_a_phone_the_sessions_slide_over_the_chat(new_page: Any, base_url: st
     made = httpx.post(f"{base_url}/v1/sessions", json={"id": sid, "messages": [{"role": "user", "content": question}]})
     assert made.status_code == 201
     page = open_console(new_page(**PHONE), base_url)
+    page.wait_for_load_state("networkidle")
     sessions = page.get_by_role("navigation", name="Sessions")
     expect(sessions).not_to_be_in_viewport()  # the chat has the whole width
     opener = page.get_by_role("button", name="Show the sessions")
@@ -213,7 +214,7 @@ def test_a_streaming_reply_stays_with_its_own_session(watched: Watched, base_url
     other = session_id(page)
     page.get_by_role("button", name="New session").click()
     send(page, "slow, while I look elsewhere")
-    log.get_by_text("word2", exact=False).wait_for()
+    log.get_by_text(re.compile(r"\bword2\b")).wait_for()
     streaming = session_id(page)
     page.locator(f'#session-list button[data-id="{other}"]').click()
     log.get_by_text("You said: another topic first").wait_for()

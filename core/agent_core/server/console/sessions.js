@@ -95,6 +95,10 @@ function saveSettings() {
   sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(all));
 }
 
+function focusComposer() {  // where a person types next; not while they are in the session list
+  if (!$("sidebar").classList.contains("open")) $("message").focus();
+}
+
 function leaveTurn() {  // a turn still streaming stays with its own session, not the one opened now
   if (state.running) state.running.view.away = true;
 }
@@ -143,7 +147,7 @@ async function openSession(id, how) {
   chooseModel();
   renderSessionList();
   await refreshPlugins();
-  $("message").focus();
+  focusComposer();
 }
 
 async function newChat(how) {
@@ -162,7 +166,7 @@ async function newChat(how) {
   renderStatus();
   renderSessionList();
   await refreshPlugins();
-  $("message").focus();
+  focusComposer();
 }
 
 async function createSession(question) {
