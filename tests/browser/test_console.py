@@ -147,7 +147,15 @@ def test_resume_action_export_and_delete(watched: Watched, base_url: str) -> Non
     page.get_by_role("group", name="Session actions").get_by_role("button", name="Pin this session").click()
     page.get_by_text("Pin this session: done.").wait_for()
     expect(page.get_by_role("status", name="Status bar")).to_contain_text("Pin: pinned")
-    page.get_by_label("Session menu").click()
+    menu = page.get_by_label("Session menu")
+    menu.click()
+    expect(page.get_by_role("button", name="Export as JSON")).to_be_visible()
+    page.keyboard.press("Escape")  # a menu closes as menus do: Escape, or a click elsewhere
+    expect(page.get_by_role("button", name="Export as JSON")).to_be_hidden()
+    menu.click()
+    page.get_by_role("log", name="Conversation").click()
+    expect(page.get_by_role("button", name="Export as JSON")).to_be_hidden()
+    menu.click()
     with page.expect_download() as got:
         page.get_by_role("button", name="Export as JSON").click()
     exported = json.loads(Path(got.value.path()).read_text(encoding="utf-8"))

@@ -204,6 +204,15 @@ function wire() {
   $("open-sidebar").addEventListener("click", openSidebar);
   $("close-sidebar").addEventListener("click", closeSidebar);
   $("scrim").addEventListener("click", closeSidebar);
+  document.addEventListener("click", (event) => {  // a menu closes when one clicks elsewhere, as menus do
+    if ($("session-menu").open && !$("session-menu").contains(event.target)) $("session-menu").open = false;
+  });
+  $("session-menu").addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && $("session-menu").open) {
+      $("session-menu").open = false;
+      $("session-menu").querySelector("summary").focus();
+    }
+  });
   $("sidebar").addEventListener("keydown", (event) => {
     if (event.key === "Escape" && $("sidebar").classList.contains("open")) {
       closeSidebar();
