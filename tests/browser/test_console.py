@@ -32,6 +32,8 @@ def test_a_turn_with_a_tool_call_that_needs_approval(watched: Watched, base_url:
     assert "6 * 7 = 42" in approval.inner_text()  # the arguments the model sent
     assert "tool_policy" in approval.inner_text()  # who asks, and what happens without an answer
     assert "denied" in approval.inner_text()
+    # the session is listed at once, by its question, while its first turn waits
+    expect(page.locator(f'#session-list button[data-id="{sid}"]')).to_contain_text("calculate six times seven")
     shot(page, "approval")
     approval.get_by_role("button", name="Approve").click()
     log = page.get_by_role("log", name="Conversation")

@@ -10,10 +10,10 @@
 
 const Markdown = (() => {
   const MAX_DEPTH = 12;  // nesting deeper than this (quotes in lists in quotes...) is shown flat
-  const SAFE_URL = /^(https?:\/\/|mailto:)[^\s<>"]+$/i;
-  const BARE_URL = /^https?:\/\/[^\s<>"()]*[^\s<>"().,;:!?'*_~]/;
-  const PUNCT = /[!-/:-@[-`{-~]/;
-  const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)/;
+  const SAFE_URL = /^(https?:\/\/|mailto:)[^\s<>\x22]+$/i;
+  const BARE_URL = /^https?:\/\/[^\s<>\x22()]*[^\s<>\x22().,;:!?\x27*_~]/;
+  const PUNCT = /[!-/:-@[-\x60{-~]/;  // \x60: a backtick
+  const FENCE = /^ {0,3}(\x60{3,}|~{3,})\s*([^\x60\s]*)/;
   const HEADING = /^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
   const RULE = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
   const QUOTE = /^ {0,3}> ?/;
@@ -249,7 +249,7 @@ const Markdown = (() => {
   }
 
   function closesFence(line, opened) {
-    const shut = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(line);
+    const shut = /^ {0,3}(\x60{3,}|~{3,})\s*$/.exec(line);
     return Boolean(shut) && shut[1][0] === opened[0] && shut[1].length >= opened.length;
   }
 

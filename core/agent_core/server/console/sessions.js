@@ -42,22 +42,29 @@ async function listSessions() {
   renderSessionList();
 }
 
+function countOf(head, open) {  // the open session's turn may not be saved yet: the page knows better
+  const here = head.id === open && state.session.messages ? state.session.messages.length : 0;
+  return Math.max(head.message_count, here);
+}
+
 function renderSessionList() {
   const list = $("session-list");
   list.replaceChildren();
   const open = state.session ? state.session.id : null;
   const shown = state.heads.slice(0, state.shown);
   for (const head of shown) {
-    const known = state.titles.get(head.id);
+    const known = head.id === open ? { title: titleOf(state.session) } : state.titles.get(head.id);
     const button = el("button", { type: "button", className: "open", "data-id": head.id,
       "aria-current": head.id === open ? "page" : null, title: `${head.id}, updated ${head.updated_at}`,
       onclick: () => openSession(head.id) },
     el("span", { className: "title", text: known ? known.title : "…" }),
-    el("span", { className: "meta", text: `${ago(head.updated_at)} · ${head.message_count} messages` }));
+    el("span", { className: "meta", text: `${ago(head.updated_at)} · ${countOf(head, open)} messages` }));
     list.append(el("li", {}, button));
   }
   $("more-sessions").hidden = state.heads.length <= state.shown;
-  fillTitles(shown.filter((h) => !state.titles.has(h.id) || state.titles.get(h.id).revision !== h.revision));
+  // the open session's title is the page's own; the others' are read once per revision
+  fillTitles(shown.filter((h) => h.id !== open
+    && (!state.titles.has(h.id) || state.titles.get(h.id).revision !== h.revision)));
 }
 
 async function fillTitles(heads) {
