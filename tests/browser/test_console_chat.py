@@ -221,10 +221,15 @@ def test_a_streaming_reply_stays_with_its_own_session(watched: Watched, base_url
     page.wait_for_timeout(500)  # five more words streamed meanwhile, none of them here
     expect(log.locator(".msg")).to_have_count(2)
     assert "word" not in log.inner_text()
+    page.go_back()  # back on the session whose reply runs: once it ends, the page shows what was kept
+    page.wait_for_url(re.compile(f"session={streaming}"))
     page.get_by_role("button", name="Cancel").click()  # it is still the running turn's
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
     kept = httpx.get(f"{base_url}/v1/sessions/{streaming}").json()["messages"]
     assert kept[-1]["metadata"]["stopped"] == "cancelled" and "word2" in kept[-1]["content"]
+    reply = log.locator(".msg.assistant").last
+    expect(reply.locator(".who")).to_contain_text("Stopped")
+    assert reply.locator(".text").inner_text().split() == kept[-1]["content"].split()
 
 
 def test_the_model_picker_offers_only_the_operators_models(watched: Watched, tmp_path: Path) -> None:

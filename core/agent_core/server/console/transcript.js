@@ -325,9 +325,11 @@ async function sendTurn(text) {
   state.running = { rid, view };
   setRunning(true);
   toEnd();
+  let sid = null;
   try {
     if (!state.session) await createSession(text);
-    const response = await api("POST", `${sessionPath(state.session.id)}/turns?approvals=ask`,
+    sid = state.session.id;
+    const response = await api("POST", `${sessionPath(sid)}/turns?approvals=ask`,
       { message: text, config: state.settings }, { "x-request-id": rid });
     if (!response.ok) throw new ApiFailure(response.status, await response.json().catch(() => null));
     await readFrames(response, (frame) => onFrame(view, frame));
@@ -338,7 +340,9 @@ async function sendTurn(text) {
     state.running = null;
     setRunning(false);
   }
-  if (view.cancelled && view.saved && !view.away) await reopen();  // the page shows what the store kept
+  // the page shows what the store kept: after a cancel, or when its session was opened again meanwhile
+  const here = state.session !== null && state.session.id === sid;
+  if (here && view.saved && (view.cancelled || view.away)) await reopen();
   await listSessions().catch(report);
 }
 
