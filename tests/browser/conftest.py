@@ -10,6 +10,10 @@ One server (:mod:`._console_app`: a model written in the test, real features, a 
 store in a temporary directory) and one browser serve the whole run; each test gets a
 fresh browser context (no storage shared between tests) and fails if the page logged an
 error to the browser console or threw.
+
+Screenshots go to ``build/console-shots/`` (git-ignored; ``AGENT_CORE_CONSOLE_SHOTS`` names
+another folder), so the tests never write into tracked files; ``scripts/console_screenshots.py``
+runs the tier and copies the ones the README links into ``docs/``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,15 @@ from ._console_app import OPERATOR_CONFIG, build_core
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+ROOT = Path(__file__).resolve().parents[2]
+
+#: where the tests put their screenshots
+SHOTS = Path(os.environ.get("AGENT_CORE_CONSOLE_SHOTS") or ROOT / "build" / "console-shots")
+
+#: the window sizes a person opens the console in: a laptop, and a phone
+DESKTOP: dict[str, Any] = {"viewport": {"width": 1366, "height": 768}}
+PHONE: dict[str, Any] = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True,
+                         "has_touch": True}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -97,13 +109,27 @@ class Watched:
 
 
 @pytest.fixture
-def watched(browser: Any) -> Iterator[Watched]:
-    context = browser.new_context(viewport={"width": 1360, "height": 860}, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    seen = Watched(page)
+def new_page(browser: Any) -> Iterator[Any]:
+    """Opens a watched page in a fresh context of its own (``new_page(**PHONE)``); each is checked at the end."""
+    opened: list[tuple[Any, Watched]] = []
+
+    def make(**options: Any) -> Watched:
+        context = browser.new_context(**{**DESKTOP, "accept_downloads": True, **options})
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        seen = Watched(page)
+        opened.append((context, seen))
+        return seen
+
     try:
-        yield seen
+        yield make
     finally:
-        context.close()
-    assert seen.unexpected() == [], "the page logged errors"
+        for context, _ in opened:
+            context.close()
+    for _, seen in opened:
+        assert seen.unexpected() == [], "the page logged errors"
+
+
+@pytest.fixture
+def watched(new_page: Any) -> Watched:
+    return new_page()

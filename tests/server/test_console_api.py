@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import runpy
 import threading
 import time
 from importlib.resources import files
@@ -49,8 +50,8 @@ def url(tmp_path: Path) -> Any:
 
 
 def test_the_files_are_served_with_their_types_and_a_strict_policy(url: str) -> None:
-    for path, name in (("/", "index.html"), ("/console/app.js", "app.js"), ("/console/style.css", "style.css"),
-                       ("/console/icon.svg", "icon.svg")):
+    for name in CONSOLE_FILES:
+        path = "/" if name == "index.html" else f"/console/{name}"
         answer = httpx.get(url + path)
         assert answer.status_code == 200, path
         assert answer.headers["content-type"].startswith(CONSOLE_FILES[name].split(";")[0])
@@ -70,17 +71,21 @@ def test_only_the_console_files_are_served(url: str) -> None:
 
 
 def test_the_page_references_nothing_outside_the_server() -> None:
-    html = CONSOLE.joinpath("index.html").read_text(encoding="utf-8")
-    script = CONSOLE.joinpath("app.js").read_text(encoding="utf-8")
-    style = CONSOLE.joinpath("style.css").read_text(encoding="utf-8")
-    for name, text in (("index.html", html), ("app.js", script), ("style.css", style)):
+    text_of = {name: CONSOLE.joinpath(name).read_text(encoding="utf-8") for name in CONSOLE_FILES
+               if name != "icon.svg"}
+    for name, text in text_of.items():
         assert not re.search(r"(https?:)?//[a-z0-9]", re.sub(r"(?m)^\s*//.*$", "", text), re.IGNORECASE), name
         assert "@import" not in text and "url(" not in text, name
-    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="/console/app.js" defer>']  # no inline script
+    scripts = [name for name in CONSOLE_FILES if name.endswith(".js")]
+    html = text_of["index.html"]
+    # no inline script: each script is a file of the console, and each file is loaded
+    assert sorted(re.findall(r"<script\b[^>]*>", html)) == sorted(f'<script src="/console/{n}" defer>' for n in scripts)
     assert not re.search(r"\son[a-z]+\s*=", html) and " style=" not in html  # no inline handlers or styles
-    # what the server or a model sends is put on the page as text, never parsed as HTML
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
-        assert sink not in script, sink
+    # what the server or a model sends is put on the page as text or built as nodes, never parsed as HTML
+    for name in scripts:
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
+                     "DOMParser", "createContextualFragment", "srcdoc"):
+            assert sink not in text_of[name], (name, sink)
 
 
 def test_the_page_loads_without_a_token_and_the_api_still_wants_one(tmp_path: Path) -> None:
@@ -95,6 +100,19 @@ def test_the_page_loads_without_a_token_and_the_api_still_wants_one(tmp_path: Pa
         assert httpx.get(base + "/v1/sessions", headers=auth).status_code == 200
         # the Host check holds for the page too: a rebound name gets nothing
         assert httpx.get(base + "/", headers={"host": "evil.example"}).status_code == 400
+
+
+@pytest.mark.parametrize(("models", "default"), [(None, "model"), (("model",), "model"),
+                                                  (("model/scripted-2",), None)])
+def test_the_model_list_says_which_model_a_turn_naming_none_gets(tmp_path: Path, models: Any,
+                                                                 default: str | None) -> None:
+    """The picker's "server's default" exists only where a turn naming no model is not refused."""
+    with running(_app(tmp_path, models=models)) as base:
+        listed = httpx.get(base + "/v1/models").json()
+        assert listed["default"] == default
+        body = {"message": "hello", "config": {}}
+        status = httpx.post(base + "/v1/sessions/s/turns", json=body).status_code
+        assert status == (200 if default else 403)
 
 
 def test_the_ui_schema_says_which_settings_a_client_may_send(url: str) -> None:
@@ -235,3 +253,19 @@ def test_completions_come_from_the_features_hooks(url: str) -> None:
 def test_completion_requests_are_checked(url: str, body: dict[str, Any], param: str) -> None:
     answer = httpx.post(f"{url}/v1/input/completions", json=body)
     assert answer.status_code in (400, 403) and param in answer.json()["error"]["message"]
+
+
+def test_the_readme_links_each_screenshot_the_docs_command_refreshes() -> None:
+    """``scripts/console_screenshots.py`` copies the browser tier's screenshots into docs/; the README links each."""
+    root = Path(__file__).resolve().parents[2]
+    command = runpy.run_path(str(root / "scripts" / "console_screenshots.py"))  # defines, does not run
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for name in command["SHOTS"]:
+        assert f"(docs/console-{name}.png)" in readme, name
+        assert (root / "docs" / f"console-{name}.png").is_file(), name
+    linked = set(re.findall(r"\(docs/console-([a-z-]+)\.png\)", readme))
+    assert linked == set(command["SHOTS"])  # and nothing the command would not refresh
+    shots = (root / "tests" / "browser").glob("test_*.py")
+    taken = set(re.findall(r'shot\(page, "([a-z-]+)"\)', "".join(p.read_text(encoding="utf-8") for p in shots)))
+    assert set(command["SHOTS"]) <= taken  # each is taken by a browser test
+

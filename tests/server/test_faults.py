@@ -186,6 +186,7 @@ def test_a_client_that_hangs_up_mid_stream(tmp_path: Path, upstream: ScriptedSer
             assert time.monotonic() - left < 10, "the stopped turn was not saved"
             time.sleep(0.05)
         time.sleep(0.5)  # long enough for a second save, were there one
-        assert [(m["role"], m["content"]) for m in httpx.get(f"{url}/v1/sessions/gone").json()["messages"]] \
-            == [("user", "hi")]
+        kept = httpx.get(f"{url}/v1/sessions/gone").json()["messages"]  # the question, and the words streamed
+        assert [(m["role"], m["content"], m.get("metadata", {}).get("stopped")) for m in kept] \
+            == [("user", "hi", None), ("assistant", "Hel", "cancelled")]
         assert [r.revision for r in store.history("gone")] == [1]

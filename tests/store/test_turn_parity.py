@@ -88,7 +88,7 @@ async def _collect(events: Any) -> list[Any]:
     return [e async for e in events]
 
 
-def _play(tmp_path: Path, scenario: str, mode: str) -> dict[str, Any]:
+def _play(tmp_path: Path, scenario: str, mode: str, *, keep_partial: bool = True) -> dict[str, Any]:
     """Play ``scenario`` in ``mode`` on a fresh database; what it returned, raised and stored."""
     make_core, retries = SCENARIOS[scenario]
     url = f"sqlite:///{tmp_path}/{mode}.db"
@@ -98,9 +98,11 @@ def _play(tmp_path: Path, scenario: str, mode: str) -> dict[str, Any]:
         played: dict[str, Any] = {"events": None, "result": None, "error": None}
         try:
             if mode == "stream_turn":
-                played["events"] = list(stream_turn(core, store, "s1", "mine", ECHO, retries=retries, request_id=RID))
+                played["events"] = list(stream_turn(core, store, "s1", "mine", ECHO, retries=retries, request_id=RID,
+                                                    keep_partial=keep_partial))
             elif mode == "astream_turn":
-                turn = astream_turn(core, store, "s1", "mine", ECHO, retries=retries, request_id=RID)
+                turn = astream_turn(core, store, "s1", "mine", ECHO, retries=retries, request_id=RID,
+                                    keep_partial=keep_partial)
                 played["events"] = asyncio.run(_collect(turn))
             elif mode == "run_turn":
                 played["result"] = run_turn(core, store, "s1", "mine", ECHO, retries=retries)
@@ -153,10 +155,17 @@ def test_what_the_scenarios_leave_behind(tmp_path: Path) -> None:
     assert len(failed["stored"]) == 1  # nothing saved
     assert _play(tmp_path / "f2", "the request fails", "run_turn")["error"][0] == "LLMError"
 
-    # A streamed turn keeps a cancelled request's message (no reply); a run turn raises and saves nothing.
+    # A streamed turn keeps a cancelled request's message and (keep_partial) the words streamed before
+    # the cancel, marked stopped; without keep_partial only the message; a run turn raises and saves nothing.
     cancelled = _play(tmp_path / "x", "the request is cancelled", "stream_turn")
     assert cancelled["events"][-2].outcome.reason == "cancelled" and cancelled["events"][-1].revision == 2
-    assert _contents(cancelled) == ["first", "Echo: first", "mine"]
+    streamed = "".join(e.message.content for e in cancelled["events"] if e.type == "partial")
+    assert streamed and "Echo: mine".startswith(streamed) and streamed != "Echo: mine"
+    assert _contents(cancelled) == ["first", "Echo: first", "mine", streamed]
+    kept = cancelled["stored"][-1][-1][-1]
+    assert (kept.role, dict(kept.metadata)) == ("assistant", {"stopped": "cancelled"})
+    asked_only = _play(tmp_path / "x1", "the request is cancelled", "stream_turn", keep_partial=False)
+    assert _contents(asked_only) == ["first", "Echo: first", "mine"]
     refused = _play(tmp_path / "x2", "the request is cancelled", "run_turn")
     assert refused["error"] == _error(ProviderRequestCancelled("<id>"))
     assert len(refused["stored"]) == 1

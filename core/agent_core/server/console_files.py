@@ -1,6 +1,6 @@
 """The web console's files: ``GET /`` and ``GET /console/{name}``, from the package, under a strict CSP.
 
-The console (``console/index.html``, ``app.js``, ``style.css``, ``icon.svg``) is plain files shipped in
+The console (``console/index.html``, its scripts, ``style.css``, ``icon.svg``) is plain files shipped in
 the package: no build step, no other origin. They hold no data, so they are served
 without a token (a browser cannot add a header to a navigation); everything the console
 shows comes from the API routes, which want the token as every client's requests do.
@@ -27,6 +27,10 @@ __all__ = ["CONSOLE_FILES", "CONSOLE_HEADERS", "PUBLIC_PATHS", "ConsoleFiles"]
 CONSOLE_FILES = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
+    "transcript.js": "text/javascript; charset=utf-8",
+    "sessions.js": "text/javascript; charset=utf-8",
+    "panels.js": "text/javascript; charset=utf-8",
+    "markdown.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
     "icon.svg": "image/svg+xml",
 }

@@ -163,7 +163,21 @@ class ModelRoutes:
             provider, _, mid = target.partition("/")
             if policy.offers(provider, mid or None):
                 data.append(_model_object(alias, provider))
-        return JSONResponse({"object": "list", "data": data})
+        return JSONResponse({"object": "list", "data": data, "default": self._default_offered(policy)})
+
+    def _default_offered(self, policy: ConfigPolicy) -> str | None:
+        """What a request naming no model runs on (``provider`` or ``provider/model``), if this client may use it.
+
+        OpenAI's clients ignore the field; the console's model picker reads it, so it offers
+        "the server's default" only where a turn naming no model would not be refused.
+        """
+        provider = self.default_provider
+        if provider is None:
+            return None
+        model = self.config.get("model") if self.config.get("provider") == provider else None
+        if not policy.offers(provider, model if isinstance(model, str) else None):
+            return None
+        return f"{provider}/{model}" if isinstance(model, str) and model else str(provider)
 
     async def model(self, request: Request) -> Response:
         """One model: the id as the client wrote it (an SDK percent-encodes a slash; the route gets it decoded)."""

@@ -279,7 +279,7 @@ class SessionRoutes:
                 from ..store import astream_turn
 
                 turn = astream_turn(self.core, ask.store, ask.sid, ask.message, ask.config, retries=self.retries,
-                                    request_id=ask.rid, lease=lease)
+                                    request_id=ask.rid, lease=lease, keep_partial=True)
             async for event in turn:
                 yield event
         finally:

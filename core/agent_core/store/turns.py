@@ -137,19 +137,39 @@ class _Turn:
     ``streamed`` turns run the request as :meth:`AgentCore.stream_request`
     would and end as a stream does: a failed request is reported by its
     events and saves nothing, a cancelled one is saved as it was asked (the
-    user's message kept, no reply). Other turns run it as
-    :meth:`AgentCore.request` would and raise what it raises.
+    user's message kept) and, with ``keep_partial``, the text the model had
+    streamed since its last finished message, as an assistant message marked
+    ``stopped: cancelled`` in its metadata, so what a reader saw is not lost.
+    Other turns run it as :meth:`AgentCore.request` would and raise what it raises.
     """
 
     def __init__(
         self, core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike,
-        retries: int, *, request_id: str | None = None, streamed: bool, lease: Any = None,
+        retries: int, *, request_id: str | None = None, streamed: bool, lease: Any = None, keep_partial: bool = False,
     ) -> None:
         message = _check(session_id, message, retries)
         self.core, self.store, self.session_id, self.message = core, store, session_id, message
         self.config, self.retries, self.request_id, self.streamed = config, retries, request_id, streamed
         self.lease = lease  # a SessionLease: a turn a waiter rolled back must not be saved
         self.result: TurnResult | None = None
+        self.keep_partial = keep_partial
+        self.heard: list[str] = []  # streamed turns: the text streamed since the last finished message
+
+    def note(self, event: Any) -> None:
+        """Keep what a streamed event says of the reply so far (the caller hands each event over).
+
+        The request's events reach the driver's caller without passing through
+        :meth:`steps` (the engine pumps its chunks straight out), so the driver's loop
+        shows them here. A ``final`` or ``retract`` voids what was heard: a finished
+        message is the engine's to keep, and a retracted attempt's words were never the answer.
+        """
+        if not self.keep_partial:
+            return
+        kind = getattr(event, "type", None)
+        if kind == "partial" and isinstance(event.message.content, str):
+            self.heard.append(event.message.content)
+        elif kind in ("final", "retract"):
+            self.heard.clear()
 
     def steps(self) -> Generator[Any, Any, None]:
         """Load, ask, save; on a conflict, a retry event and the same again from the new revision.
@@ -185,18 +205,26 @@ class _Turn:
     def _ask(self, asked: Session) -> Generator[Any, Any, RequestResult | None]:
         """The request as effects; its result, or None when a streamed request failed (its events said so)."""
         flow = self.core.request_flow(asked, self.config, request_id=self.request_id, stream=self.streamed)
+        self.heard.clear()
         try:
-            return (yield from flow)
+            result = yield from flow
         except ProviderRequestCancelled as exc:
             if not self.streamed:
                 raise
             # A stream keeps a cancelled request: its done event carries the session as it was asked.
             cancelled = Outcome("stopped", "cancelled", str(exc))
-            return RequestResult(asked, [], cancelled, exc.request_id or "", Usage())
+            result = RequestResult(asked, [], cancelled, exc.request_id or "", Usage())
         except AgentCoreError:
             if not self.streamed:
                 raise
             return None
+        text = "".join(self.heard)
+        if result.outcome.reason != "cancelled" or not text:
+            return result
+        # ... and the words its reader had already seen, marked as cut short.
+        stopped = Message(role="assistant", content=text, metadata={"stopped": "cancelled"})
+        return msgspec.structs.replace(result, session=result.session.with_message(stopped),
+                                       final_messages=[*result.final_messages, stopped])
 
 
 def run_turn(
@@ -239,14 +267,15 @@ async def arun_turn(
 
 def stream_turn(
     core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike = None, *,
-    retries: int = 3, request_id: str | None = None, lease: Any = None,
+    retries: int = 3, request_id: str | None = None, lease: Any = None, keep_partial: bool = False,
 ) -> Iterator[Event | TurnRetryEvent | TurnSavedEvent | TurnDiscardedEvent]:
     """:func:`run_turn` as a stream: the request's events, then ``saved`` (a :class:`TurnSavedEvent`).
 
     A conflict yields a :class:`TurnRetryEvent` and the next attempt's events
     follow. ``request_id`` names the request (every attempt), so another
     thread can ``core.cancel_request`` it; a cancelled request is saved as it
-    was asked (the message kept, no reply). A request that fails ends as a
+    was asked, and with ``keep_partial`` the text streamed so far as a reply
+    whose metadata says ``stopped: cancelled`` (what a chat page showed stays). A request that fails ends as a
     stream does (``error``, then ``done`` with a stopped outcome) and nothing
     is saved: no ``saved`` event.
 
@@ -258,17 +287,20 @@ def stream_turn(
         ConflictError: still losing after ``retries`` retries (after the last ``done``).
     """
     turn = _Turn(core, store, session_id, message, config, retries, request_id=request_id, streamed=True,
-                 lease=lease)
-    yield from drive_sync(turn.steps())
+                 lease=lease, keep_partial=keep_partial)
+    for event in drive_sync(turn.steps()):
+        turn.note(event)
+        yield event
 
 
 async def astream_turn(
     core: AgentCore, store: SessionStore, session_id: str, message: MessageLike, config: ConfigLike = None, *,
-    retries: int = 3, request_id: str | None = None, lease: Any = None,
+    retries: int = 3, request_id: str | None = None, lease: Any = None, keep_partial: bool = False,
 ) -> AsyncIterator[Event | TurnRetryEvent | TurnSavedEvent | TurnDiscardedEvent]:
     """Async twin of :func:`stream_turn`."""
     turn = _Turn(core, store, session_id, message, config, retries, request_id=request_id, streamed=True,
-                 lease=lease)
+                 lease=lease, keep_partial=keep_partial)
     async with aclosing(drive_async(turn.steps())) as events:
         async for event in events:
+            turn.note(event)
             yield event
