@@ -6,7 +6,7 @@ passes, copies the screenshots the README links into ``docs/``. From the reposit
 
     .venv/bin/python scripts/console_screenshots.py
 
-It needs what the tier needs: Playwright (``pip install -e '.[test,browser]'``) and the system's
+It needs what the tier needs: Playwright (``pip install -e '.[test,test-browser]'``) and the system's
 Chromium (Debian package ``chromium``).
 """
 
