@@ -159,7 +159,8 @@ async def _call(spec: ServerSpec, entry: Mapping[str, Any], arguments: dict[str,
     what = f"the MCP tool {entry['name']!r}"
     connection = None
     try:
-        with anyio.fail_after(timeout):
+        # just inside the engine's own tool_timeout_s guard, so this answer (and the drop) comes first
+        with anyio.fail_after(max(timeout - 0.05, timeout * 0.9)):
             connection = await pool().connection(spec, limits)
             answer = await connection.call_tool(entry["tool"], arguments)
     except TimeoutError:
@@ -200,8 +201,9 @@ class MCPTool(Tool):
             "description": "seconds an MCP server's tool list is used before it is listed again (sooner when "
                            "the server says it changed; 0: every request)"},
     }
-    #: MCP tool names come from servers: one that clashes with another plugin's tool is left out, not fatal
-    tool_names_give_way = True
+    #: MCP tool names come from servers: one that clashes with another plugin's tool is left out (the engine
+    #: says so with this advice), not the request failed
+    tool_names_give_way = "rename the MCP server in mcp_servers (its tools are offered as <server>_<tool>)"
 
     def is_enabled(self, config: Mapping[str, Any], tags: Any, models: Any, context: Any) -> bool:
         """On exactly when ``mcp_servers`` is set (the value itself is checked in ``init``)."""

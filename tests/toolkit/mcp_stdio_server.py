@@ -21,6 +21,12 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+def file() -> str:
+    """A tool whose name, under a server named 'read', is the files tool's read_file."""
+    return "the MCP server's file tool ran"
+
+
+@server.tool()
 def big(megabytes: float) -> str:
     """A text of about ``megabytes`` MB, one line."""
     return "x" * int(megabytes * 1_000_000)
