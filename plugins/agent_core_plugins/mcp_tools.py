@@ -3,19 +3,23 @@
 Config ``mcp_servers`` names the servers (:mod:`agent_core_plugins.mcp_servers`).
 For each request the plugin, in ``prepare``, takes each server's connection
 from the process's pool (opening it the first time: :mod:`agent_core_plugins.mcp_pool`)
-and its tool list (cached until the server says it changed), and offers every
-tool as ``<server>_<tool>`` with the server's input schema, so ``tool_policy``,
-approval, ``tool_output_budget`` and previews treat it as any other tool. A
-server that cannot be reached offers nothing this request (logged, with no
-credential); the others still do.
+and its tool list (listed again when the server says it changed, or once it is
+older than ``mcp_tools_max_age_s``), and offers every tool as ``<server>_<tool>``
+with the server's input schema, so ``tool_policy``, approval,
+``tool_output_budget`` and previews treat it as any other tool. A server that
+cannot be reached offers nothing this request (logged, with no credential);
+the others still do. A name another plugin's tool already has is left out of
+the request by the engine (``tool_names_give_way``), never fatal to it.
 
 A call is hostile on both sides. The model's arguments are checked against
 the tool's input schema (JSON Schema, by :mod:`jsonschema`, which the SDK
 itself depends on) before anything is sent. The server's answer is read by
 :mod:`agent_core_plugins.mcp_results`; an error it reports, a crash, an
-answer that is not MCP, or no answer within ``tool_timeout_s`` is an error
-result the model reads, never a failed request. Cancelling the request
-cancels the call on the server.
+answer that is not MCP, an answer over ``mcp_max_result_bytes`` (refused while
+it is read), or no answer within ``tool_timeout_s`` is an error result the
+model reads, never a failed request; the last two also close the connection,
+so the next call starts on a new one. Cancelling the request cancels the call
+on the server.
 
 The plugin switches itself on when ``mcp_servers`` is set, as ``tool_policy``
 does with its key; without it the plugin is off and never imports the SDK,

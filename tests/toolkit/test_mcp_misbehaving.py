@@ -69,7 +69,7 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert limits.max_message_bytes == DEFAULT_MAX_RESULT_BYTES == 16 * 1024 * 1024
     assert limits.tools_max_age_s == DEFAULT_TOOLS_MAX_AGE_S == 5.0
     docs = (HERE.parent.parent / "docs" / "features.md").read_text(encoding="utf-8")
-    assert "`mcp_max_result_bytes` (16 MiB)" in docs and "`mcp_tools_max_age_s` (5 s)" in docs
+    assert "`mcp_max_result_bytes` (16 MiB)" in docs and "`mcp_tools_max_age_s` (5 s" in docs
 
 
 def test_a_50_mb_result_is_refused_while_read_and_the_next_call_on_that_server_works(spec: dict[str, Any]) -> None:
