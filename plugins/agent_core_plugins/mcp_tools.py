@@ -175,7 +175,8 @@ async def _call(spec: ServerSpec, entry: Mapping[str, Any], arguments: dict[str,
     except ServerUnavailable as exc:
         return failure(_scrub(str(exc), spec))
     except MCPError as exc:
-        connection.tools = None  # type: ignore[union-attr] # the tool may be gone: list again next request
+        if connection is not None:
+            connection.tools = None  # the tool may be gone: list again next request
         return failure(_scrub(f"{what} failed: the server answered with error {exc.code}: {str(exc)[:500]}", spec))
     except ValidationError:
         return failure(f"{what} failed: the server's answer is not an MCP tool result")
