@@ -1,8 +1,8 @@
 """MCP: how fast one large message is read from a server, by the SDK's stdio client and by ours.
 
 The ``big`` tool of ``tests/toolkit/mcp_stdio_server.py`` (and of
-``mcp_http_server.py``) answers with a text of N MB, sent twice in the
-message (as text and as structured content), so a message is about 2N MB.
+``mcp_http_server.py``) answers with a text of N MB, as text only, so the
+message is about N MB.
 For each size this prints the median seconds of a ``call_tool`` on an open
 connection through:
 
@@ -13,10 +13,10 @@ connection through:
   plugin hands it (:func:`agent_core_plugins.mcp_transports.http_client`);
 
 and the message's MB per second through each. The SDK's stdio client is
-left out above ``--sdk-max`` MB of text: its time grows with the square of
+left out above ``--sdk-max`` MB: its time grows with the square of
 the message's size.
 
-Run: ``.venv/bin/python benchmarks/bench_mcp_read.py [--sizes 1,2,4,8] [--rounds 3]``
+Run: ``.venv/bin/python benchmarks/bench_mcp_read.py [--sizes 2,8,16,50] [--rounds 3]``
 (``--quick``: 0.5 and 1 MB, one round). The figures are quoted in
 ``docs/performance.md`` (section "MCP tools").
 """
@@ -58,7 +58,7 @@ async def _median_s(transport: Any, megabytes: float, rounds: int) -> tuple[floa
             times.append(time.perf_counter() - start)
             text = result.content[0].text  # type: ignore[union-attr]
             assert len(text) == int(megabytes * 1_000_000), "the answer came back short"
-            size = 2 * len(text)
+            size = len(text)
         return statistics.median(times), size
 
 
@@ -66,8 +66,8 @@ async def main(sizes: list[float], rounds: int, sdk_max: float) -> None:
     stdio = ServerSpec(name="st", command=sys.executable, args=(str(SERVERS / "mcp_stdio_server.py"),))
     proc, entry = http_server()
     (web,) = parse_servers([entry])
-    print("| text MB | message MB | sdk stdio s | our stdio s | http s | sdk stdio MB/s | our stdio MB/s | http MB/s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| message MB | sdk stdio s | our stdio s | http s | sdk stdio MB/s | our stdio MB/s | http MB/s |")
+    print("|---|---|---|---|---|---|---|")
     try:
         for mb in sizes:
             sdk = None
@@ -84,7 +84,7 @@ async def main(sizes: list[float], rounds: int, sdk_max: float) -> None:
             def rate(s: float | None, size: int = size) -> str:
                 return "-" if s is None else f"{size / s / 1e6:.0f}"
 
-            print(f"| {mb:g} | {size / 1e6:.1f} | {cell(sdk)} | {cell(ours)} | {cell(http)} | {rate(sdk)} | "
+            print(f"| {mb:g} | {cell(sdk)} | {cell(ours)} | {cell(http)} | {rate(sdk)} | "
                   f"{rate(ours)} | {rate(http)} |", flush=True)
     finally:
         proc.terminate()
@@ -93,9 +93,9 @@ async def main(sizes: list[float], rounds: int, sdk_max: float) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="1,2,4,8,25", help="MB of text per answer, comma-separated")
+    parser.add_argument("--sizes", default="2,8,16,50", help="MB per answer, comma-separated")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--sdk-max", type=float, default=8.0, help="largest text (MB) read by the SDK's stdio client")
+    parser.add_argument("--sdk-max", type=float, default=16.0, help="largest answer (MB) read by the SDK's stdio client")
     parser.add_argument("--quick", action="store_true", help="0.5 and 1 MB, one round (the smoke test)")
     args = parser.parse_args()
     chosen = [0.5, 1.0] if args.quick else [float(x) for x in args.sizes.split(",")]

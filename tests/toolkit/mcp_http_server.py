@@ -78,9 +78,9 @@ def file() -> str:
     return "the MCP server's file tool ran"
 
 
-@server.tool()
+@server.tool(structured_output=False)
 def big(megabytes: float) -> str:
-    """A text of about ``megabytes`` MB, one line."""
+    """A text of about ``megabytes`` MB, one line (as text only, so the message is about that size)."""
     return "x" * int(megabytes * 1_000_000)
 
 

@@ -32,4 +32,4 @@ def test_the_mcp_read_benchmark_prints_a_row_per_size() -> None:
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line.split("|")[1].strip() for line in done.stdout.splitlines() if line.startswith("| ")]
-    assert rows == ["text MB", "0.5", "1"]
+    assert rows == ["message MB", "0.5", "1"]
