@@ -175,6 +175,13 @@ class Connection:
         self.tools, self.listed_at = tools[:MAX_TOOLS], asked
         return self.tools
 
+    async def still_offers(self, name: str) -> bool:
+        """Whether the server lists ``name`` now (listed afresh); True when it cannot be asked."""
+        try:
+            return any(t.name == name for t in await self.list_tools(0.0))
+        except Exception:  # noqa: BLE001 - not knowing is no reason to call the tool gone
+            return True
+
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         return await self._watched(self._live().call_tool(name, arguments))
 

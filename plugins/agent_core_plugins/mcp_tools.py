@@ -161,12 +161,21 @@ async def _call(spec: ServerSpec, entry: Mapping[str, Any], arguments: dict[str,
     from agent_core_plugins.mcp_results import result_of
 
     what = f"the MCP tool {entry['name']!r}"
+    gone = f"{what} is no longer offered by MCP server {spec.name!r} (it left the server's tool list)"
     connection = None
     try:
         # just inside the engine's own tool_timeout_s guard, so this answer (and the drop) comes first
         with anyio.fail_after(max(timeout - 0.05, timeout * 0.9)):
             connection = await pool().connection(spec, limits)
-            answer = await connection.call_tool(entry["tool"], arguments)
+            try:
+                answer = await connection.call_tool(entry["tool"], arguments)
+            except MCPError as exc:
+                if not await connection.still_offers(entry["tool"]):
+                    return failure(gone)
+                return failure(_scrub(f"{what} failed: the server answered with error {exc.code}: "
+                                      f"{str(exc)[:500]}", spec))
+            if answer.is_error and not await connection.still_offers(entry["tool"]):
+                return failure(f"{gone}: {_scrub(str(result_of(spec.name, entry['tool'], answer)['error']), spec)}")
     except TimeoutError:
         if connection is not None:
             connection.drop(TimeoutError(f"a call ran out of tool_timeout_s ({timeout:g} s)"))
@@ -174,16 +183,10 @@ async def _call(spec: ServerSpec, entry: Mapping[str, Any], arguments: dict[str,
                        "and the connection to its server closed")
     except ServerUnavailable as exc:
         return failure(_scrub(str(exc), spec))
-    except MCPError as exc:
-        if connection is not None:
-            connection.tools = None  # the tool may be gone: list again next request
-        return failure(_scrub(f"{what} failed: the server answered with error {exc.code}: {str(exc)[:500]}", spec))
     except ValidationError:
         return failure(f"{what} failed: the server's answer is not an MCP tool result")
     except Exception as exc:  # noqa: BLE001 - whatever a server does is an answer for the model
         return failure(_scrub(f"{what} failed: {type(exc).__name__}: {str(exc)[:500]}", spec))
-    if answer.is_error:
-        connection.tools = None  # an unknown tool is often an isError answer: list again next request
     return result_of(spec.name, entry["tool"], answer)
 
 

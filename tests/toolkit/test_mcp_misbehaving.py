@@ -121,7 +121,8 @@ def test_a_tool_added_and_dropped_unannounced_is_seen_within_the_max_age(spec: d
         [spec], reply(tool_calls=[tool_call("st_extra", {})]), reply(tool_calls=[tool_call("st_drop", {"name": "extra"})]),
         reply(tool_calls=[tool_call("st_extra", {})]), "ok", config=age)
     assert ran.content == "extra ran" and dropped.content == "dropped extra"
-    assert not gone.tool_result["success"] and "extra" in gone.content and done.outcome.status == "finished"
+    assert not gone.tool_result["success"] and done.outcome.status == "finished"
+    assert "'st_extra' is no longer offered by MCP server 'st'" in gone.content
     time.sleep(AGE)
     assert "st_extra" not in _offered(spec, **age) and "st_echo" in _offered(spec, **age)
 
