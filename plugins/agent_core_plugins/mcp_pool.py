@@ -176,10 +176,16 @@ class Connection:
         return self.tools
 
     async def still_offers(self, name: str) -> bool:
-        """Whether the server lists ``name`` now (listed afresh); True when it cannot be asked."""
+        """Whether the server lists ``name`` now (listed afresh).
+
+        A server that cannot list either (it restarted and forgot the session,
+        say) is no use on this connection: it is dropped, and True returned, as
+        not knowing is no reason to call the tool gone.
+        """
         try:
             return any(t.name == name for t in await self.list_tools(0.0))
-        except Exception:  # noqa: BLE001 - not knowing is no reason to call the tool gone
+        except Exception as exc:  # noqa: BLE001
+            self.drop(exc)
             return True
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:

@@ -106,6 +106,22 @@ def test_a_hung_call_drops_the_connection_and_the_next_call_starts_clean(web: Ht
     assert _call(spec, "hung_echo", {"text": "after"}).content == "after"
 
 
+def test_a_restarted_http_server_is_reached_again_by_the_next_request() -> None:
+    server = HttpServer()
+    server.start()
+    try:
+        spec = server.spec("again")
+        assert _call(spec, "again_echo", {"text": "before"}).content == "before"
+        server.proc.kill()  # gone without a word; the pool still holds its session
+        server.proc.wait(5)
+        server.start()  # back on the same port, with no memory of the session
+        first = _call(spec, "again_echo", {"text": "first"})  # refused or answered, never a failed request
+        assert _call(spec, "again_echo", {"text": "second"}).content == "second"
+        assert first.content == "first" or not first.tool_result["success"]
+    finally:
+        server.stop()
+
+
 def _offered(server: dict[str, Any], **config: Any) -> list[str]:
     core = AgentCore(providers=[scripted_provider("x")], tools=[MCPTool])
     return [d.tool_name for d in core.get_tool_descriptors({"mcp_servers": [server], **config})]
