@@ -210,6 +210,9 @@ def test_through_the_http_server_big_results_changed_lists_and_clashes(web: Http
         assert ask(("st_add", {"name": "extra"}))[1][0]["content"] == "added extra"
         time.sleep(AGE)
         assert ask(("st_extra", {}))[1][0]["content"] == "extra ran"
+        assert ask(("st_drop", {"name": "extra"}))[1][0]["content"] == "dropped extra"
+        time.sleep(AGE)
+        assert "Unknown tool: st_extra" in ask(("st_extra", {}))[1][0]["content"]  # no longer offered
         started, (read,) = ask(("read_file", {"path": "notes.txt"}))
         assert "from the disk" in read["content"]
         assert any("'read_file'" in w and "'files'" in w and "rename the MCP server" in w
