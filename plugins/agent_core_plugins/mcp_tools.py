@@ -165,7 +165,7 @@ async def _call(spec: ServerSpec, entry: Mapping[str, Any], arguments: dict[str,
     connection = None
     try:
         # just inside the engine's own tool_timeout_s guard, so this answer (and the drop) comes first
-        with anyio.fail_after(max(timeout - 0.05, timeout * 0.9)):
+        with anyio.fail_after(max(timeout / 2, timeout - min(1.0, max(0.1, timeout / 10)))):
             connection = await pool().connection(spec, limits)
             try:
                 answer = await connection.call_tool(entry["tool"], arguments)

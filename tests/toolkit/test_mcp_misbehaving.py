@@ -101,6 +101,7 @@ def test_a_lower_cap_refuses_what_the_default_takes(web: HttpServer) -> None:
 
 def test_a_hung_call_drops_the_connection_and_the_next_call_starts_clean(web: HttpServer) -> None:
     spec = web.spec("hung")
+    assert _call(spec, "hung_echo", {"text": "connected"}).content == "connected"  # the time is the call's alone
     hung = _call(spec, "hung_hang", {"seconds": 30}, tool_timeout_s=0.5)
     assert not hung.tool_result["success"] and "tool_timeout_s" in hung.content and "closed" in hung.content
     assert _call(spec, "hung_echo", {"text": "after"}).content == "after"
