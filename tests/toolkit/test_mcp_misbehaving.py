@@ -53,7 +53,8 @@ def _request(servers: list[Any], *turns: Any, tools: tuple[Any, ...] = (), confi
     """One request; returns (start event, tool messages, done event)."""
     core = AgentCore(providers=[scripted_provider(*turns)], tools=[MCPTool, *tools])
     session = core.add_message(core.create_session(), Message("user", "go"))
-    events = list(core.stream_request(session, {"mcp_servers": servers, "tool_timeout_s": 5, **(config or {})}))
+    # tool_timeout_s is generous by default: starting a stdio server on a busy machine takes seconds
+    events = list(core.stream_request(session, {"mcp_servers": servers, "tool_timeout_s": 30, **(config or {})}))
     done = events[-1]
     assert done.type == "done" and done.outcome.status == "finished", done.outcome
     return events[0], [m for m in done.session.messages if m.role == "tool"], done
@@ -77,7 +78,7 @@ def test_a_50_mb_result_is_refused_while_read_and_the_next_call_on_that_server_w
     tracemalloc.start()
     try:
         start = time.monotonic()
-        big = _call(spec, "st_big", {"megabytes": 50})
+        big = _call(spec, "st_big", {"megabytes": 50}, tool_timeout_s=5)
         took = time.monotonic() - start
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -203,6 +204,7 @@ def test_through_the_http_server_big_results_changed_lists_and_clashes(web: Http
         return events[0], [m for m in done["final_messages"] if m["role"] == "tool"]
 
     with running(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        assert ask(("st_echo", {"text": "connected"}))[1][0]["content"] == "connected"
         start = time.monotonic()
         _, (big,) = ask(("st_big", {"megabytes": 50}))
         assert time.monotonic() - start < 5 + 1
