@@ -81,14 +81,24 @@ async def _frames(stdout: Any, cap: int, on_oversize: OnOversize) -> AsyncIterat
                 return
 
 
+def _signal(process: Any, hard: bool) -> None:
+    """Stop the server's whole process group (it has a session of its own, so no grandchild is left)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL if hard else signal.SIGTERM)
+        elif hard:  # Windows has no process groups to signal
+            process.kill()
+        else:
+            process.terminate()
+
+
 async def _stop(process: Any, *, at_once: bool) -> None:
     """End the server: stdin closed and a grace period (unless ``at_once``), then SIGTERM, then SIGKILL."""
     with contextlib.suppress(Exception):
         await process.stdin.aclose()
-    for sig in ((None,) if not at_once else ()) + (signal.SIGTERM, signal.SIGKILL):
-        if sig is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, sig)  # its own session: the whole group, so no grandchild is left
+    for step in (("grace",) if not at_once else ()) + ("term", "kill"):
+        if step != "grace" and process.returncode is None:
+            _signal(process, hard=step == "kill")
         with anyio.move_on_after(EXIT_GRACE_S):
             while process.returncode is None:
                 await anyio.sleep(0.01)
