@@ -24,6 +24,7 @@ use opens a new one) and end the stream.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Callable
@@ -37,7 +38,7 @@ from mcp.shared.message import SessionMessage
 
 from agent_core_plugins.mcp_servers import ServerSpec
 
-__all__ = ["http_client", "stdio_transport"]
+__all__ = ["CapPassed", "http_client", "stdio_transport"]
 
 #: bytes asked of a pipe per read: large reads keep a big message's chunk count (and list) small
 READ_BYTES = 1 << 20
@@ -156,6 +157,20 @@ async def stdio_transport(spec: ServerSpec, max_message_bytes: int, on_oversize:
             group.cancel_scope.cancel()
 
 
+class CapPassed(httpx2.StreamError):
+    """An HTTP response passed the per-message cap; the pool has dropped the connection already."""
+
+
+class _QuietAboutOurCap(logging.Filter):
+    """Drop the SDK's error log of a body we stopped reading: the call's error result already says so."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], CapPassed))
+
+
+logging.getLogger("mcp.client.streamable_http").addFilter(_QuietAboutOurCap())
+
+
 class _Counted(httpx2.AsyncByteStream):
     """A response body that stops at the first stretch of ``cap`` bytes with no blank line in it."""
 
@@ -170,7 +185,7 @@ class _Counted(httpx2.AsyncByteStream):
             run = len(seen) - cut - 2 if cut >= 0 else run + len(chunk)
             if run > self._cap:
                 self._on_oversize(run)
-                raise httpx2.StreamError(f"an MCP message passed {self._cap} bytes")  # noqa: TRY003
+                raise CapPassed(f"an MCP message passed {self._cap} bytes")
             tail = seen[-3:]
             yield chunk
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import anyio
-import httpx2
 import pytest
-from agent_core_plugins.mcp_transports import _Counted
+from agent_core_plugins.mcp_transports import CapPassed, _Counted
 
 
 class Chunks:
@@ -51,13 +50,13 @@ def test_a_blank_line_split_across_chunks_still_ends_an_event() -> None:
 
 
 def test_one_event_or_body_over_the_cap_stops_at_the_chunk_that_passes_it() -> None:
-    with pytest.raises(httpx2.StreamError):
+    with pytest.raises(CapPassed):
         _read(b"data: " + b"x" * 60, b"x" * 60, b"never read\n\n", cap=100)
     seen: list[int] = []
 
     async def partial() -> list[bytes]:
         got = []
-        with pytest.raises(httpx2.StreamError):
+        with pytest.raises(CapPassed):
             async for chunk in _Counted(Chunks(b"{" + b"1" * 80, b"2" * 80, b"}"), 100, seen.append):
                 got.append(chunk)
         return got
