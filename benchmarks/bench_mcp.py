@@ -39,7 +39,7 @@ from agent_core import AgentCore, Message
 from agent_core.testing import reply, scripted_provider, tool_call
 from agent_core.tools.function import function_tool
 from agent_core_plugins.mcp_pool import pool, run_sync
-from agent_core_plugins.mcp_servers import parse_servers
+from agent_core_plugins.mcp_servers import parse_limits, parse_servers
 from agent_core_plugins.mcp_tools import MCPTool
 
 BIN = Path(sys.executable).parent
@@ -57,7 +57,8 @@ def _median_ms(fn: Callable[[], Any], rounds: int) -> float:
     return statistics.median(times) * 1000
 
 
-def _http_server() -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+def http_server() -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """The tests' streamable-HTTP server as a process on a free port, and its ``mcp_servers`` entry."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -103,7 +104,9 @@ def measure(server: dict[str, Any], tool: str, arguments: dict[str, Any], expect
     spec = parse_servers([server])[0]
 
     async def sdk_call() -> None:
-        await (await pool().connection(spec)).call_tool(tool, arguments)
+        client = (await pool().connection(spec, parse_limits(config))).client
+        assert client is not None
+        await client.call_tool(tool, arguments)  # the SDK's own, without the plugin's watch over it
 
     sdk = _median_ms(lambda: run_sync(sdk_call), rounds)
     bare = AgentCore(providers=[scripted_provider("x")], tools=[MCPTool])
@@ -119,7 +122,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=200)
     args = parser.parse_args()
-    proc, web = _http_server()
+    proc, web = http_server()
     try:
         rows = [
             measure({"name": "time", "command": str(BIN / "mcp-server-time"), "args": ["--local-timezone", "UTC"]},

@@ -19,12 +19,16 @@ coroutines to the loop: :func:`run_sync` blocks the calling thread,
 the request's cancellation token fires (or, async, when the awaiting task is
 cancelled), so cancelling a request cancels the MCP call.
 
-A connection's tool list is cached until the server says it changed
+A connection's tool list is listed again when the server says it changed
 (``notifications/tools/list_changed`` on a handshake-era connection, a
-``subscriptions/listen`` event on a 2026-07-28 one). A connection whose
-server died is dropped, and the next use opens a new one. :func:`close_all`
-closes every connection (``AgentCore.close()``, server shutdown, and at
-interpreter exit).
+``subscriptions/listen`` event on a 2026-07-28 one) and, since a server need
+not say so, whenever it is older than the request's ``mcp_tools_max_age_s``.
+A connection is dropped, its calls in flight failed at once, when its server
+dies, when a call runs out of ``tool_timeout_s``, or when one message passes
+``mcp_max_result_bytes`` while it is read (:mod:`agent_core_plugins.mcp_transports`):
+the next use opens a new one, so it starts clean. :func:`close_all` closes
+every connection (``AgentCore.close()``, server shutdown, and at interpreter
+exit).
 """
 
 from __future__ import annotations
@@ -41,16 +45,15 @@ from typing import Any, TypeVar
 import anyio
 import mcp_types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agent_core_plugins.mcp_servers import ServerSpec
+from agent_core_plugins.mcp_servers import Limits, ServerSpec
+from agent_core_plugins.mcp_transports import http_client, stdio_transport
 
-__all__ = ["CONNECT_TIMEOUT_S", "MAX_LIST_PAGES", "MAX_TOOLS", "Connection", "Pool", "ServerUnavailable", "close_all", "pool", "run_async",
-           "run_sync"]
+__all__ = ["CONNECT_TIMEOUT_S", "MAX_LIST_PAGES", "MAX_TOOLS", "Connection", "MessageTooLarge", "Pool",
+           "ServerUnavailable", "close_all", "pool", "run_async", "run_sync"]
 
 #: how long opening a connection (start, handshake) may take
 CONNECT_TIMEOUT_S = 20.0
@@ -58,6 +61,8 @@ CONNECT_TIMEOUT_S = 20.0
 MAX_LIST_PAGES = 20
 #: tools kept per server: a server listing thousands cannot fill the model's context (the first are kept)
 MAX_TOOLS = 256
+#: bytes an SSE event may hold beyond our own cap before the SDK's reader refuses it (ours refuses first)
+_SSE_SLACK = 64 * 1024
 
 T = TypeVar("T")
 
@@ -66,13 +71,18 @@ class ServerUnavailable(RuntimeError):
     """A server could not be started, reached or kept; the message names it, never a credential."""
 
 
+class MessageTooLarge(ServerUnavailable):
+    """A server's message passed ``mcp_max_result_bytes`` while it was read; its connection was dropped."""
+
+
 class Connection:
     """One open MCP session; lives on the pool's loop (every method runs there)."""
 
-    def __init__(self, spec: ServerSpec) -> None:
-        self.spec = spec
+    def __init__(self, spec: ServerSpec, limits: Limits) -> None:
+        self.spec, self.limits = spec, limits
         self.client: Client | None = None
         self.tools: list[mcp_types.Tool] | None = None  # None: list again before use
+        self.listed_at = 0.0  # the loop's clock when ``tools`` was listed
         self.cache_ok = True  # False once a list_changed subscription has ended: list for every request
         self.alive = False
         self._ready = asyncio.Event()
@@ -81,15 +91,20 @@ class Connection:
         self._owner: asyncio.Task[None] | None = None
 
     def _client(self, errlog: Any) -> Client:
-        spec = self.spec
+        spec, cap = self.spec, self.limits.max_message_bytes
         if spec.command is not None:
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env) or None,
-                                           cwd=spec.cwd)
-            transport: Any = stdio_client(params, errlog=errlog)
+            transport: Any = stdio_transport(spec, cap, self._oversize, errlog)
         else:
             assert spec.url is not None
-            transport = streamable_http_client(spec.url, http_client=create_mcp_http_client(headers=dict(spec.headers)))
+            transport = streamable_http_client(spec.url, http_client=http_client(spec, cap, self._oversize),
+                                               max_sse_event_size=cap + _SSE_SLACK)
         return Client(transport, cache=None, message_handler=self._on_message)
+
+    def _oversize(self, size: int) -> None:
+        self.drop(MessageTooLarge(
+            f"MCP server {self.spec.where} sent a message of more than {size} bytes, over "
+            f"mcp_max_result_bytes ({self.limits.max_message_bytes}); it was not read further and the "
+            "connection was closed (the next call opens a new one)"))
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
@@ -117,7 +132,7 @@ class Connection:
                     await self._closing.wait()
                     group.cancel_scope.cancel()
         except BaseException as exc:  # noqa: BLE001 - the owner task records it; callers raise ServerUnavailable
-            self._failure = exc
+            self._failure = self._failure or exc
         finally:
             self.alive, self.client = False, None
             self._ready.set()
@@ -142,11 +157,13 @@ class Connection:
             raise ServerUnavailable(f"MCP server {self.spec.where} could not be started or reached: "
                                     f"{_reason(self._failure)}")
 
-    async def list_tools(self) -> list[mcp_types.Tool]:
-        """The server's tools, from the cache unless the server said they changed."""
-        if self.tools is not None and self.cache_ok:
+    async def list_tools(self, max_age_s: float) -> list[mcp_types.Tool]:
+        """The server's tools: cached until the server says they changed, or older than ``max_age_s``."""
+        loop = asyncio.get_running_loop()
+        if self.tools is not None and self.cache_ok and loop.time() - self.listed_at <= max_age_s:
             return self.tools
         client = self._live()
+        asked = loop.time()
         tools: list[mcp_types.Tool] = []
         cursor = None
         for _ in range(MAX_LIST_PAGES):
@@ -155,27 +172,64 @@ class Connection:
             cursor = page.next_cursor
             if cursor is None or len(tools) >= MAX_TOOLS:
                 break
-        self.tools = tools[:MAX_TOOLS]
+        self.tools, self.listed_at = tools[:MAX_TOOLS], asked
         return self.tools
+
+    async def still_offers(self, name: str) -> bool:
+        """Whether the server lists ``name`` now (listed afresh).
+
+        A server that cannot list either (it restarted and forgot the session,
+        say) is no use on this connection: it is dropped, and True returned, as
+        not knowing is no reason to call the tool gone.
+        """
+        try:
+            return any(t.name == name for t in await self.list_tools(0.0))
+        except Exception as exc:  # noqa: BLE001
+            self.drop(exc)
+            return True
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         return await self._watched(self._live().call_tool(name, arguments))
 
     async def _watched(self, request: Awaitable[T]) -> T:
-        """Await a request; an error that says the server is gone drops this connection first."""
+        """Await a request; it fails at once when the connection is dropped meanwhile (:meth:`drop`).
+
+        An error that says the server is gone drops the connection first.
+        """
+        task = asyncio.ensure_future(request)
+        closing = asyncio.ensure_future(self._closing.wait())
         try:
-            return await request
+            await asyncio.wait((task, closing), return_when=asyncio.FIRST_COMPLETED)
+            cut = not task.done()
+        finally:
+            closing.cancel()
+            if not task.done():  # dropped, or the caller was cancelled: the SDK cancels the call on the server
+                task.cancel()
+                await asyncio.wait((task,), timeout=5)
+        if cut:
+            raise self._failure if isinstance(self._failure, ServerUnavailable) else ServerUnavailable(
+                f"MCP server {self.spec.where} closed the connection: {_reason(self._failure)}")
+        try:
+            return task.result()
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED:
-                self._drop(exc)
+                self.drop(exc)
+                if isinstance(self._failure, ServerUnavailable):
+                    raise self._failure from None
             raise
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            self._drop(exc)
+            self.drop(exc)
             raise
 
-    def _drop(self, why: BaseException) -> None:
-        """The server is gone (it crashed or hung up): the next use opens a new connection."""
-        self.alive, self._failure = False, why
+    def drop(self, why: BaseException) -> None:
+        """Leave this connection (its server crashed, hung up, ran out of time or sent too much).
+
+        Its calls in flight fail now, its owner task closes it (stopping a stdio
+        server), and the pool opens a new one for the next use.
+        """
+        if self.alive or self._failure is None:
+            self._failure = why
+        self.alive = False
         self._closing.set()
 
     def _live(self) -> Client:
@@ -223,9 +277,12 @@ class Pool:
     def on_loop_thread(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
 
-    async def connection(self, spec: ServerSpec) -> Connection:
-        """The open connection for ``spec``, opened now when there is none (concurrent callers share one open)."""
-        key = spec.identity
+    async def connection(self, spec: ServerSpec, limits: Limits) -> Connection:
+        """The open connection for ``spec`` read under ``limits``, opened now when there is none.
+
+        Concurrent callers share one open.
+        """
+        key = f"{spec.identity}:{limits.max_message_bytes}"
         conn = self._connections.get(key)
         if conn is not None and conn.alive:
             return conn
@@ -235,7 +292,7 @@ class Pool:
         future: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
         self._opening[key] = future
         try:
-            conn = Connection(spec)
+            conn = Connection(spec, limits)
             await conn.open()
             self._connections[key] = conn
             future.set_result(conn)

@@ -12,7 +12,8 @@ links to resources, embedded resources), optional structured content, and an
 * structured content is kept whole beside the text, under ``"structured"``.
 
 Everything here came from a server, so sizes are bounded before the session
-keeps them: an attachment over :data:`MAX_ATTACHMENT_CHARS` of base64 is
+keeps them (the message itself was bounded while it was read, by
+``mcp_max_result_bytes``: :mod:`agent_core_plugins.mcp_transports`): an attachment over :data:`MAX_ATTACHMENT_CHARS` of base64 is
 replaced by a note, and so is every one past :data:`MAX_ATTACHMENTS`; text
 and structured content over :data:`MAX_TEXT_CHARS` are cut (structured
 content left out). What the model is sent of the text is the

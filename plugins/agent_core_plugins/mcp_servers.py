@@ -34,11 +34,16 @@ from typing import Any
 import msgspec
 from agent_core.errors import ConfigError
 
-__all__ = ["KEY", "MAX_NAME_CHARS", "ServerSpec", "exposed_name", "parse_servers"]
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "DEFAULT_TOOLS_MAX_AGE_S", "KEY", "MAX_NAME_CHARS", "Limits", "ServerSpec",
+           "exposed_name", "parse_limits", "parse_servers"]
 
 KEY = "mcp_servers"
 #: the longest tool name the OpenAI and Anthropic APIs take
 MAX_NAME_CHARS = 64
+#: ``mcp_max_result_bytes`` when unset: one message read from a server, at most (the cap is enforced while reading)
+DEFAULT_MAX_RESULT_BYTES = 16 * 1024 * 1024
+#: ``mcp_tools_max_age_s`` when unset: a tool list older than this is listed again, told of a change or not
+DEFAULT_TOOLS_MAX_AGE_S = 5.0
 _SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,23}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _FIELDS = frozenset({"name", "command", "args", "env", "cwd", "url", "headers"})
@@ -69,6 +74,32 @@ class ServerSpec(msgspec.Struct, frozen=True, kw_only=True):
     def where(self) -> str:
         """The server for a message: its name and how it is reached, with no credential."""
         return f"{self.name!r} ({'command ' + repr(self.command) if self.command else 'url'})"
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """How much a request lets a server send, and how old a tool list it accepts."""
+
+    max_message_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    tools_max_age_s: float = DEFAULT_TOOLS_MAX_AGE_S
+
+
+def _number(config: Mapping[str, Any], key: str, default: float, low: float) -> float:
+    value = config.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < 1e12:
+        raise ConfigError(f"{key} must be a number of at least {low:g}, got {value!r}"[:200], key=key)
+    return value
+
+
+def parse_limits(config: Mapping[str, Any]) -> Limits:
+    """``mcp_max_result_bytes`` and ``mcp_tools_max_age_s`` from ``config``, checked (unset: the defaults).
+
+    Raises:
+        ConfigError: naming the key whose value is not a usable number.
+    """
+    return Limits(max_message_bytes=int(_number(config, "mcp_max_result_bytes", DEFAULT_MAX_RESULT_BYTES, 1024)),
+                  tools_max_age_s=float(_number(config, "mcp_tools_max_age_s", DEFAULT_TOOLS_MAX_AGE_S, 0)))
 
 
 def _strings(value: Any, what: str) -> tuple[str, ...]:

@@ -3,19 +3,23 @@
 Config ``mcp_servers`` names the servers (:mod:`agent_core_plugins.mcp_servers`).
 For each request the plugin, in ``prepare``, takes each server's connection
 from the process's pool (opening it the first time: :mod:`agent_core_plugins.mcp_pool`)
-and its tool list (cached until the server says it changed), and offers every
-tool as ``<server>_<tool>`` with the server's input schema, so ``tool_policy``,
-approval, ``tool_output_budget`` and previews treat it as any other tool. A
-server that cannot be reached offers nothing this request (logged, with no
-credential); the others still do.
+and its tool list (listed again when the server says it changed, or once it is
+older than ``mcp_tools_max_age_s``), and offers every tool as ``<server>_<tool>``
+with the server's input schema, so ``tool_policy``, approval,
+``tool_output_budget`` and previews treat it as any other tool. A server that
+cannot be reached offers nothing this request (logged, with no credential);
+the others still do. A name another plugin's tool already has is left out of
+the request by the engine (``tool_names_give_way``), never fatal to it.
 
 A call is hostile on both sides. The model's arguments are checked against
 the tool's input schema (JSON Schema, by :mod:`jsonschema`, which the SDK
 itself depends on) before anything is sent. The server's answer is read by
 :mod:`agent_core_plugins.mcp_results`; an error it reports, a crash, an
-answer that is not MCP, or no answer within ``tool_timeout_s`` is an error
-result the model reads, never a failed request. Cancelling the request
-cancels the call on the server.
+answer that is not MCP, an answer over ``mcp_max_result_bytes`` (refused while
+it is read), or no answer within ``tool_timeout_s`` is an error result the
+model reads, never a failed request; the last two also close the connection,
+so the next call starts on a new one. Cancelling the request cancels the call
+on the server.
 
 The plugin switches itself on when ``mcp_servers`` is set, as ``tool_policy``
 does with its key; without it the plugin is off and never imports the SDK,
@@ -38,7 +42,16 @@ from agent_core.errors import ConfigError, install_hint
 from agent_core.plugin_kit import Tool, ToolCall, failure
 
 from agent_core_plugins.file_access import printable
-from agent_core_plugins.mcp_servers import KEY, ServerSpec, exposed_name, parse_servers
+from agent_core_plugins.mcp_servers import (
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_TOOLS_MAX_AGE_S,
+    KEY,
+    Limits,
+    ServerSpec,
+    exposed_name,
+    parse_limits,
+    parse_servers,
+)
 
 __all__ = ["DEFAULT_CALL_TIMEOUT_S", "MAX_SCHEMA_CHARS", "MCPTool"]
 
@@ -78,17 +91,27 @@ def _offer(spec: ServerSpec, tool: Any, seen: set[str]) -> dict[str, Any] | None
             "input_schema": {"type": "object", **schema}}
 
 
-async def _listed(spec: ServerSpec) -> Any:
-    """A server's listed tools, or the exception that stopped it."""
+async def _listed(spec: ServerSpec, limits: Limits) -> Any:
+    """A server's listed tools, or the exception that stopped it.
+
+    A connection that fails to list (its server restarted, say) is dropped
+    and opened again once, so a restart costs no request its tools.
+    """
     from agent_core_plugins.mcp_pool import pool
 
-    try:
-        return await (await pool().connection(spec)).list_tools()
-    except Exception as exc:  # noqa: BLE001 - one server down must not take the others' tools away
-        return exc
+    for attempt in (1, 2):
+        connection = None
+        try:
+            connection = await pool().connection(spec, limits)
+            return await connection.list_tools(limits.tools_max_age_s)
+        except Exception as exc:  # noqa: BLE001 - one server down must not take the others' tools away
+            if connection is None or attempt == 2:
+                return exc
+            connection.drop(exc)
+    raise AssertionError("unreachable")
 
 
-async def _catalog(specs: tuple[ServerSpec, ...]) -> dict[str, Any]:
+async def _catalog(specs: tuple[ServerSpec, ...], limits: Limits) -> dict[str, Any]:
     """Every server's offered tools (a server that fails offers none: it is named under ``unavailable``).
 
     The servers are asked together, so a request's first catalog waits for the slowest server
@@ -98,7 +121,7 @@ async def _catalog(specs: tuple[ServerSpec, ...]) -> dict[str, Any]:
 
     tools: list[dict[str, Any]] = []
     unavailable: list[str] = []
-    for spec, listed in zip(specs, await asyncio.gather(*(_listed(s) for s in specs)), strict=True):
+    for spec, listed in zip(specs, await asyncio.gather(*(_listed(s, limits) for s in specs)), strict=True):
         if isinstance(listed, Exception):
             reason = _scrub(f"{type(listed).__name__}: {listed}", spec)[:400]
             log.warning("MCP server %r offers no tools this request: %s", spec.name, reason)
@@ -127,7 +150,9 @@ def _check_arguments(entry: Mapping[str, Any], arguments: Any) -> str | None:
     return f"the arguments do not match {entry['name']}'s input schema: {said}"
 
 
-async def _call(spec: ServerSpec, entry: Mapping[str, Any], arguments: dict[str, Any], timeout: float) -> Any:
+async def _call(spec: ServerSpec, entry: Mapping[str, Any], arguments: dict[str, Any], timeout: float,
+                limits: Limits) -> Any:
+    """Call the tool; a timeout drops the connection, so the next call starts on a clean one."""
     import anyio
     from mcp.shared.exceptions import MCPError
     from pydantic import ValidationError
@@ -136,16 +161,28 @@ async def _call(spec: ServerSpec, entry: Mapping[str, Any], arguments: dict[str,
     from agent_core_plugins.mcp_results import result_of
 
     what = f"the MCP tool {entry['name']!r}"
+    gone = f"{what} is no longer offered by MCP server {spec.name!r} (it left the server's tool list)"
+    connection = None
     try:
-        with anyio.fail_after(timeout):
-            connection = await pool().connection(spec)
-            answer = await connection.call_tool(entry["tool"], arguments)
+        # just inside the engine's own tool_timeout_s guard, so this answer (and the drop) comes first
+        with anyio.fail_after(max(timeout / 2, timeout - min(1.0, max(0.1, timeout / 10)))):
+            connection = await pool().connection(spec, limits)
+            try:
+                answer = await connection.call_tool(entry["tool"], arguments)
+            except MCPError as exc:
+                if not await connection.still_offers(entry["tool"]):
+                    return failure(gone)
+                return failure(_scrub(f"{what} failed: the server answered with error {exc.code}: "
+                                      f"{str(exc)[:500]}", spec))
+            if answer.is_error and not await connection.still_offers(entry["tool"]):
+                return failure(f"{gone}: {_scrub(str(result_of(spec.name, entry['tool'], answer)['error']), spec)}")
     except TimeoutError:
-        return failure(f"{what} did not answer within {timeout:g} s (tool_timeout_s); the call was cancelled")
+        if connection is not None:
+            connection.drop(TimeoutError(f"a call ran out of tool_timeout_s ({timeout:g} s)"))
+        return failure(f"{what} did not answer within {timeout:g} s (tool_timeout_s); the call was cancelled "
+                       "and the connection to its server closed")
     except ServerUnavailable as exc:
         return failure(_scrub(str(exc), spec))
-    except MCPError as exc:
-        return failure(_scrub(f"{what} failed: the server answered with error {exc.code}: {str(exc)[:500]}", spec))
     except ValidationError:
         return failure(f"{what} failed: the server's answer is not an MCP tool result")
     except Exception as exc:  # noqa: BLE001 - whatever a server does is an answer for the model
@@ -163,7 +200,18 @@ class MCPTool(Tool):
               "description": "MCP servers whose tools are offered: a list of {name, command, args, env, cwd} "
                              "(stdio) or {name, url, headers} (streamable HTTP). The operator's only: it starts "
                              "programs and holds credentials."},
+        "mcp_max_result_bytes": {
+            "type": "integer", "minimum": 1024, "default": DEFAULT_MAX_RESULT_BYTES,
+            "description": "largest message read from an MCP server, in bytes; a result passing it is refused "
+                           "while it is read, and the connection to that server is closed and opened again"},
+        "mcp_tools_max_age_s": {
+            "type": "number", "minimum": 0, "default": DEFAULT_TOOLS_MAX_AGE_S,
+            "description": "seconds an MCP server's tool list is used before it is listed again (sooner when "
+                           "the server says it changed; 0: every request)"},
     }
+    #: MCP tool names come from servers: one that clashes with another plugin's tool is left out (the engine
+    #: says so with this advice), not the request failed
+    tool_names_give_way = "rename the MCP server in mcp_servers (its tools are offered as <server>_<tool>)"
 
     def is_enabled(self, config: Mapping[str, Any], tags: Any, models: Any, context: Any) -> bool:
         """On exactly when ``mcp_servers`` is set (the value itself is checked in ``init``)."""
@@ -175,12 +223,17 @@ class MCPTool(Tool):
             raise ConfigError(f"{KEY} is set but the MCP SDK is not installed: {install_hint('mcp')}", key=KEY)
         timeout = config.get("tool_timeout_s")
         usable = isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout < 1e9
-        return {"servers": msgspec.to_builtins(servers), "timeout": float(timeout) if usable else None}
+        return {"servers": msgspec.to_builtins(servers), "timeout": float(timeout) if usable else None,
+                "limits": msgspec.to_builtins(parse_limits(config))}
 
     @staticmethod
     def _specs(state: Mapping[str, Any]) -> tuple[ServerSpec, ...]:
         raw = json.loads(json.dumps(state.get("servers") or []))
         return tuple(msgspec.convert(s, ServerSpec) for s in raw)
+
+    @staticmethod
+    def _limits(state: Mapping[str, Any]) -> Limits:
+        return msgspec.convert(dict(state.get("limits") or {}), Limits)
 
     def prepare(self, config: Any, state: Mapping[str, Any], *, context: Any = None) -> dict[str, Any]:
         specs = self._specs(state)
@@ -188,7 +241,7 @@ class MCPTool(Tool):
             return {"tools": [], "unavailable": []}
         from agent_core_plugins.mcp_pool import run_sync
 
-        return run_sync(lambda: _catalog(specs))
+        return run_sync(lambda: _catalog(specs, self._limits(state)))
 
     async def prepare_async(self, config: Any, state: Mapping[str, Any], *, context: Any = None) -> dict[str, Any]:
         specs = self._specs(state)
@@ -196,7 +249,7 @@ class MCPTool(Tool):
             return {"tools": [], "unavailable": []}
         from agent_core_plugins.mcp_pool import run_async
 
-        return await run_async(lambda: _catalog(specs))
+        return await run_async(lambda: _catalog(specs, self._limits(state)))
 
     def get_tool_schemas(self, state: Any, *, prepared: Any = None) -> list[dict[str, Any]]:
         tools = prepared.get("tools", ()) if isinstance(prepared, Mapping) else ()
@@ -204,7 +257,7 @@ class MCPTool(Tool):
                                                   "parameters": t["input_schema"]}} for t in tools]
 
     def _plan(self, call: ToolCall) -> tuple[Any, ...] | dict[str, Any]:
-        """What to send for ``call``: (spec, entry, arguments, timeout), or a failure to return at once."""
+        """What to send for ``call``: (spec, entry, arguments, timeout, limits), or a failure to return at once."""
         tools = call.prepared.get("tools", ()) if isinstance(call.prepared, Mapping) else ()
         entry = next((t for t in tools if t["name"] == call.tool_name), None)
         if entry is None:
@@ -214,7 +267,7 @@ class MCPTool(Tool):
             return failure(refused)
         spec = next(s for s in self._specs(call.state) if s.name == entry["server"])
         timeout = call.state.get("timeout") or DEFAULT_CALL_TIMEOUT_S
-        return spec, entry, json.loads(json.dumps(call.payload)), timeout
+        return spec, entry, json.loads(json.dumps(call.payload)), timeout, self._limits(call.state)
 
     def run(self, call: ToolCall) -> dict[str, Any]:
         plan = self._plan(call)

@@ -106,3 +106,45 @@ def test_with_lifecycle_is_the_same_kit_with_only_the_actions_changed() -> None:
     assert later == dataclasses.replace(kit, lifecycle=table)  # every other field as it was
     with pytest.raises(dataclasses.FrozenInstanceError):
         later.lifecycle = {}  # type: ignore[misc]
+
+
+def _named(plugin: str, tool: str, gives_way: str | None = None) -> type:
+    """A tool plugin offering one tool, ``tool``, that answers with its plugin's name."""
+
+    class Offer:
+        name = plugin
+        tool_names_give_way = gives_way
+
+        def get_tool_schemas(self, state, *, prepared=None):
+            return [{"type": "function", "function": {"name": tool, "parameters": {"type": "object"}}}]
+
+        def execute_tool(self, tool_name, payload, state, **kwargs):
+            return {"success": True, "result": f"ran in {plugin}"}
+
+    return Offer
+
+
+def test_a_clash_leaves_out_the_tool_of_the_plugin_that_gives_way_and_says_so(caplog) -> None:
+    from agent_core.testing import tool_call
+
+    fix = "rename the thing that named it"
+    core = AgentCore(providers=[scripted_provider(reply(tool_calls=[tool_call("same", {})]), "ok")],
+                     tools=[_named("outsider", "same", fix), _named("builtin", "same"), _named("other", "own", fix)])
+    with caplog.at_level("WARNING", logger="agent_core.tools"):
+        events = list(core.stream_request(core.add_message(core.create_session(), Message("user", "go")), {}))
+    start, done = events[0], events[-1]
+    assert start.type == "start" and done.outcome.status == "finished"
+    (tool,) = [m for m in done.session.messages if m.role == "tool"]
+    assert tool.content == "Result: ran in builtin"
+    (note,) = start.warnings
+    assert "'same'" in note and "'outsider'" in note and "'builtin'" in note and note.endswith(fix)
+    assert note in caplog.text
+    offered = [(d.plugin_name, d.tool_name) for d in core.get_tool_descriptors({})]
+    assert sorted(offered) == [("builtin", "same"), ("other", "own")]
+
+
+def test_a_clash_between_two_plugins_that_do_not_give_way_still_fails_the_request() -> None:
+    core = AgentCore(providers=[scripted_provider("x")], tools=[_named("one", "same"), _named("two", "same")])
+    with pytest.raises(ConfigError) as caught:
+        core.get_tool_descriptors({})
+    assert "'one'" in str(caught.value) and "'two'" in str(caught.value)

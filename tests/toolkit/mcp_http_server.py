@@ -5,8 +5,9 @@ and answers only requests carrying ``Authorization: Bearer TOKEN`` (so a test
 can see the configured headers reach the server and never leak). Its tools
 are the cases a client must survive: one that errors, one that hangs (and
 counts the calls that were cancelled), one that returns an image, one that
-returns a lot, one with a name no API accepts, one that crashes the server,
-and one that adds a tool and says the list changed.
+returns a lot (``lots``, in lines; ``big``, in megabytes), one with a name
+no API accepts, one that crashes the server, one that adds a tool and says the
+list changed, and two that add and drop a tool without saying so.
 """
 
 from __future__ import annotations
@@ -69,6 +70,36 @@ def picture() -> list[object]:
 def lots(lines: int) -> str:
     """Many lines of text."""
     return "\n".join(f"line {i} of a long answer" for i in range(lines))
+
+
+@server.tool()
+def file() -> str:
+    """A tool whose name, under a server named 'read', is the files tool's read_file."""
+    return "the MCP server's file tool ran"
+
+
+@server.tool(structured_output=False)
+def big(megabytes: float) -> str:
+    """A text of about ``megabytes`` MB, one line (as text only, so the message is about that size)."""
+    return "x" * int(megabytes * 1_000_000)
+
+
+def _extra() -> str:
+    return "extra ran"
+
+
+@server.tool()
+def add(name: str) -> str:
+    """Add a tool called ``name``, saying nothing to the client."""
+    server.add_tool(_extra, name=name, description="Added while running.")
+    return f"added {name}"
+
+
+@server.tool()
+def drop(name: str) -> str:
+    """Remove the tool called ``name``, saying nothing to the client."""
+    server.remove_tool(name)
+    return f"dropped {name}"
 
 
 @server.tool(name="weird name!/../x")

@@ -1,4 +1,5 @@
-"""benchmarks/bench_mcp.py runs and prints its table (no figure is checked: tests assert behaviour, not timings).
+"""benchmarks/bench_mcp.py and bench_mcp_read.py run and print their tables (no figure is checked: tests assert
+behaviour, not timings).
 
 Each request the benchmark times checks its own tool message, so a run whose MCP calls fail
 exits non-zero instead of printing a row.
@@ -23,3 +24,12 @@ def test_the_mcp_benchmark_prints_a_row_per_server() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line.split("|")[1].strip() for line in done.stdout.splitlines() if line.startswith("| ")]
     assert rows == ["server", "time", "web"]
+
+
+def test_the_mcp_read_benchmark_prints_a_row_per_size() -> None:
+    script = SCRIPT.parent / "bench_mcp_read.py"
+    done = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split("|")[1].strip() for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert rows == ["message MB", "0.5", "1"]

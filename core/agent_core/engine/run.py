@@ -28,7 +28,7 @@ Each stage lives in its own module: :mod:`~agent_core.tools.kit` (2),
 :mod:`~agent_core.engine.hot_loop` (c, the start of d), :mod:`~agent_core.engine.finalize`
 (d-f), :mod:`~agent_core.tools.loop` and :mod:`~agent_core.tools.policy` (g),
 :mod:`~agent_core.plugins.lifecycle` (actions). This module strings them together, one
-method per step: :meth:`RequestRun._resolved` (1), ``_set_up`` (2-3), ``_answer_pending`` (tool
+method per step: :meth:`RequestRun._resolved` (1-2, then ``start``), ``_set_up`` (3), ``_answer_pending`` (tool
 calls an earlier request left), ``_provider_call`` (4: ``_native_for_call`` a-b,
 ``_tools_asked`` g).
 
@@ -187,8 +187,8 @@ class RequestRun:
 
     def _run(self) -> Generator[Any, Any, Session]:
         """Steps 1-4 of the module docstring; returns the new session (``done``, step 5, is :meth:`_events`')."""
-        res = yield from self._resolved()  # 1
-        req, state = yield from self._set_up(res)  # 2-3
+        res, kit = yield from self._resolved()  # 1-2
+        req, state = self._set_up(res, kit)  # 3
         session, go_on = yield from self._answer_pending(req, self.input_session, state)
         if not go_on:
             return session
@@ -202,30 +202,37 @@ class RequestRun:
                 break
         return session
 
-    def _resolved(self) -> Generator[Any, Any, Resolution]:
-        """Step 1: resolve the plugins and announce them (``start``); a cancel now reaches the provider too."""
+    def _resolved(self) -> Generator[Any, Any, tuple[Resolution, ToolKit]]:
+        """Steps 1-2: resolve the plugins, set up the tools, and announce them (``start``).
+
+        ``start`` comes once the tools are set up, so its ``warnings`` can say which tools a
+        name clash left out; a cancel reaches the provider from the moment the plugins resolve.
+        """
+        wanted = self.user_config.get("provider") if isinstance(self.user_config, Mapping) else None
         try:
             res = self.resolve()
         except Exception:
             # every stream opens with ``start``, even one that cannot resolve its plugins
-            wanted = self.user_config.get("provider") if isinstance(self.user_config, Mapping) else None
             yield StartEvent(self.request_id, str(wanted or ""), [], [], [])
             raise
         self.flight.attach(partial(cancel_provider_call, res.live[res.provider], self.request_id))
-        yield StartEvent(
-            self.request_id, str(res.provider), [str(n) for n in res.extensions],
-            [str(n) for n in res.features], [str(n) for n in res.tools], list(res.warnings),
-        )
-        return res
+        start = partial(StartEvent, self.request_id, str(res.provider), [str(n) for n in res.extensions],
+                        [str(n) for n in res.features], [str(n) for n in res.tools])
+        try:
+            kit = yield from ToolKit.for_request(res, self.core, request_id=self.request_id, flight=self.flight,
+                                                 stream=self.stream, approval=self.approval)
+        except Exception:
+            yield start(list(res.warnings))
+            raise
+        yield start([*res.warnings, *kit.notes])
+        return res, kit
 
-    def _set_up(self, res: Resolution) -> Generator[Any, Any, tuple[Settled, Any]]:
-        """Steps 2-3: the tools (their schemas into ``config["tools"]``), then the init chain; returns its state."""
+    def _set_up(self, res: Resolution, kit: ToolKit) -> tuple[Settled, Any]:
+        """Step 3: the init chain, on the config with the tools' schemas; returns its state."""
         live = res.live
         provider = live[res.provider]
         exts: list[LivePlugin] = [live[n] for n in res.extensions]
         chain = [*exts, *(live[n] for n in res.features)]
-        kit = yield from ToolKit.for_request(res, self.core, request_id=self.request_id, flight=self.flight,
-                                             stream=self.stream, approval=self.approval)
         config = kit.config
         state = init_state(provider, chain, lambda p: own_config(p, config))
         kit = kit.with_lifecycle(lifecycle_table(chain, state))

@@ -28,7 +28,7 @@ def catalog(res: Resolution, core: Any, *, prepare: bool) -> tuple[list[LiveTool
     """The enabled tools (initialized, prepared when asked) and the descriptors offered after ``prepare_tools``."""
     ctx = freeze({"core": core, "config": res.config, "provider": str(res.provider),
                   "tags": list(res.tags), "models": list(res.models)})
-    tools, _, offered = complete_sync(offered_tools(res, ctx, prepare=prepare))
+    tools, _, offered, _ = complete_sync(offered_tools(res, ctx, prepare=prepare))
     return tools, offered
 
 

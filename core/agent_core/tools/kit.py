@@ -5,6 +5,8 @@ each needs the one before:
 
 1. catalog: every enabled tool's ``init`` (and ``prepare``), then its
    ``get_tool_schemas`` (:func:`~agent_core.tools.toolkit.build_catalog`);
+   a tool whose plugin gives way on a name clash is left out, with a note
+   (:func:`~agent_core.tools.toolkit.give_way`);
 2. prepare: the features' ``prepare_tools`` choose what is offered;
 3. interop: the provider's, its extensions' and the tools' interop
    contributions make one registry;
@@ -21,6 +23,7 @@ here, so they route, read and format calls the same way.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
@@ -34,29 +37,36 @@ from .toolkit import (
     adapt_all,
     build_catalog,
     emitted_formats,
+    give_way,
     interop_registry,
     prepare_tools,
 )
 
 __all__ = ["ToolKit", "offered_tools"]
 
+_log = logging.getLogger("agent_core.tools")
+
 
 def offered_tools(
     res: Resolution, context: Mapping[str, Any], *, prepare: bool = True
-) -> Generator[Any, Any, tuple[list[LiveTool], FrozenList, FrozenList]]:
+) -> Generator[Any, Any, tuple[list[LiveTool], FrozenList, FrozenList, tuple[str, ...]]]:
     """Steps 1 and 2: the enabled tools (initialized, prepared when asked), what they offer, what is offered.
 
     ``context`` is what ``prepare`` and ``prepare_tools`` are handed (the
     latter with ``available_tools`` and ``tools`` added). Returns the live
-    tools, every descriptor they offer, and the descriptors the features
-    kept (``prepare_tools``).
+    tools, every descriptor they offer, the descriptors the features kept
+    (``prepare_tools``), and a note per tool left out for a name clash (each
+    also logged at WARNING on ``agent_core.tools``).
     """
     live = res.live
     tools = yield from build_catalog([live[n] for n in res.tools], res.config, context, prepare=prepare)
+    notes = give_way(tools)
+    for note in notes:
+        _log.warning("%s", note)
     available = FrozenList.from_frozen([d for t in tools for d in t.schemas.values()])
     offered = prepare_tools([live[n] for n in res.features], res.config, available,
                             context.merged({"available_tools": available, "tools": available}))
-    return tools, available, offered
+    return tools, available, offered, notes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +86,7 @@ class ToolKit:
             init chain: see :meth:`with_lifecycle`).
         timeout: ``tool_timeout_s`` (None: no limit).
         observer: the request's observers, or None.
+        notes: one sentence per tool left out for a name clash (:func:`offered_tools`).
     """
 
     registry: ToolInteropRegistry
@@ -94,6 +105,7 @@ class ToolKit:
     approval: Callable[..., Any] | None = None
     timeout: float | None = None
     observer: Any = None  # the request's observers (agent_core.engine.observe), told when each call runs
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def for_request(
@@ -116,7 +128,7 @@ class ToolKit:
                                    "tags": list(res.tags), "models": list(res.models)}
         if request_id is not None:
             context["request_id"] = request_id
-        tools, available, offered = yield from offered_tools(res, freeze(context))
+        tools, available, offered, notes = yield from offered_tools(res, freeze(context))
         provider, exts = res.live[res.provider], [res.live[n] for n in res.extensions]
         registry = interop_registry(provider, exts, tools, res.config)
         accepted = accepted_formats(provider, exts, res.config)
@@ -124,7 +136,7 @@ class ToolKit:
         return cls(
             registry, tools, available, offered, frozenset((d.plugin_name, d.tool_name) for d in offered), accepted,
             emitted_formats(provider, exts, config), config, request_id=request_id or "", flight=flight,
-            stream=stream, core=core, approval=approval, timeout=timeout,
+            stream=stream, core=core, approval=approval, timeout=timeout, notes=notes,
         )
 
     def with_lifecycle(self, lifecycle: Mapping[str, Any]) -> ToolKit:

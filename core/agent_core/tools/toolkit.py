@@ -31,8 +31,8 @@ from ..values.frozen import FrozenList, freeze
 from ..values.messages import ToolDescriptor
 
 __all__ = [
-    "ENVELOPE", "LiveTool", "Routed", "build_catalog", "inspect_call", "payload_kwargs", "route", "truncation",
-    "twin_calls",
+    "ENVELOPE", "LiveTool", "Routed", "build_catalog", "give_way", "inspect_call", "payload_kwargs", "route",
+    "truncation", "twin_calls",
 ]
 
 ENVELOPE = "provider_native_tool_result"
@@ -160,6 +160,42 @@ def build_catalog(
             lt.schemas[d.tool_name] = d
         live.append(lt)
     return live
+
+
+def _gives_way(tool: LiveTool) -> str | None:
+    """The plugin's advice when its tool names give way on a clash (``tool_names_give_way``), else None."""
+    advice = getattr(tool.plugin.instance, "tool_names_give_way", None)
+    return advice if isinstance(advice, str) and advice else None
+
+
+def give_way(tools: list[LiveTool]) -> tuple[str, ...]:
+    """Leave out each tool whose name another plugin's tool already has, when its plugin gives way.
+
+    A plugin whose tool names come from outside (an MCP server's, say) sets
+    ``tool_names_give_way`` to a sentence saying how to fix a clash: on a clash
+    its tool is left out of this request, not the request failed. The tool
+    kept is the first plugin's that does not give way (else the first
+    plugin's). Two that do not give way are left to :func:`check_unique_names`.
+    Returns one note per tool left out, naming the tool, both plugins and the fix.
+    """
+    owners: dict[str, list[LiveTool]] = {}
+    for t in tools:
+        for name in t.schemas:
+            owners.setdefault(name, []).append(t)
+    notes: list[str] = []
+    for name, claimants in owners.items():
+        if len(claimants) < 2:
+            continue
+        firm = [t for t in claimants if _gives_way(t) is None]
+        keeper = firm[0] if firm else claimants[0]
+        for t in claimants:
+            advice = _gives_way(t)
+            if t is keeper or advice is None:
+                continue
+            del t.schemas[name]
+            notes.append(f"tool {name!r} of plugin {t.plugin.name!r} is left out of this request: plugin "
+                         f"{keeper.plugin.name!r} offers a tool of the same name, which is kept; {advice}")
+    return tuple(notes)
 
 
 def prepare_tools(features: list[LivePlugin], config: Any, tools: FrozenList, context: Mapping[str, Any]) -> FrozenList:

@@ -187,7 +187,9 @@ class StartEvent(_ItemAccess, msgspec.Struct, frozen=True, tag="start"):
     """First event: the request id (for ``cancel_request``) and the plugins in play.
 
     ``warnings`` names config keys that no installed plugin declares (likely
-    typos), so a server can show them.
+    typos) and tools left out of the request because another plugin's tool has
+    their name (a plugin's ``tool_names_give_way``), so a server can show them.
+    It comes once the request's tools are set up.
     """
 
     request_id: str
