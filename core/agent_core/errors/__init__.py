@@ -42,6 +42,8 @@ The hierarchy::
 
     UserWarning
     ├── UnknownConfigKeyWarning     a config key nothing declares (a typo?); .key, .suggestion
+    ├── RepeatedToolCallWarning     a provider asked again for a tool call the request answered; .provider,
+    │                               .call_ids
     └── UnknownHookWarning          a plugin method named almost like a hook (never called); .plugin, .name,
                                     .suggestion
 
@@ -79,6 +81,7 @@ from .pipeline import (
     PluginContractError,
     PluginError,
     ProviderRequestCancelled,
+    RepeatedToolCallWarning,
     RequestInFlightError,
     UnknownConfigKeyWarning,
     UnknownHookWarning,
@@ -119,6 +122,7 @@ __all__ = [
     "ProviderUnavailableError",
     "QuotaExceededError",
     "RateLimitError",
+    "RepeatedToolCallWarning",
     "RequestInFlightError",
     "SchemaVersionError",
     "SessionNotFoundError",

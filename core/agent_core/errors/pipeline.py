@@ -20,6 +20,7 @@ __all__ = [
     "PluginContractError",
     "PluginError",
     "ProviderRequestCancelled",
+    "RepeatedToolCallWarning",
     "RequestInFlightError",
     "UnknownConfigKeyWarning",
     "UnknownHookWarning",
@@ -212,6 +213,28 @@ class UnknownHookWarning(RebuiltByKeywords, UserWarning):
         self.plugin = plugin
         self.name = name
         self.suggestion = suggestion
+
+
+class RepeatedToolCallWarning(RebuiltByKeywords, UserWarning):
+    """A provider's reply asks again for a tool call this request already answered (the same id).
+
+    A real API gives every call an id of its own, so a repeated id nearly
+    always means the provider carried what one call gathered into the next
+    (per-call text or calls kept in a state that lasts the whole request). A
+    reply made only of such repeats stops the request with outcome
+    ``stopped``/``repeated_tool_call`` instead of running the tools again.
+
+    Attributes:
+        provider: the provider's name.
+        call_ids: the repeated ids, in the reply's order.
+    """
+
+    _keywords = ("provider", "call_ids")
+
+    def __init__(self, message: str, *, provider: str, call_ids: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.call_ids = tuple(call_ids)
 
 
 class PluginContractError(AgentCoreError, AssertionError):

@@ -58,7 +58,8 @@ __all__ = [
 ]
 
 StopReason = Literal[
-    "cancelled", "max_turns", "truncated", "tool_failure", "provider_error", "plugin_error", "invalid_input"
+    "cancelled", "max_turns", "truncated", "tool_failure", "repeated_tool_call", "provider_error", "plugin_error",
+    "invalid_input",
 ]
 
 
