@@ -337,6 +337,8 @@ def call_provider(
     if streamed:
         announce = bool(ctx["config"].get("announce_answer"))
         yield from pump_stream(run, native, state, flight, announce=announce, on_first=on_first)
+        if flight.cancelled:  # a stream that ended quietly once cancel_request had stopped it
+            raise RunCancelled
         native, state = run.native, run.state
     else:
         opening, finals, native, state = yield from call_once(provider, native, state, request_id, flight)
