@@ -41,6 +41,7 @@ from .. import (
 )
 from ..errors import PluginContractError, PluginError
 from ..plugin_kit import HotLoop, effective_config, parse_schema
+from ..plugins.native_view import NativeView, viewing
 from .inspection import PROTOCOLS, fit_call, plugin_kind, short
 from .records import FinalizeResult, HookCall, StreamRecord
 
@@ -116,9 +117,12 @@ class _Run:
             self.note("finalize", None, {"native_messages": nat}, (), f, n, s)
             return n, s
         end = freeze(_messages(finals))
+        view = None
         if self.upstream is not None:  # what the provider's finalize hands the closing call
             end, nat, state = self.upstream._finalize_raw(nat, state)
-        _, _, nat, state, _, _ = self.through(lambda _: hot.close(FrozenList(), end, nat, state), None)
+            view = NativeView(self.upstream.name, self.upstream.call, state)
+        with viewing(view):  # the provider's natives read in the core shape, as in the engine's closing step
+            _, _, nat, state, _, _ = self.through(lambda _: hot.close(FrozenList(), end, nat, state), None)
         return nat, state
 
     def note(self, hook: str, chunk: Any, inputs: dict[str, Any], p: Any, f: Any, n: Any, s: Any) -> None:
