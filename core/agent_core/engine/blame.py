@@ -16,7 +16,7 @@ from ..plugins.hooks import LivePlugin
 from ..plugins.native_view import native_keys
 from ..runtime.flight import Flight, RunCancelled
 
-__all__ = ["PASS", "PASS_CLOSING", "hot_failure", "provider_failure"]
+__all__ = ["PASS", "PASS_CLOSING", "TYPED_ERRORS", "hot_failure", "provider_failure"]
 
 PASS = (LLMError, ProviderRequestCancelled)  # typed failures a hot hook may raise as they are
 PASS_CLOSING = (*PASS, PluginError, ConfigError)  # at the closing step, as any cold hook call (call_hook)
@@ -54,4 +54,14 @@ def provider_failure(flight: Flight, provider: LivePlugin, hook: str, exc: BaseE
         return RunCancelled()
     if isinstance(exc, (LLMError, ProviderRequestCancelled, PluginError, ConfigError, RunCancelled)):
         return exc
-    return PluginError(provider.name, hook, exc)
+    return PluginError(provider.name, hook, exc, detail=f"{type(exc).__name__}: {exc}; {TYPED_ERRORS}")
+
+
+#: what a provider's message says when it raised something untyped
+TYPED_ERRORS = (
+    "when it reports what the API said, raise the typed error of agent_core.errors instead, so retries, the CLI and the "
+    "server can act on them: RateLimitError(message, provider=..., status_code=429, retry_after=...) for a 429, "
+    "AuthenticationError for 401/403, InvalidRequestError for another 4xx, ProviderUnavailableError for a 5xx or "
+    "an unreachable server, MalformedResponseError for an answer its API never sends (each with upstream=... "
+    "for the API's own account, see docs/writing-plugins.md)"
+)

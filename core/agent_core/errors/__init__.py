@@ -29,6 +29,8 @@ The hierarchy::
         ├── InvalidArgumentError (TypeError, ValueError)  a public call got an unusable argument; .argument
         │   └── RequestInFlightError    a request id that is already in flight was given again
         ├── MissingFieldError (KeyError, ValueError)  serialized data lacks a required key; .key
+        ├── UndeclaredConfigKeyError (KeyError)  a plugin read a config key the config does not hold
+        │                           (declare it in config_schema); .key, .suggestion
         ├── PluginContractError (AssertionError)  check_plugin (agent_core.testing) found a broken hook;
         │                           .plugin, .hook, .rule
         ├── ProviderRequestCancelled (RuntimeError)  a request was cancelled by id; .request_id
@@ -83,6 +85,7 @@ from .pipeline import (
     ProviderRequestCancelled,
     RepeatedToolCallWarning,
     RequestInFlightError,
+    UndeclaredConfigKeyError,
     UnknownConfigKeyWarning,
     UnknownHookWarning,
 )
@@ -128,6 +131,7 @@ __all__ = [
     "SessionNotFoundError",
     "StoreError",
     "StoreUnavailableError",
+    "UndeclaredConfigKeyError",
     "UnknownConfigKeyWarning",
     "UnknownHookWarning",
     "UpstreamDetail",

@@ -22,6 +22,7 @@ __all__ = [
     "ProviderRequestCancelled",
     "RepeatedToolCallWarning",
     "RequestInFlightError",
+    "UndeclaredConfigKeyError",
     "UnknownConfigKeyWarning",
     "UnknownHookWarning",
 ]
@@ -175,6 +176,35 @@ class ProviderRequestCancelled(AgentCoreError, RuntimeError):
 
     def __reduce__(self) -> Any:
         return type(self), (self.request_id,), self.__dict__
+
+
+class UndeclaredConfigKeyError(AgentCoreError, KeyError):
+    """A plugin read a config key (``config["key"]``) that is not in the request's config.
+
+    Every key a plugin reads is declared in its ``config_schema`` (or
+    ``get_config_schema``), which also gives its default, so the key is there
+    whether or not the user set it; an undeclared one is there only when some
+    other plugin happens to declare it. A ``KeyError``, so code that asks and
+    catches one still works; raised inside a hook, the engine reports it as a
+    :class:`PluginError` naming the plugin and the hook.
+
+    Attributes:
+        key: the key that was read.
+        suggestion: the closest key the config does have, or None.
+    """
+
+    def __init__(self, key: str, suggestion: str | None = None) -> None:
+        super().__init__(key)
+        self.key = key
+        self.suggestion = suggestion
+
+    def __str__(self) -> str:
+        meant = f" (did you mean {self.suggestion!r}?)" if self.suggestion else ""
+        return (f"read config key {self.key!r}, which the config does not hold{meant}: declare it in "
+                f"config_schema, with a default, so it is there whether or not the user sets it")
+
+    def __reduce__(self) -> Any:
+        return type(self), (self.key, self.suggestion), self.__dict__
 
 
 class UnknownConfigKeyWarning(RebuiltByKeywords, UserWarning):

@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import freeze, thaw
 from ..errors import PluginContractError
-from ..plugin_kit import final_fault, read_verdict
+from ..plugin_kit import ENGINE_KEYS, final_fault, read_verdict
 from .harness import PluginHarness
 from .inspection import PROTOCOLS, fit_call, short
 
@@ -82,6 +82,7 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
     """
     s = {**SAMPLES, **dict(samples or {})}
     _registers(plugin, kind)
+    _misspelt(plugin, config, provider)
     try:
         h = PluginHarness(plugin, config, kind=kind, provider=provider)
     except PluginContractError:
@@ -90,6 +91,28 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
         name = getattr(plugin, "name", None) or getattr(plugin, "__name__", type(plugin).__name__)
         raise PluginContractError(str(name), "init", f"raised {type(exc).__name__}: {exc}") from exc
     _Checker(h, s).run()
+
+
+def _misspelt(plugin: Any, config: Mapping[str, Any] | None, provider: Any) -> None:
+    """A key of ``config`` close to one the plugin declares, but not declared by it, its provider or the engine.
+
+    The engine only warns about such a key, and the plugin runs on its default: a test that meant to set it
+    would pass while testing the default.
+    """
+    import difflib
+
+    declared = {f.key for p in (plugin, provider) if p is not None for f in PluginHarness._fields_of(
+        p() if isinstance(p, type) else p)}
+    own = sorted(f.key for f in PluginHarness._fields_of(plugin() if isinstance(plugin, type) else plugin))
+    for key in config or ():
+        if key in declared or key in ENGINE_KEYS or key == "tools":
+            continue
+        close = difflib.get_close_matches(str(key), own, n=1, cutoff=0.6)
+        if close:
+            name = str(getattr(plugin, "name", None) or getattr(plugin, "__name__", type(plugin).__name__))
+            raise PluginContractError(name, "get_config_schema", (
+                f"the config sets {key!r}, which its config_schema does not declare; did you mean {close[0]!r}? "
+                f"(a request would only warn, and run on {close[0]!r}'s default)"))
 
 
 _PLURAL = {"provider": "providers", "extension": "extensions", "feature": "features", "tool": "tools"}

@@ -40,8 +40,7 @@ from .. import (
     thaw,
 )
 from ..errors import PluginContractError, PluginError
-from ..plugin_kit import HotLoop, effective_config, parse_schema
-from ..plugins.native_view import NativeView, viewing
+from ..plugin_kit import HotLoop, NativeView, RequestConfig, effective_config, parse_schema, viewing
 from .inspection import PROTOCOLS, fit_call, plugin_kind, short
 from .records import FinalizeResult, HookCall, StreamRecord
 
@@ -190,10 +189,13 @@ class PluginHarness:
             prov_fields = PluginHarness._fields_of(prov)
             full = effective_config(dict(config or {}), (*prov_fields, *fields))
             self.provider = PluginHarness(prov, full, kind="provider", context=context)
-            self._config = freeze(effective_config(full, fields))
+            self._config = RequestConfig.from_frozen(freeze(effective_config(full, fields)))
             start = self.provider._state
         else:
-            self._config = freeze(effective_config(dict(config or {}), fields))
+            given = dict(config or {})
+            if self.kind == "provider":  # a request's config always holds the tool schemas offered
+                given.setdefault("tools", [])
+            self._config = RequestConfig.from_frozen(freeze(effective_config(given, fields)))
             start = freeze({"config": self._config})
         if self.kind in ("provider", "tool"):
             state = self.call("init", self._config)
