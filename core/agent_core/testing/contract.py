@@ -38,6 +38,7 @@ from .. import freeze, thaw
 from ..errors import PluginContractError
 from ..plugin_kit import ENGINE_KEYS, final_fault, read_verdict
 from .harness import PluginHarness
+from .provider_check import exercise_provider
 from .inspection import PROTOCOLS, fit_call, short
 
 __all__ = ["SAMPLES", "check_plugin"]
@@ -69,7 +70,9 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
         plugin: a plugin class or instance of any of the four kinds.
         samples: replaces entries of :data:`SAMPLES` (``messages``, ``finals``,
             ``partials``, ``chunks``, ``models``, ``tool_result``); for example
-            native chunks of your provider's API under ``chunks``.
+            native chunks of your provider's API under ``chunks``. For a provider
+            with ``using(...)``, ``streamed`` and ``answer`` are 200 bodies as its API
+            sends them, streamed and not (see :mod:`agent_core.testing.provider_check`).
         config: the config the plugin runs with (schema defaults filled in).
         kind: the plugin kind when the harness's guess would be wrong.
         provider: for an extension or feature that reads its provider's
@@ -91,6 +94,9 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
         name = getattr(plugin, "name", None) or getattr(plugin, "__name__", type(plugin).__name__)
         raise PluginContractError(str(name), "init", f"raised {type(exc).__name__}: {exc}") from exc
     _Checker(h, s).run()
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    if h.kind == "provider" and callable(getattr(cls, "using", None)):  # its HTTP side, through the seam
+        exercise_provider(cls, h.name, config or {}, s)
 
 
 def _misspelt(plugin: Any, config: Mapping[str, Any] | None, provider: Any) -> None:
