@@ -38,7 +38,6 @@ from .. import freeze, thaw
 from ..errors import PluginContractError
 from ..plugin_kit import ENGINE_KEYS, final_fault, read_verdict
 from .harness import PluginHarness
-from .provider_check import exercise_provider
 from .inspection import PROTOCOLS, fit_call, short
 
 __all__ = ["SAMPLES", "check_plugin"]
@@ -96,6 +95,8 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
     _Checker(h, s).run()
     cls = plugin if isinstance(plugin, type) else type(plugin)
     if h.kind == "provider" and callable(getattr(cls, "using", None)):  # its HTTP side, through the seam
+        from .provider_check import exercise_provider  # httpx, only for a provider that sends with it
+
         exercise_provider(cls, h.name, config or {}, s)
 
 
