@@ -24,6 +24,7 @@ whose hooks take one :class:`ToolCall`). Provider wire helpers stay with their p
 
 from ..plugins.finals_check import final_fault
 from ..plugins.native_view import NativeView, viewing
+from ..plugins.ui_elements import ConfigElement, MessageFooter, SessionAction, StatusBar
 from ..engine.hot_loop import HotLoop
 from ..plugins.config import ENGINE_KEYS, effective_config, parse_schema
 from ..plugins.config_policy import DEFAULT_CLIENT_KEYS
@@ -92,6 +93,8 @@ __all__ = [
     # the mapping a request's config is, whose miss names the fix (agent_core.values.request_config), and the
     # provider's natives read in the core shape during the closing step (agent_core.plugins.native_view)
     "RequestConfig", "NativeView", "viewing",
+    # the UI elements' schema, one Struct per kind (agent_core.plugins.ui_elements)
+    "ConfigElement", "MessageFooter", "SessionAction", "StatusBar",
     # what a tool_pre action may answer, and what the engine says of any other answer (agent_core.tools.policy)
     "TOOL_PRE_VERDICTS", "read_verdict",
 ]
