@@ -60,4 +60,4 @@ def test_elements_a_hook_returns_are_checked_when_the_schema_is_asked_for():
 
 def test_the_bundled_features_elements_are_well_formed():
     core = AgentCore.discover()
-    assert core.get_ui_schema({"enabled_plugins": ["timestamps", "title"]})
+    assert core.get_ui_schema({"provider": "echo", "enabled_plugins": ["timestamps", "title"]})

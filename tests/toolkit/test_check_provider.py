@@ -12,8 +12,8 @@ import httpx
 import pytest
 from agent_core.errors import ProviderUnavailableError, RateLimitError
 from agent_core.testing import PluginContractError, check_plugin
+from guide_snippets import guide_module
 
-from .test_guide_provider_loop import guide_module
 
 Lines = guide_module("lines_provider.py").Lines
 SAMPLES = {

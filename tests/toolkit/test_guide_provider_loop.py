@@ -9,31 +9,16 @@ request shows what the engine does about a reply that repeats an answered call.
 from __future__ import annotations
 
 import json
-import re
 import sys
-import types
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_core import AgentCore, Message
 from agent_core.errors import RepeatedToolCallWarning
 from agent_core.plugin_kit import Tool, ToolCall, success
+from guide_snippets import guide_module
 from providers._server import Reply
-
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "writing-plugins.md"
-
-
-def guide_module(name: str) -> types.ModuleType:
-    """The guide's ``# file: NAME`` snippet, loaded as a module."""
-    text = GUIDE.read_text(encoding="utf-8")
-    body = re.search(r"```python\n# file: " + re.escape(name) + r"\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
-    assert body is not None, f"the guide has no {name}"
-    module = types.ModuleType(name.removesuffix(".py"))
-    exec(compile(body.group(1), str(GUIDE), "exec"), module.__dict__)  # noqa: S102 - the guide's own code
-    return module
-
 
 Lines = guide_module("lines_provider.py").Lines
 

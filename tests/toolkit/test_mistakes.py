@@ -96,3 +96,35 @@ def test_check_plugin_finds_a_misspelt_key_in_the_config_it_is_given():
         check_plugin(Forgot, config={"forgot_mak": "!"})
     assert got.value.plugin == "forgot" and got.value.hook == "get_config_schema"
     assert "did you mean 'forgot_mark'?" in str(got.value)
+
+
+class KeepsItsKey:
+    """A provider that keeps its whole config, secret included, in the shared state."""
+
+    name = "keeps_key"
+
+    def get_config_schema(self):
+        return {"keeps_key_api_key": {"type": "string", "secret": True, "default": ""}}
+
+    def init(self, config):
+        return {"config": dict(config)}
+
+    def call_api(self, native_messages, state):
+        return [], [{"role": "assistant", "content": "ok"}], native_messages, state
+
+
+class KeepsItOnTheInstance(KeepsItsKey):
+    name = "keeps_it_here"
+
+    def init(self, config):
+        self._key = config["keeps_key_api_key"]
+        return {"config": {k: v for k, v in config.items() if k != "keeps_key_api_key"}}
+
+
+def test_check_plugin_finds_a_provider_that_keeps_its_secret_in_the_state():
+    with pytest.raises(PluginContractError) as got:
+        check_plugin(KeepsItsKey, kind="provider")
+    assert got.value.plugin == "keeps_key" and got.value.hook == "init"
+    assert "'keeps_key_api_key'" in str(got.value) and "keep it on the instance" in str(got.value)
+    assert "canary" not in str(got.value)
+    check_plugin(KeepsItOnTheInstance, kind="provider")

@@ -290,6 +290,7 @@ ENGINE_KEYS: dict[str, tuple[str, ...]] = {
     "run_pending_tool_calls": ("boolean",),
     "tool_timeout_s": ("number",),
     "announce_answer": ("boolean",),
+    "validate_tool_arguments": ("boolean",),
 }
 
 

@@ -74,8 +74,8 @@ _ANY = Union[ConfigElement, StatusBar, MessageFooter, SessionAction]  # noqa: UP
 _OTHER_KNOWN = ("message_action",)  # read by some applications, not checked here
 
 
-def _meant(name: str, among: Any) -> str | None:
-    close = difflib.get_close_matches(name, list(among), n=1, cutoff=0.75)
+def _meant(name: str, among: Any, cutoff: float = 0.75) -> str | None:
+    close = difflib.get_close_matches(name, list(among), n=1, cutoff=cutoff)
     return close[0] if close else None
 
 
@@ -92,8 +92,8 @@ def ui_element_fault(element: Any) -> str | None:
         meant = _meant(kind, (*UI_TYPES, *_OTHER_KNOWN))
         return None if meant is None or meant == kind else f"ui_type {kind!r} is no kind of element; did you mean {meant!r}?"
     fields = _KINDS[kind].__struct_fields__
-    for key in element:
-        if key != "ui_type" and key not in fields and (meant := _meant(str(key), fields)):
+    for key in element:  # a key of the plugin's own is an extra, unless it looks like a field left out
+        if key != "ui_type" and key not in fields and (meant := _meant(str(key), fields, 0.6)) and meant not in element:
             return f"a {kind} element has no field {key!r}; did you mean {meant!r}?"
     try:
         msgspec.convert({**element, "ui_type": kind}, _ANY, strict=False)

@@ -93,6 +93,8 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
         name = getattr(plugin, "name", None) or getattr(plugin, "__name__", type(plugin).__name__)
         raise PluginContractError(str(name), "init", f"raised {type(exc).__name__}: {exc}") from exc
     _Checker(h, s).run()
+    if h.kind == "provider":
+        _secrets_kept(plugin, config)
     cls = plugin if isinstance(plugin, type) else type(plugin)
     if h.kind == "provider" and callable(getattr(cls, "using", None)):  # its HTTP side, through the seam
         from .provider_check import exercise_provider  # httpx, only for a provider that sends with it
@@ -120,6 +122,23 @@ def _misspelt(plugin: Any, config: Mapping[str, Any] | None, provider: Any) -> N
             raise PluginContractError(name, "get_config_schema", (
                 f"the config sets {key!r}, which its config_schema does not declare; did you mean {close[0]!r}? "
                 f"(a request would only warn, and run on {close[0]!r}'s default)"))
+
+
+_CANARY = "sk-check-plugin-canary-0000"
+
+
+def _secrets_kept(plugin: Any, config: Mapping[str, Any] | None) -> None:
+    """A provider whose ``init`` keeps a secret's value in the state, which every extension and feature reads."""
+    fields = PluginHarness._fields_of(plugin() if isinstance(plugin, type) else plugin)
+    secret = [f.key for f in fields if f.secret and "string" in (f.types or ("string",))]
+    if not secret:
+        return
+    h = PluginHarness(plugin, {**dict(config or {}), **{k: _CANARY for k in secret}}, kind="provider")
+    if _CANARY in repr(thaw(h.state)):
+        raise PluginContractError(h.name, "init", (
+            f"keeps the value of its secret {', '.join(map(repr, secret))} in the state it returns, which every "
+            "extension and feature of the request reads: keep it on the instance (self._key = config[...] in "
+            "init) and add it where the request is sent"))
 
 
 _PLURAL = {"provider": "providers", "extension": "extensions", "feature": "features", "tool": "tools"}
