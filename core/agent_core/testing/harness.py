@@ -41,28 +41,14 @@ from .. import (
 )
 from ..errors import PluginContractError, PluginError
 from ..plugin_kit import HotLoop, NativeView, RequestConfig, effective_config, parse_schema, viewing
+from .inputs import as_messages as _messages
+from .inputs import session_of as _session_of
 from .inspection import PROTOCOLS, fit_call, plugin_kind, short
 from .records import FinalizeResult, HookCall, StreamRecord
 
 __all__ = ["FinalizeResult", "HookCall", "PluginHarness", "StreamRecord", "plugin_kind"]
 
 _SHAPE = "(partial_messages, final_messages, native_messages, state)"
-
-
-def _as_message(m: Any) -> Any:
-    if isinstance(m, (Message, PartialMessage)):
-        return m.to_dict()
-    if isinstance(m, str):
-        return {"role": "assistant", "content": m}
-    return m
-
-
-def _messages(items: Any) -> list[Any]:
-    if items is None:
-        return []
-    if isinstance(items, (str, Mapping, Message, PartialMessage)):
-        items = [items]
-    return [_as_message(m) for m in items]
 
 
 class _Run:
@@ -395,9 +381,10 @@ class PluginHarness:
         ``trigger_source="application"`` as the engine's ``execute_action`` gives;
         ``context`` adds to it what a lifecycle trigger would, such as
         ``{"lifecycle": "tool_pre", "tool_call": {"id": ..., "name": ..., "payload": ...}}`` for a
-        policy (then check the answer with :func:`agent_core.plugin_kit.read_verdict`).
+        policy (then check the answer with :func:`agent_core.plugin_kit.read_verdict`). ``session`` is a
+        :class:`Session` or its dict form (``Session.to_dict()``); without one, an empty session.
         """
-        session = session if session is not None else Session(session_id="harness-session")
+        session = _session_of(session)
         ctx = self._context.merged({"session": session.to_dict(), "trigger_source": "application",
                                     **dict(context or {})})
         out = self.call("execute_action", action_id, session, freeze(_messages(native)), freeze(dict(params or {})),
@@ -406,3 +393,4 @@ class PluginHarness:
 
     def __repr__(self) -> str:
         return f"<PluginHarness {self.kind} {self.name!r}>"
+
