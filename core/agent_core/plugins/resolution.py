@@ -68,18 +68,8 @@ from typing import Any
 from ..errors import ConfigError, PluginError
 from ..values.frozen import FrozenDict, FrozenList, freeze
 from ..values.request_config import RequestConfig
-from .config import (
-    _ENGINE_EXTRA_KEYS,
-    ENGINE_KEYS,
-    FieldSpec,
-    check_engine_keys,
-    effective_config,
-    owned_secrets,
-    parse_schema,
-    redact,
-    refuse_placeholders,
-    secret_keys,
-)
+from .config import (_ENGINE_EXTRA_KEYS, ENGINE_KEYS, FieldSpec, check_engine_keys, effective_config, owned_secrets,
+                     parse_schema, redact, refuse_placeholders, secret_keys)
 from .hooks import LivePlugin, PluginSpec, call_hook
 from .selection import (
     Switches,
