@@ -157,3 +157,58 @@ def test_native_history_is_rebuilt_for_another_provider():
     s3 = core.request(s2.with_message(Message("user", "back")), {"provider": "counting"}).session
     assert CountingProvider.converted == [1, 5]  # rebuilt from all five core messages
     assert s3.messages[-1].content == "seen 5"
+
+
+class QuietOnCancel:
+    """Streams one chunk, then ends its stream without a word once its call is cancelled."""
+
+    name = "quiet"
+
+    def __init__(self):
+        self.stop = threading.Event()
+
+    def stream_api(self, native_messages, state, *, request_id=None):
+        yield {"delta": "half an ans"}
+        assert self.stop.wait(5)
+
+    def process_chunk(self, chunk, native_messages, state):
+        return [{"role": "assistant", "content": chunk["delta"]}], [], native_messages, state
+
+    def finalize(self, native_messages, state):
+        final = {"role": "assistant", "content": "half an ans"}
+        return [final], [*native_messages, final], state
+
+    def cancel_request(self, request_id):
+        self.stop.set()
+        return True
+
+
+@pytest.mark.parametrize("via", ["stream_request", "request"])
+def test_a_stream_that_ends_quietly_after_a_cancel_is_cancelled_not_finished(via):
+    core = AgentCore(providers=[QuietOnCancel])
+    if via == "stream_request":
+        events = []
+        for ev in core.stream_request(session(), request_id="q1"):
+            events.append(ev)
+            if ev.type == "partial":
+                assert core.cancel_request("q1") is True
+        assert not [e for e in events if e.type == "final"]
+        assert (events[-1].outcome.status, events[-1].outcome.reason) == ("stopped", "cancelled")
+        assert events[-1].session == session()
+    else:
+        result: dict[str, BaseException] = {}
+
+        def worker():
+            try:
+                core.request(session(), {"stream": True}, request_id="q2")
+            except BaseException as exc:  # noqa: BLE001
+                result["exc"] = exc
+
+        t = threading.Thread(target=worker)
+        t.start()
+        deadline = time.monotonic() + 5
+        while not core.cancel_request("q2"):
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        t.join(5)
+        assert isinstance(result.get("exc"), ProviderRequestCancelled)

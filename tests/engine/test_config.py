@@ -381,7 +381,8 @@ def test_an_undeclared_key_warns_naming_it_and_the_closest_known_key() -> None:
         res = typo_core().resolve({"max_token": 5})
     (warning,) = caught
     assert str(warning.message) == (
-        "config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`?"
+        "config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`? "
+        "(plugin 'prov' declares it, and runs on its default until the key is spelt so)"
     )
     assert warning.message.key == "max_token" and warning.message.suggestion == "max_tokens"
     assert isinstance(warning.message, UserWarning)
@@ -413,7 +414,8 @@ def test_the_start_event_carries_the_warning_so_a_server_can_show_it() -> None:
         start = next(iter(typo_core().stream_request(session(), {"max_token": 5})))
     assert start.type == "start"
     assert start.warnings == [
-        "config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`?"
+        "config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`? "
+        "(plugin 'prov' declares it, and runs on its default until the key is spelt so)"
     ]
     assert decode_event(encode_event(start)) == start
 

@@ -121,14 +121,14 @@ def test_log_json_writes_one_object_per_line(tmp_path: Path) -> None:
     assert TOKEN not in output and API_KEY not in output
 
 
-def test_quiet_prints_nothing_while_all_is_well(tmp_path: Path) -> None:
+def test_quiet_prints_only_where_it_listens_while_all_is_well(tmp_path: Path) -> None:
     proc, url = start_serve(tmp_path, "--quiet")
     try:
         assert httpx.get(f"{url}/v1/sessions").status_code == 200
         assert httpx.get(f"{url}/nowhere").status_code == 404
     finally:
         stop_serve(proc)
-    assert _output(tmp_path, url) == ""
+    assert _output(tmp_path, url) == f"agent-core serve: listening on {url}\n"  # the bound port, for a script
 
 
 def test_quiet_still_prints_the_error_that_stops_it(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_log_level_warning_drops_the_info_lines(tmp_path: Path) -> None:
         httpx.get(f"{url}/healthz")
     finally:
         stop_serve(proc)
-    assert _output(tmp_path, url) == ""
+    assert _output(tmp_path, url) == f"agent-core serve: listening on {url}\n"  # as with --quiet: the address only
 
 
 def _stopped_during(tmp_path: Path, server: ScriptedServer, request: Any) -> str:

@@ -41,7 +41,7 @@ from ..values.messages import Message, Session
 from .commands import make_core, show_on_stderr
 from .sessions import describe, open_cli_store
 from .notes import resolve_noted
-from .settings import config_sources, layered_config
+from .settings import STORE_HELP, config_sources, layered_config
 
 __all__ = ["add_chat", "render_status"]
 
@@ -365,7 +365,7 @@ def add_chat(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         ("agent-core chat --provider openai --model gpt-4o-mini", "needs OPENAI_API_KEY")),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     chat.add_argument("--session", metavar="ID", help="resume (or start) the session with this id")
-    chat.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
+    chat.add_argument("--store", metavar="URL", help=STORE_HELP)
     chat.add_argument("--system", help="a system message for a new session")
     chat.add_argument("--max-iterations", type=int, metavar="N",
                       help="most model calls in one turn, tool rounds included (default 10)")

@@ -27,7 +27,7 @@ from ..values.messages import Message
 from ..values.native_history import without_native_history
 from .notes import resolve_noted
 from .sessions import open_cli_store
-from .settings import config_sources, layered_config
+from .settings import STORE_HELP, config_sources, layered_config
 
 __all__ = ["add_commands", "make_core", "show_on_stderr"]
 
@@ -272,10 +272,11 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     run.add_argument("--continue", dest="cont", action="store_true",
                      help="go on from the conversation saved last (-c is --config)")
     run.add_argument("--session", metavar="ID", help="go on from the stored session with this id")
-    run.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
+    run.add_argument("--store", metavar="URL", help=STORE_HELP)
     run.add_argument(
         "--record", metavar="FILE",
-        help="write the raw response body to FILE (openai/anthropic), for agent_core.testing.replay_provider",
+        help="write the raw response body to FILE, for agent_core.testing.replay_provider (any provider with "
+             "using(client=...): the bundled HTTP ones and yours)",
     )
     run.set_defaults(func=_run)
     plugins = sub.add_parser(

@@ -8,7 +8,7 @@ import os
 
 from ..errors import ConfigError, install_hint
 from .notes import SourcedConfigNotes
-from .settings import config_sources, layered_config, serve_table
+from .settings import STORE_HELP, config_sources, layered_config, serve_table
 
 __all__ = ["add_serve"]
 
@@ -36,7 +36,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--token", help="bearer token every route wants (default: $AGENT_CORE_TOKEN)")
     serve.add_argument("--tokens-file", metavar="FILE",
                        help="a TOML file of tenants, each with its tokens (and, optionally, models and config keys)")
-    serve.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
+    serve.add_argument("--store", metavar="URL", help=STORE_HELP)
     serve.add_argument(
         "--grace", type=float, default=30.0, metavar="SECONDS",
         help="on SIGTERM, how long running requests may finish before they are cancelled (default 30)",
@@ -66,7 +66,8 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                        help="let session actions ask the model (a paid call, e.g. compact_native_history's "
                             "summarize mode); off by default")
     serve.add_argument("--quiet", action="store_true",
-                       help="print no start banner and no line per request (warnings and errors still)")
+                       help="print no start banner and no line per request (warnings and errors still); "
+                            "one line on stdout still says the address it listens on")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
                        help="the least severe log lines printed on stderr (default info: the banner and one "
                             "line per request)")

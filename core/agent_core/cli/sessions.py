@@ -24,6 +24,7 @@ from typing import Any
 
 from ..values.messages import Message, Session
 from ..values.native_history import without_native_history
+from .settings import STORE_HELP
 
 __all__ = ["add_sessions", "describe", "open_cli_store"]
 
@@ -156,7 +157,7 @@ def add_sessions(sub: argparse._SubParsersAction) -> None:
     """``sessions`` and its four subcommands, and ``logs`` (the recent ones)."""
     from . import examples
     store = argparse.ArgumentParser(add_help=False)
-    store.add_argument("--store", metavar="URL", help="session store URL (default: sessions.db in $AGENT_CORE_HOME)")
+    store.add_argument("--store", metavar="URL", help=STORE_HELP)
     listing_flags = argparse.ArgumentParser(add_help=False)
     listing_flags.add_argument("--json", action="store_true",
                                help="one JSON object per line (id, revision, message_count, created_at, updated_at, "

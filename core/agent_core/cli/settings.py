@@ -29,8 +29,12 @@ from typing import Any
 from ..errors import ConfigError
 from .notes import warn
 
-__all__ = ["ENV_KEYS", "FILE_ENV", "SERVE_TABLE", "config_files", "default_config_path", "config_sources", "layered_config", "parse_pairs", "read_toml",
+__all__ = ["ENV_KEYS", "FILE_ENV", "SERVE_TABLE", "STORE_HELP", "config_files", "default_config_path", "config_sources", "layered_config", "parse_pairs", "read_toml",
            "serve_table"]
+
+#: every command's ``--store`` help: where the sessions live when no URL is given
+STORE_HELP = ("session store URL (default: sessions.db in $AGENT_CORE_HOME, or when that is unset in the user data "
+              "directory: ~/.local/share/agent-core on Linux, ~/Library/Application Support/agent-core on macOS)")
 
 #: The table of a config file that holds ``agent-core serve``'s own settings, not request config.
 SERVE_TABLE = "serve"

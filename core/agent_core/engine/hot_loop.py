@@ -29,13 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any
 
-from ..errors import (
-    ConfigError,
-    EmptyResponseError,
-    LLMError,
-    PluginError,
-    ProviderRequestCancelled,
-)
+from ..errors import EmptyResponseError, PluginError
 from ..plugins.hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
 from ..plugins.stubs import provider_streams
 from ..runtime.effects import END, Call, CancellationToken, NextItem, OpenIter, Pump
@@ -45,6 +39,8 @@ from ..values.events import AnsweredEvent, PartialEvent, StreamRetry
 from ..values.frozen import _SCALARS, FrozenDict, FrozenList
 from ..values.messages import EMPTY_METADATA, PartialMessage
 from ..plugins.finals_check import checked_finals
+from ..plugins.native_view import viewing
+from .blame import PASS_CLOSING, hot_failure, provider_failure
 from .retract import retract_event, retrying_event
 
 __all__ = ["HotChain", "HotLoop", "call_once", "call_provider", "finalized", "hot_chain", "hot_failure",
@@ -55,8 +51,6 @@ __all__ = ["HotChain", "HotLoop", "call_once", "call_provider", "finalized", "ho
 HotChain = tuple[tuple[Any, Callable[..., Any]], ...]
 
 _NONE = FrozenList()  # the empty list a plugin's ``[]`` becomes
-_PASS = (LLMError, ProviderRequestCancelled)  # typed failures a hot hook may raise as they are
-_PASS_CLOSING = (*_PASS, PluginError, ConfigError)  # at the closing step, as any cold hook call (call_hook)
 _SHAPE = "(partial_messages, final_messages, native_messages, state)"
 
 
@@ -279,33 +273,11 @@ class HotLoop:
             try:
                 out = fn(None, partials, finals, native, state)
             except Exception as exc:
-                raise hot_failure(plugin, exc, _PASS_CLOSING)
+                raise hot_failure(plugin, exc, PASS_CLOSING, finals=finals, provider=self.provider[0])
             if out.__class__ is not tuple or len(out) != 4 or out[0] is not partials:
                 owner, hook = plugin, "process_chunk"
             partials, finals, native, state = taken(plugin, out, native, state)
         return partials, finals, native, state, owner, hook
-
-
-def hot_failure(plugin: Any, exc: Exception, passing: tuple[type[Exception], ...] = _PASS) -> Exception:
-    """What an exception a chain's hook raised becomes: a typed failure (``passing``) as it is, else a PluginError.
-
-    Raised by the caller; a PluginError has ``exc`` as its ``__cause__``, as
-    ``raise ... from exc`` would set (written here once, not at every hook call).
-    """
-    if isinstance(exc, passing):
-        return exc
-    error = PluginError(plugin.name, "process_chunk", exc)
-    error.__cause__ = exc
-    return error
-
-
-def provider_failure(flight: Flight, provider: LivePlugin, hook: str, exc: BaseException) -> BaseException:
-    """What a failed provider call becomes: a cancellation, a typed error as it is, or a PluginError."""
-    if flight.cancelled:
-        return RunCancelled()
-    if isinstance(exc, (LLMError, ProviderRequestCancelled, PluginError, ConfigError, RunCancelled)):
-        return exc
-    return PluginError(provider.name, hook, exc)
 
 
 def call_provider(
@@ -337,6 +309,8 @@ def call_provider(
     if streamed:
         announce = bool(ctx["config"].get("announce_answer"))
         yield from pump_stream(run, native, state, flight, announce=announce, on_first=on_first)
+        if flight.cancelled:  # a stream that ended quietly once cancel_request had stopped it
+            raise RunCancelled
         native, state = run.native, run.state
     else:
         opening, finals, native, state = yield from call_once(provider, native, state, request_id, flight)
@@ -350,7 +324,9 @@ def call_provider(
             "streams = False and answers through call_api)",
             provider=provider.name,
         )
-    partials, pending, native, state, owner, hook = run.close(opening, FrozenList.from_frozen(unseen), native, state)
+    with viewing(provider, state):  # rewrite_finals reads the provider's natives in the core shape
+        partials, pending, native, state, owner, hook = run.close(opening, FrozenList.from_frozen(unseen), native,
+                                                                  state)
     for p in partials:
         yield PartialEvent(request_id, partial_message(owner, p, hook), iteration)
     return FrozenList.from_frozen([*run.seen, *pending]), native, state

@@ -14,6 +14,7 @@ from ..errors import PluginError
 from ..plugins.config import REDACTED, is_secret_name, parse_schema, schema_fields
 from ..plugins.hooks import LivePlugin, PluginSpec, call_hook
 from ..plugins.resolution import Resolution
+from ..plugins.ui_elements import as_mapping, ui_element_fault
 from ..tools.api import catalog
 from ..values.frozen import freeze, thaw
 
@@ -33,11 +34,12 @@ def ui_schema(res: Resolution, core: Any) -> list[dict[str, Any]]:
         if "get_ui_elements" not in plugin.defined:
             continue
         elements = call_hook(plugin, "get_ui_elements", res.config, ctx) or []
-        for el in elements:
-            if not isinstance(el, Mapping):
+        for i, el in enumerate(elements):
+            fault = ui_element_fault(el)
+            if fault is not None:
                 raise PluginError(plugin.name, "get_ui_elements", TypeError("bad element"),
-                                  detail=f"UI elements must be mappings, got {el!r}")
-            item = thaw(el)
+                                  detail=f"element {i} ({el!r:.120}): {fault}")
+            item = thaw(as_mapping(el))
             item["ui_type"] = item.get("ui_type") or "config"
             item.setdefault("plugin", plugin.name)
             if item["ui_type"] in ("session_action", "message_action") and ref.kind in ("extension", "feature"):

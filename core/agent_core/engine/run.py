@@ -82,6 +82,7 @@ from ..values.native_history import load_native, prefix_digest, store_native
 from .finalize import Turn, finalize_turn
 from .hot_loop import call_provider
 from .observe import ABANDONED, Observers, observers_for
+from .repeats import AnsweredCalls
 from .request_injection import inject, request_injections
 
 __all__ = ["RequestRun", "error_info"]
@@ -144,6 +145,7 @@ class RequestRun:
         self.started_ns = time.time_ns()
         self.caller = contextvars.copy_context()
         self.observer: Observers | None = None
+        self.answered = AnsweredCalls()  # the tool calls this request ran, by id
 
     def run(self) -> Generator[Any, Any, None]:
         try:
@@ -359,6 +361,9 @@ class RequestRun:
             # The partial answer stays in the session; nothing runs and the
             # model is not called again with arguments it never finished.
             return Outcome("stopped", "truncated", cut)
+        repeated = self.answered.check(req.provider.name, calls)
+        if repeated is not None:
+            return repeated
         if iteration == req.max_iter:
             return Outcome(
                 "stopped", "max_turns",

@@ -29,6 +29,8 @@ The hierarchy::
         ├── InvalidArgumentError (TypeError, ValueError)  a public call got an unusable argument; .argument
         │   └── RequestInFlightError    a request id that is already in flight was given again
         ├── MissingFieldError (KeyError, ValueError)  serialized data lacks a required key; .key
+        ├── UndeclaredConfigKeyError (KeyError)  a plugin read a config key the config does not hold
+        │                           (declare it in config_schema); .key, .suggestion
         ├── PluginContractError (AssertionError)  check_plugin (agent_core.testing) found a broken hook;
         │                           .plugin, .hook, .rule
         ├── ProviderRequestCancelled (RuntimeError)  a request was cancelled by id; .request_id
@@ -42,6 +44,8 @@ The hierarchy::
 
     UserWarning
     ├── UnknownConfigKeyWarning     a config key nothing declares (a typo?); .key, .suggestion
+    ├── RepeatedToolCallWarning     a provider asked again for a tool call the request answered; .provider,
+    │                               .call_ids
     └── UnknownHookWarning          a plugin method named almost like a hook (never called); .plugin, .name,
                                     .suggestion
 
@@ -79,7 +83,9 @@ from .pipeline import (
     PluginContractError,
     PluginError,
     ProviderRequestCancelled,
+    RepeatedToolCallWarning,
     RequestInFlightError,
+    UndeclaredConfigKeyError,
     UnknownConfigKeyWarning,
     UnknownHookWarning,
 )
@@ -119,11 +125,13 @@ __all__ = [
     "ProviderUnavailableError",
     "QuotaExceededError",
     "RateLimitError",
+    "RepeatedToolCallWarning",
     "RequestInFlightError",
     "SchemaVersionError",
     "SessionNotFoundError",
     "StoreError",
     "StoreUnavailableError",
+    "UndeclaredConfigKeyError",
     "UnknownConfigKeyWarning",
     "UnknownHookWarning",
     "UpstreamDetail",

@@ -20,7 +20,9 @@ __all__ = [
     "PluginContractError",
     "PluginError",
     "ProviderRequestCancelled",
+    "RepeatedToolCallWarning",
     "RequestInFlightError",
+    "UndeclaredConfigKeyError",
     "UnknownConfigKeyWarning",
     "UnknownHookWarning",
 ]
@@ -176,6 +178,35 @@ class ProviderRequestCancelled(AgentCoreError, RuntimeError):
         return type(self), (self.request_id,), self.__dict__
 
 
+class UndeclaredConfigKeyError(AgentCoreError, KeyError):
+    """A plugin read a config key (``config["key"]``) that is not in the request's config.
+
+    Every key a plugin reads is declared in its ``config_schema`` (or
+    ``get_config_schema``), which also gives its default, so the key is there
+    whether or not the user set it; an undeclared one is there only when some
+    other plugin happens to declare it. A ``KeyError``, so code that asks and
+    catches one still works; raised inside a hook, the engine reports it as a
+    :class:`PluginError` naming the plugin and the hook.
+
+    Attributes:
+        key: the key that was read.
+        suggestion: the closest key the config does have, or None.
+    """
+
+    def __init__(self, key: str, suggestion: str | None = None) -> None:
+        super().__init__(key)
+        self.key = key
+        self.suggestion = suggestion
+
+    def __str__(self) -> str:
+        meant = f" (did you mean {self.suggestion!r}?)" if self.suggestion else ""
+        return (f"read config key {self.key!r}, which the config does not hold{meant}: declare it in "
+                f"config_schema, with a default, so it is there whether or not the user sets it")
+
+    def __reduce__(self) -> Any:
+        return type(self), (self.key, self.suggestion), self.__dict__
+
+
 class UnknownConfigKeyWarning(RebuiltByKeywords, UserWarning):
     """A config key that no installed plugin declares and the engine does not read.
 
@@ -212,6 +243,28 @@ class UnknownHookWarning(RebuiltByKeywords, UserWarning):
         self.plugin = plugin
         self.name = name
         self.suggestion = suggestion
+
+
+class RepeatedToolCallWarning(RebuiltByKeywords, UserWarning):
+    """A provider's reply asks again for a tool call this request already answered (the same id).
+
+    A real API gives every call an id of its own, so a repeated id nearly
+    always means the provider carried what one call gathered into the next
+    (per-call text or calls kept in a state that lasts the whole request). A
+    reply made only of such repeats stops the request with outcome
+    ``stopped``/``repeated_tool_call`` instead of running the tools again.
+
+    Attributes:
+        provider: the provider's name.
+        call_ids: the repeated ids, in the reply's order.
+    """
+
+    _keywords = ("provider", "call_ids")
+
+    def __init__(self, message: str, *, provider: str, call_ids: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.call_ids = tuple(call_ids)
 
 
 class PluginContractError(AgentCoreError, AssertionError):

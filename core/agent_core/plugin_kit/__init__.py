@@ -23,6 +23,8 @@ whose hooks take one :class:`ToolCall`). Provider wire helpers stay with their p
 """
 
 from ..plugins.finals_check import final_fault
+from ..plugins.native_view import NativeView, viewing
+from ..plugins.ui_elements import ConfigElement, MessageFooter, SessionAction, StatusBar
 from ..engine.hot_loop import HotLoop
 from ..plugins.config import ENGINE_KEYS, effective_config, parse_schema
 from ..plugins.config_policy import DEFAULT_CLIENT_KEYS
@@ -45,6 +47,7 @@ from ..runtime.effects import (
 from ..runtime.drivers import FlowStream, drive_async, drive_sync
 from ..tools.policy import TOOL_PRE_VERDICTS, read_verdict
 from ..values.native_history import prefix_digest, without_native_history
+from ..values.request_config import RequestConfig
 from .declared import Extension, Feature
 from .finals import replace_final, rewrite_finals, rewrite_last_assistant
 from .hook_types import ChunkOutput, Dict, Msgs
@@ -87,6 +90,11 @@ __all__ = [
     # (agent_core.plugins.config); the keys the engine reads for itself, and those a ConfigPolicy lets a
     # client set unless told otherwise (agent_core.plugins.config_policy)
     "effective_config", "parse_schema", "ENGINE_KEYS", "DEFAULT_CLIENT_KEYS",
+    # the mapping a request's config is, whose miss names the fix (agent_core.values.request_config), and the
+    # provider's natives read in the core shape during the closing step (agent_core.plugins.native_view)
+    "RequestConfig", "NativeView", "viewing",
+    # the UI elements' schema, one Struct per kind (agent_core.plugins.ui_elements)
+    "ConfigElement", "MessageFooter", "SessionAction", "StatusBar",
     # what a tool_pre action may answer, and what the engine says of any other answer (agent_core.tools.policy)
     "TOOL_PRE_VERDICTS", "read_verdict",
 ]

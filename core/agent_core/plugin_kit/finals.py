@@ -7,6 +7,14 @@ call (attaching assembled tool calls, moving reasoning out, masking a key)
 must replace it in both places, or the next request would send the old one.
 These helpers do the two together, and hand back the very lists they were
 given when nothing changed (the engine then skips freezing them again).
+
+The rewrite always sees a core-shaped message (``role``, ``content``,
+``metadata``). The finals are the provider's native messages, which for a
+third party's provider may have a shape of their own (``{"who", "said"}``); in
+the engine's closing step such a final is read with the provider's own
+``from_native_messages``, rewritten, and written back with its
+``to_native_messages`` over the original (so native extras the conversion does
+not know stay as they were). See :mod:`agent_core.plugins.native_view`.
 """
 
 from __future__ import annotations
@@ -14,10 +22,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..plugins.native_view import core_shaped, current_view
+
 __all__ = ["replace_final", "rewrite_finals", "rewrite_last_assistant"]
 
 #: ``rewrite(message)``: the new message, or the same object when there is nothing to change
 Rewrite = Callable[[Any], Any]
+
+
+def _through(rewrite: Rewrite, old: Any) -> Any:
+    """``rewrite`` of ``old`` in the core shape; ``old`` itself when nothing changed."""
+    view = None if core_shaped(old) or not isinstance(old, Mapping) else current_view()
+    if view is None:
+        return rewrite(old)
+    core = view.to_core(old)
+    if core is None:  # the provider makes no core message of it: nothing to rewrite
+        return old
+    new = rewrite(core)
+    return old if new is core or new == core else view.to_native(old, core, new)
 
 
 def replace_final(native_messages: Sequence[Any], old: Mapping[str, Any], new: Mapping[str, Any], *,
@@ -49,13 +71,21 @@ def rewrite_finals(finals: Sequence[Any], native_messages: Sequence[Any], rewrit
     """
     changed: list[Any] | None = None
     for i, old in enumerate(finals):
-        new = rewrite(old)
+        new = _through(rewrite, old)
         if new is not old:
             if changed is None:
                 changed = list(finals)
             changed[i] = new
             native_messages = replace_final(native_messages, old, new, from_end=len(finals) - i)
     return (finals if changed is None else changed), native_messages
+
+
+def _role(message: Any) -> Any:
+    if core_shaped(message):
+        return message.get("role")
+    view = current_view()
+    core = view.to_core(message) if view is not None and isinstance(message, Mapping) else None
+    return (core or message).get("role") if isinstance(core or message, Mapping) else None
 
 
 def rewrite_last_assistant(
@@ -69,8 +99,8 @@ def rewrite_last_assistant(
     """
     for i in range(len(finals) - 1, -1, -1):
         old = finals[i]
-        if old.get("role") == "assistant":
-            new = rewrite(old)
+        if _role(old) == "assistant":
+            new = _through(rewrite, old)
             if new is old:
                 break
             return [*finals[:i], new, *finals[i + 1 :]], replace_final(native_messages, old, new,

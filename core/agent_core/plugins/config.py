@@ -259,8 +259,8 @@ _ENGINE_EXTRA_KEYS = frozenset({"tools"})
 def unknown_key_notes(config: Mapping[str, Any], known: Collection[str]) -> list[tuple[str, str | None, str]]:
     """``(key, closest known key or None, note)`` for each key of ``config`` that nothing declares.
 
-    ``known`` holds every key some registered plugin's schema declares; the
-    engine's own keys are added here. The note names the key and, when one
+    ``known`` holds every key some registered plugin's schema declares (a
+    mapping to the declaring plugin names it in the note); the engine's own keys are added here. The note names the key and, when one
     is close, the known key it probably meant. Keys are quoted, values never.
     """
     pool = set(known) | set(ENGINE_KEYS) | _ENGINE_EXTRA_KEYS
@@ -269,7 +269,10 @@ def unknown_key_notes(config: Mapping[str, Any], known: Collection[str]) -> list
         if not isinstance(key, str) or key in pool:
             continue
         close = difflib.get_close_matches(key, sorted(pool), n=1, cutoff=0.6)
+        owner = known.get(close[0]) if close and isinstance(known, Mapping) else None
         hint = f"; did you mean `{close[0]}`?" if close else ""
+        if owner:
+            hint += f" (plugin {owner!r} declares it, and runs on its default until the key is spelt so)"
         note = f"config key `{key}` is not declared by any installed plugin{hint}"
         notes.append((key, close[0] if close else None, note))
     return notes
@@ -288,6 +291,7 @@ ENGINE_KEYS: dict[str, tuple[str, ...]] = {
     "tool_timeout_s": ("number",),
     "announce_answer": ("boolean",),
     "session_plugins": ("string",),
+    "validate_tool_arguments": ("boolean",),
 }
 
 

@@ -18,17 +18,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..errors import (
-    ConfigError,
-    InvalidValueError,
-    LLMError,
-    PluginError,
-    ProviderRequestCancelled,
-)
+from ..errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
 from ..values.frozen import FrozenDict, FrozenList, freeze
 from ..values.native_history import freeze_over
 from .contract import HOOKS, PROVIDER_TWINS, parse_signature
 from .near_miss import check_positions, warn_near_misses
+from .ui_elements import check_declared_ui
 from .protocols import (
     FeaturePlugin,
     ProviderExtensionPlugin,
@@ -293,6 +288,7 @@ def spec_for(kind: str, factory: Any) -> PluginSpec:
         )
     bindings = dict(_bindings_for(cls, kind, name))
     warn_near_misses(cls, kind, name, set(_SHAPES[kind]) | set(_EXTRA_HOOKS.get(kind, ())), _ALL_HOOK_NAMES)
+    check_declared_ui(cls, name)  # a declared ui_elements: each element's fields, with did-you-mean
     for extra in _EXTRA_HOOKS.get(kind, ()):
         if inspect.getattr_static(cls, extra, None) is not None:
             func, drop_first = _unwrap(cls, extra)

@@ -68,18 +68,9 @@ from typing import Any
 
 from ..errors import ConfigError, PluginError
 from ..values.frozen import FrozenDict, FrozenList, freeze
-from .config import (
-    _ENGINE_EXTRA_KEYS,
-    ENGINE_KEYS,
-    FieldSpec,
-    check_engine_keys,
-    effective_config,
-    owned_secrets,
-    parse_schema,
-    redact,
-    refuse_placeholders,
-    secret_keys,
-)
+from ..values.request_config import RequestConfig
+from .config import (_ENGINE_EXTRA_KEYS, ENGINE_KEYS, FieldSpec, check_engine_keys, effective_config, owned_secrets,
+                     parse_schema, redact, refuse_placeholders, secret_keys)
 from .hooks import LivePlugin, PluginSpec, call_hook
 from .selection import (
     Switches,
@@ -255,18 +246,18 @@ class ConfigSeen:
         """
         schemas = {name: parse_schema(name, call_hook(lp, "get_config_schema")) for name, lp in live.items()}
         fields = [f for n in live for f in schemas[n]]
-        known = {f.key for f in fields}
+        known = {f.key: f.plugin for f in fields}  # each key with the plugin declaring it, for the notes
         # The other plugins' schemas are read only for a key neither the candidates nor the engine
         # own: the facades' engine keys (stream, max_iterations...) made every request read them all.
         others = registry_fields(registry, live) if any(k not in known and k not in _ENGINE_OWNED
                                                         for k in user_config) else []
-        known |= {f.key for f in others}
+        known.update((f.key, f.plugin) for f in others if f.key not in known)
         names = sorted({spec.name for specs in registry.values() for spec in specs})
         notes = check_unknown(user_config, known, names)
         secrets = secret_keys([*fields, *others], user_config)
         refuse_placeholders(user_config, secrets)
         full = effective_config(user_config, fields, strict=False)
-        seen = cls(schemas, secrets, full, freeze(redact(full, secrets)), notes)
+        seen = cls(schemas, secrets, full, RequestConfig.from_frozen(freeze(redact(full, secrets))), notes)
         seen.hand_secrets(live, live, full)
         return seen
 
@@ -280,7 +271,7 @@ class ConfigSeen:
         full = effective_config(user_config, [f for n in chain for f in self.schemas[n]], strict=True,
                                 secrets=self.secrets)
         self.hand_secrets(live, chain, full)
-        return freeze(redact(full, self.secrets))  # type: ignore[no-any-return]
+        return RequestConfig.from_frozen(freeze(redact(full, self.secrets)))  # a miss names the fix
 
 
 def ask_models(provider: LivePlugin, others: list[LivePlugin], seen: ConfigSeen,

@@ -61,6 +61,8 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float =
             if not self.started:
                 return
             address = _address(self.servers)
+            if not logging.getLogger("agent_core.server").isEnabledFor(logging.INFO):  # --quiet: the port, once
+                print(f"agent-core serve: listening on {address}", flush=True)  # stdout: a script reads it there
             inner = getattr(getattr(app, "state", None), "server", None)
             if inner is None:
                 log_event(logging.INFO, "start", f"listening on {address}", address=address)

@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import freeze, thaw
 from ..errors import PluginContractError
-from ..plugin_kit import final_fault, read_verdict
+from ..plugin_kit import ENGINE_KEYS, final_fault, read_verdict
 from .harness import PluginHarness
 from .inspection import PROTOCOLS, fit_call, short
 
@@ -69,7 +69,9 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
         plugin: a plugin class or instance of any of the four kinds.
         samples: replaces entries of :data:`SAMPLES` (``messages``, ``finals``,
             ``partials``, ``chunks``, ``models``, ``tool_result``); for example
-            native chunks of your provider's API under ``chunks``.
+            native chunks of your provider's API under ``chunks``. For a provider
+            with ``using(...)``, ``streamed`` and ``answer`` are 200 bodies as its API
+            sends them, streamed and not (see :mod:`agent_core.testing.provider_check`).
         config: the config the plugin runs with (schema defaults filled in).
         kind: the plugin kind when the harness's guess would be wrong.
         provider: for an extension or feature that reads its provider's
@@ -82,6 +84,7 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
     """
     s = {**SAMPLES, **dict(samples or {})}
     _registers(plugin, kind)
+    _misspelt(plugin, config, provider)
     try:
         h = PluginHarness(plugin, config, kind=kind, provider=provider)
     except PluginContractError:
@@ -90,6 +93,52 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
         name = getattr(plugin, "name", None) or getattr(plugin, "__name__", type(plugin).__name__)
         raise PluginContractError(str(name), "init", f"raised {type(exc).__name__}: {exc}") from exc
     _Checker(h, s).run()
+    if h.kind == "provider":
+        _secrets_kept(plugin, config)
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    if h.kind == "provider" and callable(getattr(cls, "using", None)):  # its HTTP side, through the seam
+        from .provider_check import exercise_provider  # httpx, only for a provider that sends with it
+
+        exercise_provider(cls, h.name, config or {}, s)
+
+
+def _misspelt(plugin: Any, config: Mapping[str, Any] | None, provider: Any) -> None:
+    """A key of ``config`` close to one the plugin declares, but not declared by it, its provider or the engine.
+
+    The engine only warns about such a key, and the plugin runs on its default: a test that meant to set it
+    would pass while testing the default.
+    """
+    import difflib
+
+    declared = {f.key for p in (plugin, provider) if p is not None for f in PluginHarness._fields_of(
+        p() if isinstance(p, type) else p)}
+    own = sorted(f.key for f in PluginHarness._fields_of(plugin() if isinstance(plugin, type) else plugin))
+    for key in config or ():
+        if key in declared or key in ENGINE_KEYS or key == "tools":
+            continue
+        close = difflib.get_close_matches(str(key), own, n=1, cutoff=0.6)
+        if close:
+            name = str(getattr(plugin, "name", None) or getattr(plugin, "__name__", type(plugin).__name__))
+            raise PluginContractError(name, "get_config_schema", (
+                f"the config sets {key!r}, which its config_schema does not declare; did you mean {close[0]!r}? "
+                f"(a request would only warn, and run on {close[0]!r}'s default)"))
+
+
+_CANARY = "sk-check-plugin-canary-0000"
+
+
+def _secrets_kept(plugin: Any, config: Mapping[str, Any] | None) -> None:
+    """A provider whose ``init`` keeps a secret's value in the state, which every extension and feature reads."""
+    fields = PluginHarness._fields_of(plugin() if isinstance(plugin, type) else plugin)
+    secret = [f.key for f in fields if f.secret and "string" in (f.types or ("string",))]
+    if not secret:
+        return
+    h = PluginHarness(plugin, {**dict(config or {}), **{k: _CANARY for k in secret}}, kind="provider")
+    if _CANARY in repr(thaw(h.state)):
+        raise PluginContractError(h.name, "init", (
+            f"keeps the value of its secret {', '.join(map(repr, secret))} in the state it returns, which every "
+            "extension and feature of the request reads: keep it on the instance (self._key = config[...] in "
+            "init) and add it where the request is sent"))
 
 
 _PLURAL = {"provider": "providers", "extension": "extensions", "feature": "features", "tool": "tools"}

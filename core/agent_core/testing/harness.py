@@ -40,29 +40,15 @@ from .. import (
     thaw,
 )
 from ..errors import PluginContractError, PluginError
-from ..plugin_kit import HotLoop, effective_config, parse_schema
+from ..plugin_kit import HotLoop, NativeView, RequestConfig, effective_config, parse_schema, viewing
+from .inputs import as_messages as _messages
+from .inputs import session_of as _session_of
 from .inspection import PROTOCOLS, fit_call, plugin_kind, short
 from .records import FinalizeResult, HookCall, StreamRecord
 
 __all__ = ["FinalizeResult", "HookCall", "PluginHarness", "StreamRecord", "plugin_kind"]
 
 _SHAPE = "(partial_messages, final_messages, native_messages, state)"
-
-
-def _as_message(m: Any) -> Any:
-    if isinstance(m, (Message, PartialMessage)):
-        return m.to_dict()
-    if isinstance(m, str):
-        return {"role": "assistant", "content": m}
-    return m
-
-
-def _messages(items: Any) -> list[Any]:
-    if items is None:
-        return []
-    if isinstance(items, (str, Mapping, Message, PartialMessage)):
-        items = [items]
-    return [_as_message(m) for m in items]
 
 
 class _Run:
@@ -116,9 +102,12 @@ class _Run:
             self.note("finalize", None, {"native_messages": nat}, (), f, n, s)
             return n, s
         end = freeze(_messages(finals))
+        view = None
         if self.upstream is not None:  # what the provider's finalize hands the closing call
             end, nat, state = self.upstream._finalize_raw(nat, state)
-        _, _, nat, state, _, _ = self.through(lambda _: hot.close(FrozenList(), end, nat, state), None)
+            view = NativeView(self.upstream.name, self.upstream.call, state)
+        with viewing(view):  # the provider's natives read in the core shape, as in the engine's closing step
+            _, _, nat, state, _, _ = self.through(lambda _: hot.close(FrozenList(), end, nat, state), None)
         return nat, state
 
     def note(self, hook: str, chunk: Any, inputs: dict[str, Any], p: Any, f: Any, n: Any, s: Any) -> None:
@@ -186,10 +175,13 @@ class PluginHarness:
             prov_fields = PluginHarness._fields_of(prov)
             full = effective_config(dict(config or {}), (*prov_fields, *fields))
             self.provider = PluginHarness(prov, full, kind="provider", context=context)
-            self._config = freeze(effective_config(full, fields))
+            self._config = RequestConfig.from_frozen(freeze(effective_config(full, fields)))
             start = self.provider._state
         else:
-            self._config = freeze(effective_config(dict(config or {}), fields))
+            given = dict(config or {})
+            if self.kind == "provider":  # a request's config always holds the tool schemas offered
+                given.setdefault("tools", [])
+            self._config = RequestConfig.from_frozen(freeze(effective_config(given, fields)))
             start = freeze({"config": self._config})
         if self.kind in ("provider", "tool"):
             state = self.call("init", self._config)
@@ -389,9 +381,10 @@ class PluginHarness:
         ``trigger_source="application"`` as the engine's ``execute_action`` gives;
         ``context`` adds to it what a lifecycle trigger would, such as
         ``{"lifecycle": "tool_pre", "tool_call": {"id": ..., "name": ..., "payload": ...}}`` for a
-        policy (then check the answer with :func:`agent_core.plugin_kit.read_verdict`).
+        policy (then check the answer with :func:`agent_core.plugin_kit.read_verdict`). ``session`` is a
+        :class:`Session` or its dict form (``Session.to_dict()``); without one, an empty session.
         """
-        session = session if session is not None else Session(session_id="harness-session")
+        session = _session_of(session)
         ctx = self._context.merged({"session": session.to_dict(), "trigger_source": "application",
                                     **dict(context or {})})
         out = self.call("execute_action", action_id, session, freeze(_messages(native)), freeze(dict(params or {})),
@@ -400,3 +393,4 @@ class PluginHarness:
 
     def __repr__(self) -> str:
         return f"<PluginHarness {self.kind} {self.name!r}>"
+

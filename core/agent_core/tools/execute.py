@@ -31,6 +31,7 @@ from ..values.events import ToolCallEvent, ToolProgressEvent, ToolResultEvent
 from ..values.frozen import FrozenDict, thaw
 from ..values.json_values import freeze_json
 from ..values.messages import Message
+from .arguments import argument_fault, parameters_of
 from .toolkit import ENVELOPE, Routed, payload_kwargs, twin_calls
 
 __all__ = ["execute", "preview_event", "run_tool_call", "tool_message"]
@@ -97,6 +98,9 @@ def execute(
     if tool is None or not any(h in tool.plugin.defined for h in _RUN_HOOKS):
         return _error(f"Unknown tool: {call.tool_name}")
     plugin, name = tool.plugin, call.tool_name
+    fault = _arguments_fault(routed, payload, context)
+    if fault is not None:  # the model reads what does not fit, and the tool never runs on it
+        return _error(f"the arguments do not fit the schema of the tool {name!r}: {fault}")
     streams = "stream_tool" in plugin.defined or "stream_tool_async" in plugin.defined
     args = (name, payload, tool.state)
     kwargs = {**payload_kwargs(call), "cancellation": token, "context": context, "prepared": tool.prepared}
@@ -231,6 +235,16 @@ def tool_message(
     metadata, result = _split_metadata(call.call_id, call.tool_name, result)
     tool_result = result if _jsonable(result) is result else FrozenDict({"success": bool(result.get("success"))})
     return Message("tool", content, metadata, None, tool_result), display
+
+
+def _arguments_fault(routed: Routed, payload: Any, context: Mapping[str, Any]) -> str | None:
+    """What in ``payload`` breaks the tool's declared schema (:mod:`.arguments`), unless the config turns it off."""
+    config = context.get("config") if isinstance(context, Mapping) else None
+    if routed.descriptor is None or not isinstance(payload, Mapping) or (
+            isinstance(config, Mapping) and config.get("validate_tool_arguments") is False):
+        return None
+    params = parameters_of(routed.descriptor.schema)
+    return None if params is None else argument_fault(params, payload)
 
 
 def run_tool_call(

@@ -57,9 +57,8 @@ __all__ = [
     "error_info",
 ]
 
-StopReason = Literal[
-    "cancelled", "max_turns", "truncated", "tool_failure", "provider_error", "plugin_error", "invalid_input"
-]
+StopReason = Literal["cancelled", "max_turns", "truncated", "tool_failure", "repeated_tool_call", "provider_error",
+                     "plugin_error", "invalid_input"]
 
 
 class _ItemAccess:
@@ -107,6 +106,15 @@ class Usage(msgspec.Struct, frozen=True):
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def __getitem__(self, key: str) -> int:
+        """``usage["input_tokens"]``, as the dict ``--json`` and the HTTP API show reads."""
+        if key in self.__struct_fields__ or key == "total_tokens":
+            return getattr(self, key)  # type: ignore[no-any-return]
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self.__struct_fields__ or key == "total_tokens" else default
 
 
 class ErrorInfo(msgspec.Struct, frozen=True):

@@ -153,7 +153,7 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         """Return a copy with ``key`` bound to ``value`` (frozen)."""
         items = dict(self)
         items[key] = freeze(value)
-        return FrozenDict._trusted(items)
+        return type(self).from_frozen(items)
 
     def merged(self, other: Mapping[str, Any] | None = None, **kwargs: Any) -> FrozenDict:
         """Return a copy updated with ``other`` and ``kwargs`` (shallow merge)."""
@@ -161,11 +161,11 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         for source in (other or {}, kwargs):
             for k, v in source.items():
                 items[k] = freeze(v)
-        return FrozenDict._trusted(items)
+        return type(self).from_frozen(items)
 
     def without(self, *keys: str) -> FrozenDict:
         """Return a copy without ``keys`` (missing keys are ignored)."""
-        return FrozenDict._trusted({k: v for k, v in self.items() if k not in keys})
+        return type(self).from_frozen({k: v for k, v in self.items() if k not in keys})
 
 
 class FrozenList(list):  # type: ignore[type-arg]
