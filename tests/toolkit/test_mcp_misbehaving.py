@@ -140,7 +140,7 @@ def test_a_tool_added_and_dropped_unannounced_is_seen_within_the_max_age(spec: d
     # the next request offers it; dropped mid-request, a call to it is a tool error that names it
     _, (ran, dropped, gone), done = _request(
         [spec], reply(tool_calls=[tool_call("st_extra", {})]), reply(tool_calls=[tool_call("st_drop", {"name": "extra"})]),
-        reply(tool_calls=[tool_call("st_extra", {})]), "ok", config=age)
+        reply(tool_calls=[tool_call("st_extra", {}, id="call_st_extra_again")]), "ok", config=age)
     assert ran.content == "extra ran" and dropped.content == "dropped extra"
     assert not gone.tool_result["success"] and done.outcome.status == "finished"
     assert "'st_extra' is no longer offered by MCP server 'st'" in gone.content
