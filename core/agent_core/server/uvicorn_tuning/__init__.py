@@ -56,8 +56,8 @@ def http_option(header_timeout_s: float, *, version: str | None = None) -> Any:
         from ..access_log import log_event
 
         log_event(logging.WARNING, "uvicorn_untuned",
-                  f"warning: serving on stock uvicorn, slower and without the {header_timeout_s:g} s header "
-                  f"deadline (header_timeout_s): {reason}", reason=reason)
+                  f"serving on stock uvicorn, slower and without the {header_timeout_s:g} s header deadline "
+                  f"(--header-timeout): {reason}", reason=reason)
         return STOCK
     from .protocol import with_header_timeout
 
