@@ -1,4 +1,4 @@
-"""A real uvicorn server on 127.0.0.1 running ``create_app``, in a thread, for one test."""
+"""A real uvicorn (or hypercorn) server on 127.0.0.1 running ``create_app``, in a thread, for one test."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-__all__ = ["free_port", "running", "start_serve", "stop_serve"]
+__all__ = ["free_port", "running", "running_hypercorn", "start_serve", "stop_serve"]
 
 
 def _free_port() -> int:
@@ -62,14 +62,14 @@ def running(app: Any, *, header_timeout_s: float | None = 10.0, lifespan: str = 
     """Serve ``app``; yield its base URL (``http://127.0.0.1:PORT``); stop it afterwards.
 
     It is served with the HTTP protocol ``agent-core serve`` uses (a deadline of ``header_timeout_s``
-    for headers, writes coalesced per loop turn), so the tests see the server's own bytes;
-    ``header_timeout_s=None`` uses uvicorn's default protocol instead.
+    for headers, writes coalesced per loop turn: :mod:`agent_core.server.uvicorn_tuning`), so the
+    tests see the server's own bytes; ``header_timeout_s=None`` uses stock uvicorn instead.
     """
     extra: dict[str, Any] = {}
     if header_timeout_s is not None:
-        from agent_core.server.protocol import with_header_timeout
+        from agent_core.server.uvicorn_tuning import http_option
 
-        extra["http"] = with_header_timeout(header_timeout_s)
+        extra["http"] = http_option(header_timeout_s)
     config = uvicorn.Config(app, host="127.0.0.1", port=_free_port(), log_level="warning", lifespan=lifespan,
                             **extra)
     server = _Server(config)
@@ -84,6 +84,49 @@ def running(app: Any, *, header_timeout_s: float | None = 10.0, lifespan: str = 
         yield f"http://127.0.0.1:{config.port}"
     finally:
         server.stop()
+        thread.join(timeout=10)
+
+
+@contextmanager
+def running_hypercorn(app: Any) -> Iterator[str]:
+    """Serve ``app`` with hypercorn (HTTP/1.1 over plain TCP), through its public ``serve``; yield its base URL.
+
+    The app has to work under any ASGI server: this is the other one the tests run it on.
+    """
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    config = Config()
+    port = _free_port()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.loglevel = "WARNING"
+    config.graceful_timeout = 1.0  # a stop waits this long at most for responses still open
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            loop.run_until_complete(serve(app, config, shutdown_trigger=stop.wait))
+        except BaseException as exc:  # noqa: BLE001 - said by the thread that waits for the start
+            failed.append(exc)
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            break
+        if failed or not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"hypercorn did not start: {failed[:1]}")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        with contextlib.suppress(RuntimeError):  # the loop has closed already
+            loop.call_soon_threadsafe(stop.set)
         thread.join(timeout=10)
 
 

@@ -202,7 +202,7 @@ def test_a_streamed_response_sends_its_middle_parts_past_the_wrappers(
 
 def test_a_batched_response_writes_its_middle_parts_at_once(
         streaming_servers: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_core.server.coalesce import CoalescingTransport
+    from agent_core.server.uvicorn_tuning.coalesce import CoalescingTransport
 
     alone: list[bytes] = []
     write_alone = CoalescingTransport.write_alone

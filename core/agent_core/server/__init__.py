@@ -38,7 +38,9 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float =
     On the signal, uvicorn stops accepting connections and gives running responses ``grace``
     seconds to finish; then it closes them, and the app cancels the requests still running
     (a cancelled turn is saved, as any stopped one) before the process exits. A connection
-    that takes longer than ``header_timeout_s`` to send a request's headers is closed.
+    that takes longer than ``header_timeout_s`` to send a request's headers is closed, as long as
+    uvicorn is a release its tuning was tested with (:mod:`.uvicorn_tuning`; otherwise it runs
+    stock, with a warning logged, and that deadline is lost).
 
     Once it listens, the start banner goes to the ``agent_core.server`` logger, and a line
     as it starts stopping; uvicorn's access log stays off (the app logs each request) and
@@ -53,7 +55,7 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float =
     from .access_log import log_event
     from .banner import describe
     from .collector import tune_collector
-    from .protocol import with_header_timeout
+    from .uvicorn_tuning import http_option
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:
@@ -80,7 +82,7 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float =
             await super().shutdown(sockets)
 
     config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=None, access_log=False,
-                            timeout_graceful_shutdown=grace, http=with_header_timeout(header_timeout_s))
+                            timeout_graceful_shutdown=grace, http=http_option(header_timeout_s))
     tune_collector(gc_young)  # no stop-the-world walks of the start-up heap (see .collector)
     try:
         Server(config).run()

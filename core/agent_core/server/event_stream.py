@@ -6,7 +6,7 @@ when it logs) before uvicorn's own ``send``. For a body part none of them
 does anything: they note the response's start, which has gone out by then.
 Under ``agent-core serve`` the connection's ``send`` is offered in the
 request's ASGI ``extensions`` (:data:`BODY_SEND`, set by
-:mod:`agent_core.server.protocol`), and :class:`EventStreamResponse` sends
+:mod:`agent_core.server.uvicorn_tuning`), and :class:`EventStreamResponse` sends
 the middle parts of its body with it. The start and the end of the body
 still go through the wrappers, so each of them sees the response begin and
 end as before. Served any other way (another ASGI server, a test client),
@@ -35,7 +35,7 @@ A body may send its own parts (:class:`Pushed`): the facades' relay does, one
 coroutine from the frames to the connection. Its parts each join the frames
 that were ready together and are marked :data:`WHOLE_BATCH`, and the
 connection writes such a part at once rather than keeping it to the end of
-the loop turn (:meth:`~agent_core.server.coalesce.CoalescingTransport.write_alone`).
+the loop turn (:meth:`~agent_core.server.uvicorn_tuning.coalesce.CoalescingTransport.write_alone`).
 Under ``agent-core serve`` such a body is also handed the connection's
 :data:`BODY_WRITE`: a plain function that writes a middle part then and there
 when nothing stands in the way, so a paced chunk builds no message and awaits
@@ -60,7 +60,7 @@ WHOLE_BATCH = "agent_core.whole_batch"
 #: the extension holding the connection's ``write(body) -> bool`` for a middle body part: True once
 #: the part is written (what a ``send`` of it marked :data:`WHOLE_BATCH` would have written), False
 #: when it must go through ``send`` instead (a body the connection does not frame, a client gone,
-#: writing paused until the client reads, the response complete). Set by :mod:`.protocol`.
+#: writing paused until the client reads, the response complete). Set by :mod:`.uvicorn_tuning`.
 BODY_WRITE = "agent_core.body_write"
 
 

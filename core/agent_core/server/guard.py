@@ -19,7 +19,7 @@ Theory of operation. Two ASGI layers wrap the routes, cheapest refusal first:
 
 Every refusal is the JSON error body the routes use, with a status that says
 what to change. Slow headers are the HTTP server's to bound
-(:mod:`agent_core.server.protocol`).
+(:mod:`agent_core.server.uvicorn_tuning`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ it is closed. The ASGI app never sees such a request (the head is not
 complete), which is why this lives in the HTTP server and not in
 :mod:`agent_core.server.guard`.
 
-The protocol also writes through :class:`~agent_core.server.coalesce.CoalescingTransport`:
+The protocol also writes through :class:`~.coalesce.CoalescingTransport`:
 the frames one loop turn produces leave in one socket send.
 
 A streamed body's parts skip h11 (:func:`_framed`), and starlette's ``send`` wrappers
@@ -27,20 +27,20 @@ told of data in the middle of a chunked body because none of its decisions
 depend on it.
 
 The connection also tells the routes when its client hangs up (``ON_HANGUP`` in the
-``extensions``, see :class:`_Hangup`), so no task per request waits on ``receive`` for it.
+``extensions``, see :class:`~.hangup.Hangup`), so no task per request waits on ``receive`` for it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
+from ..event_stream import BODY_SEND, BODY_WRITE, WHOLE_BATCH
+from ..http import ON_HANGUP
 from .coalesce import CoalescingTransport
-from .event_stream import BODY_SEND, BODY_WRITE, WHOLE_BATCH
-from .http import ON_HANGUP
+from .hangup import Hangup
 
 __all__ = ["with_header_timeout"]
 
@@ -108,49 +108,13 @@ def _framed(cycle: RequestResponseCycle) -> tuple[Callable[[Any], Awaitable[None
     return send, write
 
 
-class _Hangup:
-    """Who to tell if one request's client hangs up before its response is complete (:data:`ON_HANGUP`).
-
-    The routes used to start a task per request that waited on ``receive`` for the disconnect;
-    the connection knows when it is lost, so it calls them instead. Each callback runs as a
-    loop callback of its own, as the task's call did, not inside ``connection_lost``.
-    """
-
-    __slots__ = ("callbacks", "loop")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.callbacks: list[Callable[[], Any]] | None = []  # None once the client has gone
-
-    def watch(self, callback: Callable[[], Any]) -> Callable[[], None]:
-        if self.callbacks is None:  # already gone: as a task would have found at its first receive
-            self.loop.call_soon(callback)
-            return _nothing
-        self.callbacks.append(callback)
-
-        def stop() -> None:
-            if self.callbacks:
-                self.callbacks[:] = [c for c in self.callbacks if c is not callback]
-
-        return stop
-
-    def fire(self) -> None:
-        callbacks, self.callbacks = self.callbacks or [], None
-        for callback in callbacks:
-            self.loop.call_soon(callback)
-
-
-def _nothing() -> None:
-    pass
-
-
 def with_header_timeout(timeout_s: float) -> type[H11Protocol]:
     """An ``H11Protocol`` class (uvicorn's ``http=`` option) closing connections slow to send headers."""
 
     class HeaderTimeoutProtocol(H11Protocol):
         _header_timer: Any = None
         _waiting_on: Any = None
-        _hangup: _Hangup | None = None  # the current request's
+        _hangup: Hangup | None = None  # the current request's
 
         def _arm(self) -> None:
             self._disarm()
@@ -181,7 +145,7 @@ def with_header_timeout(timeout_s: float) -> type[H11Protocol]:
                 extensions = self.cycle.scope.setdefault("extensions", {})
                 extensions[BODY_SEND] = send  # a streamed response's middle parts (see .event_stream)
                 extensions[BODY_WRITE] = write
-                self._hangup = _Hangup(self.loop)
+                self._hangup = Hangup(self.loop)
                 extensions[ON_HANGUP] = self._hangup.watch
             if self._header_timer is not None and self.cycle is not self._waiting_on:
                 self._disarm()
