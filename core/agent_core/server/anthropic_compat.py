@@ -218,8 +218,11 @@ def _tool_choice(choice: AnthropicToolChoice) -> Any:
 #: config key -> the Messages API field it comes from (for errors); the keys a provider may ignore
 FIELDS = {"service_tier": "service_tier", "stop_sequences": "stop_sequences", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
           "tool_choice": "tool_choice", "thinking_budget": "thinking", "client_tools": "tools",
-          "max_tokens": "max_tokens", "user": "metadata.user_id"}
-DROPPABLE = ("max_tokens", "user", "service_tier")
+          "max_tokens": "max_tokens", "user": "metadata.user_id",
+          "parallel_tool_calls": "tool_choice.disable_parallel_tool_use"}
+#: left out, not refused, when the running provider lacks them (one tool call at a time asks nothing
+#: of a provider that makes no parallel calls)
+DROPPABLE = ("max_tokens", "user", "service_tier", "parallel_tool_calls")
 
 
 def messages_config(body: AnthropicBody, model: str) -> dict[str, Any]:
@@ -257,6 +260,8 @@ def messages_config(body: AnthropicBody, model: str) -> dict[str, Any]:
         ]
     if body.tool_choice is not None:
         config["tool_choice"] = _tool_choice(body.tool_choice)
+        if body.tool_choice.disable_parallel_tool_use:
+            config["parallel_tool_calls"] = False
     if body.thinking is not None and body.thinking.type == "enabled":
         if not body.thinking.budget_tokens or body.thinking.budget_tokens < 1:
             raise _bad("thinking.budget_tokens must be a positive number", "thinking.budget_tokens")
