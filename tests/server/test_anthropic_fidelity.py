@@ -12,11 +12,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
-from agent_core.server import create_app
+from agent_core.server import ServeSettings, create_app
 from providers._anthropic_api import refuse_like_anthropic
-from providers._server import ScriptedServer
+from providers._server import ScriptedServer, json_reply
 from providers._wire import an_message
 
 from ._live import running
@@ -84,8 +85,6 @@ def test_a_chat_tool_choice_reaches_anthropic_in_its_shape(chat: openai.OpenAI, 
 
 def test_the_scripted_upstream_refuses_an_openai_shaped_choice(server: ScriptedServer) -> None:
     """The check the tests above rely on: a shape bug would be a 400, not a pass."""
-    import httpx
-
     refuse_like_anthropic(server)
     body = {"model": "m", "max_tokens": 5, "messages": HI, "tools": TOOLS,
             "tool_choice": {"type": "function", "function": {"name": "add"}}}
@@ -93,3 +92,60 @@ def test_the_scripted_upstream_refuses_an_openai_shaped_choice(server: ScriptedS
     assert r.status_code == 400 and "tool_choice" in r.json()["error"]["message"]
     r = httpx.post(f"{server.url}/v1/messages", json={**body, "tool_choice": {"type": "tool", "name": "required"}})
     assert r.status_code == 400 and "not found" in r.json()["error"]["message"]
+
+
+def test_count_tokens_is_the_anthropic_upstreams_own_count(client: anthropic.Anthropic, server: ScriptedServer) -> None:
+    server.enqueue(json_reply({"input_tokens": 321}))
+    history = [*HI, {"role": "assistant", "content": [{"type": "text", "text": "yes?"}]},
+               {"role": "user", "content": [{"type": "text", "text": "more", "cache_control": {"type": "ephemeral"}}]}]
+    raw = client.messages.with_raw_response.count_tokens(model=MODEL, messages=history, system="be brief",
+                                                         tools=TOOLS, tool_choice={"type": "tool", "name": "add"})
+    assert raw.parse().input_tokens == 321 and "x-token-count" not in raw.headers
+    sent = server.requests[-1]
+    assert sent.path.endswith("/v1/messages/count_tokens") and sent.headers["x-api-key"] == "sk-upstream-0123456789"
+    # the client's body as written (cache_control too), with the upstream's model name and nothing added
+    assert sent.body == {"model": "claude-test", "messages": history, "system": "be brief", "tools": TOOLS,
+                         "tool_choice": {"type": "tool", "name": "add"}}
+
+
+def test_count_tokens_passes_on_an_upstream_refusal(client: anthropic.Anthropic, server: ScriptedServer) -> None:
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client.messages.count_tokens(model=MODEL, messages=HI, tools=TOOLS, tool_choice={"type": "tool", "name": "nope"})
+    assert "nope" in refused.value.body["error"]["message"] and len(server.requests) == 1
+
+
+def test_count_tokens_for_another_provider_is_an_estimate_that_says_so(client: anthropic.Anthropic,
+                                                                      server: ScriptedServer) -> None:
+    raw = client.messages.with_raw_response.count_tokens(model="openai/gpt-4o-mini", messages=HI * 50)
+    counted = raw.parse()
+    assert raw.headers["x-token-count"] == "estimate" and raw.http_response.json()["estimated"] is True
+    assert 50 < counted.input_tokens < 1000 and server.requests == []
+    bigger = client.messages.count_tokens(model="echo", messages=HI * 100)
+    assert bigger.input_tokens > counted.input_tokens
+
+
+def test_count_tokens_is_checked_as_a_messages_request_is(facade: str, server: ScriptedServer, store: Any,
+                                                          tmp_path: Any) -> None:
+    client = anthropic.Anthropic(base_url=facade, api_key="unused", max_retries=0)
+    with pytest.raises(anthropic.NotFoundError):
+        client.messages.count_tokens(model="nosuch/m", messages=HI)
+    with pytest.raises(anthropic.BadRequestError) as bad:
+        client.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "x"}}]}])
+    assert bad.value.body["error"]["message"].startswith("messages[0].content[0]: ")  # as /v1/messages says
+    r = httpx.post(f"{facade}/v1/messages/count_tokens", json={"model": MODEL, "messages": HI,
+                                                              "base_url": "http://evil.example"})
+    assert r.status_code == 403 and "base_url" in r.json()["error"]["message"]
+    assert server.requests == []
+    # a tenant's token is needed here as on /v1/messages, and its model list holds
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text('[[tenants]]\nname = "ann"\ntoken = "ann-token-0123456789"\nmodels = ["echo"]\n')
+    with running(create_app(store=store, settings=ServeSettings(tokens_file=str(tokens)))) as url:
+        with pytest.raises(anthropic.AuthenticationError):
+            anthropic.Anthropic(base_url=url, api_key="wrong-token-000000", max_retries=0).messages.count_tokens(
+                model="echo", messages=HI)
+        ann = anthropic.Anthropic(base_url=url, api_key="ann-token-0123456789", max_retries=0)
+        assert ann.messages.count_tokens(model="echo", messages=HI).input_tokens >= 1
+        with pytest.raises(anthropic.PermissionDeniedError):
+            ann.messages.count_tokens(model=MODEL, messages=HI)
+
