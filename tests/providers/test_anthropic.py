@@ -88,7 +88,10 @@ def test_thinking_and_parallel_tool_use(server):
         {"id": "toolu_2", "type": "function", "function": {"name": "mul", "arguments": '{"x":3,"y":4}'}},
     ]
     assert final["metadata"]["stop_reason"] == "tool_use"
-    assert [p["metadata"]["reasoning"] for p in turn.partials if p.get("metadata")] == ["The user wants ", "two sums."]
+    # thinking streams as reasoning partials; the signature and the redacted block follow, each in one of its own
+    assert [p["metadata"] for p in turn.partials if p.get("metadata")] == [
+        {"reasoning": "The user wants "}, {"reasoning": "two sums."}, {"thinking_signature": "sig-AAA"},
+        {"redacted_thinking": "opaque-blob"}]
     # The native answer keeps every block, signed, in stream order, for the next turn.
     assert turn.native[-1]["content"] == [
         {"type": "thinking", "thinking": "The user wants two sums.", "signature": "sig-AAA"},

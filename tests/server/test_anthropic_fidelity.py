@@ -8,6 +8,7 @@ the official ``anthropic`` and ``openai`` SDKs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 from agent_core.server import ServeSettings, create_app
 from providers._anthropic_api import refuse_like_anthropic
 from providers._server import ScriptedServer, json_reply
-from providers._wire import an_message
+from providers._wire import an_message, an_text, an_thinking_tools
 
 from ._live import running
 
@@ -149,3 +150,84 @@ def test_count_tokens_is_checked_as_a_messages_request_is(facade: str, server: S
         with pytest.raises(anthropic.PermissionDeniedError):
             ann.messages.count_tokens(model=MODEL, messages=HI)
 
+
+THOUGHT, SIGNATURE = "The user wants two sums.", "sig-AAA"  # what an_thinking_tools() streams
+THINKING = {"type": "enabled", "budget_tokens": 1024}
+
+
+def test_streamed_thinking_reaches_the_client_signed_and_redacted_blocks_whole(client: anthropic.Anthropic,
+                                                                              server: ScriptedServer) -> None:
+    server.enqueue(an_thinking_tools())
+    with client.messages.stream(model=MODEL, max_tokens=2048, messages=HI, tools=TOOLS, thinking=THINKING) as stream:
+        deltas = [e.delta.type for e in stream if e.type == "content_block_delta"]
+        final = stream.get_final_message()
+    assert "signature_delta" in deltas
+    assert deltas.index("signature_delta") > deltas.index("thinking_delta")
+    assert [b.type for b in final.content] == ["thinking", "redacted_thinking", "text", "tool_use", "tool_use"]
+    assert (final.content[0].thinking, final.content[0].signature) == (THOUGHT, SIGNATURE)
+    assert final.content[1].data == "opaque-blob"
+
+
+def test_a_whole_answer_carries_the_signature_and_redacted_thinking(client: anthropic.Anthropic,
+                                                                    server: ScriptedServer) -> None:
+    server.enqueue(an_message({"type": "thinking", "thinking": THOUGHT, "signature": SIGNATURE},
+                              {"type": "redacted_thinking", "data": "opaque-blob"},
+                              {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1}},
+                              stop_reason="tool_use"))
+    reply = client.messages.create(model=MODEL, max_tokens=2048, messages=HI, tools=TOOLS, thinking=THINKING)
+    assert [b.model_dump(exclude_none=True) for b in reply.content[:2]] == [
+        {"type": "thinking", "thinking": THOUGHT, "signature": SIGNATURE},
+        {"type": "redacted_thinking", "data": "opaque-blob"}]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_tool_loop_with_thinking_hands_the_signed_blocks_back_unchanged(client: anthropic.Anthropic,
+                                                                         server: ScriptedServer, stream: bool) -> None:
+    """The upstream refuses unsigned or altered thinking, and a tool_use turn that does not start with it."""
+    refuse_like_anthropic(server, signed={SIGNATURE: THOUGHT})
+    server.enqueue(an_thinking_tools(), an_message({"type": "text", "text": "The sum is 3."}))
+    with client.messages.stream(model=MODEL, max_tokens=2048, messages=HI, tools=TOOLS, thinking=THINKING) as s:
+        first = s.get_final_message()
+    uses = [b for b in first.content if b.type == "tool_use"]
+    history = [*HI, {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": u.id, "content": "3"}
+                                            for u in uses]}]
+    if stream:
+        server.requests.clear()
+        server.enqueue(an_text("The sum is 3."))
+        with client.messages.stream(model=MODEL, max_tokens=2048, messages=history, tools=TOOLS,
+                                    thinking=THINKING) as s:
+            assert "".join(s.text_stream) == "The sum is 3."
+    else:
+        reply = client.messages.create(model=MODEL, max_tokens=2048, messages=history, tools=TOOLS, thinking=THINKING)
+        assert reply.content[0].text == "The sum is 3."
+    sent = server.requests[-1].body["messages"][1]["content"]
+    assert sent[:2] == [{"type": "thinking", "thinking": THOUGHT, "signature": SIGNATURE},
+                        {"type": "redacted_thinking", "data": "opaque-blob"}]
+    assert [b["type"] for b in sent[2:]] == ["text", "tool_use", "tool_use"]
+
+
+def test_the_scripted_upstream_refuses_unsigned_thinking_before_a_tool_use(server: ScriptedServer) -> None:
+    refuse_like_anthropic(server, signed={SIGNATURE: THOUGHT})
+    use = {"type": "tool_use", "id": "t", "name": "add", "input": {}}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "3"}]}
+    body = {"model": "m", "max_tokens": 2048, "thinking": THINKING, "tools": TOOLS}
+    for turn, said in (([use], "must start with a thinking block"),
+                       ([{"type": "thinking", "thinking": THOUGHT}, use], "signature: Field required"),
+                       ([{"type": "thinking", "thinking": "edited", "signature": SIGNATURE}, use], "Invalid")):
+        r = httpx.post(f"{server.url}/v1/messages",
+                       json={**body, "messages": [*HI, {"role": "assistant", "content": turn}, result]})
+        assert r.status_code == 400 and said in r.json()["error"]["message"], r.text
+
+
+def test_unsigned_thinking_from_another_provider_is_not_sent_to_anthropic(client: anthropic.Anthropic,
+                                                                         server: ScriptedServer) -> None:
+    """Reasoning this facade relayed from another provider has an empty signature, which Anthropic refuses."""
+    refuse_like_anthropic(server, signed={SIGNATURE: THOUGHT})
+    server.enqueue(an_message({"type": "text", "text": "fine"}))
+    history = [*HI, {"role": "assistant", "content": [{"type": "thinking", "thinking": "mused", "signature": ""},
+                                                      {"type": "text", "text": "hello"}]},
+               {"role": "user", "content": "and?"}]
+    assert client.messages.create(model=MODEL, max_tokens=50, messages=history).content[0].text == "fine"
+    sent = server.requests[-1].body["messages"][1]
+    assert sent["role"] == "assistant" and "mused" not in json.dumps(sent) and "hello" in json.dumps(sent)
