@@ -15,6 +15,10 @@ decides whether this extension asks for thinking:
   ``signature_delta`` events (``redacted_thinking`` blocks arrive whole) into
   the provider's shared block table, and emits each thinking delta as a
   partial with empty ``content`` and ``metadata["reasoning"]``, for live UIs;
+  a signature as one with ``metadata["thinking_signature"]`` and a redacted
+  block's data as one with ``metadata["redacted_thinking"]``, so a relay (the
+  server's Messages facade) can stream the blocks on with what makes them
+  valid to send back;
 * the blocks stay, signed, in the native history: the API checks that the
   thinking before a ``tool_use`` comes back unchanged on the next turn;
 * ``from_native_messages`` surfaces them only as metadata: ``reasoning``
@@ -95,9 +99,16 @@ class AnthropicThinkingExtension(Extension):
                     state = _think(state, native_chunk.get("index", 0), text)
                     return [*partial_messages, reasoning_partial(text)], final_messages, native_messages, state
                 if dtype == "signature_delta":
-                    state = _sign(state, native_chunk.get("index", 0), delta.get("signature") or "")
+                    signature = delta.get("signature") or ""
+                    state = _sign(state, native_chunk.get("index", 0), signature)
+                    return [*partial_messages, _partial("thinking_signature", signature)], final_messages, \
+                        native_messages, state
             elif kind == "content_block_start":
-                state = _open(state, native_chunk.get("index", 0), native_chunk.get("content_block") or {})
+                block = native_chunk.get("content_block") or {}
+                state = _open(state, native_chunk.get("index", 0), block)
+                if block.get("type") == "redacted_thinking":
+                    return [*partial_messages, _partial("redacted_thinking", block.get("data") or "")], \
+                        final_messages, native_messages, state
             elif kind == "content_block_stop":
                 state = _close(state, native_chunk.get("index", 0))
         return partial_messages, final_messages, native_messages, state
@@ -106,6 +117,11 @@ class AnthropicThinkingExtension(Extension):
                              context: Dict | None = None) -> Msgs:
         """Thinking blocks surface as ``metadata["thinking_blocks"]`` and their text as ``metadata["reasoning"]``."""
         return annotate(native_messages, messages, _thinking_of)
+
+
+def _partial(key: str, value: str) -> Dict:
+    """A partial with no text, carrying a piece of a thinking block a live client must pass on whole."""
+    return {"role": "assistant", "content": "", "metadata": {key: value}}
 
 
 def _think(state: Dict, index: int, text: str) -> Dict:

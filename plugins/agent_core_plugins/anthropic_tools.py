@@ -6,7 +6,10 @@ speaks the OpenAI shape (``metadata["tool_calls"]`` with JSON-text
 arguments). This extension is the border between the two:
 
 * ``initialize_request`` offers ``config["tools"]`` (already adapted to
-  ``anthropic.messages``; other built-in formats are adapted here too);
+  ``anthropic.messages``; other built-in formats are adapted here too), and
+  puts the engine's ``tool_choice`` (OpenAI's shapes) and
+  ``parallel_tool_calls`` into the API's one ``tool_choice`` object
+  (:func:`anthropic_tool_choice`);
 * ``process_chunk`` assembles each ``tool_use`` block: the id and name come
   in ``content_block_start`` (a missing id is generated here, once, so the
   block and its later ``tool_result`` agree), the input as
@@ -73,7 +76,7 @@ from agent_core_plugins.anthropic_tool_blocks import (
 if TYPE_CHECKING:
     from agent_core.plugin_kit import ChunkOutput, Dict, Msgs
 
-__all__ = ["AnthropicToolsExtension"]
+__all__ = ["AnthropicToolsExtension", "anthropic_tool_choice"]
 
 def _without_results(messages: list[Any], cut: set[Any]) -> list[Any]:
     """Payload messages without the ``tool_result`` blocks for ``cut`` ids (turns merged again)."""
@@ -118,6 +121,31 @@ def _result_content(content: Any) -> Any:
     return message_text(content)
 
 
+_NAMED_KINDS = {"auto": "auto", "none": "none", "any": "any", "required": "any"}
+
+
+def anthropic_tool_choice(choice: Any, parallel: Any = None) -> Dict | None:
+    """The engine's tool choice (OpenAI's shapes, or Anthropic's) as the Messages API's object.
+
+    ``"required"`` is Anthropic's ``any``; OpenAI's named function is a ``tool`` choice;
+    an Anthropic object passes as it is. ``parallel`` False adds
+    ``disable_parallel_tool_use`` (with ``auto`` when nothing else was chosen; never on
+    ``none``, which takes no other key). None: send no ``tool_choice`` (the API default).
+    """
+    out: Dict | None
+    if isinstance(choice, str) and choice:
+        out = {"type": _NAMED_KINDS[choice]} if choice in _NAMED_KINDS else {"type": "tool", "name": choice}
+    elif isinstance(choice, Mapping) and choice.get("type") == "function":
+        out = {"type": "tool", "name": (choice.get("function") or {}).get("name")}
+    elif isinstance(choice, Mapping) and choice:
+        out = dict(choice)
+    else:
+        out = None
+    if parallel is False and (out is None or out.get("type") != "none"):
+        out = {**(out or {"type": "auto"}), "disable_parallel_tool_use": True}
+    return out
+
+
 class AnthropicToolsExtension(Extension):
     """Tool use for the Messages API; on whenever the provider is ``anthropic``."""
 
@@ -128,9 +156,14 @@ class AnthropicToolsExtension(Extension):
     config_schema = {
         "tool_choice": {
             "type": ["string", "object"],
-            "description": '"auto", "any", "none", the name of one tool (it must be called), '
-            'or the object form {"type": "tool", "name": ...}; API default when unset',
-        }
+            "description": '"auto", "any" (or "required"), "none", the name of one tool (it must be called), '
+            'OpenAI\'s {"type": "function", "function": {"name": ...}} or Anthropic\'s '
+            '{"type": "tool", "name": ...}; API default when unset',
+        },
+        "parallel_tool_calls": {
+            "type": "boolean",
+            "description": "false: at most one tool call per answer (sent as tool_choice.disable_parallel_tool_use)",
+        },
     }
 
     def accepted_tool_schema_formats(self, config: Dict, state: Dict | None = None) -> list[str]:
@@ -195,11 +228,8 @@ class AnthropicToolsExtension(Extension):
         if not config.get("tools"):
             return native_messages, state
         payload = {**request["payload"], "tools": [adapt_schema(t, ANTHROPIC) for t in config["tools"]]}
-        choice = config.get("tool_choice")
-        if isinstance(choice, str) and choice:
-            named = choice not in ("auto", "any", "none")
-            payload["tool_choice"] = {"type": "tool", "name": choice} if named else {"type": choice}
-        elif isinstance(choice, Mapping) and choice:
+        choice = anthropic_tool_choice(config.get("tool_choice"), config.get("parallel_tool_calls"))
+        if choice is not None:
             payload["tool_choice"] = choice
         return native_messages, {**state, "request": {**request, "payload": payload}}
 

@@ -46,7 +46,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from agent_core.plugin_kit import push, replace_final, text_of
+import msgspec
+from agent_core.plugin_kit import drive_sync, push, replace_final, text_of
 
 from ._anthropic_content import (
     CLIENT_BLOCK_TYPES,
@@ -62,6 +63,7 @@ from ._anthropic_content import (
 )
 from ._base import HTTPProvider
 from ._errors import error_from_event
+from ._oneshot import answer_flow
 from ._sampling import ANTHROPIC_FIELDS, EXTRA_BODY, optional_fields
 from ._sse import JSONEventReader
 from .shapes import anthropic_answer_fault, anthropic_event_fault, malformed
@@ -343,6 +345,23 @@ class AnthropicProvider(HTTPProvider):
 
     def _api_models_url(self, base_url: str) -> str:
         return f"{base_url}/v1/models"
+
+    def count_tokens(self, config: Dict, body: Mapping[str, Any]) -> int:
+        """The API's own count of the input tokens of ``body`` (Messages fields; the config's model).
+
+        Raises what a request to the API would: an upstream 4xx as its typed error, no key, a bad answer.
+        """
+        payload = msgspec.json.encode({**body, "model": config.get("model") or self.default_model})
+        headers = self._request_headers(config, self._api_base_headers(config))
+        url = f"{self.base_url(config)}/v1/messages/count_tokens"
+        credentials = self._make_credentials(config)
+        with self._exchange(self._call(config, url, payload, headers, credentials), None,
+                            self._sync_client(config)) as exchange:
+            [answer] = drive_sync(answer_flow(exchange))
+        count = answer.get("input_tokens") if isinstance(answer, Mapping) else None
+        if type(count) is not int:
+            raise malformed(self.name, answer, "the count has no input_tokens", credentials.secrets)
+        return count
 
     def _api_reader(self, secrets: tuple[str, ...]) -> JSONEventReader:
         name = self.name

@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -104,13 +105,14 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         body = json.loads(raw) if raw else None
-        self.server.owner._record(
-            Recorded(
-                self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address[1],
-                raw,
-            )
+        owner = self.server.owner
+        recorded = Recorded(
+            self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address[1],
+            raw,
         )
-        reply = self.server.owner._next_reply()
+        owner._record(recorded)
+        refused = owner.check(recorded) if owner.check is not None else None
+        reply = refused if refused is not None else self.server.owner._next_reply()
         try:
             self._write(reply)
         except (BrokenPipeError, ConnectionResetError, OSError):
@@ -193,6 +195,9 @@ class ScriptedServer:
         self._replies: deque[Reply] = deque()
         self.requests: list[Recorded] = []
         self.peer_closed: list[float] = []  # when a client hung up during a stall or a Delay
+        #: the API's own validation: a reply for a request the real API would refuse (then no
+        #: scripted reply is used), or None to serve the next scripted one
+        self.check: Callable[[Recorded], Reply | None] | None = None
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

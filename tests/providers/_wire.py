@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._server import Reply, sse, sse_reply
+from ._server import Reply, json_reply, sse, sse_reply
 
 # -- OpenAI Chat Completions ---------------------------------------------------------
 
@@ -147,3 +147,10 @@ def an_thinking_tools() -> Reply:
         ),
         *an_end("tool_use", 40),
     )
+
+
+def an_message(*content: dict, stop_reason: str = "end_turn") -> Reply:
+    """A non-streamed Messages answer holding ``content`` blocks."""
+    return json_reply({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+                       "content": list(content), "stop_reason": stop_reason, "stop_sequence": None,
+                       "usage": {"input_tokens": 12, "output_tokens": 15}})

@@ -8,6 +8,7 @@ from agent_core_plugins.anthropic_thinking import AnthropicThinkingExtension
 from agent_core_plugins.anthropic_tools import AnthropicToolsExtension
 from agent_core_providers.anthropic import AnthropicProvider
 
+from ._anthropic_api import refuse_like_anthropic
 from ._driver import arun_turn, run_turn
 from ._server import json_reply, sse, sse_reply
 from ._wire import an_block, an_end, an_event, an_start, an_text, an_thinking_tools
@@ -88,7 +89,10 @@ def test_thinking_and_parallel_tool_use(server):
         {"id": "toolu_2", "type": "function", "function": {"name": "mul", "arguments": '{"x":3,"y":4}'}},
     ]
     assert final["metadata"]["stop_reason"] == "tool_use"
-    assert [p["metadata"]["reasoning"] for p in turn.partials if p.get("metadata")] == ["The user wants ", "two sums."]
+    # thinking streams as reasoning partials; the signature and the redacted block follow, each in one of its own
+    assert [p["metadata"] for p in turn.partials if p.get("metadata")] == [
+        {"reasoning": "The user wants "}, {"reasoning": "two sums."}, {"thinking_signature": "sig-AAA"},
+        {"redacted_thinking": "opaque-blob"}]
     # The native answer keeps every block, signed, in stream order, for the next turn.
     assert turn.native[-1]["content"] == [
         {"type": "thinking", "thinking": "The user wants two sums.", "signature": "sig-AAA"},
@@ -471,3 +475,23 @@ def test_non_streamed_tool_use_without_id_gets_one_in_the_native_history_too(ser
     (call,) = turn.finals[0]["metadata"]["tool_calls"]
     assert call["id"].startswith("toolu_") and "incomplete" not in call
     assert turn.native[-1]["content"] == [{"type": "tool_use", "id": call["id"], "name": "add", "input": {"a": 1}}]
+
+
+@pytest.mark.parametrize(("choice", "parallel", "sent"), [
+    ("auto", None, {"type": "auto"}),
+    ("none", False, {"type": "none"}),  # none takes no other key
+    ("any", None, {"type": "any"}),
+    ("required", False, {"type": "any", "disable_parallel_tool_use": True}),
+    ("add", None, {"type": "tool", "name": "add"}),
+    ({"type": "function", "function": {"name": "add"}}, True, {"type": "tool", "name": "add"}),
+    ({"type": "tool", "name": "add"}, None, {"type": "tool", "name": "add"}),
+    (None, False, {"type": "auto", "disable_parallel_tool_use": True}),
+])
+def test_every_tool_choice_form_is_sent_in_the_apis_shape(server, choice, parallel, sent):
+    refuse_like_anthropic(server)
+    server.enqueue(an_text("ok"))
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {}}}}]
+    extra = {k: v for k, v in (("tool_choice", choice), ("parallel_tool_calls", parallel)) if v is not None}
+    turn = run_turn(AnthropicProvider(), exts(), USER, config(server, tools=tools, **extra))
+    assert turn.finals[0]["content"] == "ok"
+    assert server.requests[0].body["tool_choice"] == sent

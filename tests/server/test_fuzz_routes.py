@@ -53,6 +53,13 @@ ROUTES: list[tuple[str, str, str, dict[str, str], dict[str, Any], Any]] = [
         "text": {"format": {"type": "text"}},
     }),
     ("responses-stream", "POST", "/v1/responses", {}, {}, {"model": "echo", "stream": True, "input": "hi"}),
+    ("count-tokens", "POST", "/v1/messages/count_tokens", {}, {}, {
+        "model": "echo", "system": "be brief", "tool_choice": {"type": "auto"},
+        "messages": [MSG, {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"},
+                                                           {"type": "tool_use", "id": "u", "name": "f", "input": {}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u", "content": "3"}]}],
+        "tools": [{"name": "f", "input_schema": {"type": "object", "properties": {}}}],
+    }),
     ("create", "POST", "/v1/sessions", {}, {}, {"id": "fz-new", "metadata": {"k": "v"},
                                                "messages": ["hello", {"role": "assistant", "content": "hi",
                                                                       "metadata": {"a": 1}}]}),

@@ -13,7 +13,7 @@ Anthropic's content blocks, so an Anthropic client can use any provider.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -32,6 +32,7 @@ __all__ = [
     "messages_config",
     "messages_session",
     "stop_reason",
+    "thinking_blocks",
 ]
 
 
@@ -158,6 +159,7 @@ def _assistant_turn(content: list[Block], where: str) -> Message:
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     thoughts: list[str] = []
+    thinking: list[dict[str, Any]] = []  # the blocks an Anthropic upstream checks, as the client sent them
     for j, block in enumerate(content):
         if isinstance(block, TextBlock):
             texts.append(block.text)
@@ -166,7 +168,11 @@ def _assistant_turn(content: list[Block], where: str) -> Message:
                           "function": {"name": block.name, "arguments": json.dumps(block.input)}})
         elif isinstance(block, ThinkingBlock):
             thoughts.append(block.thinking)
-        elif not isinstance(block, RedactedThinkingBlock):
+            if block.signature:  # unsigned (another provider's reasoning, as this facade gave it): text only
+                thinking.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+        elif isinstance(block, RedactedThinkingBlock):
+            thinking.append({"type": "redacted_thinking", "data": block.data})
+        else:
             kind = type(block).__name__.removesuffix("Block").lower()
             raise _bad(f"{where}[{j}]: a {kind} block is not supported in an assistant turn", f"{where}[{j}]")
     meta: dict[str, Any] = {}
@@ -174,6 +180,8 @@ def _assistant_turn(content: list[Block], where: str) -> Message:
         meta["tool_calls"] = calls
     if thoughts:
         meta["reasoning"] = "".join(thoughts)
+    if thinking:  # the API wants signed blocks back unchanged before a tool_use
+        meta["thinking_blocks"] = thinking
     return Message("assistant", "".join(texts), meta)
 
 
@@ -218,8 +226,11 @@ def _tool_choice(choice: AnthropicToolChoice) -> Any:
 #: config key -> the Messages API field it comes from (for errors); the keys a provider may ignore
 FIELDS = {"service_tier": "service_tier", "stop_sequences": "stop_sequences", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
           "tool_choice": "tool_choice", "thinking_budget": "thinking", "client_tools": "tools",
-          "max_tokens": "max_tokens", "user": "metadata.user_id"}
-DROPPABLE = ("max_tokens", "user", "service_tier")
+          "max_tokens": "max_tokens", "user": "metadata.user_id",
+          "parallel_tool_calls": "tool_choice.disable_parallel_tool_use"}
+#: left out, not refused, when the running provider lacks them (one tool call at a time asks nothing
+#: of a provider that makes no parallel calls)
+DROPPABLE = ("max_tokens", "user", "service_tier", "parallel_tool_calls")
 
 
 def messages_config(body: AnthropicBody, model: str) -> dict[str, Any]:
@@ -257,6 +268,8 @@ def messages_config(body: AnthropicBody, model: str) -> dict[str, Any]:
         ]
     if body.tool_choice is not None:
         config["tool_choice"] = _tool_choice(body.tool_choice)
+        if body.tool_choice.disable_parallel_tool_use:
+            config["parallel_tool_calls"] = False
     if body.thinking is not None and body.thinking.type == "enabled":
         if not body.thinking.budget_tokens or body.thinking.budget_tokens < 1:
             raise _bad("thinking.budget_tokens must be a positive number", "thinking.budget_tokens")
@@ -292,14 +305,35 @@ def input_of(call: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def content_blocks(reply: Message | None) -> list[dict[str, Any]]:
-    """The reply as content blocks: its reasoning, its text, its tool calls."""
-    if reply is None:
-        return []
-    blocks: list[dict[str, Any]] = []
+def thinking_blocks(reply: Message) -> list[dict[str, Any]]:
+    """The reply's thinking as Messages blocks: the provider's own, signed, when it kept them.
+
+    An Anthropic upstream's blocks (``metadata["thinking_blocks"]``) carry the signature a
+    client must send back; other providers' reasoning becomes one unsigned block.
+    """
+    kept = reply.metadata.get("thinking_blocks")
+    if isinstance(kept, Sequence) and not isinstance(kept, str) and kept:
+        out = []
+        for b in kept:
+            if not isinstance(b, Mapping):
+                continue
+            if b.get("type") == "thinking":
+                out.append({"type": "thinking", "thinking": b.get("thinking") or "",
+                            "signature": b.get("signature") or ""})
+            elif b.get("type") == "redacted_thinking":
+                out.append({"type": "redacted_thinking", "data": b.get("data") or ""})
+        return out
     reasoning = reply.metadata.get("reasoning")
     if isinstance(reasoning, str) and reasoning:
-        blocks.append({"type": "thinking", "thinking": reasoning, "signature": ""})
+        return [{"type": "thinking", "thinking": reasoning, "signature": ""}]
+    return []
+
+
+def content_blocks(reply: Message | None) -> list[dict[str, Any]]:
+    """The reply as content blocks: its thinking, its text, its tool calls."""
+    if reply is None:
+        return []
+    blocks = thinking_blocks(reply)
     if isinstance(reply.content, str) and reply.content:
         blocks.append({"type": "text", "text": reply.content})
     for call in calls_of(reply):

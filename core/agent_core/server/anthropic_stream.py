@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ..types import Message
-from .anthropic_compat import calls_of, input_of, stop_reason
+from .anthropic_compat import calls_of, input_of, stop_reason, thinking_blocks
 
 __all__ = ["MessageStream", "sse"]
 
@@ -32,7 +32,9 @@ class MessageStream:
         self.request_id = request_id
         self.model = model
         self.index = -1
-        self.open: str | None = None  # the kind of the block being streamed: "text", "thinking" or None
+        # the kind of the block being streamed: "text", "thinking", "signed" (thinking whose signature
+        # came), "redacted_thinking", "tool_use", or None
+        self.open: str | None = None
         self.streamed_text = False
         self.streamed_reasoning = False
         self.ended = False  # message_stop or an error event sent: the stream is complete
@@ -69,21 +71,42 @@ class MessageStream:
                                                                {"type": "thinking", "thinking": "", "signature": ""})
         return out + self._delta({"type": "thinking_delta", "thinking": text})
 
+    def signature(self, signature: str) -> bytes:
+        """The open thinking block's signature, which ends it: more thinking opens another."""
+        out = b"" if self.open == "thinking" else self.thinking("")
+        self.open = "signed"  # still open (closed at the next switch), no longer thinking
+        return out + self._delta({"type": "signature_delta", "signature": signature})
+
+    def redacted(self, data: str) -> bytes:
+        self.streamed_reasoning = True
+        return self._switch("redacted_thinking", {"type": "redacted_thinking", "data": data})
+
     def partial(self, message: Message) -> bytes:
         out = b""
-        reasoning = message.metadata.get("reasoning") if message.metadata else None
-        if isinstance(reasoning, str) and reasoning:
-            out += self.thinking(reasoning)
+        meta = message.metadata
+        if meta:
+            reasoning = meta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                out += self.thinking(reasoning)
+            if isinstance(meta.get("thinking_signature"), str):
+                out += self.signature(meta["thinking_signature"])
+            if isinstance(meta.get("redacted_thinking"), str):
+                out += self.redacted(meta["redacted_thinking"])
         if isinstance(message.content, str) and message.content:
             out += self.text(message.content)
         return out
 
     def final(self, reply: Message) -> bytes:
-        """What the final message adds: text or reasoning not streamed before, then its tool calls."""
+        """What the final message adds: thinking or text not streamed before, then its tool calls."""
         out = b""
-        reasoning = reply.metadata.get("reasoning")
-        if not self.streamed_reasoning and isinstance(reasoning, str) and reasoning:
-            out += self.thinking(reasoning)
+        if not self.streamed_reasoning:
+            for block in thinking_blocks(reply):
+                if block["type"] == "redacted_thinking":
+                    out += self.redacted(block["data"])
+                    continue
+                out += self.thinking(block["thinking"])
+                if block["signature"]:
+                    out += self.signature(block["signature"])
         if not self.streamed_text and isinstance(reply.content, str) and reply.content:
             out += self.text(reply.content)
         for call in calls_of(reply):

@@ -34,6 +34,7 @@ from .approvals import ApprovalDesk
 from .bodies import json_depth
 from .client_tools import ClientTools
 from .console_files import PUBLIC_PATHS, ConsoleFiles
+from .count_tokens import count_tokens
 from .errors import ApiError
 from .facade import FacadeRoutes
 from .fields import keys_by_plugin
@@ -272,6 +273,7 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
             Route("/healthz", self.health, methods=["GET"]),
             Route("/v1/chat/completions", self.chat, methods=["POST"]),
             Route("/v1/messages", self.messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", functools.partial(count_tokens, self), methods=["POST"]),
             Route("/v1/responses", self.responses, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", self.model, methods=["GET"]),
