@@ -45,8 +45,10 @@ class InFlight:
 
     ``cancelled`` (by the caller) and ``expired`` (``deadline_s`` passed) both
     stop the call; :meth:`raise_if_cancelled` raises the matching error.
-    ``stream``, ``reused`` and ``received`` describe the current attempt's
-    connection (set by the watched streams of :mod:`._pool`).
+    ``stream``, ``unsent`` and ``received`` describe the current attempt's
+    connection (set by the watched streams of :mod:`._pool`): ``unsent`` when
+    a write of its request failed, which proves the upstream never read the
+    whole request (see :mod:`._retry`).
     """
 
     __slots__ = (
@@ -55,7 +57,7 @@ class InFlight:
         "expired",
         "response",
         "stream",
-        "reused",
+        "unsent",
         "received",
         "_wake",
         "_loop",
@@ -72,7 +74,7 @@ class InFlight:
         self.expired = False
         self.response: httpx.Response | None = None
         self.stream: Any = None
-        self.reused = False
+        self.unsent = False
         self.received = False
         # what a wait before a retry blocks on, made by the first such wait (most calls never wait):
         # a cancel sets the flags first and then wakes what exists, a wait makes its event and then
@@ -130,14 +132,12 @@ class InFlight:
 
     def begin_attempt(self) -> None:
         self.stream = None
-        self.reused = False
+        self.unsent = False
         self.received = False
 
     def watch(self, stream: Any) -> None:
         """Called by a watched stream on the first write of this attempt's request."""
         self.stream = stream
-        self.reused = stream.requests > 0
-        stream.requests += 1
         self.received = False
         if self.cancelled or self.expired:  # checked after publishing the stream: a cancel sees one or the other
             # The connection (httpcore's, and ._lean_conn's alike) swallows a failed request

@@ -14,10 +14,10 @@ call's in-flight record (:func:`bound`); the first write of the request on a
 stream hands the stream to that record (``record.watch(stream)``). From then
 on a cancel (or the ``deadline_s`` timer) can shut the socket down even
 before the response headers arrived, which is where a slow model keeps a
-client waiting longest, and the record knows whether the connection was
-*reused* from the pool and whether *any byte* of the answer came back: a
-reused connection that fails before its first byte is a stale keep-alive
-connection the server had already closed, and is retried at once.
+client waiting longest, and the record knows whether a *write of the request
+failed* and whether *any byte* of the answer came back: a request whose write
+failed was never read whole by the upstream, and is sent again at once
+(:mod:`._retry`).
 
 The hook is httpcore's public ``network_backend`` seam, set on the pool of
 an ``httpx.HTTPTransport``. Clients injected by the user
@@ -88,6 +88,7 @@ class Watcher(Protocol):
 
     stream: Any
     received: bool
+    unsent: bool
 
     def watch(self, stream: Any) -> None: ...
 
@@ -116,7 +117,6 @@ class _WatchedStream(httpcore.NetworkStream):
         self._inner = inner
         self._sock = _readable_socket(inner)
         self._record: Watcher | None = None
-        self.requests = 0  # requests started on this connection (> 0 before a write: reused)
         self.read_cap: float | None = None  # shorter read timeout while draining a finished body
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -125,7 +125,12 @@ class _WatchedStream(httpcore.NetworkStream):
             record.watch(self)  # raises httpcore.WriteError when the call is already cancelled
         self._record = record
         self.read_cap = None
-        self._inner.write(buffer, timeout)
+        try:
+            self._inner.write(buffer, timeout)
+        except httpcore.WriteError:
+            if record is not None:
+                record.unsent = True  # the upstream cannot have read the whole request
+            raise
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         cap = self.read_cap
@@ -177,7 +182,6 @@ class _WatchedAsyncStream(httpcore.AsyncNetworkStream):
     def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
         self._inner = inner
         self._record: Watcher | None = None
-        self.requests = 0
         self.read_cap: float | None = None
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -186,7 +190,12 @@ class _WatchedAsyncStream(httpcore.AsyncNetworkStream):
             record.watch(self)
         self._record = record
         self.read_cap = None
-        await self._inner.write(buffer, timeout)
+        try:
+            await self._inner.write(buffer, timeout)
+        except httpcore.WriteError:
+            if record is not None:
+                record.unsent = True
+            raise
 
     def read(self, max_bytes: int, timeout: float | None = None) -> Awaitable[bytes]:
         """The inner stream's read, capped; once the call has its first byte, that read's own awaitable.

@@ -12,10 +12,17 @@ The rules these cases hold the clients to:
   ``chunk_timeout_s``, and a new one replaces it after a cancel; whatever
   deadline those reads had, the next request on the pool waits for its answer
   as long as *its* ``timeout`` says (for ever, with ``timeout: inf``).
+- **A request is sent again for free only when the upstream never read it**:
+  a write of it failed, or its pooled connection was seen closed before
+  anything was written. A request written whole and then dropped may be
+  generating, and billing, an answer upstream: sending it again is a retry
+  under ``max_retries`` (``0``: exactly one request).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +32,7 @@ import pytest
 from agent_core_providers.openai import OpenAIProvider
 
 from ._driver import arun_turn, run_turn
-from ._raw import Hold, Pause, RawServer, serving
+from ._raw import CLOSE, DROP_UNREAD, Hold, Pause, RawServer, serving
 from ._wire import OA_DONE, oa_chunk
 from .conftest import run_async
 
@@ -68,8 +75,12 @@ def config(upstream: RawServer, **extra: Any) -> dict[str, Any]:
     return {"base_url": f"{upstream.url}/v1", "api_key": KEY, "model": "m", "max_retries": 0, **extra}
 
 
-def calls(upstream: RawServer, use_async: bool, n: int, *, provider: Any = None, **cfg: Any) -> list[Any]:
-    """``n`` streamed calls one after the other on one pool: each call's text, or the error it raised."""
+def calls(upstream: RawServer, use_async: bool, n: int, *, provider: Any = None, messages: Any = USER,
+          pause: float = 0.0, **cfg: Any) -> list[Any]:
+    """``n`` streamed calls one after the other on one pool: each call's text, or the error it raised.
+
+    ``pause``: seconds between two calls.
+    """
     provider = provider or OpenAIProvider()
 
     def outcome(turn: Any) -> Any:
@@ -79,8 +90,10 @@ def calls(upstream: RawServer, use_async: bool, n: int, *, provider: Any = None,
         async def all_calls() -> list[Any]:
             out: list[Any] = []
             for i in range(n):
+                if i and pause:
+                    await asyncio.sleep(pause)
                 try:
-                    out.append(outcome(await arun_turn(provider, [], USER, config(upstream, **cfg),
+                    out.append(outcome(await arun_turn(provider, [], messages, config(upstream, **cfg),
                                                        request_id=f"req-{i}")))
                 except Exception as exc:  # noqa: BLE001 - the outcome under test
                     out.append(exc)
@@ -89,8 +102,10 @@ def calls(upstream: RawServer, use_async: bool, n: int, *, provider: Any = None,
         return run_async(all_calls)
     out: list[Any] = []
     for i in range(n):
+        if i and pause:
+            time.sleep(pause)
         try:
-            out.append(outcome(run_turn(provider, [], USER, config(upstream, **cfg), request_id=f"req-{i}")))
+            out.append(outcome(run_turn(provider, [], messages, config(upstream, **cfg), request_id=f"req-{i}")))
         except Exception as exc:  # noqa: BLE001
             out.append(exc)
     return out
@@ -151,3 +166,45 @@ def test_the_request_after_a_cancel_waits_as_long_as_its_own_timeout(upstream, u
     canceller.join()
     assert type(outcomes[0]).__name__ == "ProviderRequestCancelled" and outcomes[1] == "two"
     assert upstream.conns() == [1, 2]  # a cancelled request's connection is never reused
+
+
+# -- a request is sent again for free only when the upstream never read it ---------------------------------
+
+
+@MODES
+def test_a_request_read_then_dropped_on_a_reused_connection_is_sent_once(upstream, use_async):
+    # The server answers once, then reads the second request and closes without a byte:
+    # it may be generating (and billing) that answer, so with max_retries 0 nothing is sent again.
+    upstream.script(streamed("one"), (CLOSE,), streamed("never"))
+    outcomes = calls(upstream, use_async, 2)
+    assert outcomes[0] == "one" and type(outcomes[1]).__name__ == "ProviderUnavailableError"
+    assert upstream.conns() == [1, 1]
+
+
+@MODES
+def test_a_request_read_then_dropped_is_a_retry_that_counts(upstream, use_async, caplog):
+    upstream.script(streamed("one"), (CLOSE,), streamed("two"))
+    with caplog.at_level(logging.INFO, logger="agent_core_providers"):
+        assert calls(upstream, use_async, 2, max_retries=1) == ["one", "two"]
+    assert upstream.conns() == [1, 1, 2]
+    assert [r.getMessage() for r in caplog.records if "retry 1/1" in r.getMessage()]  # counted, and said
+
+
+@MODES
+def test_a_request_whose_write_failed_is_sent_again_at_once(upstream, use_async, caplog):
+    # The server resets the connection as soon as the head is in: a long prompt cannot be
+    # written whole, so the upstream never read it, and it goes again without using a retry.
+    upstream.script((DROP_UNREAD,), streamed("two"))
+    prompt = [{"role": "user", "content": "x" * (16 << 20)}]
+    with caplog.at_level(logging.DEBUG, logger="agent_core_providers"):
+        assert calls(upstream, use_async, 1, messages=prompt) == ["two"]  # max_retries 0
+    assert len(upstream.unread) == 1 and upstream.conns() == [2]
+    assert not [r for r in caplog.records if "retry" in r.getMessage()]
+    assert [r for r in caplog.records if "could not be written whole" in r.getMessage()]
+
+
+@MODES
+def test_an_idle_connection_the_upstream_closed_is_not_used(upstream, use_async):
+    upstream.script((*streamed("one"), Pause(0.05), CLOSE), streamed("two"))
+    outcomes = calls(upstream, use_async, 2, pause=0.2)  # max_retries 0: no error, no second try
+    assert outcomes == ["one", "two"] and upstream.conns() == [1, 2]
