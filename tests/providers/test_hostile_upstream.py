@@ -208,3 +208,17 @@ def test_an_idle_connection_the_upstream_closed_is_not_used(upstream, use_async)
     upstream.script((*streamed("one"), Pause(0.05), CLOSE), streamed("two"))
     outcomes = calls(upstream, use_async, 2, pause=0.2)  # max_retries 0: no error, no second try
     assert outcomes == ["one", "two"] and upstream.conns() == [1, 2]
+
+
+# -- framing ---------------------------------------------------------------------------------------------
+
+
+@MODES
+def test_chunk_size_lines_of_twenty_hex_digits_are_read_as_h11_reads_them(upstream, use_async):
+    def long_chunk(data: bytes) -> bytes:
+        return b"%020x\r\n%s\r\n" % (len(data), data)
+
+    body = b"".join(long_chunk(e) for e in (oa_chunk({"content": "one"}), oa_chunk({}, "stop"), OA_DONE))
+    upstream.script((SSE_HEAD + body + b"00000000000000000000\r\n\r\n",), streamed("two"))
+    assert calls(upstream, use_async, 2) == ["one", "two"]
+    assert upstream.conns() == [1, 1]  # the body was whole: its connection carried the next request
