@@ -116,7 +116,7 @@ class StreamAttempt(Attempt):
         exchange, call = self.exchange, self.exchange.call
         response = yield exchange.send()
         self.record.raise_if_cancelled()
-        if response.status_code >= 400:
+        if response.status_code >= 300:  # a redirect or an error: the whole (bounded) body, then its typed error
             check_status(call, response, (yield exchange.read_all()))
         if self.from_answer is not None and is_json(response):
             body = yield exchange.read_all()

@@ -12,6 +12,8 @@ The rules these cases hold the clients to:
   ``chunk_timeout_s``, and a new one replaces it after a cancel; whatever
   deadline those reads had, the next request on the pool waits for its answer
   as long as *its* ``timeout`` says (for ever, with ``timeout: inf``).
+- **A redirect is an error, never followed**: a :class:`RedirectError` naming the
+  status and the ``Location``; no other server hears from the client.
 - **A request is sent again for free only when the upstream never read it**:
   a write of it failed, or its pooled connection was seen closed before
   anything was written. A request written whole and then dropped may be
@@ -29,6 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from agent_core.errors import RedirectError
 from agent_core_providers.openai import OpenAIProvider
 
 from ._driver import arun_turn, run_turn
@@ -222,3 +225,49 @@ def test_chunk_size_lines_of_twenty_hex_digits_are_read_as_h11_reads_them(upstre
     upstream.script((SSE_HEAD + body + b"00000000000000000000\r\n\r\n",), streamed("two"))
     assert calls(upstream, use_async, 2) == ["one", "two"]
     assert upstream.conns() == [1, 1]  # the body was whole: its connection carried the next request
+
+
+# -- redirects: a typed error, nothing followed, no credential leaves ------------------------------------
+
+
+def redirect(status: int, location: str, body: bytes = b"") -> tuple[Any, ...]:
+    return (b"HTTP/1.1 %d Moved\r\nLocation: %s\r\nContent-Length: %d\r\n\r\n%s"
+            % (status, location.encode(), len(body), body),)
+
+
+@MODES
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "call"])
+def test_a_redirect_is_a_typed_error_naming_status_and_location(upstream, use_async, status, stream):
+    elsewhere = RawServer()  # where the redirect points: it must never hear from us
+    try:
+        target = f"{elsewhere.url}/v1/chat/completions"
+        upstream.script(redirect(status, target, b'{"moved": true}'), redirect(status, target))
+        provider = OpenAIProvider()
+        cfg = config(upstream, max_retries=2)
+        with pytest.raises(RedirectError) as caught:
+            if use_async:
+                run_async(arun_turn, provider, [], USER, cfg, stream=stream)
+            else:
+                run_turn(provider, [], USER, cfg, stream=stream)
+        error = caught.value
+        assert error.status_code == status and error.location == target and not error.retryable
+        assert str(status) in str(error) and target in str(error)
+        assert len(upstream.requests) == 1  # not retried
+        assert elsewhere.accepted == 0  # not followed: the key went nowhere else
+    finally:
+        elsewhere.stop()
+
+
+def test_an_http_base_url_sent_to_https_says_so(upstream):
+    upstream.script(redirect(301, "https://api.example.test/v1/chat/completions"))
+    with pytest.raises(RedirectError, match=r"301.*https://api\.example\.test/v1/chat/completions.*https:// instead of"):
+        run_turn(OpenAIProvider(), [], USER, config(upstream))
+
+
+def test_a_location_holding_the_key_is_scrubbed(upstream):
+    upstream.script(redirect(307, f"https://evil.test/?key={KEY}"))
+    with pytest.raises(RedirectError) as caught:
+        run_turn(OpenAIProvider(), [], USER, config(upstream))
+    assert KEY not in str(caught.value) and KEY not in (caught.value.location or "")
+    assert "evil.test" in caught.value.location
