@@ -43,8 +43,11 @@ from ._config import (
     max_retries_of,
     max_retry_wait_of,
     normal_url,
+    proxy_of,
+    proxy_secrets,
     rate_limit_retries_of,
     seconds,
+    transport_of,
 )
 from ._errors import scrub_error
 from ._exchange import Exchange
@@ -169,8 +172,9 @@ class HTTPProvider(BaseProvider):
         key = self.api_key(config)
         headers = self._api_auth_headers(key) if key else {}
         hidden = extra_headers(config, self.name)
-        secrets = tuple(s for s in (key, *hidden.values()) if s)
-        return Credentials({**headers, **hidden}, secrets)
+        proxy = proxy_of(config)
+        secrets = tuple(s for s in (key, *hidden.values(), *proxy_secrets(proxy)) if s)
+        return Credentials({**headers, **hidden}, secrets, proxy)
 
     # -- hooks ---------------------------------------------------------------------
 
@@ -309,10 +313,16 @@ class HTTPProvider(BaseProvider):
         return stream_flow(exchange, lambda: self._api_reader(secrets), self._api_events_from_answer)
 
     def _sync_client(self, config: Mapping[str, Any]) -> httpx.Client:
-        return self._client or sync_client_for(self.base_url(config), self._timeout(config))
+        return self._client or sync_client_for(self.base_url(config), self._timeout(config), **self._route(config))
 
     def _async_client_for(self, config: Mapping[str, Any]) -> httpx.AsyncClient:
-        return self._async_client or async_client_for(self.base_url(config), self._timeout(config))
+        return self._async_client or async_client_for(self.base_url(config), self._timeout(config),
+                                                      **self._route(config))
+
+    def _route(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The pooled client's ``proxy`` (kept with the credentials: it may hold a password) and ``transport``."""
+        credentials = self._credentials or self._make_credentials(config)
+        return {"proxy": credentials.proxy, "transport": transport_of(config)}
 
     def _timeout(self, config: Mapping[str, Any]) -> float:
         return seconds(config, "timeout") or self.default_timeout

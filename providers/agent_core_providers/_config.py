@@ -27,6 +27,7 @@ from agent_core.errors import ConfigError
 from ._call import MAX_RETRY_SLEEP
 
 __all__ = [
+    "PROXY_SCHEMES",
     "SECRET_CONFIG_KEYS",
     "Credentials",
     "clean_header_value",
@@ -38,13 +39,16 @@ __all__ = [
     "max_retry_wait_of",
     "rate_limit_retries_of",
     "normal_url",
+    "proxy_of",
+    "proxy_secrets",
     "seconds",
+    "transport_of",
 ]
 
 Dict = dict[str, Any]
 
 #: Config keys that hold credentials and so are kept out of ``state["config"]``.
-SECRET_CONFIG_KEYS = frozenset({"api_key", "extra_headers"})
+SECRET_CONFIG_KEYS = frozenset({"api_key", "extra_headers", "proxy"})  # a proxy URL may hold its password
 # "/v1/v1/": a base_url that already ends in the version segment the provider appends.
 _DOUBLED_VERSION = re.compile(r"/(v\d+)/\1(?=/|$)")
 # RFC 9110 token characters: what a header name may hold.
@@ -52,13 +56,14 @@ _TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABC
 
 
 class Credentials:
-    """Auth headers for one request and the strings to scrub from errors; ``repr`` never shows them."""
+    """Auth headers for one request, its proxy, and the strings to scrub from errors; ``repr`` never shows them."""
 
-    __slots__ = ("headers", "secrets")
+    __slots__ = ("headers", "proxy", "secrets")
 
-    def __init__(self, headers: Mapping[str, str], secrets: tuple[str, ...]) -> None:
+    def __init__(self, headers: Mapping[str, str], secrets: tuple[str, ...], proxy: str | None = None) -> None:
         self.headers = dict(headers)
         self.secrets = secrets
+        self.proxy = proxy
 
     def __repr__(self) -> str:
         return f"<credentials: {len(self.headers)} header(s), redacted>"
@@ -109,6 +114,49 @@ def extra_headers(config: Mapping[str, Any], plugin: str) -> dict[str, str]:
             raise _headers_error(plugin, f": the value of header {name!r} must be a string or a number")
         out[name] = clean_header_value(value, f"config key 'extra_headers' ({name!r})", plugin, "extra_headers")
     return out
+
+
+#: the proxy schemes httpx takes
+PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+
+
+def proxy_of(config: Mapping[str, Any]) -> str | None:
+    """``config["proxy"]``: a proxy URL httpx takes, or None when unset (the environment's then apply).
+
+    Raises:
+        ConfigError: not a URL with one of :data:`PROXY_SCHEMES`; the message never quotes
+            the value, which may hold the proxy's password.
+    """
+    value = config.get("proxy")
+    if value is None or value == "":
+        return None
+    scheme = value.split("://", 1)[0].lower() if isinstance(value, str) and "://" in value else ""
+    if scheme not in PROXY_SCHEMES:
+        raise ConfigError(f"config key 'proxy' must be a URL starting with {', '.join(s + '://' for s in PROXY_SCHEMES)} "
+                          "(the value is not shown)", key="proxy")
+    return value
+
+
+def proxy_secrets(proxy: str | None) -> tuple[str, ...]:
+    """What to scrub from errors for ``proxy``: the URL itself and its password, when it has one."""
+    if not proxy:
+        return ()
+    _, _, rest = proxy.partition("://")
+    userinfo, at, _ = rest.partition("@")
+    password = userinfo.partition(":")[2] if at else ""
+    return tuple(s for s in (proxy, userinfo if at else "", password) if s)
+
+
+def transport_of(config: Mapping[str, Any]) -> str | None:
+    """``config["transport"]`` (checked against the transports by :func:`._routing.route_for`), or None when unset.
+
+    Raises:
+        ConfigError: the value is not a string.
+    """
+    value = config.get("transport")
+    if value is None or isinstance(value, str):
+        return value
+    raise ConfigError(f"config key 'transport' must be a string, got {type(value).__name__}", key="transport")
 
 
 def _headers_error(plugin: str, what: str) -> ConfigError:
@@ -230,6 +278,19 @@ def common_schema(prefix: str, base_url: str, model: str, timeout: float, max_re
             "type": "number",
             "description": "seconds a streamed answer may stay silent (from its headers, between chunks) "
             "before the attempt fails as a retryable timeout (default: only `timeout` bounds it)",
+        },
+        "proxy": {
+            "type": "string",
+            "secret": True,
+            "description": "proxy URL for the API's requests (http://, https:// or socks5://, may hold user:password); "
+            "default: $HTTPS_PROXY / $HTTP_PROXY / $ALL_PROXY as httpx reads them, $NO_PROXY honoured. "
+            "A proxied call runs on httpx's own transport",
+        },
+        "transport": {
+            "type": "string",
+            "enum": ["agent-core", "httpx"],
+            "description": "the HTTP transport under the pooled clients: agent-core's own HTTP/1.1 (default) or stock "
+            "httpx's, to rule ours out; default $AGENT_CORE_TRANSPORT, else agent-core",
         },
         "extra_headers": {
             "type": "object",

@@ -222,7 +222,7 @@ def _start_drain(record: InFlight) -> float:
     injected client a timer shuts the response's socket down if the drain
     outlasts the grace (the failed read then ends the complete answer).
     """
-    stream = record.stream
+    stream = record.reads
     if stream is not None:
         stream.read_cap = DRAIN_GRACE
     else:
