@@ -18,23 +18,27 @@ error, and the request would be retried as a network failure).
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from agent_core.errors import ConfigError
 
-from ._call import MAX_RETRY_SLEEP
+from ._call import MAX_RETRY_SLEEP, HTTPCall
 
 __all__ = [
     "PROXY_SCHEMES",
     "SECRET_CONFIG_KEYS",
     "Credentials",
+    "api_key_of",
+    "base_url_of",
     "clean_header_value",
     "chunk_timeout_of",
     "common_schema",
     "deadline_of",
     "extra_headers",
+    "http_call",
     "max_retries_of",
     "max_retry_wait_of",
     "rate_limit_retries_of",
@@ -157,6 +161,57 @@ def transport_of(config: Mapping[str, Any]) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise ConfigError(f"config key 'transport' must be a string, got {type(value).__name__}", key="transport")
+
+
+def base_url_of(config: Mapping[str, Any], env_prefix: str, default: str, plugin: str) -> str:
+    """``config["base_url"]``, else ``$<env_prefix>_BASE_URL``, else ``default``; without a trailing slash.
+
+    Raises:
+        ConfigError: the URL has no ``http://`` or ``https://`` in front.
+    """
+    url = str(config.get("base_url") or os.environ.get(f"{env_prefix}_BASE_URL") or default).rstrip("/")
+    if not url.lower().startswith(("http://", "https://")):
+        where = "config key 'base_url'" if config.get("base_url") else f"${env_prefix}_BASE_URL"
+        # quoted only when it cannot hold a credential (user info, a query or fragment may)
+        plain = not any(c in url for c in "@?#") and len(url) < 200
+        shown = f" (did you mean 'http://{url}'?)" if plain else ""
+        raise ConfigError(f"{where} must start with http:// or https://{shown}", key="base_url", plugins=[plugin])
+    return url
+
+
+def api_key_of(config: Mapping[str, Any], env_prefix: str, plugin: str) -> str | None:
+    """``config["api_key"]``, else ``$<env_prefix>_API_KEY``, cleaned (None when neither is set).
+
+    Raises:
+        ConfigError: the key holds a control or non-ASCII character (never quoted).
+    """
+    if config.get("api_key"):
+        return clean_header_value(config["api_key"], "config key 'api_key'", plugin, "api_key") or None
+    env = f"{env_prefix}_API_KEY"
+    value = os.environ.get(env)
+    return (clean_header_value(value, f"${env}", plugin, "api_key") or None) if value else None
+
+
+def http_call(provider: str, config: Mapping[str, Any], url: str, body: bytes, headers: Mapping[str, str],
+              credentials: Credentials, *, method: str = "POST", default_max_retries: int = 2) -> HTTPCall:
+    """The request to send: ``headers`` with the credentials', and the retry and time limits ``config`` sets.
+
+    Raises:
+        ConfigError: a limit in ``config`` is not a valid value.
+    """
+    return HTTPCall(
+        provider=provider,
+        url=normal_url(url),
+        body=body,
+        headers={**headers, **credentials.headers},
+        max_retries=max_retries_of(config, default_max_retries),
+        secrets=credentials.secrets,
+        method=method,
+        max_retry_wait=max_retry_wait_of(config),
+        deadline=deadline_of(config),
+        rate_limit_retries=rate_limit_retries_of(config),
+        chunk_timeout=chunk_timeout_of(config),
+    )
 
 
 def _headers_error(plugin: str, what: str) -> ConfigError:

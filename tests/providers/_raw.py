@@ -98,6 +98,8 @@ class RawServer:
                 sock = self._tls.wrap_socket(sock, server_side=True)
             except OSError:
                 return
+            with self._lock:
+                self._socks.append(sock)  # the plain socket object is detached now: stop() shuts this one
         with contextlib.suppress(OSError), sock:
             while True:
                 while b"\r\n\r\n" not in buf:
