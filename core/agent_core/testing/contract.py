@@ -124,7 +124,8 @@ def _misspelt(plugin: Any, config: Mapping[str, Any] | None, provider: Any) -> N
                 f"(a request would only warn, and run on {close[0]!r}'s default)"))
 
 
-_CANARY = "sk-check-plugin-canary-0000"
+#: a URL, so a secret that must be one (a proxy with its password) takes it as well as a key does
+_CANARY = "http://sk-check-plugin-canary-0000@127.0.0.1:9"
 
 
 def _secrets_kept(plugin: Any, config: Mapping[str, Any] | None) -> None:
