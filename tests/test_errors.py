@@ -36,7 +36,6 @@ HIERARCHY = [
     ("ProviderUnavailableError", LLMError),
     ("LLMTimeoutError", LLMError),
     ("MalformedResponseError", LLMError),
-    ("RedirectError", LLMError),
     ("PluginError", Exception),
     ("ConfigError", ValueError),
     ("ActionInputError", ValueError),
@@ -68,7 +67,6 @@ LLM_SUBCLASSES = [
     ProviderUnavailableError,
     LLMTimeoutError,
     MalformedResponseError,
-    errors.RedirectError,
 ]
 
 

@@ -62,7 +62,6 @@ PUBLIC_NAMES = [
     "QuotaExceededError",
     "ROLES",
     "RateLimitError",
-    "RedirectError",
     "RequestInFlightError",
     "RequestObserver",
     "RequestResult",

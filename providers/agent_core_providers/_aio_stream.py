@@ -19,11 +19,7 @@ and what arrives then is handed to it as that future's result, never queued
 The read timeout is a deadline the connection's one timer checks when it
 fires (re-armed for a later deadline, never rescheduled per read): a paced
 stream's reads each wait, and a timer added and removed per read cost as much
-as the read itself. The deadline belongs to the read that waits, and every
-wait sets it, an unbounded one to no deadline at all: a timer left armed by an
-earlier read (a drain's short cap, a ``chunk_timeout_s``) may still fire, but
-it only checks the deadline of the read waiting now, so it can never time out
-a later request on the same pooled connection. The protocol also knows at once when
+as the read itself. The protocol also knows at once when
 the server closed the connection, which is what ``is_readable`` asks of an
 idle pooled connection.
 
@@ -37,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import ssl
 from collections import deque
 from typing import Any
@@ -86,9 +81,7 @@ class _Reader(asyncio.Protocol):
         # loop.create_future() gives the same future through a keyword call, about twice the cost
         self.waiter = fut = _Future()
         self.timed_out = False
-        if timeout is None:
-            self.deadline = math.inf  # this read waits for ever, whatever an earlier read armed
-        else:
+        if timeout is not None:
             self.deadline = deadline = loop.time() + timeout
             if self.timer is None or deadline < self.timer_at:
                 self._arm(deadline)
@@ -110,7 +103,7 @@ class _Reader(asyncio.Protocol):
         if self.loop.time() >= self.deadline:
             self.timed_out = True
             waiter.set_result(None)
-        elif self.deadline < math.inf:  # the read that waits now began later than the one the timer was set for
+        else:  # the read that waits now began later than the one the timer was set for
             self._arm(self.deadline)
 
     def disarm(self) -> None:
@@ -236,15 +229,9 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             self._transport.write(buffer)
         except (OSError, RuntimeError) as exc:
             raise httpcore.WriteError(str(exc)) from exc
-        if self._transport.is_closing():  # the send failed (a reset, a broken pipe): asyncio closes, never raises
-            raise httpcore.WriteError("the upstream closed the connection while the request was written")
-        reader = self._reader
-        drained = reader.drained
-        if drained is not None and not drained.done():
-            if not await _wait(drained, timeout):
-                raise httpcore.WriteTimeout("timed out writing to the upstream")
-            if reader.error is not None:  # lost with bytes of the request still unsent
-                raise httpcore.WriteError(str(reader.error) or type(reader.error).__name__)
+        drained = self._reader.drained
+        if drained is not None and not drained.done() and not await _wait(drained, timeout):
+            raise httpcore.WriteTimeout("timed out writing to the upstream")
 
     async def aclose(self) -> None:
         self._reader.disarm()
