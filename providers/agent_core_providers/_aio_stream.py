@@ -19,7 +19,11 @@ and what arrives then is handed to it as that future's result, never queued
 The read timeout is a deadline the connection's one timer checks when it
 fires (re-armed for a later deadline, never rescheduled per read): a paced
 stream's reads each wait, and a timer added and removed per read cost as much
-as the read itself. The protocol also knows at once when
+as the read itself. The deadline belongs to the read that waits, and every
+wait sets it, an unbounded one to no deadline at all: a timer left armed by an
+earlier read (a drain's short cap, a ``chunk_timeout_s``) may still fire, but
+it only checks the deadline of the read waiting now, so it can never time out
+a later request on the same pooled connection. The protocol also knows at once when
 the server closed the connection, which is what ``is_readable`` asks of an
 idle pooled connection.
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import ssl
 from collections import deque
 from typing import Any
@@ -81,7 +86,9 @@ class _Reader(asyncio.Protocol):
         # loop.create_future() gives the same future through a keyword call, about twice the cost
         self.waiter = fut = _Future()
         self.timed_out = False
-        if timeout is not None:
+        if timeout is None:
+            self.deadline = math.inf  # this read waits for ever, whatever an earlier read armed
+        else:
             self.deadline = deadline = loop.time() + timeout
             if self.timer is None or deadline < self.timer_at:
                 self._arm(deadline)
@@ -103,7 +110,7 @@ class _Reader(asyncio.Protocol):
         if self.loop.time() >= self.deadline:
             self.timed_out = True
             waiter.set_result(None)
-        else:  # the read that waits now began later than the one the timer was set for
+        elif self.deadline < math.inf:  # the read that waits now began later than the one the timer was set for
             self._arm(self.deadline)
 
     def disarm(self) -> None:

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -29,115 +26,12 @@ from agent_core_providers._pool import (
     sync_client_for,
 )
 
-
-@dataclass(frozen=True)
-class Hold:
-    """Wait for ``event`` (at most 5 s) before the next step; the server notes whether it came in time."""
-
-    event: threading.Event
-
-
-CLOSE = object()  #: close the connection here (a FIN, nothing said in a header)
-
-
-class RawServer:
-    """Answers each request with the next scripted reply: a sequence of bytes, :class:`Hold` and :data:`CLOSE`."""
-
-    def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self.accepted = 0
-        self.requests: list[tuple[int, bytes]] = []  # (connection number from 1, request line)
-        self.wire: list[bytes] = []  # each request exactly as it arrived: head and body
-        self.holds: list[bool] = []  # per Hold step: True when its event came before the timeout
-        self._replies: deque[tuple[Any, ...]] = deque()
-        self._events: list[threading.Event] = []
-        self._socks: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._threads = [threading.Thread(target=self._accept, daemon=True)]
-        self._threads[0].start()
-
-    def script(self, *replies: bytes | tuple[Any, ...]) -> None:
-        with self._lock:
-            self._replies.extend(r if isinstance(r, tuple) else (r,) for r in replies)
-
-    def event(self) -> threading.Event:
-        """An event for a :class:`Hold`; :meth:`stop` sets it, so no server thread outlives the test."""
-        event = threading.Event()
-        self._events.append(event)
-        return event
-
-    def conns(self) -> list[int]:
-        """Which connection carried each request, in order."""
-        return [n for n, _ in self.requests]
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                sock, _ = self._listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each step leaves at once
-            with self._lock:
-                self.accepted += 1
-                self._socks.append(sock)
-                thread = threading.Thread(target=self._serve, args=(sock, self.accepted), daemon=True)
-                self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, sock: socket.socket, number: int) -> None:
-        buf = b""
-        with contextlib.suppress(OSError), sock:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    data = sock.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                head, _, buf = buf.partition(b"\r\n\r\n")
-                lines = head.split(b"\r\n")
-                length = next((int(line.split(b":", 1)[1]) for line in lines[1:]
-                               if line.lower().startswith(b"content-length:")), 0)
-                while len(buf) < length:
-                    data = sock.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                body, buf = buf[:length], buf[length:]
-                with self._lock:
-                    self.requests.append((number, lines[0]))
-                    self.wire.append(head + b"\r\n\r\n" + body)
-                    reply = self._replies.popleft() if self._replies else (CLOSE,)
-                for step in reply:
-                    if step is CLOSE:
-                        sock.shutdown(socket.SHUT_RDWR)
-                        sock.close()
-                        return
-                    if isinstance(step, Hold):
-                        self.holds.append(step.event.wait(5))
-                    else:
-                        sock.sendall(step)
-
-    def stop(self) -> None:
-        for event in self._events:
-            event.set()
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept
-        self._listener.close()
-        with self._lock:
-            socks = list(self._socks)
-        for sock in socks:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        for thread in self._threads:
-            thread.join(5)
+from ._raw import CLOSE, Hold, RawServer, serving
 
 
 @pytest.fixture
-def server() -> Iterable[RawServer]:
-    srv = RawServer()
-    yield srv
-    srv.stop()
+def server() -> Iterator[RawServer]:
+    yield from serving()
 
 
 # -- one test body, two clients ------------------------------------------------------------
