@@ -16,13 +16,13 @@ from ..plugins.hooks import LivePlugin
 from ..plugins.native_view import native_keys
 from ..runtime.flight import Flight, RunCancelled
 
-__all__ = ["PASS", "PASS_CLOSING", "TYPED_ERRORS", "hot_failure", "provider_failure"]
+__all__ = ["PASS", "PASS_CLOSING", "TYPED_ERRORS", "hot_failure", "provider_failure", "shape_hint"]
 
 PASS = (LLMError, ProviderRequestCancelled)  # typed failures a hot hook may raise as they are
 PASS_CLOSING = (*PASS, PluginError, ConfigError)  # at the closing step, as any cold hook call (call_hook)
 
 
-def _shape_hint(exc: Exception, finals: Any, provider: Any) -> str | None:
+def shape_hint(exc: Exception, finals: Any, provider: Any) -> str | None:
     """The detail for an extension that read a native final as a core message, or None."""
     keys = native_keys(finals) if isinstance(exc, (KeyError, TypeError)) else ""
     if not keys or provider is None:
@@ -43,7 +43,7 @@ def hot_failure(plugin: Any, exc: Exception, passing: tuple[type[Exception], ...
     """
     if isinstance(exc, passing):
         return exc
-    error = PluginError(plugin.name, "process_chunk", exc, detail=_shape_hint(exc, finals, provider))
+    error = PluginError(plugin.name, "process_chunk", exc, detail=shape_hint(exc, finals, provider))
     error.__cause__ = exc
     return error
 
