@@ -84,6 +84,7 @@ from .hot_loop import call_provider
 from .observe import ABANDONED, Observers, observers_for
 from .repeats import AnsweredCalls
 from .request_injection import inject, request_injections
+from .secret_guard import SecretGuard
 
 __all__ = ["RequestRun", "error_info"]
 
@@ -99,6 +100,7 @@ class Settled:
     base_ctx: dict[str, Any]  # what each provider call's context starts from
     max_iter: int  # max_iterations
     stop_on_error: bool  # stop_on_tool_error
+    guard: SecretGuard  # the plugins' secret values, looked for in what each provider call adds
 
 
 class RequestRun:
@@ -247,7 +249,7 @@ class RequestRun:
             "tool_interop": kit.registry, "stream": self.stream,
         }
         return Settled(provider, exts, chain, kit, base_ctx, int(config.get("max_iterations") or 10),
-                     bool(config.get("stop_on_tool_error"))), state
+                     bool(config.get("stop_on_tool_error")), SecretGuard(live.values())), state
 
     def _observers(self, res: Resolution, features: list[LivePlugin], config: Any) -> Observers | None:
         """The features' observers (:mod:`.observe`), asked in the context the caller made the request in."""
@@ -302,7 +304,7 @@ class RequestRun:
         self.usage[2] += 1
         messages, session, native, state = finalize_turn(
             req.provider, req.chain, req.kit.lifecycle, turn, finals, native, state, session,
-            request_id=self.request_id, stream=self.stream, core=self.core,
+            request_id=self.request_id, stream=self.stream, core=self.core, guard=req.guard,
         )
         if observer is not None:
             observer.provider_call_ended(iteration, messages)
@@ -388,15 +390,10 @@ class RequestRun:
 
 
 def _last_assistant_metadata(messages: list[Message]) -> Mapping[str, Any]:
-    for m in reversed(messages):
-        if m.role == "assistant":
-            return m.metadata
-    return FrozenDict()
+    last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+    return FrozenDict() if last is None else last.metadata
 
 
 def _tool_calls(messages: list[Message]) -> list[Any]:
-    for m in reversed(messages):
-        if m.role == "assistant":
-            calls = m.metadata.get("tool_calls")
-            return list(calls) if isinstance(calls, (list, tuple)) else []
-    return []
+    calls = _last_assistant_metadata(messages).get("tool_calls")
+    return list(calls) if isinstance(calls, (list, tuple)) else []

@@ -35,9 +35,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import freeze, thaw
-from ..engine.blame import shape_hint
 from ..errors import PluginContractError
-from ..plugin_kit import ENGINE_KEYS, final_fault, read_verdict
+from ..plugin_kit import ENGINE_KEYS, final_fault, misread_natives, read_verdict
 from .harness import PluginHarness
 from .inspection import PROTOCOLS, fit_call, short
 from .request_checks import same_finals_twice, ui_elements_read
@@ -199,7 +198,7 @@ class _Checker:
         except PluginContractError:
             raise
         except Exception as exc:
-            shape = shape_hint(exc, args[2], self.h.provider) if hook == "process_chunk" and len(args) == 5 else None
+            shape = misread_natives(exc, args[2], self.h.provider) if hook == "process_chunk" and len(args) == 5 else None
             raise self.fail(hook, shape or f"raised {type(exc).__name__}: {exc}",
                             {"inputs": [thaw(a) for a in args]}) from exc
 

@@ -16,13 +16,13 @@ Two mistakes pass every single-hook rule and still break a request:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import freeze, thaw
 from ..errors import PluginContractError
-from ..plugins.hooks import spec_for
-from ..plugins.ui_elements import ui_element_fault
+from ..plugin_kit import ui_element_fault
 from .harness import PluginHarness
 from .render import normalise
 
@@ -64,17 +64,31 @@ def same_finals_twice(h: PluginHarness, chunks_of: Callable[[Any, Any], Iterable
             {"first call's finals": thaw(first), "second call's finals": thaw(second)})
 
 
+def _ui_arguments(fn: Callable[..., Any], config: Any, context: Any) -> list[Any]:
+    """The arguments for ``get_ui_elements`` in the shape it takes: the contract's, or a legacy one the engine adapts.
+
+    ``(config, context=None)``; legacy: ``()``, ``(config)``, ``(config, tags, models)``,
+    ``(config, tags, models, context)``.
+    """
+    params = [p for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY,
+                                                                                 p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values()):
+        return [config, context]
+    shapes = {0: [], 1: [config], 2: [config, context], 3: [config, [], []]}
+    return shapes.get(len(params), [config, [], [], context])
+
+
 def ui_elements_read(h: PluginHarness) -> None:
     """What ``get_ui_elements`` returns, read as an application's ``get_ui_schema`` reads it.
 
     Raises:
         PluginContractError: naming the plugin, ``get_ui_elements``, the element and its fault.
     """
-    spec = spec_for(h.kind, type(h.plugin))
-    if not spec.defines("get_ui_elements"):
+    fn = getattr(h.plugin, "get_ui_elements", None)
+    if not callable(fn):
         return
     context = freeze({"tags": [], "models": [], "available_tools": [], "tools": []})
-    elements = spec.bind(h.plugin, "get_ui_elements")(h._config, context)  # a legacy shape adapted, as the engine does
+    elements = fn(*_ui_arguments(fn, h._config, context))
     for i, element in enumerate(elements or ()):
         fault = ui_element_fault(element)
         if fault is not None:
