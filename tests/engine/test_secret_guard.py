@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 from agent_core import AgentCore, Message, encode_event
 from agent_core.errors import PluginError, SecretInSessionError
-from agent_core.plugin_kit import Feature
+from agent_core.plugin_kit import Feature, Tool, ToolCall, failure
+from agent_core.testing import reply, scripted_provider, tool_call
 
 KEY = "sk-live-0123456789abcdef"
 
@@ -124,3 +125,29 @@ def test_a_provider_keeping_its_key_on_the_instance_runs_with_the_same_features(
 def test_a_short_secret_is_not_searched_for_ordinary_text_would_match_it():
     _, events = run(Keeper, [CopiesIt], {"keeper_api_key": "hel"})
     assert events[-1].outcome.status == "finished"
+
+
+class Lookup(Tool):
+    """A tool with a key of its own that echoes its request URL into an error, key and all (the mistake)."""
+
+    name = "lookup"
+    config_schema = {"lookup_api_key": {"type": "string", "secret": True, "default": ""}}
+
+    def get_tool_schemas(self, state):
+        return [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+
+    def run(self, call: ToolCall):
+        return failure(f"GET https://api.example/find?key={call.config['lookup_api_key']} answered 500")
+
+
+def test_a_secret_in_a_tool_result_stops_the_request_before_its_event():
+    model = scripted_provider(reply(tool_calls=[tool_call("lookup", {})]), reply("Done."))
+    core = AgentCore(providers=[model], tools=[Lookup])
+    session = core.add_message(core.create_session(), Message(role="user", content="find it"))
+    events = list(core.stream_request(session, {"lookup_api_key": KEY}))
+    done = events[-1]
+    assert (done.outcome.status, done.outcome.reason) == ("stopped", "plugin_error")
+    assert "'lookup'" in done.outcome.detail and "'execute_tool'" in done.outcome.detail
+    assert "lookup_api_key" in done.outcome.detail and done.session == session
+    assert all(e.type != "tool_result" for e in events)
+    assert not any(KEY.encode() in encode_event(e) for e in events)

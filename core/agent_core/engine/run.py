@@ -100,7 +100,6 @@ class Settled:
     base_ctx: dict[str, Any]  # what each provider call's context starts from
     max_iter: int  # max_iterations
     stop_on_error: bool  # stop_on_tool_error
-    guard: SecretGuard  # the plugins' secret values, looked for in what each provider call adds
 
 
 class RequestRun:
@@ -239,7 +238,7 @@ class RequestRun:
         chain = [*exts, *(live[n] for n in res.features)]
         config = kit.config
         state = init_state(provider, chain, lambda p: own_config(p, config))
-        kit = kit.with_lifecycle(lifecycle_table(chain, state))
+        kit = dataclasses.replace(kit.with_lifecycle(lifecycle_table(chain, state)), guard=SecretGuard(live.values()))
         self.observer = self._observers(res, chain[len(exts):], config)
         if self.observer is not None:
             kit = dataclasses.replace(kit, observer=self.observer)
@@ -249,7 +248,7 @@ class RequestRun:
             "tool_interop": kit.registry, "stream": self.stream,
         }
         return Settled(provider, exts, chain, kit, base_ctx, int(config.get("max_iterations") or 10),
-                     bool(config.get("stop_on_tool_error")), SecretGuard(live.values())), state
+                     bool(config.get("stop_on_tool_error"))), state
 
     def _observers(self, res: Resolution, features: list[LivePlugin], config: Any) -> Observers | None:
         """The features' observers (:mod:`.observe`), asked in the context the caller made the request in."""
@@ -304,7 +303,7 @@ class RequestRun:
         self.usage[2] += 1
         messages, session, native, state = finalize_turn(
             req.provider, req.chain, req.kit.lifecycle, turn, finals, native, state, session,
-            request_id=self.request_id, stream=self.stream, core=self.core, guard=req.guard,
+            request_id=self.request_id, stream=self.stream, core=self.core, guard=req.kit.guard,
         )
         if observer is not None:
             observer.provider_call_ended(iteration, messages)

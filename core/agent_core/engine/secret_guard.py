@@ -8,15 +8,17 @@ feature copy it into a final's metadata, and a careless one may put it in a
 native message itself. So after each provider call, before a ``final`` event or
 the session sees anything, the engine looks for each secret value in what the
 call adds: the final core messages, the native history it keeps, and the
-session metadata of ``response_finalize`` actions. A find stops the request with
+session metadata of ``response_finalize`` actions; and in each tool message
+before its ``tool_result`` event. A find stops the request with
 a :class:`~agent_core.errors.SecretInSessionError` naming the declaring plugin and
 the key; the caller's session is left as it was.
 
 Cost: nothing for a request whose plugins declare no secret (the common case
 behind ``agent-core serve``, where keys come from the environment, is one secret:
 the provider's). Otherwise one JSON encoding of the call's new messages and a
-substring search per secret, once per provider call; the per-chunk path is
-untouched, so streamed partials are not searched. Values shorter than
+substring search per secret, once per provider call and once per tool result;
+the per-chunk path is untouched, so streamed partials (and a streaming tool's
+progress parts) are not searched. Values shorter than
 :data:`SHORTEST` are not searched: they would match ordinary text.
 """
 
@@ -56,7 +58,7 @@ class SecretGuard:
             if isinstance(value, str) and len(value) >= SHORTEST
         )
 
-    def check(self, where: str, value: Any) -> None:
+    def check(self, where: str, value: Any, hook: str = "finalize") -> None:
         """Raise if any secret value is in ``value`` (messages, native messages, metadata).
 
         Raises:
@@ -67,4 +69,4 @@ class SecretGuard:
         text = _encode(value)
         for plugin, key, needle in self.needles:
             if needle in text:
-                raise SecretInSessionError(plugin, key, where)
+                raise SecretInSessionError(plugin, key, where, hook)
