@@ -26,6 +26,8 @@ the rule and the offending value in a :class:`PluginContractError` (an
    payload (``samples={"tool_payload": {...}}``) returns a result with
    ``success``, not ``None``; a feature's ``tool_pre`` action returns a
    verdict, not ``None`` (which the engine takes as a refusal).
+8. **Across a request** (:mod:`.request_checks`): a provider's answer given as two calls of one
+   request makes the same finals; ``get_ui_elements`` returns elements an application can read.
 """
 
 from __future__ import annotations

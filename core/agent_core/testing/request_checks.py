@@ -70,12 +70,12 @@ def _ui_arguments(fn: Callable[..., Any], config: Any, context: Any) -> list[Any
     ``(config, context=None)``; legacy: ``()``, ``(config)``, ``(config, tags, models)``,
     ``(config, tags, models, context)``.
     """
-    params = [p for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY,
-                                                                                 p.POSITIONAL_OR_KEYWORD)]
-    if any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values()):
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
         return [config, context]
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     shapes = {0: [], 1: [config], 2: [config, context], 3: [config, [], []]}
-    return shapes.get(len(params), [config, [], [], context])
+    return shapes.get(len(positional), [config, [], [], context])
 
 
 def ui_elements_read(h: PluginHarness) -> None:
