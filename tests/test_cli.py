@@ -113,7 +113,7 @@ def test_a_typo_in_a_config_key_is_pointed_out_once_and_the_run_goes_on(capsys):
     assert out.out == "Echo: hi\n"
     assert out.err == (
         "warning: config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`? "
-        "(plugin 'anthropic' declares it, and runs on its default until the key is spelt so) (set by -c)\n"
+        "(plugin 'anthropic' declares it in its config schema, and runs on its default until the key is spelt so) (set by -c)\n"
     )
 
 

@@ -20,7 +20,7 @@ from server._live import start_serve, stop_serve
 pytestmark = pytest.mark.slow  # each test runs agent-core as a process: the tier `pytest -m slow`
 
 TYPO = ("config key `max_tokns` is not declared by any installed plugin; did you mean `max_tokens`? "
-        "(plugin 'anthropic' declares it, and runs on its default until the key is spelt so)")
+        "(plugin 'anthropic' declares it in its config schema, and runs on its default until the key is spelt so)")
 
 
 def cli(home: Path, *args: str, env: dict[str, str] | None = None, stdin: str | None = None,

@@ -382,7 +382,7 @@ def test_an_undeclared_key_warns_naming_it_and_the_closest_known_key() -> None:
     (warning,) = caught
     assert str(warning.message) == (
         "config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`? "
-        "(plugin 'prov' declares it, and runs on its default until the key is spelt so)"
+        "(plugin 'prov' declares it in its config schema, and runs on its default until the key is spelt so)"
     )
     assert warning.message.key == "max_token" and warning.message.suggestion == "max_tokens"
     assert isinstance(warning.message, UserWarning)
@@ -415,7 +415,7 @@ def test_the_start_event_carries_the_warning_so_a_server_can_show_it() -> None:
     assert start.type == "start"
     assert start.warnings == [
         "config key `max_token` is not declared by any installed plugin; did you mean `max_tokens`? "
-        "(plugin 'prov' declares it, and runs on its default until the key is spelt so)"
+        "(plugin 'prov' declares it in its config schema, and runs on its default until the key is spelt so)"
     ]
     assert decode_event(encode_event(start)) == start
 

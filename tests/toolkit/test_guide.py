@@ -131,7 +131,7 @@ def test_the_guide_runs_as_written(pytester, server, monkeypatch, hypothesis_pro
         elif lang == "text":
             check_text(project, body)
             checked["text"] += 1
-    assert checked == {"file": 8, "exec": 8, "pytest": 5, "cli": 1, "text": 3}
+    assert checked == {"file": 8, "exec": 11, "pytest": 5, "cli": 1, "text": 3}
 
 
 def check_text(project: Project, body: str) -> None:

@@ -1,17 +1,42 @@
-"""Plugin authors' mistakes each get a message naming the plugin, the hook and the fix.
+"""Plugin authors' six deliberate mistakes each get a message naming the plugin, the hook and the fix.
 
-From the engine (in a request) and from ``check_plugin`` alike: a provider that
-raises an untyped exception, a plugin that reads a config key it never declared,
-and a config key spelt almost like a declared one.
+From the engine (in a request, or at registration) and from ``check_plugin`` alike:
+
+1. a provider that raises a bare ``Exception`` for what its API said (``stream_api`` / ``call_api``:
+   raise the typed error, with ``failures.raise_for``);
+2. a plugin that reads a config key it never declared (the hook that read it: declare it in
+   ``config_schema``);
+3. a config key spelt almost like a declared one (the plugin's config schema: did you mean ...);
+4. a provider that keeps what one call gathers in ``init``'s state (``initialize_request``: empty
+   those keys there), the engine's side in ``test_guide_provider_loop.py``;
+5. an extension that reads a provider's native finals as ``{role, content}`` (``process_chunk``:
+   use ``rewrite_finals``), the engine's side in ``test_native_view.py``;
+6. a UI element an application cannot read (``get_ui_elements``, or ``ui_elements`` at
+   registration: the field it probably meant).
+
+And a provider that keeps its secret in the shared state (``init``: keep it on the instance),
+whose engine side is ``tests/engine/test_secret_guard.py``.
 """
 
 from __future__ import annotations
 
+import json
+
+import httpx
 import pytest
 from agent_core import AgentCore, Message, UnknownConfigKeyWarning
 from agent_core.errors import PluginError, UndeclaredConfigKeyError
+from agent_core.plugin_kit import Feature
 from agent_core.testing import PluginContractError, check_plugin
 from agent_core_providers.echo import EchoProvider
+from guide_snippets import guide_module
+
+Lines = guide_module("lines_provider.py").Lines
+LINES_SAMPLES = {
+    "streamed": '{"text": "Hel"}\n{"text": "lo!"}\n{"done": true, "tokens": 2}\n',
+    "answer": json.dumps({"text": "Hello!", "tokens": 2}),
+    "finals": [{"role": "assistant", "content": "Hello!"}],
+}
 
 
 def hello(core: AgentCore, config: dict | None = None):
@@ -128,3 +153,164 @@ def test_check_plugin_finds_a_provider_that_keeps_its_secret_in_the_state():
     assert "'keeps_key_api_key'" in str(got.value) and "keep it on the instance" in str(got.value)
     assert "canary" not in str(got.value)
     check_plugin(KeepsItOnTheInstance, kind="provider")
+
+
+class UntypedLines(Lines):
+    """The guide's provider, reporting a failed answer with a bare Exception instead of raise_for."""
+
+    name = "untyped_lines"
+
+    def stream_api(self, native_messages, state):
+        with self.client.stream("POST", state["url"], json=self.body(native_messages, state, True)) as response:
+            if response.status_code != 200:
+                raise Exception(f"the API answered {response.status_code}")
+            for line in response.iter_lines():
+                if line.strip():
+                    yield json.loads(line)
+
+    def call_api(self, native_messages, state):
+        response = self.client.post(state["url"], json=self.body(native_messages, state, False))
+        if response.status_code != 200:
+            raise Exception(f"the API answered {response.status_code}")
+        return super().call_api(native_messages, state)
+
+
+def test_check_plugin_finds_the_bare_exception_and_names_the_typed_way():
+    with pytest.raises(PluginContractError) as got:
+        check_plugin(UntypedLines, kind="provider", samples=LINES_SAMPLES)
+    assert got.value.plugin == "untyped_lines" and got.value.hook == "stream_api / call_api"
+    assert "raised Exception" in str(got.value) and "untyped" in str(got.value)
+    assert "agent_core_providers.failures.raise_for" in str(got.value)
+
+
+class Forgetful(Lines):
+    """The guide's provider with its per-call keys set once, in init, and never reset."""
+
+    name = "forgetful"
+
+    def init(self, config):
+        return {**super().init(config), "text": "", "calls": [], "tokens": None}
+
+    def initialize_request(self, native_messages, state):
+        return native_messages, state
+
+
+def test_check_plugin_finds_a_provider_that_carries_one_calls_answer_into_the_next():
+    with pytest.raises(PluginContractError) as got:
+        check_plugin(Forgetful, kind="provider", samples=LINES_SAMPLES)
+    assert got.value.plugin == "forgetful" and got.value.hook == "initialize_request"
+    assert "empty those keys in initialize_request" in str(got.value)
+    assert "Hello!Hello!" in str(got.value)  # the second call's final repeats the first's text
+    check_plugin(Lines, kind="provider", samples=LINES_SAMPLES)  # the guide's own resets them
+
+
+def test_check_plugin_finds_it_from_native_chunks_too_without_a_using_seam():
+    class Gathers:
+        name = "gathers"
+
+        def stream_api(self, native_messages, state):
+            yield {"text": "hi"}
+
+        def process_chunk(self, chunk, native_messages, state):
+            return [], [], native_messages, {**state, "heard": state.get("heard", "") + chunk["text"]}
+
+        def finalize(self, native_messages, state):
+            return [{"role": "assistant", "content": state.get("heard", "")}], native_messages, state
+
+    with pytest.raises(PluginContractError, match="initialize_request"):
+        check_plugin(Gathers, kind="provider", samples={"chunks": [{"text": "hi"}]})
+
+
+class Parrot:
+    """Natives of its own shape, {"who", "said"}."""
+
+    name = "parrot"
+
+    def to_native_messages(self, messages, state):
+        return [{"who": m["role"], "said": m["content"]} for m in messages]
+
+    def stream_api(self, native_messages, state):
+        yield {"text": native_messages[-1]["said"]}
+
+    def process_chunk(self, chunk, native_messages, state):
+        return [{"role": "assistant", "content": chunk["text"]}], [], native_messages, {**state, "heard": chunk["text"]}
+
+    def finalize(self, native_messages, state):
+        final = {"who": "assistant", "said": state["heard"]}
+        return [final], [*native_messages, final], state
+
+    def from_native_messages(self, native_messages, state):
+        return [{"role": m["who"], "content": m["said"]} for m in native_messages]
+
+
+class ByHand:
+    """Reads the native finals as core messages itself."""
+
+    name = "by_hand"
+
+    def process_chunk(self, chunk, partials, finals, native_messages, state):
+        return partials, [{**m, "content": m["content"].upper()} for m in finals], native_messages, state
+
+
+def test_an_extension_reading_natives_as_core_messages_gets_the_same_sentence_from_both():
+    core = AgentCore(providers=[Parrot], extensions=[ByHand])
+    with pytest.raises(PluginError) as engine:
+        core.request(core.add_message(core.create_session(), Message(role="user", content="polly")), {})
+    with pytest.raises(PluginContractError) as checked:
+        check_plugin(ByHand, provider=Parrot, samples={"chunks": [{"text": "polly"}]})
+    assert (checked.value.plugin, checked.value.hook) == (engine.value.plugin, engine.value.hook) == (
+        "by_hand", "process_chunk")
+    for said in (str(engine.value), checked.value.rule):
+        assert "provider 'parrot'" in said and "{who, said}" in said and "rewrite_finals" in said
+
+
+class BadFooter:
+    """A feature whose footer misspells its required field."""
+
+    name = "bad_footer"
+
+    def get_ui_elements(self, config, context=None):
+        return [{"ui_type": "message_footer", "dta": "metadata.timestamp"}]
+
+
+def test_a_ui_element_an_application_cannot_read_is_named_by_both():
+    core = AgentCore(providers=[EchoProvider], features=[BadFooter])
+    with pytest.raises(PluginError) as engine:
+        core.get_ui_schema({})
+    with pytest.raises(PluginContractError) as checked:
+        check_plugin(BadFooter, kind="feature")
+    assert (engine.value.plugin, engine.value.hook) == (checked.value.plugin, checked.value.hook) == (
+        "bad_footer", "get_ui_elements")
+    for said in (str(engine.value), checked.value.rule):
+        assert "has no field 'dta'; did you mean 'data'?" in said
+
+
+def test_a_declared_ui_element_is_refused_at_registration_and_by_check_plugin():
+    class Declared(Feature):
+        name = "declared_bad"
+        ui_elements = [{"ui_type": "status_bar", "templte": "{{data}}", "data": "session.metadata.title"}]
+
+    from agent_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"plugin 'declared_bad': ui_elements\[0\].*did you mean 'template'"):
+        AgentCore(providers=[EchoProvider], features=[Declared])
+    with pytest.raises(PluginContractError, match="did you mean 'template'") as checked:
+        check_plugin(Declared)
+    assert checked.value.plugin == "declared_bad"
+
+
+def test_a_reading_of_the_ui_in_a_legacy_shape_is_adapted_as_the_engine_adapts_it():
+    class Legacy:
+        name = "legacy_ui"
+
+        def get_ui_elements(self, config, tags, models):
+            return [{"ui_type": "status_bar", "data": "session.metadata.title"}]
+
+    check_plugin(Legacy, kind="feature")
+    assert AgentCore(providers=[EchoProvider], features=[Legacy]).get_ui_schema({})
+
+
+def test_a_misspelt_key_warning_names_the_config_schema_that_declares_the_right_one():
+    core = AgentCore(providers=[EchoProvider], extensions=[Forgot])
+    with pytest.warns(UnknownConfigKeyWarning, match="plugin 'forgot' declares it in its config schema"):
+        core.resolve({"forgot_mak": "!"})

@@ -41,7 +41,7 @@ PUBLIC = [
     "drive_async", "drive_sync", "effective_config", "failure", "parse_schema", "prefix_digest", "push",
     "reasoning_partial", "replace_final", "rewrite_finals", "rewrite_last_assistant", "success", "text_of",
     "without_native_history", "TOOL_PRE_VERDICTS", "read_verdict", "final_fault", "RequestConfig", "NativeView",
-    "viewing", "ConfigElement", "MessageFooter", "SessionAction", "StatusBar",
+    "viewing", "ConfigElement", "MessageFooter", "SessionAction", "StatusBar", "misread_natives", "ui_element_fault",
 ]
 
 

@@ -13,24 +13,13 @@ from typing import Any
 
 from ..errors import ConfigError, LLMError, PluginError, ProviderRequestCancelled
 from ..plugins.hooks import LivePlugin
-from ..plugins.native_view import native_keys
+from ..plugins.native_view import misread_natives
 from ..runtime.flight import Flight, RunCancelled
 
 __all__ = ["PASS", "PASS_CLOSING", "TYPED_ERRORS", "hot_failure", "provider_failure"]
 
 PASS = (LLMError, ProviderRequestCancelled)  # typed failures a hot hook may raise as they are
 PASS_CLOSING = (*PASS, PluginError, ConfigError)  # at the closing step, as any cold hook call (call_hook)
-
-
-def _shape_hint(exc: Exception, finals: Any, provider: Any) -> str | None:
-    """The detail for an extension that read a native final as a core message, or None."""
-    keys = native_keys(finals) if isinstance(exc, (KeyError, TypeError)) else ""
-    if not keys or provider is None:
-        return None
-    return (f"{type(exc).__name__}: {exc}; the finals it was handed are provider {provider.name!r}'s native "
-            f"messages (shaped {keys}), not core {{role, content}} messages: rewrite them with "
-            "agent_core.plugin_kit.rewrite_finals or rewrite_last_assistant, which hand the rewrite the core "
-            "shape whatever the provider")
 
 
 def hot_failure(plugin: Any, exc: Exception, passing: tuple[type[Exception], ...] = PASS, *,
@@ -43,7 +32,7 @@ def hot_failure(plugin: Any, exc: Exception, passing: tuple[type[Exception], ...
     """
     if isinstance(exc, passing):
         return exc
-    error = PluginError(plugin.name, "process_chunk", exc, detail=_shape_hint(exc, finals, provider))
+    error = PluginError(plugin.name, "process_chunk", exc, detail=misread_natives(exc, finals, provider))
     error.__cause__ = exc
     return error
 

@@ -18,6 +18,7 @@ from ..plugins.lifecycle import Lifecycle, run_action
 from ..values.messages import Message, Session
 from ..values.native_history import persistable, store_native
 from ..values.views import session_view
+from .secret_guard import SecretGuard
 
 __all__ = ["Turn", "finalize_turn"]
 
@@ -38,8 +39,13 @@ class Turn:
 def finalize_turn(
     provider: LivePlugin, chain: Sequence[LivePlugin], lifecycle: Lifecycle, turn: Turn,
     finals: Any, native: Any, state: Any, session: Session, *, request_id: str, stream: bool, core: Any,
+    guard: SecretGuard | None = None,
 ) -> tuple[list[Message], Session, Any, Any]:
-    """Steps 4d (the chain's ``finalize``) to 4f; returns the new messages, session, native history, state."""
+    """Steps 4d (the chain's ``finalize``) to 4f; returns the new messages, session, native history, state.
+
+    Raises:
+        SecretInSessionError: ``guard`` found a declared secret's value in what the call adds.
+    """
     ctx = turn.ctx
     finals, native, state = finalize_chain(chain, finals, native, state, ctx)
     built: Built = {}
@@ -62,6 +68,10 @@ def finalize_turn(
             native = frozen_list(plugin, "execute_action", result["native_messages"], "native_messages", native)
 
     messages = [built[id(m)][1] for m in core_msgs]  # each was built when it was checked
+    if guard is not None and guard.needles:
+        guard.check("a final message (its content or metadata)", messages)
+        guard.check("the session metadata a response_finalize action set", session_meta)
+        guard.check("the native history the provider call adds", list.__getitem__(native, slice(turn.turn_start, None)))
     session = session.with_messages(messages)
     if session_meta:
         session = session.with_metadata(session_meta)

@@ -84,6 +84,7 @@ from .hot_loop import call_provider
 from .observe import ABANDONED, Observers, observers_for
 from .repeats import AnsweredCalls
 from .request_injection import inject, request_injections
+from .secret_guard import SecretGuard
 
 __all__ = ["RequestRun", "error_info"]
 
@@ -237,7 +238,7 @@ class RequestRun:
         chain = [*exts, *(live[n] for n in res.features)]
         config = kit.config
         state = init_state(provider, chain, lambda p: own_config(p, config))
-        kit = kit.with_lifecycle(lifecycle_table(chain, state))
+        kit = dataclasses.replace(kit.with_lifecycle(lifecycle_table(chain, state)), guard=SecretGuard(live.values()))
         self.observer = self._observers(res, chain[len(exts):], config)
         if self.observer is not None:
             kit = dataclasses.replace(kit, observer=self.observer)
@@ -302,7 +303,7 @@ class RequestRun:
         self.usage[2] += 1
         messages, session, native, state = finalize_turn(
             req.provider, req.chain, req.kit.lifecycle, turn, finals, native, state, session,
-            request_id=self.request_id, stream=self.stream, core=self.core,
+            request_id=self.request_id, stream=self.stream, core=self.core, guard=req.kit.guard,
         )
         if observer is not None:
             observer.provider_call_ended(iteration, messages)
@@ -388,15 +389,10 @@ class RequestRun:
 
 
 def _last_assistant_metadata(messages: list[Message]) -> Mapping[str, Any]:
-    for m in reversed(messages):
-        if m.role == "assistant":
-            return m.metadata
-    return FrozenDict()
+    last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+    return FrozenDict() if last is None else last.metadata
 
 
 def _tool_calls(messages: list[Message]) -> list[Any]:
-    for m in reversed(messages):
-        if m.role == "assistant":
-            calls = m.metadata.get("tool_calls")
-            return list(calls) if isinstance(calls, (list, tuple)) else []
-    return []
+    calls = _last_assistant_metadata(messages).get("tool_calls")
+    return list(calls) if isinstance(calls, (list, tuple)) else []

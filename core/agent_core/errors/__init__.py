@@ -20,6 +20,8 @@ The hierarchy::
         │   │                           the cap, or valid JSON in a shape the API never uses
         │   └── EmptyResponseError      a stream ended without a single chunk or answer
         ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
+        │   └── SecretInSessionError    a declared secret's value in a request's finals or native history;
+        │                               .plugin (declaring it), .key, .where
         ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
         │   ├── AsyncOnlyHookError      an async-only hook met a sync call inside a running event loop
         │   ├── ConfigNotAllowedError   a client set a key (or chose a model) the operator keeps; .key
@@ -85,6 +87,7 @@ from .pipeline import (
     ProviderRequestCancelled,
     RepeatedToolCallWarning,
     RequestInFlightError,
+    SecretInSessionError,
     UndeclaredConfigKeyError,
     UnknownConfigKeyWarning,
     UnknownHookWarning,
@@ -127,6 +130,7 @@ __all__ = [
     "RateLimitError",
     "RepeatedToolCallWarning",
     "RequestInFlightError",
+    "SecretInSessionError",
     "SchemaVersionError",
     "SessionNotFoundError",
     "StoreError",

@@ -22,6 +22,7 @@ __all__ = [
     "ProviderRequestCancelled",
     "RepeatedToolCallWarning",
     "RequestInFlightError",
+    "SecretInSessionError",
     "UndeclaredConfigKeyError",
     "UnknownConfigKeyWarning",
     "UnknownHookWarning",
@@ -41,6 +42,34 @@ class PluginError(AgentCoreError):
 
     def __reduce__(self) -> Any:
         return _rebuild, (type(self), (self.plugin, self.hook, self.original), {"detail": self.detail}), self.__dict__
+
+
+class SecretInSessionError(PluginError):
+    """The value of a declared secret turned up in what a request was about to keep or send on.
+
+    Found in a provider call's final messages, their native form or the session
+    metadata a ``response_finalize`` action set (``hook`` is ``finalize``), or in a
+    tool's result (``execute_tool``), before any of it reaches an event or the session. Only the plugin that declares a secret is handed its
+    value, so ``plugin`` (that plugin) put it there or handed it on; the request
+    stops and the caller's session is left as it was. The value itself is never
+    in the message.
+
+    Attributes:
+        plugin: the plugin that declares the secret key.
+        key: the secret config key.
+        where: what held the value (``"a final message"``, ``"the native history"``, ...).
+    """
+
+    def __init__(self, plugin: str, key: str, where: str, hook: str = "finalize") -> None:
+        self.key = key
+        self.where = where
+        super().__init__(plugin, hook, ValueError(f"secret {key!r} in {where}"), detail=(
+            f"the value of its secret config key {key!r} is in {where}, which would go into the session and its "
+            "events; keep the secret on the plugin instance and add it only where the request is sent (never in "
+            "the state, a message, its metadata or the native history)"))
+
+    def __reduce__(self) -> Any:
+        return type(self), (self.plugin, self.key, self.where, self.hook), self.__dict__
 
 
 class ConfigError(AgentCoreError, ValueError):

@@ -23,8 +23,8 @@ whose hooks take one :class:`ToolCall`). Provider wire helpers stay with their p
 """
 
 from ..plugins.finals_check import final_fault
-from ..plugins.native_view import NativeView, viewing
-from ..plugins.ui_elements import ConfigElement, MessageFooter, SessionAction, StatusBar
+from ..plugins.native_view import NativeView, misread_natives, viewing
+from ..plugins.ui_elements import ConfigElement, MessageFooter, SessionAction, StatusBar, ui_element_fault
 from ..engine.hot_loop import HotLoop
 from ..plugins.config import ENGINE_KEYS, effective_config, parse_schema
 from ..plugins.config_policy import DEFAULT_CLIENT_KEYS
@@ -91,10 +91,12 @@ __all__ = [
     # client set unless told otherwise (agent_core.plugins.config_policy)
     "effective_config", "parse_schema", "ENGINE_KEYS", "DEFAULT_CLIENT_KEYS",
     # the mapping a request's config is, whose miss names the fix (agent_core.values.request_config), and the
-    # provider's natives read in the core shape during the closing step (agent_core.plugins.native_view)
-    "RequestConfig", "NativeView", "viewing",
-    # the UI elements' schema, one Struct per kind (agent_core.plugins.ui_elements)
-    "ConfigElement", "MessageFooter", "SessionAction", "StatusBar",
+    # provider's natives read in the core shape during the closing step, and what the engine tells an extension
+    # that read them as core messages (agent_core.plugins.native_view)
+    "RequestConfig", "NativeView", "viewing", "misread_natives",
+    # the UI elements' schema, one Struct per kind, and why a value is no UI element in the engine's words
+    # (agent_core.plugins.ui_elements)
+    "ConfigElement", "MessageFooter", "SessionAction", "StatusBar", "ui_element_fault",
     # what a tool_pre action may answer, and what the engine says of any other answer (agent_core.tools.policy)
     "TOOL_PRE_VERDICTS", "read_verdict",
 ]

@@ -272,7 +272,8 @@ def unknown_key_notes(config: Mapping[str, Any], known: Collection[str]) -> list
         owner = known.get(close[0]) if close and isinstance(known, Mapping) else None
         hint = f"; did you mean `{close[0]}`?" if close else ""
         if owner:
-            hint += f" (plugin {owner!r} declares it, and runs on its default until the key is spelt so)"
+            hint += (f" (plugin {owner!r} declares it in its config schema, and runs on its default until the key "
+                     "is spelt so)")
         note = f"config key `{key}` is not declared by any installed plugin{hint}"
         notes.append((key, close[0] if close else None, note))
     return notes

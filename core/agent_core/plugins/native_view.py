@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from .hooks import LivePlugin, call_hook
 
-__all__ = ["NativeView", "core_shaped", "current_view", "viewing", "native_keys"]
+__all__ = ["NativeView", "core_shaped", "current_view", "misread_natives", "native_keys", "viewing"]
 
 
 def core_shaped(message: Any) -> bool:
@@ -36,6 +36,22 @@ def native_keys(messages: Any) -> str:
         if isinstance(m, Mapping) and not core_shaped(m):
             return "{" + ", ".join(map(str, list(m)[:6])) + "}"
     return ""
+
+
+def misread_natives(exc: BaseException, finals: Any, provider: Any) -> str | None:
+    """What to tell an extension that read ``provider``'s native finals as core messages, or None.
+
+    ``exc`` is what its ``process_chunk`` raised when handed ``finals``; a
+    ``KeyError`` or ``TypeError`` over finals of another shape is that mistake.
+    The engine's sentence, and ``check_plugin``'s.
+    """
+    keys = native_keys(finals) if isinstance(exc, (KeyError, TypeError)) else ""
+    if not keys or provider is None:
+        return None
+    return (f"{type(exc).__name__}: {exc}; the finals it was handed are provider {provider.name!r}'s native "
+            f"messages (shaped {keys}), not core {{role, content}} messages: rewrite them with "
+            "agent_core.plugin_kit.rewrite_finals or rewrite_last_assistant, which hand the rewrite the core "
+            "shape whatever the provider")
 
 
 class NativeView:

@@ -26,6 +26,8 @@ the rule and the offending value in a :class:`PluginContractError` (an
    payload (``samples={"tool_payload": {...}}``) returns a result with
    ``success``, not ``None``; a feature's ``tool_pre`` action returns a
    verdict, not ``None`` (which the engine takes as a refusal).
+8. **Across a request** (:mod:`.request_checks`): a provider's answer given as two calls of one
+   request makes the same finals; ``get_ui_elements`` returns elements an application can read.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ from typing import Any
 
 from .. import freeze, thaw
 from ..errors import PluginContractError
-from ..plugin_kit import ENGINE_KEYS, final_fault, read_verdict
+from ..plugin_kit import ENGINE_KEYS, final_fault, misread_natives, read_verdict
 from .harness import PluginHarness
 from .inspection import PROTOCOLS, fit_call, short
+from .request_checks import same_finals_twice, ui_elements_read
 
 __all__ = ["SAMPLES", "check_plugin"]
 
@@ -93,8 +96,11 @@ def check_plugin(plugin: Any, *, samples: Mapping[str, Any] | None = None, confi
         name = getattr(plugin, "name", None) or getattr(plugin, "__name__", type(plugin).__name__)
         raise PluginContractError(str(name), "init", f"raised {type(exc).__name__}: {exc}") from exc
     _Checker(h, s).run()
+    ui_elements_read(h)
     if h.kind == "provider":
         _secrets_kept(plugin, config)
+        if s["chunks"]:
+            same_finals_twice(h, lambda native, state: s["chunks"])
     cls = plugin if isinstance(plugin, type) else type(plugin)
     if h.kind == "provider" and callable(getattr(cls, "using", None)):  # its HTTP side, through the seam
         from .provider_check import exercise_provider  # httpx, only for a provider that sends with it
@@ -194,7 +200,8 @@ class _Checker:
         except PluginContractError:
             raise
         except Exception as exc:
-            raise self.fail(hook, f"raised {type(exc).__name__}: {exc}",
+            shape = misread_natives(exc, args[2], self.h.provider) if hook == "process_chunk" and len(args) == 5 else None
+            raise self.fail(hook, shape or f"raised {type(exc).__name__}: {exc}",
                             {"inputs": [thaw(a) for a in args]}) from exc
 
     def run(self) -> None:

@@ -12,7 +12,9 @@ of agent-core counts on, and a miss names the fix:
   500, which ``agent-core serve`` repeats to its client);
 * a 401: an ``AuthenticationError``;
 * a stream cut after its first part: a typed error, not a ``PluginError``;
-* a cancel while the stream waits: outcome ``stopped``/``cancelled``.
+* a cancel while the stream waits: outcome ``stopped``/``cancelled``;
+* the streamed answer as two provider calls of one request: the same finals twice
+  (:func:`~agent_core.testing.request_checks.same_finals_twice`).
 
 The 200 cases, the cut and the cancel need the sample bodies; the failures need none.
 """
@@ -27,7 +29,9 @@ import httpx
 
 from .. import AgentCore, Message
 from ..errors import AuthenticationError, LLMError, PluginContractError, PluginError, RateLimitError
+from .harness import PluginHarness
 from .replay import recorded_reply
+from .request_checks import same_finals_twice
 
 __all__ = ["exercise_provider"]
 
@@ -97,7 +101,8 @@ class _Exercise:
         self.name, self.canned = name, _Canned()
         self.provider = cls.using(client=httpx.Client(transport=httpx.MockTransport(self.canned.answer)),
                                   async_client=httpx.AsyncClient(transport=httpx.MockTransport(self.canned.aanswer)))
-        self.config = {**dict(config), "provider": name}
+        self.given = dict(config)
+        self.config = {**self.given, "provider": name}
 
     def fail(self, rule: str, value: Any = None) -> PluginContractError:
         return PluginContractError(self.name, "stream_api / call_api", rule, value)
@@ -152,6 +157,16 @@ class _Exercise:
         self.canned.set(200, {"content-type": content_type}, first, httpx.RemoteProtocolError("peer closed"))
         self.error_of(True, "a stream cut after its first part")
 
+    def twice(self, body: bytes) -> None:
+        content_type, served = recorded_reply(body, self.name)
+        h = PluginHarness(self.provider, self.given, kind="provider")
+
+        def chunks(native: Any, state: Any) -> list[Any]:
+            self.canned.set(200, {"content-type": content_type}, served)
+            return list(h.call("stream_api", native, state))
+
+        same_finals_twice(h, chunks)
+
     def cancel(self, body: bytes) -> None:
         content_type, served = recorded_reply(body, self.name)
         first, rest = _halves(served)
@@ -188,3 +203,4 @@ def exercise_provider(cls: type, name: str, config: Mapping[str, Any], samples: 
     if streamed is not None:
         run.cut(_as_bytes(streamed))
         run.cancel(_as_bytes(streamed))
+        run.twice(_as_bytes(streamed))

@@ -87,6 +87,7 @@ class ToolKit:
         timeout: ``tool_timeout_s`` (None: no limit).
         observer: the request's observers, or None.
         notes: one sentence per tool left out for a name clash (:func:`offered_tools`).
+        guard: looks for the plugins' secret values in each tool message, or None.
     """
 
     registry: ToolInteropRegistry
@@ -106,6 +107,7 @@ class ToolKit:
     timeout: float | None = None
     observer: Any = None  # the request's observers (agent_core.engine.observe), told when each call runs
     notes: tuple[str, ...] = ()
+    guard: Any = None  # the request's SecretGuard (agent_core.engine.secret_guard): secrets kept out of results
 
     @classmethod
     def for_request(

@@ -77,6 +77,8 @@ def run_tools(
         if pre.metadata:
             msg = msg.with_metadata(pre.metadata)
         session, pos, msg = tool_post(kit, r, msg, session, pos, native, state)
+        if kit.guard is not None:
+            kit.guard.check(f"the result of tool call {r.call.call_id!r}", msg, hook="execute_tool")
         if observer is not None:
             observer.tool_ended(r.call.call_id, msg)
         if shown is not None:
