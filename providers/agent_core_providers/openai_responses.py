@@ -26,7 +26,7 @@ Native history (see :mod:`._responses_wire`): one entry per core message.
   trim tool results, ``tool_output_budget``, see it like any other);
 * answer: ``{"role": "assistant", "items": [<output items as received>]}``
   plus our ``_`` keys (``_status``, ``_finish_reason``, ``_incomplete_reason``,
-  ``_usage``, ``_response_id``), which are never sent.
+  ``_usage``, ``_response_id``, ``_service_tier``), which are never sent.
 
 Shared state while a request runs::
 
@@ -68,9 +68,9 @@ from ._responses_wire import (
     items_text,
     normalize_usage,
     reasoning_text,
-    responses_tool_choice,
     responses_tools,
 )
+from ._responses_fields import TEXT_FIELDS, responses_text, responses_tool_choice
 from ._sampling import EXTRA_BODY, checked, optional_fields
 from ._sse import JSONEventReader
 from .openai import message_text
@@ -142,6 +142,7 @@ class OpenAIResponsesProvider(HTTPProvider):
             "tool_choice": {"type": ["string", "object"], "description": '"auto", "none", "required", or '
                             '{"type": "function", "name": ...} (the Chat Completions object form is accepted)'},
             **RESPONSES_FIELDS,
+            **TEXT_FIELDS,
             **EXTRA_BODY,
         }
 
@@ -205,15 +206,17 @@ class OpenAIResponsesProvider(HTTPProvider):
             metadata["incomplete_reason"] = message["_incomplete_reason"]
         if message.get("_response_id"):
             metadata["response_id"] = message["_response_id"]
+        if message.get("_service_tier"):
+            metadata["service_tier"] = message["_service_tier"]
         calls = core_calls(items)
         if calls:
             metadata["tool_calls"] = calls
         reasoning = reasoning_text(items)
         if reasoning:
             metadata["reasoning"] = reasoning
-        encrypted = [dict(i) for i in items if i.get("type") == "reasoning" and i.get("encrypted_content")]
-        if encrypted:  # so a history rebuilt from core messages still hands them back
-            metadata["reasoning_items"] = encrypted
+        kept = [dict(i) for i in items if i.get("type") == "reasoning"]
+        if kept:  # as the API gave them: a history rebuilt from core messages hands the encrypted ones back
+            metadata["reasoning_items"] = kept
         refusal = items_text(items, "refusal")
         if refusal:
             metadata["refusal"] = refusal
@@ -288,6 +291,9 @@ class OpenAIResponsesProvider(HTTPProvider):
             if config.get("tool_choice") is not None:
                 payload["tool_choice"] = responses_tool_choice(config["tool_choice"])
         payload.update(optional_fields(config, RESPONSES_FIELDS))
+        text = responses_text(config)
+        if text is not None:
+            payload["text"] = text
         return payload
 
     def _enum_fields(self) -> Dict:
