@@ -5,7 +5,9 @@ Completions' names: ``response_format``, ``verbosity``, ``tool_choice`` in its o
 this provider reads those keys and writes the Responses API's spelling: ``text.format`` with
 the schema's fields at the top level, ``text.verbosity``, and the flat ``tool_choice`` objects.
 Each mapping is one-to-one, so a Responses body that a facade wrote in Chat's names arrives
-upstream as the client wrote it.
+upstream as the client wrote it. So do a request's ``instructions``: a system message marked
+``metadata["instructions"]`` (as the Responses facade marks them) goes out as the body's
+``instructions`` when it comes first, not as an input item.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from agent_core.errors import ConfigError
 
-__all__ = ["TEXT_FIELDS", "responses_text", "responses_tool_choice"]
+__all__ = ["TEXT_FIELDS", "instructions_of", "responses_reasoning", "responses_text", "responses_tool_choice"]
 
 Dict = dict[str, Any]
 
@@ -79,3 +81,29 @@ def responses_tool_choice(choice: Any) -> Any:
         return {"type": "allowed_tools", "mode": allowed.get("mode"),
                 "tools": [_flat_tool(t) for t in allowed.get("tools") or ()]}
     return _flat_tool(choice)
+
+
+def responses_reasoning(config: Mapping[str, Any]) -> Dict:
+    """``reasoning``: the effort asked for, with a summary (``auto`` unless ``reasoning_summary`` says)."""
+    effort = config.get("reasoning_effort")
+    summary = config.get("reasoning_summary") or ("auto" if effort else None)
+    out: Dict = {}
+    if effort:
+        out["effort"] = effort
+    if summary and summary != "none":
+        out["summary"] = summary
+    return out
+
+
+def instructions_of(native_messages: list[Dict], configured: Any) -> tuple[Any, list[Dict]]:
+    """The body's ``instructions`` and the native entries left for ``input``.
+
+    The config's ``instructions`` wins; else a first system entry marked ``_instructions``
+    (text only) is taken out of the input to be them.
+    """
+    if configured:
+        return configured, native_messages
+    first = native_messages[0] if native_messages else None
+    if first is not None and first.get("_instructions") and isinstance(first.get("content"), str):
+        return first["content"], native_messages[1:]
+    return None, native_messages

@@ -70,7 +70,13 @@ from ._responses_wire import (
     reasoning_text,
     responses_tools,
 )
-from ._responses_fields import TEXT_FIELDS, responses_text, responses_tool_choice
+from ._responses_fields import (
+    TEXT_FIELDS,
+    instructions_of,
+    responses_reasoning,
+    responses_text,
+    responses_tool_choice,
+)
 from ._sampling import EXTRA_BODY, checked, optional_fields
 from ._sse import JSONEventReader
 from .openai import message_text
@@ -169,6 +175,8 @@ class OpenAIResponsesProvider(HTTPProvider):
                 out.append({"role": "tool", "tool_call_id": call_id, "content": message_text(m.get("content"))})
             elif role == "assistant":
                 out.append({"role": "assistant", "items": assistant_items(m)})
+            elif role == "system" and (m.get("metadata") or {}).get("instructions") is True:
+                out.append({"role": role, "content": input_content(m), "_instructions": True})
             else:
                 out.append({"role": role, "content": input_content(m)})
         return out
@@ -271,14 +279,15 @@ class OpenAIResponsesProvider(HTTPProvider):
         config = checked(config, {**RESPONSES_FIELDS, **self._enum_fields()}, self.name)
         store = bool(config.get("store", False))
         model = str(config.get("model") or self.default_model)
+        instructions, native_messages = instructions_of(native_messages, config.get("instructions"))
         payload: Dict = {"model": model, "input": input_items(native_messages, store), "store": store}
-        if config.get("instructions"):
-            payload["instructions"] = config["instructions"]
+        if instructions:
+            payload["instructions"] = instructions
         if config.get("temperature") is not None:
             payload["temperature"] = config["temperature"]
         if config.get("max_tokens") and config.get("max_output_tokens") is None:
             payload["max_output_tokens"] = config["max_tokens"]
-        reasoning = _reasoning(config)
+        reasoning = responses_reasoning(config)
         if reasoning:
             payload["reasoning"] = reasoning
         include = config.get("include")
@@ -370,18 +379,6 @@ class OpenAIResponsesProvider(HTTPProvider):
         except LLMError as exc:
             raise scrub_error(exc, self._secrets()) from exc.__cause__
         return answer_events(answer)
-
-
-def _reasoning(config: Mapping[str, Any]) -> Dict:
-    """``reasoning``: the effort asked for, with a summary (``auto`` unless ``reasoning_summary`` says)."""
-    effort = config.get("reasoning_effort")
-    summary = config.get("reasoning_summary") or ("auto" if effort else None)
-    out: Dict = {}
-    if effort:
-        out["effort"] = effort
-    if summary and summary != "none":
-        out["summary"] = summary
-    return out
 
 
 def _plain_text(content: Any) -> str:

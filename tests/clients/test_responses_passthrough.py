@@ -109,7 +109,7 @@ def test_an_agent_with_an_output_type(gateway: Gateway, upstream: Upstream) -> N
     assert result.final_output == Answer(steps=["19 * 30"], result=570)
     body = upstream.calls("responses")[0].body
     assert body["text"]["format"]["type"] == "json_schema" and body["text"]["format"]["strict"] is True
-    assert body["input"][0] == {"role": "system", "content": "Compute."}
+    assert body["instructions"] == "Compute."
 
 
 def test_an_agent_carries_encrypted_reasoning_through_its_tool(gateway: Gateway, upstream: Upstream) -> None:

@@ -76,13 +76,14 @@ def test_structured_output_and_reasoning_reach_the_upstream_as_written(client: o
                                                                        upstream: ScriptedServer) -> None:
     upstream.enqueue(json_reply(recorded_answer()))
     text = {"format": FORMAT, "verbosity": "low"}
-    reply = client.responses.create(model=MODEL, input="(12 + 7) * 3 * 10?", text=text,
+    reply = client.responses.create(model=MODEL, input="(12 + 7) * 3 * 10?", text=text, instructions="Be exact.",
                                     reasoning={"effort": "high", "summary": "detailed"},
                                     include=["reasoning.encrypted_content"], truncation="auto", max_tool_calls=3)
     body = sent(upstream)
     assert body["text"] == text and body["reasoning"] == {"effort": "high", "summary": "detailed"}
     assert body["include"] == ["reasoning.encrypted_content"] and body["store"] is False
     assert (body["truncation"], body["max_tool_calls"]) == ("auto", 3)
+    assert body["instructions"] == "Be exact." and body["input"] == [{"role": "user", "content": "(12 + 7) * 3 * 10?"}]
     recorded = recorded_answer()["output"][0]
     [thought, message] = reply.output
     assert thought.model_dump(exclude_none=True) == recorded  # id, summary, encrypted content: as the API gave them

@@ -206,7 +206,7 @@ def responses_session(session_id: str, body: ResponsesBody, max_messages: int) -
                    f"({max_messages}, max_messages)", "input")
     built = _messages(items)
     if body.instructions:
-        built.insert(0, Message("system", body.instructions))
+        built.insert(0, Message("system", body.instructions, {"instructions": True}))  # sent back as such
     try:
         return Session(session_id, built, {})
     except (TypeError, ValueError) as exc:
