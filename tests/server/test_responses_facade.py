@@ -292,3 +292,17 @@ def test_an_anthropic_models_thinking_and_calls_stream_as_reasoning_and_function
     sent = server.requests[-1].body["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert [b["type"] for b in sent[1]["content"]] == ["text", "tool_use", "tool_use"]
+
+
+def test_responses_fields_map_to_a_chat_completions_model(client: openai.OpenAI, server: ScriptedServer) -> None:
+    server.enqueue(completion("Hello"))
+    choice = {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "get_weather"}]}
+    client.responses.create(model="openai/gpt-5-mini", input="hi", tools=TOOLS, tool_choice=choice,
+                            reasoning={"effort": "low", "summary": "detailed"}, text={"verbosity": "low"},
+                            include=["reasoning.encrypted_content"], truncation="auto", max_tool_calls=2)
+    sent = server.requests[-1].body
+    assert sent["tool_choice"] == {"type": "allowed_tools", "allowed_tools": {
+        "mode": "required", "tools": [{"type": "function", "function": {"name": "get_weather"}}]}}
+    assert (sent["reasoning_effort"], sent["verbosity"]) == ("low", "low")
+    # what only OpenAI's Responses platform has is left out, not sent to an API that would refuse it
+    assert not {"include", "truncation", "max_tool_calls", "reasoning_summary", "reasoning", "text"} & set(sent)

@@ -217,3 +217,28 @@ def test_the_pipeline_runs_and_what_it_leaves_passes_intact(upstream: ScriptedSe
     assert body["input"][0]["content"] == "my [redacted] sum"  # the extension's change
     assert body["input"][1] == thought and body["text"] == {"format": FORMAT}  # what it left alone
     assert Redact.seen == [[thought]]  # it saw the reasoning item, on the assistant message it belongs to
+
+
+def test_each_reasoning_item_rides_on_the_answer_it_precedes() -> None:
+    from agent_core import thaw
+    from agent_core.server.responses_compat import ResponsesBody, responses_session
+
+    def thought(n: int) -> dict[str, Any]:
+        return {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": f"e{n}"}
+
+    def call(n: int) -> dict[str, Any]:
+        return {"type": "function_call", "call_id": f"c{n}", "name": "f", "arguments": "{}"}
+
+    def output(n: int) -> dict[str, Any]:
+        return {"type": "function_call_output", "call_id": f"c{n}", "output": "ok"}
+
+    items = [{"role": "user", "content": "go"}, thought(1), call(1), output(1), thought(2), call(2), output(2),
+             thought(3), {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+             {"role": "user", "content": "again"}, thought(4)]
+    session = responses_session("s", ResponsesBody(model="m", input=items), 100)
+    shape = [(m.role, m.content, [i["id"] for i in thaw(m.metadata).get("reasoning_items", [])],
+              [c["id"] for c in thaw(m.metadata).get("tool_calls", [])]) for m in session.messages]
+    assert shape == [("user", "go", [], []), ("assistant", "", ["rs_1"], ["c1"]), ("tool", "ok", [], []),
+                     ("assistant", "", ["rs_2"], ["c2"]), ("tool", "ok", [], []), ("assistant", "done", ["rs_3"], []),
+                     ("user", "again", [], []), ("assistant", "", ["rs_4"], [])]
+    assert thaw(session.messages[1].metadata)["reasoning_items"] == [thought(1)]  # as sent

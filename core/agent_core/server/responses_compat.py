@@ -129,6 +129,24 @@ def _string(item: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
+def _item_message(item: Mapping[str, Any], kind: Any, where: str, meta: dict[str, Any]) -> Message:
+    """A ``message`` or ``function_call_output`` item as a message; any other kind is a 400 naming it."""
+    if kind == "message":
+        role = item.get("role")
+        if not isinstance(role, str) or role not in _ROLES:
+            raise _bad(f"{where}.role: expected one of user, system, developer, assistant; got {role!r}",
+                       f"{where}.role")
+        return Message(_ROLES[role], _text(item.get("content"), f"{where}.content"), meta)
+    if kind == "function_call_output":
+        output = _text(item.get("output"), f"{where}.output")
+        return Message("tool", output, {"tool_call_id": _string(item, "call_id", where)})
+    if kind == "item_reference":
+        raise _bad(f"{where}: item_reference needs the items OpenAI stores; this server keeps none, so send "
+                   "the item itself", f"{where}.type")
+    raise _bad(f"{where}.type: {kind!r} items are not supported here (messages, function_call, "
+               "function_call_output and reasoning are)", f"{where}.type")
+
+
 def _messages(items: Sequence[Any]) -> list[Message]:
     """Input items as the engine's messages.
 
@@ -175,23 +193,9 @@ def _messages(items: Sequence[Any]) -> list[Message]:
         if kind == "reasoning":
             thoughts.append(reasoning_input(item, where))
             continue
-        role = item.get("role")
-        close(answer_follows=kind == "message" and role == "assistant")
-        if kind == "message":
-            if not isinstance(role, str) or role not in _ROLES:
-                raise _bad(f"{where}.role: expected one of user, system, developer, assistant; got {role!r}",
-                           f"{where}.role")
-            meta = taken() if role == "assistant" else {}
-            out.append(Message(_ROLES[role], _text(item.get("content"), f"{where}.content"), meta))
-        elif kind == "function_call_output":
-            output = _text(item.get("output"), f"{where}.output")
-            out.append(Message("tool", output, {"tool_call_id": _string(item, "call_id", where)}))
-        elif kind == "item_reference":
-            raise _bad(f"{where}: item_reference needs the items OpenAI stores; this server keeps none, so send "
-                       "the item itself", f"{where}.type")
-        else:
-            raise _bad(f"{where}.type: {kind!r} items are not supported here (messages, function_call, "
-                       "function_call_output and reasoning are)", f"{where}.type")
+        answer = kind == "message" and item.get("role") == "assistant"
+        close(answer_follows=answer)
+        out.append(_item_message(item, kind, where, taken() if answer else {}))
     close()
     return out
 
