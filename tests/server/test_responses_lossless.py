@@ -161,6 +161,22 @@ def test_a_tool_that_cannot_be_declared_cannot_be_chosen(client: openai.OpenAI, 
     assert caught.value.param == "tool_choice" and not upstream.requests
 
 
+@pytest.mark.parametrize(("fields", "param"), [
+    ({"reasoning": {"summary": "long"}}, "reasoning.summary"),
+    ({"reasoning": {"effort": "low", "budget": 5}}, "reasoning.budget"),
+    ({"text": {"format": {"type": "json_schema", "schema": SCHEMA}}}, "text.format.name"),
+    ({"text": {"format": {"type": "json_schema", "json_schema": {"name": "x", "schema": SCHEMA}}}},
+     "text.format.json_schema"),
+    ({"text": {"format": FORMAT, "style": "terse"}}, "text.style"),
+    ({"include": "reasoning.encrypted_content"}, "include"),
+])
+def test_a_field_the_api_refuses_is_a_400_naming_it(client: openai.OpenAI, upstream: ScriptedServer,
+                                                    fields: dict[str, Any], param: str) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model=MODEL, input="hi", **fields)
+    assert caught.value.param == param and not upstream.requests
+
+
 def test_a_malformed_reasoning_item_is_refused_by_path(client: openai.OpenAI, upstream: ScriptedServer) -> None:
     bad = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "text", "text": "x"}]}
     with pytest.raises(openai.BadRequestError) as caught:

@@ -35,6 +35,7 @@ DROPPABLE = frozenset({"include", "reasoning_summary", "truncation", "max_tool_c
 _SCHEMA_KEYS = ("name", "schema", "strict", "description")
 _FORMAT_KEYS = {"text": {"type"}, "json_object": {"type"}, "json_schema": {"type", *_SCHEMA_KEYS}}
 _REASONING_KEYS = ("effort", "summary", "generate_summary")
+_SUMMARIES = ("auto", "concise", "detailed")
 
 
 def _bad(message: str, param: str) -> ApiError:
@@ -106,6 +107,8 @@ def reasoning_config(reasoning: Any) -> dict[str, Any]:
             value = reasoning.get("generate_summary")  # the older name of the same setting
         if value is not None and not isinstance(value, str):
             raise _bad(f"reasoning.{field}: expected a string", f"reasoning.{field}")
+        if field == "summary" and value is not None and value not in _SUMMARIES:
+            raise _bad(f"reasoning.summary: expected auto, concise or detailed, got {value!r}", "reasoning.summary")
         if value is not None:
             config[key] = value
     config.setdefault("reasoning_summary", "none")
