@@ -204,7 +204,7 @@ def test_errors_in_openais_shape(client: openai.OpenAI, server: ScriptedServer, 
         client.responses.create(model="echo", input="hi", previous_response_id="resp_1")
     assert stateful.value.param == "previous_response_id" and "stateless" in stateful.value.message
     refused = [({"frobnicate": 1}, "frobnicate"), ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
-               ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+               ({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "x"}]}]},
                 "input[0].content[0]"),
                ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0].type"),
                ({"reasoning": {"effort": "high"}}, "reasoning.effort"), ({"input": []}, "input")]
@@ -306,3 +306,14 @@ def test_responses_fields_map_to_a_chat_completions_model(client: openai.OpenAI,
     assert (sent["reasoning_effort"], sent["verbosity"]) == ("low", "low")
     # what only OpenAI's Responses platform has is left out, not sent to an API that would refuse it
     assert not {"include", "truncation", "max_tool_calls", "reasoning_summary", "reasoning", "text"} & set(sent)
+
+
+def test_an_image_reaches_a_chat_completions_model_as_an_image_url(client: openai.OpenAI,
+                                                                   server: ScriptedServer) -> None:
+    server.enqueue(completion("A red pixel."))
+    parts = [{"type": "input_text", "text": "What is this?"},
+             {"type": "input_image", "image_url": "https://example.com/p.png", "detail": "low"}]
+    client.responses.create(model="openai/gpt-4o-mini", input=[{"role": "user", "content": parts}])
+    assert server.requests[-1].body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/p.png", "detail": "low"}}]}]

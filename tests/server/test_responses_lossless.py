@@ -258,3 +258,16 @@ def test_each_reasoning_item_rides_on_the_answer_it_precedes() -> None:
                      ("assistant", "", ["rs_2"], ["c2"]), ("tool", "ok", [], []), ("assistant", "done", ["rs_3"], []),
                      ("user", "again", [], []), ("assistant", "", ["rs_4"], [])]
     assert thaw(session.messages[1].metadata)["reasoning_items"] == [thought(1)]  # as sent
+
+
+def test_an_image_reaches_the_upstream_as_an_input_image(client: openai.OpenAI, upstream: ScriptedServer) -> None:
+    upstream.enqueue(json_reply(recorded_answer()))
+    pixel = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    parts = [{"type": "input_text", "text": "What is in this image?"},
+             {"type": "input_image", "image_url": pixel, "detail": "high"}]
+    client.responses.create(model=MODEL, input=[{"role": "user", "content": parts}])
+    assert sent(upstream)["input"] == [{"role": "user", "content": parts}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model=MODEL, input=[{"role": "user", "content": [
+            {"type": "input_image", "file_id": "file-abc", "detail": "auto"}]}])
+    assert caught.value.param == "input[0].content[0].image_url"

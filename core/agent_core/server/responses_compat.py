@@ -28,7 +28,7 @@ Every field OpenAI documents has a fate (``docs/server.md`` has the table):
   ``prompt_cache_options``, ``background: false``.
 * **refused**: the stateful fields above, ``background: true``, ``context_management``,
   hosted tools (``web_search``, ``file_search``...), ``top_logprobs`` above 0, and input
-  parts other than text.
+  parts other than text and (in a user message) images by URL.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import msgspec
 from ..types import Message, Session
 from .errors import ApiError
 from .responses_fields import include_of, reasoning_config, response_format, tool_choice
-from .responses_items import reasoning_input, reasoning_output
+from .responses_items import image_parts, reasoning_input, reasoning_output
 
 __all__ = [
     "FIELDS",
@@ -136,7 +136,9 @@ def _item_message(item: Mapping[str, Any], kind: Any, where: str, meta: dict[str
         if not isinstance(role, str) or role not in _ROLES:
             raise _bad(f"{where}.role: expected one of user, system, developer, assistant; got {role!r}",
                        f"{where}.role")
-        return Message(_ROLES[role], _text(item.get("content"), f"{where}.content"), meta)
+        content, images = image_parts(item.get("content"), f"{where}.content") if role == "user" else (
+            item.get("content"), [])
+        return Message(_ROLES[role], _text(content, f"{where}.content"), meta, images or None)
     if kind == "function_call_output":
         output = _text(item.get("output"), f"{where}.output")
         return Message("tool", output, {"tool_call_id": _string(item, "call_id", where)})

@@ -23,9 +23,11 @@ from typing import Any
 from ..types import Message
 from .errors import ApiError
 
-__all__ = ["ENCRYPTED", "kept_reasoning", "reasoning_input", "reasoning_item", "reasoning_output", "shown"]
+__all__ = ["ENCRYPTED", "image_parts", "kept_reasoning", "reasoning_input", "reasoning_item", "reasoning_output",
+           "shown"]
 
 ENCRYPTED = "reasoning.encrypted_content"
+_DETAILS = ("low", "high", "auto")
 #: the keys of a reasoning item the API takes back as input
 _KEYS = frozenset({"type", "id", "summary", "content", "encrypted_content", "status"})
 _PART_TYPES = {"summary": "summary_text", "content": "reasoning_text"}
@@ -98,3 +100,28 @@ def reasoning_output(request_id: str, reply: Message | None, include: Sequence[s
     if isinstance(reasoning, str) and reasoning:
         return [reasoning_item(f"rs_{request_id}", reasoning)]
     return []
+
+
+def image_parts(content: Any, where: str) -> tuple[Any, list[dict[str, Any]]]:
+    """A user message's ``input_image`` parts as core ``multipartContent`` images, and the content without them.
+
+    Each image keeps its ``image_url`` (a URL or a ``data:`` URL) and ``detail``, which every
+    provider here sends on (``openai_responses`` as an ``input_image`` part again, after the
+    message's text). An image by ``file_id`` needs OpenAI's file storage: a 400 naming it.
+    """
+    if not isinstance(content, list) or not any(isinstance(p, Mapping) and p.get("type") == "input_image"
+                                                for p in content):
+        return content, []
+    rest, images = [], []
+    for j, part in enumerate(content):
+        if not isinstance(part, Mapping) or part.get("type") != "input_image":
+            rest.append(part)
+            continue
+        url, detail = part.get("image_url"), part.get("detail")
+        if not isinstance(url, str) or not url:
+            raise _bad(f"{where}[{j}].image_url: an image is sent by its URL or a data: URL here (file_id needs "
+                       "OpenAI's file storage, which this server does not have)", f"{where}[{j}].image_url")
+        if detail is not None and detail not in _DETAILS:
+            raise _bad(f"{where}[{j}].detail: expected low, high or auto, got {detail!r}", f"{where}[{j}].detail")
+        images.append({"type": "image", "content": {"url": url}, "metadata": {"detail": detail or "auto"}})
+    return rest, images
