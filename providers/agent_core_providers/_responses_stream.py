@@ -66,7 +66,16 @@ def _on_item_added(buffer: Dict, event: Mapping[str, Any]) -> tuple[list, Dict]:
 
 
 def _on_item_done(buffer: Dict, event: Mapping[str, Any]) -> tuple[list, Dict]:
-    return [], {**buffer, "done": {**buffer["done"], _index(event): event["item"]}}
+    """An item closed; a reasoning one is also shown at once, whole (``metadata["reasoning_item"]``).
+
+    Its ``encrypted_content`` comes only here, so a Responses client downstream gets the
+    item as the API closed it at the same point of its own stream.
+    """
+    item = event["item"]
+    buffer = {**buffer, "done": {**buffer["done"], _index(event): item}}
+    if item["type"] != "reasoning":
+        return [], buffer
+    return [{"role": "assistant", "content": "", "metadata": {"reasoning_item": item}}], buffer
 
 
 def _on_arguments(buffer: Dict, event: Mapping[str, Any]) -> tuple[list, Dict]:
@@ -86,14 +95,21 @@ def _on_refusal(buffer: Dict, event: Mapping[str, Any]) -> tuple[list, Dict]:
 
 
 def _on_summary(buffer: Dict, event: Mapping[str, Any]) -> tuple[list, Dict]:
-    """A summary delta: kept per item and per summary part, and shown at once as a reasoning partial."""
+    """A summary delta: kept per item and per summary part, and shown at once as a reasoning partial.
+
+    The partial names the item and the summary part (``metadata["reasoning_part"]``), so a
+    Responses client downstream can be streamed the same item and parts.
+    """
     delta = event["delta"]
     if not delta:
         return [], buffer
     index, part = _index(event), event.get("summary_index") or 0
     parts = buffer["summary"].get(index) or {}
     summary = {**buffer["summary"], index: {**parts, part: push(parts.get(part), delta)}}
-    return [reasoning_partial(delta)], {**buffer, "summary": summary}
+    partial = reasoning_partial(delta)
+    item_id = event.get("item_id") or (buffer["opened"].get(index) or {}).get("id")
+    partial["metadata"]["reasoning_part"] = {"id": item_id, "summary_index": part}
+    return [partial], {**buffer, "summary": summary}
 
 
 def _on_thinking(buffer: Dict, event: Mapping[str, Any]) -> tuple[list, Dict]:
@@ -193,6 +209,8 @@ def native_answer(items: list[Dict], response: Mapping[str, Any] | None) -> Dict
         message["_usage"] = response["usage"]
     if response.get("id"):
         message["_response_id"] = response["id"]
+    if isinstance(response.get("service_tier"), str):
+        message["_service_tier"] = response["service_tier"]
     return message
 
 

@@ -47,7 +47,6 @@ __all__ = [
     "mark_cut_calls",
     "normalize_usage",
     "reasoning_text",
-    "responses_tool_choice",
     "responses_tools",
 ]
 
@@ -96,13 +95,6 @@ def responses_tools(tools: Iterable[Any]) -> list[Any]:
     return out
 
 
-def responses_tool_choice(choice: Any) -> Any:
-    """``tool_choice`` in the Responses layout: the Chat Completions object form is flattened too."""
-    if isinstance(choice, Mapping) and isinstance(choice.get("function"), Mapping):
-        return {"type": "function", "name": choice["function"].get("name")}
-    return choice
-
-
 # -- core messages -> input items ----------------------------------------------------------------
 
 
@@ -147,8 +139,8 @@ def _wire_call(call: Mapping[str, Any]) -> Dict:
 def assistant_items(message: Mapping[str, Any]) -> list[Dict]:
     """The output items of a core assistant message the native history does not hold (another provider's).
 
-    Encrypted reasoning items the message carries in ``metadata["reasoning_items"]``
-    come first, as the API produced them; calls marked ``incomplete`` were never made
+    Reasoning items the message carries in ``metadata["reasoning_items"]`` come
+    first, as the API produced them (only encrypted ones are sent without ``store``); calls marked ``incomplete`` were never made
     and are left out.
     """
     metadata = message.get("metadata") or {}

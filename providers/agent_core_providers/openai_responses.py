@@ -26,7 +26,7 @@ Native history (see :mod:`._responses_wire`): one entry per core message.
   trim tool results, ``tool_output_budget``, see it like any other);
 * answer: ``{"role": "assistant", "items": [<output items as received>]}``
   plus our ``_`` keys (``_status``, ``_finish_reason``, ``_incomplete_reason``,
-  ``_usage``, ``_response_id``), which are never sent.
+  ``_usage``, ``_response_id``, ``_service_tier``), which are never sent.
 
 Shared state while a request runs::
 
@@ -68,8 +68,14 @@ from ._responses_wire import (
     items_text,
     normalize_usage,
     reasoning_text,
-    responses_tool_choice,
     responses_tools,
+)
+from ._responses_fields import (
+    TEXT_FIELDS,
+    instructions_of,
+    responses_reasoning,
+    responses_text,
+    responses_tool_choice,
 )
 from ._sampling import EXTRA_BODY, checked, optional_fields
 from ._sse import JSONEventReader
@@ -142,6 +148,7 @@ class OpenAIResponsesProvider(HTTPProvider):
             "tool_choice": {"type": ["string", "object"], "description": '"auto", "none", "required", or '
                             '{"type": "function", "name": ...} (the Chat Completions object form is accepted)'},
             **RESPONSES_FIELDS,
+            **TEXT_FIELDS,
             **EXTRA_BODY,
         }
 
@@ -168,6 +175,8 @@ class OpenAIResponsesProvider(HTTPProvider):
                 out.append({"role": "tool", "tool_call_id": call_id, "content": message_text(m.get("content"))})
             elif role == "assistant":
                 out.append({"role": "assistant", "items": assistant_items(m)})
+            elif role == "system" and (m.get("metadata") or {}).get("instructions") is True:
+                out.append({"role": role, "content": input_content(m), "_instructions": True})
             else:
                 out.append({"role": role, "content": input_content(m)})
         return out
@@ -205,15 +214,17 @@ class OpenAIResponsesProvider(HTTPProvider):
             metadata["incomplete_reason"] = message["_incomplete_reason"]
         if message.get("_response_id"):
             metadata["response_id"] = message["_response_id"]
+        if message.get("_service_tier"):
+            metadata["service_tier"] = message["_service_tier"]
         calls = core_calls(items)
         if calls:
             metadata["tool_calls"] = calls
         reasoning = reasoning_text(items)
         if reasoning:
             metadata["reasoning"] = reasoning
-        encrypted = [dict(i) for i in items if i.get("type") == "reasoning" and i.get("encrypted_content")]
-        if encrypted:  # so a history rebuilt from core messages still hands them back
-            metadata["reasoning_items"] = encrypted
+        kept = [dict(i) for i in items if i.get("type") == "reasoning"]
+        if kept:  # as the API gave them: a history rebuilt from core messages hands the encrypted ones back
+            metadata["reasoning_items"] = kept
         refusal = items_text(items, "refusal")
         if refusal:
             metadata["refusal"] = refusal
@@ -268,14 +279,15 @@ class OpenAIResponsesProvider(HTTPProvider):
         config = checked(config, {**RESPONSES_FIELDS, **self._enum_fields()}, self.name)
         store = bool(config.get("store", False))
         model = str(config.get("model") or self.default_model)
+        instructions, native_messages = instructions_of(native_messages, config.get("instructions"))
         payload: Dict = {"model": model, "input": input_items(native_messages, store), "store": store}
-        if config.get("instructions"):
-            payload["instructions"] = config["instructions"]
+        if instructions:
+            payload["instructions"] = instructions
         if config.get("temperature") is not None:
             payload["temperature"] = config["temperature"]
         if config.get("max_tokens") and config.get("max_output_tokens") is None:
             payload["max_output_tokens"] = config["max_tokens"]
-        reasoning = _reasoning(config)
+        reasoning = responses_reasoning(config)
         if reasoning:
             payload["reasoning"] = reasoning
         include = config.get("include")
@@ -288,6 +300,9 @@ class OpenAIResponsesProvider(HTTPProvider):
             if config.get("tool_choice") is not None:
                 payload["tool_choice"] = responses_tool_choice(config["tool_choice"])
         payload.update(optional_fields(config, RESPONSES_FIELDS))
+        text = responses_text(config)
+        if text is not None:
+            payload["text"] = text
         return payload
 
     def _enum_fields(self) -> Dict:
@@ -364,18 +379,6 @@ class OpenAIResponsesProvider(HTTPProvider):
         except LLMError as exc:
             raise scrub_error(exc, self._secrets()) from exc.__cause__
         return answer_events(answer)
-
-
-def _reasoning(config: Mapping[str, Any]) -> Dict:
-    """``reasoning``: the effort asked for, with a summary (``auto`` unless ``reasoning_summary`` says)."""
-    effort = config.get("reasoning_effort")
-    summary = config.get("reasoning_summary") or ("auto" if effort else None)
-    out: Dict = {}
-    if effort:
-        out["effort"] = effort
-    if summary and summary != "none":
-        out["summary"] = summary
-    return out
 
 
 def _plain_text(content: Any) -> str:

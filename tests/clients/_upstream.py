@@ -2,7 +2,9 @@
 
 Theory of operation. ``agent-core serve`` runs with its ``openai`` provider pointed at
 ``<url>/v1`` and its ``anthropic`` provider at ``<url>/anthropic``. A test queues what the
-model API answers (:mod:`._answers`); each POST to a completion route takes the next answer
+model API answers (:mod:`._answers`; for ``/v1/responses``, which its ``openai_responses``
+provider calls, :mod:`._responses_answers`, after refusing what that API refuses); each POST
+to a completion route takes the next answer
 queued for its API and plays it in the form the request asked for, a JSON body or a stream
 when the body says ``"stream": true``, as the real API does. So a test says what the model
 answered, not how the gateway chose to ask for it.
@@ -26,7 +28,7 @@ import socket
 import sys
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Protocol
@@ -34,12 +36,13 @@ from urllib.parse import unquote, urlsplit
 
 __all__ = ["API", "Answer", "Played", "Received", "Upstream"]
 
-API = Literal["openai", "anthropic"]
+API = Literal["openai", "anthropic", "responses"]
 
 #: The completion routes, and which API's queue each one takes its answer from.
 ROUTES: dict[tuple[str, str], API] = {
     ("POST", "/v1/chat/completions"): "openai",
     ("POST", "/anthropic/v1/messages"): "anthropic",
+    ("POST", "/v1/responses"): "responses",
 }
 
 
@@ -80,10 +83,16 @@ class Received:
 class Upstream:
     """Serve queued answers on 127.0.0.1 and record every request; a daemon thread serves."""
 
-    def __init__(self, models: Mapping[API, Any]) -> None:
-        """``models``: the answer to each API's ``GET .../models`` (an :class:`Answer`-like value)."""
+    def __init__(self, models: Mapping[API, Any],
+                 checks: Mapping[API, Callable[[Any], Played | None]] | None = None) -> None:
+        """``models``: the answer to each API's ``GET .../models`` (an :class:`Answer`-like value).
+
+        ``checks``: per API, what it answers a body it refuses (None: it takes it), played
+        instead of the next queued answer, as the real API refuses before answering.
+        """
         self._lock = threading.Lock()
-        self._queues: dict[API, deque[Answer]] = {"openai": deque(), "anthropic": deque()}
+        self._queues: dict[API, deque[Answer]] = {"openai": deque(), "anthropic": deque(), "responses": deque()}
+        self._checks = dict(checks or {})
         self._received: list[Received] = []
         self._models = dict(models)
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
@@ -141,6 +150,9 @@ class Upstream:
         with self._lock:
             self._received.append(received)
             api = ROUTES.get((received.method, received.path))
+            refused = self._checks[api](received.body) if api in self._checks else None
+            if refused is not None:
+                return refused
             answer = self._queues[api].popleft() if api and self._queues[api] else None
         if api is not None:
             if answer is None:

@@ -28,6 +28,7 @@ import pytest
 from ._answers import ANTHROPIC_MODELS, OPENAI_MODELS
 from ._gateway import Gateway, GatewayFailed
 from ._kit import required
+from ._responses_answers import refusal
 from ._upstream import Upstream
 
 
@@ -51,7 +52,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, p
 
 @pytest.fixture(scope="session")
 def upstream() -> Iterator[Upstream]:
-    server = Upstream({"openai": OPENAI_MODELS, "anthropic": ANTHROPIC_MODELS})
+    server = Upstream({"openai": OPENAI_MODELS, "anthropic": ANTHROPIC_MODELS}, checks={"responses": refusal})
     yield server
     server.close()
 

@@ -240,8 +240,14 @@ def test_streamed_reasoning_summary_and_encrypted_item(server):
     t = turn(server, reasoning_effort="medium")
 
     partials = thaw(t.partials)
-    assert [p["metadata"]["reasoning"] for p in partials if p.get("metadata")] == ["Thinking ", "hard."]
+    thoughts = [p["metadata"] for p in partials if (p.get("metadata") or {}).get("reasoning")]
+    assert [m["reasoning"] for m in thoughts] == ["Thinking ", "hard."]
+    assert [m["reasoning_part"] for m in thoughts] == [{"id": "rs_1", "summary_index": 0}] * 2
     assert all(p["content"] == "" for p in partials if p.get("metadata"))
+    # the closed item is shown whole as soon as it closes, before the text
+    [closed] = [i for i, p in enumerate(partials) if "reasoning_item" in (p.get("metadata") or {})]
+    assert partials[closed]["metadata"]["reasoning_item"]["encrypted_content"] == "gAAAA-secret"
+    assert closed < next(i for i, p in enumerate(partials) if p["content"] == "Done")
     (final,) = thaw(t.finals)
     assert final["content"] == "Done"
     assert final["metadata"]["reasoning"] == "Thinking hard."
@@ -389,7 +395,7 @@ def test_a_json_answer_to_a_streaming_request_is_replayed_as_its_stream(server):
     server.enqueue(json_reply(response_object([REASONING_ITEM, MESSAGE_ITEM])))
     t = turn(server)
     assert [p["content"] for p in thaw(t.partials) if p["content"]] == ["Five."]
-    assert [p["metadata"]["reasoning"] for p in thaw(t.partials) if p.get("metadata")] == ["Add them."]
+    assert [p["metadata"]["reasoning"] for p in thaw(t.partials) if (p.get("metadata") or {}).get("reasoning")] == ["Add them."]
     assert thaw(t.finals)[0]["content"] == "Five." and len(server.requests) == 1
 
 

@@ -204,7 +204,7 @@ def test_errors_in_openais_shape(client: openai.OpenAI, server: ScriptedServer, 
         client.responses.create(model="echo", input="hi", previous_response_id="resp_1")
     assert stateful.value.param == "previous_response_id" and "stateless" in stateful.value.message
     refused = [({"frobnicate": 1}, "frobnicate"), ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
-               ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+               ({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "x"}]}]},
                 "input[0].content[0]"),
                ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0].type"),
                ({"reasoning": {"effort": "high"}}, "reasoning.effort"), ({"input": []}, "input")]
@@ -292,3 +292,28 @@ def test_an_anthropic_models_thinking_and_calls_stream_as_reasoning_and_function
     sent = server.requests[-1].body["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert [b["type"] for b in sent[1]["content"]] == ["text", "tool_use", "tool_use"]
+
+
+def test_responses_fields_map_to_a_chat_completions_model(client: openai.OpenAI, server: ScriptedServer) -> None:
+    server.enqueue(completion("Hello"))
+    choice = {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "get_weather"}]}
+    client.responses.create(model="openai/gpt-5-mini", input="hi", tools=TOOLS, tool_choice=choice,
+                            reasoning={"effort": "low", "summary": "detailed"}, text={"verbosity": "low"},
+                            include=["reasoning.encrypted_content"], truncation="auto", max_tool_calls=2)
+    sent = server.requests[-1].body
+    assert sent["tool_choice"] == {"type": "allowed_tools", "allowed_tools": {
+        "mode": "required", "tools": [{"type": "function", "function": {"name": "get_weather"}}]}}
+    assert (sent["reasoning_effort"], sent["verbosity"]) == ("low", "low")
+    # what only OpenAI's Responses platform has is left out, not sent to an API that would refuse it
+    assert not {"include", "truncation", "max_tool_calls", "reasoning_summary", "reasoning", "text"} & set(sent)
+
+
+def test_an_image_reaches_a_chat_completions_model_as_an_image_url(client: openai.OpenAI,
+                                                                   server: ScriptedServer) -> None:
+    server.enqueue(completion("A red pixel."))
+    parts = [{"type": "input_text", "text": "What is this?"},
+             {"type": "input_image", "image_url": "https://example.com/p.png", "detail": "low"}]
+    client.responses.create(model="openai/gpt-4o-mini", input=[{"role": "user", "content": parts}])
+    assert server.requests[-1].body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/p.png", "detail": "low"}}]}]

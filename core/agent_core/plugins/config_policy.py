@@ -42,6 +42,7 @@ DEFAULT_CLIENT_KEYS: frozenset[str] = frozenset({
     "max_tokens", "max_completion_tokens", "reasoning_effort", "thinking_budget", "verbosity",
     "logit_bias", "logprobs", "top_logprobs", "modalities", "audio", "prediction", "web_search_options",
     "tool_choice", "response_format", "parallel_tool_calls",
+    "include", "reasoning_summary", "truncation", "max_tool_calls",
     "user", "metadata", "safety_identifier", "prompt_cache_key", "service_tier",
     "client_tools",
 })

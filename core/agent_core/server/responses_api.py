@@ -19,7 +19,6 @@ from starlette.responses import Response
 
 from .amounts import early_check, responses_amounts
 from .bodies import aparse_fields
-from .chat_fields import droppable
 from .event_stream import EventStreamResponse
 from .failures import openai_body
 from .fields import with_extra_fields
@@ -35,6 +34,7 @@ from .responses_compat import (
     responses_session,
     usage_of,
 )
+from .responses_fields import droppable
 from .responses_stream import ResponseStream
 from .turns import FacadeTurn, TurnRoutes, chained, rate_limits
 
@@ -61,8 +61,8 @@ class ResponsesRoutes(TurnRoutes):
             reply = reply_of(result.final_messages)
             status, incomplete = finish_of(reply)
             answer = response_body(turn.client_rid, body, created, status=status,
-                                   output=output_items(turn.client_rid, reply),
-                                   usage=usage_of(result.usage, reply), incomplete=incomplete)
+                                   output=output_items(turn.client_rid, reply, body.include or ()),
+                                   usage=usage_of(result.usage, reply), incomplete=incomplete, reply=reply)
             return Response(json_bytes(answer), media_type="application/json",
                             headers={**rate_limits(reply), **headers, **saved})
         first, failed = await self._open_stream(request, turn)

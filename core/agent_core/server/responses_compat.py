@@ -3,10 +3,12 @@
 A request's ``instructions`` and ``input`` items become a session; its other fields
 become the client's part of the config, named as the Chat Completions facade names
 them (``max_output_tokens`` is ``max_completion_tokens``, ``text.format`` is
-``response_format``, ``reasoning.effort`` is ``reasoning_effort``), so one provider
-reads one key whichever API the client speaks. The engine's reply becomes a
-``response`` object whose ``output`` holds a ``reasoning`` item (when the provider gave
-reasoning), a ``message`` item and one ``function_call`` item per tool call.
+``response_format``, ``reasoning.effort`` is ``reasoning_effort``: :mod:`.responses_fields`),
+so one provider reads one key whichever API the client speaks; ``openai_responses`` writes
+each back in the Responses spelling. Reasoning items travel unchanged both ways
+(:mod:`.responses_items`). The engine's reply becomes a ``response`` object whose
+``output`` holds its ``reasoning`` items (when the provider gave reasoning), a ``message``
+item and one ``function_call`` item per tool call.
 
 The server keeps nothing between requests, so anything that points at server-side
 state (``previous_response_id``, ``conversation``, ``prompt``, an ``item_reference``) is
@@ -15,19 +17,18 @@ time, as the Agents SDK does unless told otherwise.
 
 Every field OpenAI documents has a fate (``docs/server.md`` has the table):
 
-* **passed**: ``temperature``, ``top_p``, ``tool_choice``, ``parallel_tool_calls``, ``user``,
-  ``safety_identifier``, ``prompt_cache_key``, ``service_tier`` under their own names;
-  ``max_output_tokens``, ``text.format``, ``text.verbosity``, ``reasoning.effort`` renamed.
-  A key the running provider does not read is refused or left out as on the chat facade
-  (:func:`~agent_core.server.chat_fields.droppable`).
+* **passed**: ``temperature``, ``top_p``, ``parallel_tool_calls``, ``user``,
+  ``safety_identifier``, ``prompt_cache_key``, ``service_tier``, ``include``, ``truncation``,
+  ``max_tool_calls`` under their own names; ``max_output_tokens``, ``tool_choice``,
+  ``text.format``, ``text.verbosity``, ``reasoning.effort``, ``reasoning.summary`` mapped.
+  A key the running provider does not read is refused or left out
+  (:func:`~agent_core.server.responses_fields.droppable`).
 * **ignored**: ``store`` (nothing is kept; the answer says ``store``'s value back),
-  ``metadata`` (said back), ``include`` and ``reasoning.summary`` (they ask for things no
-  provider here produces: encrypted reasoning, search results), ``truncation``,
-  ``max_tool_calls`` (about OpenAI's hosted tools), ``stream_options``,
-  ``prompt_cache_retention``, ``prompt_cache_options``, ``background: false``.
+  ``metadata`` (said back), ``stream_options``, ``prompt_cache_retention``,
+  ``prompt_cache_options``, ``background: false``.
 * **refused**: the stateful fields above, ``background: true``, ``context_management``,
   hosted tools (``web_search``, ``file_search``...), ``top_logprobs`` above 0, and input
-  parts other than text.
+  parts other than text and (in a user message) images by URL.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ import msgspec
 
 from ..types import Message, Session
 from .errors import ApiError
+from .responses_fields import include_of, reasoning_config, response_format, tool_choice
+from .responses_items import image_parts, reasoning_input, reasoning_output
 
 __all__ = [
     "FIELDS",
@@ -48,7 +51,6 @@ __all__ = [
     "function_call_item",
     "message_item",
     "output_items",
-    "reasoning_item",
     "response_body",
     "responses_config",
     "responses_session",
@@ -127,25 +129,58 @@ def _string(item: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
+def _item_message(item: Mapping[str, Any], kind: Any, where: str, meta: dict[str, Any]) -> Message:
+    """A ``message`` or ``function_call_output`` item as a message; any other kind is a 400 naming it."""
+    if kind == "message":
+        role = item.get("role")
+        if not isinstance(role, str) or role not in _ROLES:
+            raise _bad(f"{where}.role: expected one of user, system, developer, assistant; got {role!r}",
+                       f"{where}.role")
+        content, images = image_parts(item.get("content"), f"{where}.content") if role == "user" else (
+            item.get("content"), [])
+        return Message(_ROLES[role], _text(content, f"{where}.content"), meta, images or None)
+    if kind == "function_call_output":
+        output = _text(item.get("output"), f"{where}.output")
+        return Message("tool", output, {"tool_call_id": _string(item, "call_id", where)})
+    if kind == "item_reference":
+        raise _bad(f"{where}: item_reference needs the items OpenAI stores; this server keeps none, so send "
+                   "the item itself", f"{where}.type")
+    raise _bad(f"{where}.type: {kind!r} items are not supported here (messages, function_call, "
+               "function_call_output and reasoning are)", f"{where}.type")
+
+
 def _messages(items: Sequence[Any]) -> list[Message]:
     """Input items as the engine's messages.
 
     Function calls join the assistant message just before them (the API lists a reply's
     text and its calls as separate items; the engine keeps them in one message), or start
-    an empty one. Reasoning items are dropped: their content is the upstream's own
-    (often encrypted) and no provider here can send it back.
+    an empty one. Reasoning items ride, as sent, on the assistant message that follows
+    them (``metadata["reasoning_items"]``, :mod:`.responses_items`), or on one of their own
+    when no answer follows.
     """
     out: list[Message] = []
     pending: list[dict[str, Any]] = []  # the calls of the assistant message being gathered
+    thoughts: list[dict[str, Any]] = []  # reasoning items waiting for the answer they precede
 
-    def close() -> None:
+    def taken() -> dict[str, Any]:
+        meta = {"reasoning_items": list(thoughts)} if thoughts else {}
+        thoughts.clear()
+        return meta
+
+    def close(answer_follows: bool = False) -> None:
         if pending:
             last = out[-1] if out and out[-1].role == "assistant" and "tool_calls" not in out[-1].metadata else None
             if last is not None:
-                out[-1] = Message("assistant", last.content, {**last.metadata, "tool_calls": list(pending)})
+                meta = {**last.metadata, "tool_calls": list(pending)}
+                kept = [*(last.metadata.get("reasoning_items") or ()), *taken().get("reasoning_items", ())]
+                if kept:
+                    meta["reasoning_items"] = kept
+                out[-1] = Message("assistant", last.content, meta)
             else:
-                out.append(Message("assistant", "", {"tool_calls": list(pending)}))
+                out.append(Message("assistant", "", {**taken(), "tool_calls": list(pending)}))
             pending.clear()
+        elif thoughts and not answer_follows:
+            out.append(Message("assistant", "", taken()))
 
     for i, item in enumerate(items):
         where = f"input[{i}]"
@@ -158,23 +193,11 @@ def _messages(items: Sequence[Any]) -> list[Message]:
                                          "arguments": _string(item, "arguments", where)}})
             continue
         if kind == "reasoning":
+            thoughts.append(reasoning_input(item, where))
             continue
-        close()
-        if kind == "message":
-            role = item.get("role")
-            if not isinstance(role, str) or role not in _ROLES:
-                raise _bad(f"{where}.role: expected one of user, system, developer, assistant; got {role!r}",
-                           f"{where}.role")
-            out.append(Message(_ROLES[role], _text(item.get("content"), f"{where}.content")))
-        elif kind == "function_call_output":
-            output = _text(item.get("output"), f"{where}.output")
-            out.append(Message("tool", output, {"tool_call_id": _string(item, "call_id", where)}))
-        elif kind == "item_reference":
-            raise _bad(f"{where}: item_reference needs the items OpenAI stores; this server keeps none, so send "
-                       "the item itself", f"{where}.type")
-        else:
-            raise _bad(f"{where}.type: {kind!r} items are not supported here (messages, function_call, "
-                       "function_call_output and reasoning are)", f"{where}.type")
+        answer = kind == "message" and item.get("role") == "assistant"
+        close(answer_follows=answer)
+        out.append(_item_message(item, kind, where, taken() if answer else {}))
     close()
     return out
 
@@ -189,7 +212,7 @@ def responses_session(session_id: str, body: ResponsesBody, max_messages: int) -
                    f"({max_messages}, max_messages)", "input")
     built = _messages(items)
     if body.instructions:
-        built.insert(0, Message("system", body.instructions))
+        built.insert(0, Message("system", body.instructions, {"instructions": True}))  # sent back as such
     try:
         return Session(session_id, built, {})
     except (TypeError, ValueError) as exc:
@@ -200,9 +223,10 @@ def responses_session(session_id: str, body: ResponsesBody, max_messages: int) -
 
 #: config key -> the Responses field it comes from (for the 400 that names a field a provider cannot honour)
 FIELDS = {"max_completion_tokens": "max_output_tokens", "response_format": "text.format",
-          "verbosity": "text.verbosity", "reasoning_effort": "reasoning.effort", "client_tools": "tools"}
+          "verbosity": "text.verbosity", "reasoning_effort": "reasoning.effort",
+          "reasoning_summary": "reasoning.summary", "client_tools": "tools"}
 _PASSED = ("temperature", "top_p", "parallel_tool_calls", "user", "safety_identifier", "prompt_cache_key",
-           "service_tier")
+           "service_tier", "truncation", "max_tool_calls")
 
 
 def _refuse_state(body: ResponsesBody) -> None:
@@ -236,28 +260,6 @@ def _tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_choice(choice: str | Mapping[str, Any]) -> Any:
-    if isinstance(choice, str):
-        if choice not in ("auto", "none", "required"):
-            raise _bad(f"tool_choice: expected auto, none or required, got {choice!r}", "tool_choice")
-        return choice
-    if choice.get("type") == "function" and isinstance(choice.get("name"), str):
-        return {"type": "function", "function": {"name": choice["name"]}}
-    raise _bad(f"tool_choice: only a function tool can be chosen, got {choice.get('type')!r}", "tool_choice")
-
-
-def _response_format(fmt: Any) -> dict[str, Any]:
-    if not isinstance(fmt, Mapping):
-        raise _bad(f"text.format: expected an object, got {type(fmt).__name__}", "text.format")
-    kind = fmt.get("type")
-    if kind in ("text", "json_object"):
-        return {"type": kind}
-    if kind == "json_schema":
-        schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if fmt.get(k) is not None}
-        return {"type": "json_schema", "json_schema": schema}
-    raise _bad(f"text.format.type: expected text, json_object or json_schema, got {kind!r}", "text.format.type")
-
-
 def responses_config(body: ResponsesBody, model: str) -> dict[str, Any]:
     """The client's part of the config (the server's policy decides what of it runs).
 
@@ -276,19 +278,20 @@ def responses_config(body: ResponsesBody, model: str) -> dict[str, Any]:
     if body.tools:
         config["client_tools"] = _tools(body.tools)
     if body.tool_choice is not None:
-        config["tool_choice"] = _tool_choice(body.tool_choice)
+        config["tool_choice"] = tool_choice(body.tool_choice)
     text = body.text or {}
+    extra = sorted(set(text) - {"format", "verbosity"})
+    if extra:
+        raise _bad(f"text.{extra[0]}: unknown parameter", f"text.{extra[0]}")
     if text.get("format") is not None:
-        config["response_format"] = _response_format(text["format"])
+        config["response_format"] = response_format(text["format"])
     if text.get("verbosity") is not None:
         if not isinstance(text["verbosity"], str):
             raise _bad("text.verbosity: expected low, medium or high", "text.verbosity")
         config["verbosity"] = text["verbosity"]
-    effort = (body.reasoning or {}).get("effort")
-    if effort is not None:
-        if not isinstance(effort, str):
-            raise _bad("reasoning.effort: expected a string such as low, medium or high", "reasoning.effort")
-        config["reasoning_effort"] = effort
+    config.update(reasoning_config(body.reasoning))
+    if body.include is not None:
+        config["include"] = include_of(body.include)
     return config
 
 
@@ -319,12 +322,6 @@ def message_item(item_id: str, text: str, status: str = "completed") -> dict[str
     return {"type": "message", "id": item_id, "role": "assistant", "status": status, "content": content}
 
 
-def reasoning_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
-    """The reply's reasoning as the API's ``reasoning`` item (its text in ``content``; no summary is made)."""
-    content = [{"type": "reasoning_text", "text": text}] if status == "completed" else []
-    return {"type": "reasoning", "id": item_id, "summary": [], "content": content, "status": status}
-
-
 def function_call_item(call: Mapping[str, Any], status: str = "completed") -> dict[str, Any]:
     arguments = call["function"].get("arguments") or ""
     return {"type": "function_call", "id": f"fc_{call['id']}", "call_id": call["id"],
@@ -332,12 +329,9 @@ def function_call_item(call: Mapping[str, Any], status: str = "completed") -> di
             "status": status}
 
 
-def output_items(request_id: str, reply: Message | None) -> list[dict[str, Any]]:
+def output_items(request_id: str, reply: Message | None, include: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The reply as output items: its reasoning, a message when it has text, then one function_call per call."""
-    items: list[dict[str, Any]] = []
-    reasoning = reply.metadata.get("reasoning") if reply is not None else None
-    if isinstance(reasoning, str) and reasoning:
-        items.append(reasoning_item(f"rs_{request_id}", reasoning))
+    items = reasoning_output(request_id, reply, include)
     text = reply.content if reply is not None and isinstance(reply.content, str) else ""
     if text:
         items.append(message_item(f"msg_{request_id}", text))
@@ -357,8 +351,12 @@ def usage_of(usage: Any, reply: Message | None) -> dict[str, Any]:
 def response_body(request_id: str, body: ResponsesBody, created: int | None = None, *,
                   status: str = "completed", output: list[dict[str, Any]] | None = None,
                   usage: dict[str, Any] | None = None, incomplete: dict[str, str] | None = None,
-                  error: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A ``response`` object; the request's settings are said back as the API does."""
+                  error: dict[str, Any] | None = None, reply: Message | None = None) -> dict[str, Any]:
+    """A ``response`` object; the request's settings are said back as the API does.
+
+    ``service_tier`` is the tier the upstream says it served (``reply``'s), else the one asked for.
+    """
+    tier = reply.metadata.get("service_tier") if reply is not None else None
     return {
         "id": f"resp_{request_id}", "object": "response", "created_at": created or int(time.time()),
         "status": status, "model": body.model, "output": output or [], "usage": usage,
@@ -367,8 +365,9 @@ def response_body(request_id: str, body: ResponsesBody, created: int | None = No
         "parallel_tool_calls": True if body.parallel_tool_calls is None else body.parallel_tool_calls,
         "temperature": body.temperature, "top_p": body.top_p, "max_output_tokens": body.max_output_tokens,
         "metadata": dict(body.metadata or {}), "previous_response_id": None,
-        "reasoning": {"effort": (body.reasoning or {}).get("effort"), "summary": None},
-        "text": {"format": (body.text or {}).get("format") or {"type": "text"}},
+        "reasoning": {"effort": (body.reasoning or {}).get("effort"), "summary": (body.reasoning or {}).get("summary")},
+        "text": {"format": (body.text or {}).get("format") or {"type": "text"},
+                 **({"verbosity": body.text["verbosity"]} if (body.text or {}).get("verbosity") else {})},
         "truncation": body.truncation or "disabled", "user": body.user, "store": bool(body.store),
-        "background": False, "service_tier": body.service_tier,
+        "background": False, "service_tier": tier if isinstance(tier, str) else body.service_tier,
     }

@@ -5,7 +5,11 @@ piece: the running sequence number, which item is open, and what the output list
 holds so far (``response.completed`` repeats it whole).
 
 Order, as the API sends it: ``response.created`` and ``response.in_progress``; a
-``reasoning`` item when the provider gives reasoning (``reasoning_text`` deltas); the
+``reasoning`` item when the provider gives reasoning: an ``openai_responses`` upstream's
+own item, its id kept, its summary streamed part by part
+(``reasoning_summary_part.added``, ``reasoning_summary_text.delta``... ``.done``) and closed
+as the upstream closed it (``encrypted_content`` when ``include`` asked for it); any other
+provider's reasoning as ``reasoning_text`` deltas; the
 message item (``output_item.added``, ``content_part.added``, ``output_text.delta``...,
 ``output_text.done``, ``content_part.done``, ``output_item.done``) opened at the first
 text; each tool call as a ``function_call`` item whose arguments come in one delta (the
@@ -17,6 +21,7 @@ then ``response.failed``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ..types import Message
@@ -26,10 +31,10 @@ from .responses_compat import (
     finish_of,
     function_call_item,
     message_item,
-    reasoning_item,
     response_body,
     usage_of,
 )
+from .responses_items import kept_reasoning, reasoning_item, shown
 
 __all__ = ["ResponseStream"]
 
@@ -54,6 +59,10 @@ class ResponseStream:
         self.streamed_text = False
         self.streamed_reasoning = False
         self.ended = False
+        self.include = tuple(body.include or ())
+        self.summary: list[dict[str, Any]] = []  # the closed parts of the open upstream reasoning item
+        self.part: int | None = None  # the summary part taking deltas
+        self.shown_ids: set[str] = set()  # the upstream reasoning items already closed in the stream
 
     def _event(self, kind: str, **data: Any) -> bytes:
         payload = {"type": kind, "sequence_number": self.sequence, **data}
@@ -97,6 +106,8 @@ class ResponseStream:
     def _close(self) -> bytes:
         if self.open is None:
             return b""
+        if self.open == "summary":  # the upstream never closed it (a cut answer): what streamed
+            return self._reasoning_done({"id": self.item_id, "type": "reasoning", "summary": []})
         kind, self.open = self.open, None
         text = "".join(self.pieces)
         index = len(self.output)
@@ -113,11 +124,67 @@ class ResponseStream:
                                    content_index=0, part=item["content"][0])
                 + self._event("response.output_item.done", output_index=index, item=item))
 
+    def _summary(self, where: Mapping[str, Any], text: str) -> bytes:
+        """A summary delta of the upstream's reasoning item ``where["id"]``, part ``where["summary_index"]``."""
+        out = b""
+        if self.open != "summary" or self.item_id != where.get("id"):
+            out += self._close()
+            self.open, self.item_id, self.summary, self.part = "summary", str(where.get("id")), [], None
+            out += self._event("response.output_item.added", output_index=len(self.output),
+                               item={"id": self.item_id, "type": "reasoning", "summary": []})
+        index, part = len(self.output), where.get("summary_index") or 0
+        if self.part != part:
+            out += self._part_done()
+            self.part, self.pieces = part, []
+            out += self._event("response.reasoning_summary_part.added", item_id=self.item_id, output_index=index,
+                               summary_index=part, part={"type": "summary_text", "text": ""})
+        self.pieces.append(text)
+        self.streamed_reasoning = True
+        return out + self._event("response.reasoning_summary_text.delta", item_id=self.item_id,
+                                 output_index=index, summary_index=part, delta=text)
+
+    def _part_done(self) -> bytes:
+        if self.part is None:
+            return b""
+        part, text, self.part = self.part, "".join(self.pieces), None
+        self.summary.append({"type": "summary_text", "text": text})
+        index = len(self.output)
+        return (self._event("response.reasoning_summary_text.done", item_id=self.item_id, output_index=index,
+                            summary_index=part, text=text)
+                + self._event("response.reasoning_summary_part.done", item_id=self.item_id, output_index=index,
+                              summary_index=part, part=self.summary[-1]))
+
+    def _reasoning_done(self, item: Mapping[str, Any]) -> bytes:
+        """The upstream's reasoning item closed: as it came (the streamed summary if it came without one)."""
+        out = b""
+        if self.open == "summary" and self.item_id == item.get("id"):
+            out += self._part_done()
+            self.open = None
+            if not item.get("summary") and self.summary:
+                item = {**item, "summary": list(self.summary)}
+        else:
+            out += self._close()
+            out += self._event("response.output_item.added", output_index=len(self.output),
+                               item={"id": item.get("id"), "type": "reasoning", "summary": []})
+        self.shown_ids.add(str(item.get("id")))
+        closed = shown(item, self.include)
+        index = len(self.output)
+        self.output.append(closed)
+        return out + self._event("response.output_item.done", output_index=index, item=closed)
+
     def partial(self, message: Message) -> bytes:
         out = b""
-        reasoning = message.metadata.get("reasoning") if message.metadata else None
+        meta = message.metadata
+        reasoning = meta.get("reasoning") if meta else None
         if isinstance(reasoning, str) and reasoning:
-            out += self._piece("reasoning", reasoning)
+            where = meta.get("reasoning_part")
+            if isinstance(where, Mapping):
+                out += self._summary(where, reasoning)
+            else:
+                out += self._piece("reasoning", reasoning)
+        item = meta.get("reasoning_item") if meta else None
+        if isinstance(item, Mapping):
+            out += self._reasoning_done(item)
         if isinstance(message.content, str) and message.content:
             out += self._piece("message", message.content)
         return out
@@ -125,8 +192,12 @@ class ResponseStream:
     def final(self, reply: Message) -> bytes:
         """What the final message adds: reasoning and text not streamed before, then its tool calls."""
         out = b""
+        kept = kept_reasoning(reply)
+        for item in kept:  # items the stream did not close (an upstream that answered in one piece)
+            if str(item.get("id")) not in self.shown_ids:
+                out += self._reasoning_done(item)
         reasoning = reply.metadata.get("reasoning")
-        if not self.streamed_reasoning and isinstance(reasoning, str) and reasoning:
+        if not kept and not self.streamed_reasoning and isinstance(reasoning, str) and reasoning:
             out += self._piece("reasoning", reasoning)
         if not self.streamed_text and isinstance(reply.content, str) and reply.content:
             out += self._piece("message", reply.content)
@@ -148,7 +219,7 @@ class ResponseStream:
         out = self._close()
         self.ended = True
         status, incomplete = finish_of(reply)
-        response = self._response(status, usage=usage_of(usage, reply), incomplete=incomplete)
+        response = self._response(status, usage=usage_of(usage, reply), incomplete=incomplete, reply=reply)
         kind = "response.completed" if status == "completed" else "response.incomplete"
         return out + self._event(kind, response=response)
 
