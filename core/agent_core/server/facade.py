@@ -37,6 +37,7 @@ from .openai_compat import (
     wire_calls,
 )
 from .turns import FacadeTurn, TurnRoutes, chained, merged, rate_limits
+from .usage_details import chat_notes
 
 
 class FacadeRoutes(TurnRoutes, ModelRoutes):
@@ -46,10 +47,12 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         body, rest = await aparse_fields(await request.body(), ChatBody, max_depth=self.settings.max_json_depth,
                                          check=lambda parsed: chat_amounts(parsed.messages).check(self.settings),
                                          early=early_check(self.settings))
-        client = chat_config(body, rest, self._resolve_model(body.model), self._declared())
+        model = self._resolve_model(body.model)
+        client = chat_config(body, rest, model, self._declared())
         config = self.config_for(request, client)
         resolution = self._fit_config(config, client, {}, droppable, bool(body.stream))
-        session = chat_session(session_id_of(request) or os.urandom(16).hex(), body.messages, self.settings.max_messages)
+        session = chat_session(session_id_of(request) or os.urandom(16).hex(), body.messages, self.settings.max_messages,
+                               model.partition("/")[0] == "openai")  # the dialect matches: parts go on as written
         turns = [await self._facade_turn(request, session, config, choice=i, resolution=None if i else resolution)
                  for i in range(self._choices(request, body))]
         for turn in turns:
@@ -59,8 +62,9 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         if not body.stream:
             results = await self._run_all(request, turns)
             replies = [reply_of(result.final_messages) for result, _ in results]
+            answers = [m for result, _ in results for m in result.final_messages]
             answer = completion_body(turns[0].client_rid, body.model, replies,
-                                     usage_body(*(result.usage for result, _ in results)), legacy)
+                                     usage_body(*(result.usage for result, _ in results), replies=answers), legacy)
             return Response(json_bytes(answer), media_type="application/json",
                             headers={**rate_limits(replies[0]), **headers, **results[0][1]})
         if len(turns) == 1:  # the usual single choice opens in this task; gather would make one for it
@@ -156,9 +160,10 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                     usages[i] = event.usage
                     # the reply's log-probabilities, when asked for, ride on its last chunk (they come whole)
                     yield sse_frame(chunk(rid, model, created, {}, choice_finish(replies[i], legacy), index=i,
-                                          logprobs=logprobs_of(replies[i])))
+                                          logprobs=logprobs_of(replies[i]), notes=chat_notes(replies[i])))
         if include_usage:
-            yield sse_frame(chunk(rid, model, created, None, usage=usage_body(*usages)))
+            yield sse_frame(chunk(rid, model, created, None, usage=usage_body(*usages, replies=replies),
+                                  notes=chat_notes(replies[0])))
         yield _DONE
 
 

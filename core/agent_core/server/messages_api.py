@@ -44,17 +44,21 @@ class MessagesRoutes(TurnRoutes):
         body, rest = await aparse_fields(await request.body(), AnthropicBody, max_depth=self.settings.max_json_depth,
                                          check=lambda parsed: messages_amounts(parsed).check(self.settings),
                                          early=early_check(self.settings))
-        client = messages_config(body, self._resolve_model(body.model))
+        model = self._resolve_model(body.model)
+        native = model.partition("/")[0] == "anthropic"  # the dialect matches: blocks and tools go on as written
+        client = messages_config(body, model, native)
         with_extra_fields(client, rest, self._declared(), "Messages")
         config = self.config_for(request, client)
         resolution = self._fit_config(config, client, FIELDS, lambda key, _value: key in DROPPABLE, bool(body.stream))
-        session = messages_session(session_id_of(request) or uuid.uuid4().hex, body, self.settings.max_messages)
+        session = messages_session(session_id_of(request) or uuid.uuid4().hex, body, self.settings.max_messages,
+                                   native)
         turn = await self._facade_turn(request, session, config, resolution=resolution)
         headers = {"x-request-id": turn.client_rid, "request-id": turn.client_rid}
         if not body.stream:
             result, saved = await self._run_whole(request, turn)
             reply = reply_of(result.final_messages)
-            return Response(json_bytes(message_body(turn.client_rid, body.model, reply, result.usage)),
+            answer = message_body(turn.client_rid, body.model, reply, result.usage, result.final_messages)
+            return Response(json_bytes(answer),
                             media_type="application/json", headers={**rate_limits(reply), **headers, **saved})
         first, failed = await self._open_stream(request, turn)
         if failed is not None:
