@@ -65,6 +65,9 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--paid-actions", action="store_true", default=None,
                        help="let session actions ask the model (a paid call, e.g. compact_native_history's "
                             "summarize mode); off by default")
+    serve.add_argument("--no-facade-server-tools", dest="facade_server_tools", action="store_false", default=None,
+                       help="never offer the installed tool plugins on the OpenAI and Anthropic facades (by default "
+                            "the server runs them when the client declares no tools of its own)")
     serve.add_argument("--quiet", action="store_true",
                        help="print no start banner and no line per request (warnings and errors still); "
                             "one line on stdout still says the address it listens on")
@@ -146,6 +149,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_choices=args.max_choices, turn_wait_s=args.turn_wait, max_blocks=args.max_blocks,
         max_tool_calls=args.max_tool_calls, tenant_max_concurrent=args.tenant_max_concurrent,
         max_actions=args.max_actions, tenant_max_actions=args.tenant_max_actions, paid_actions=args.paid_actions,
+        facade_server_tools=args.facade_server_tools,
     )
     # the server says its config warnings as it starts; these words name where each key was set
     logging.getLogger(LOGGER).addFilter(SourcedConfigNotes(config_sources(args)))

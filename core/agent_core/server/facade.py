@@ -37,6 +37,7 @@ from .openai_compat import (
     wire_calls,
 )
 from .turns import FacadeTurn, TurnRoutes, chained, merged, rate_limits
+from .server_tools import client_tool_names, for_client
 from .usage_details import chat_notes
 
 
@@ -61,7 +62,8 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         legacy = body.functions is not None
         if not body.stream:
             results = await self._run_all(request, turns)
-            replies = [reply_of(result.final_messages) for result, _ in results]
+            declared = client_tool_names(turns[0].config)
+            replies = [for_client(reply_of(result.final_messages), declared) for result, _ in results]
             answers = [m for result, _ in results for m in result.final_messages]
             answer = completion_body(turns[0].client_rid, body.model, replies,
                                      usage_body(*(result.usage for result, _ in results), replies=answers), legacy)
@@ -125,6 +127,7 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                                    index=i))
 
         streamed, replies, usages = [False] * n, [None] * n, [None] * n
+        declared = client_tool_names(turns[0].config)
         async for item in events:  # several choices: (index, event) pairs (merged); one: its events
             i, event = item if n > 1 else (0, item)
             if event.type == "partial":
@@ -135,12 +138,11 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                     streamed[i] = True
                     yield texts.frame(text, i)
             elif event.type == "final" and event.message.role == "assistant":
-                replies[i] = event.message
+                replies[i] = reply = for_client(event.message, declared)
                 if not opened[i]:
-                    content = event.message.content
-                    yield role(i, None if wire_calls(event.message) and not (isinstance(content, str) and content)
-                               else "")
-                for frame in _reply_frames(rid, model, created, event.message, streamed[i], i, legacy):
+                    content = reply.content
+                    yield role(i, None if wire_calls(reply) and not (isinstance(content, str) and content) else "")
+                for frame in _reply_frames(rid, model, created, reply, streamed[i], i, legacy):
                     yield frame
             elif event.type == "retract":  # the wire cannot take back what was sent
                 stop = self._retracted(turns[i], event, streamed[i])
