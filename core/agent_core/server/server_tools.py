@@ -10,13 +10,14 @@ plugin: a calculator, MCP servers) is one no client can run. So, for a facade re
 * the client declared tools, or the operator turned it off: the installed tools are not
   offered for this request (``disabled_plugins``), so the model cannot call them.
 
-Either way, a reply's call to a tool the client did not declare is never shown to it
-(:func:`for_client`): a call the server ran, or one a model made up.
+A client that declared no tools is never shown a tool call (:func:`for_client`): what
+the server's loop ran, or a call the model made when the loop's iterations ran out. A
+client that declared tools gets the calls as the model made them, as from the API itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..types import Message
@@ -61,29 +62,17 @@ def client_tool_names(config: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _calls(message: Message) -> Iterable[Any]:
-    calls = message.metadata.get("tool_calls")
-    return calls if isinstance(calls, (list, tuple)) else ()
-
-
 def for_client(message: Message | None, declared: frozenset[str]) -> Message | None:
-    """``message`` without its calls to tools the client did not declare (as it is when it has none).
+    """``message`` as a client that ``declared`` these tools may see it: with no tool call when it declared none.
 
-    A reply left with no call loses its tool-call stop reason too: the client sees an answer
-    that ended, not one waiting for a tool.
+    A reply whose calls are taken out loses its tool-call stop reason too: the client sees an
+    answer that ended, not one waiting for a tool.
     """
-    if message is None or not message.metadata.get("tool_calls"):
-        return message
-    calls = list(_calls(message))
-    kept = [c for c in calls if isinstance(c, Mapping) and (c.get("function") or {}).get("name") in declared]
-    if len(kept) == len(calls):
+    if declared or message is None or not message.metadata.get("tool_calls"):
         return message
     meta = {k: v for k, v in message.metadata.items() if k != "tool_calls"}
-    if kept:
-        meta["tool_calls"] = kept
-    else:
-        if meta.get("stop_reason") == "tool_use":
-            meta["stop_reason"] = "end_turn"
-        if meta.get("finish_reason") == "tool_calls":
-            meta["finish_reason"] = "stop"
+    if meta.get("stop_reason") == "tool_use":
+        meta["stop_reason"] = "end_turn"
+    if meta.get("finish_reason") == "tool_calls":
+        meta["finish_reason"] = "stop"
     return Message(message.role, message.content, meta, multipart_content=message.multipart_content)
