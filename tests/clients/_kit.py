@@ -26,7 +26,8 @@ WEATHER_TOOL = {
 }
 
 #: Clients the ``clients`` extra installs; ``AGENT_CORE_CLIENTS=required`` turns their absence into a failure.
-IN_THE_EXTRA = frozenset({"openai", "anthropic", "litellm", "langchain_openai", "pydantic_ai", "agents", "llm"})
+IN_THE_EXTRA = frozenset({"openai", "anthropic", "litellm", "langchain_openai", "langchain_anthropic", "pydantic_ai",
+                          "agents", "llm"})
 
 
 def required() -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ._server import Recorded, Reply, ScriptedServer, json_reply
 
-__all__ = ["COUNT_FIELDS", "messages_fault", "refuse_like_anthropic"]
+__all__ = ["COUNT_FIELDS", "count_fault", "messages_fault", "refuse_like_anthropic"]
 
 #: the body fields ``POST /v1/messages/count_tokens`` accepts (anything else: "Extra inputs are not permitted")
 COUNT_FIELDS = frozenset({"model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers",
@@ -171,7 +171,7 @@ def messages_fault(body: Any, signed: Mapping[str, str] | None = None) -> str | 
     return None
 
 
-def _count_fault(body: Any) -> str | None:
+def count_fault(body: Any) -> str | None:
     if isinstance(body, Mapping):
         extra = sorted(set(body) - COUNT_FIELDS)
         if extra:
@@ -186,7 +186,7 @@ def refuse_like_anthropic(server: ScriptedServer, signed: Mapping[str, str] | No
         if request.method != "POST":
             return None
         counting = request.path.endswith("/messages/count_tokens")
-        fault = _count_fault(request.body) if counting else messages_fault(request.body, signed)
+        fault = count_fault(request.body) if counting else messages_fault(request.body, signed)
         if fault is None:
             return None
         return json_reply({"type": "error", "error": {"type": "invalid_request_error", "message": fault}}, 400)
