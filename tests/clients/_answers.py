@@ -103,11 +103,16 @@ def _pieces(text: str, count: int = 3) -> list[str]:
 class Usage:
     prompt_tokens: int = 14
     completion_tokens: int = 37
+    cached_tokens: int | None = None  #: with a count, the usage has ``prompt_tokens_details`` as OpenAI's does
+    reasoning_tokens: int = 0
 
     def openai(self) -> dict[str, Any]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens,
-                "completion_tokens_details": {"reasoning_tokens": 0}}
+        usage: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                                 "total_tokens": self.prompt_tokens + self.completion_tokens}
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens, "audio_tokens": 0}
+        usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
+        return usage
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,7 @@ class Chat:
     created: int = 1764000000
     headers: Mapping[str, str] = field(default_factory=lambda: dict(RATE_HEADERS))
     api: API = "openai"
+    service_tier: str | None = None  #: set: in the answer (every chunk), as OpenAI's carries it
 
     @property
     def finish(self) -> str:
@@ -156,9 +162,12 @@ class Chat:
                 "choices": [{"index": i, "message": self._message(text, i == 0),
                              "logprobs": None, "finish_reason": self.finish if i == 0 else "stop"}
                             for i, text in enumerate(self._texts(n))],
-                "usage": self.usage.openai(), "system_fingerprint": "fp_b40fb1c6fb"}
+                "usage": self.usage.openai(), **self._tier(), "system_fingerprint": "fp_b40fb1c6fb"}
         return Played(200, _headers("application/json", {**_OPENAI_HEADERS, **self.headers}),
                       (json.dumps(body, indent=2, ensure_ascii=False).encode(),), streamed=False)
+
+    def _tier(self) -> dict[str, Any]:
+        return {} if self.service_tier is None else {"service_tier": self.service_tier}
 
     def _message(self, text: str | None, first: bool) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": text}
@@ -171,7 +180,8 @@ class Chat:
 
     def _chunk(self, choices: list[dict[str, Any]], usage: dict[str, Any] | None = None) -> bytes:
         body: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                                "model": self.model, "system_fingerprint": "fp_b40fb1c6fb", "choices": choices}
+                                "model": self.model, **self._tier(), "system_fingerprint": "fp_b40fb1c6fb",
+                                "choices": choices}
         if usage is not None:
             body["usage"] = usage
         return b"data: " + _compact(body) + b"\n\n"
