@@ -315,8 +315,11 @@ class OpenAIProvider(HTTPProvider):
         return {"openai": {}, "openai_text": None}
 
     def _api_native_message(self, message: Mapping[str, Any]) -> Dict:
-        """A Chat Completions message; ``openai_tools`` turns tool results into ``tool`` messages."""
-        return {"role": message.get("role", "user"), "content": openai_content(message)}
+        """A Chat Completions message (with the participant ``name`` its metadata keeps); ``openai_tools``
+        turns tool results into ``tool`` messages."""
+        native = {"role": message.get("role", "user"), "content": openai_content(message)}
+        name = (message.get("metadata") or {}).get("name")
+        return {**native, "name": name} if isinstance(name, str) and native["role"] != "tool" else native
 
     def _api_text(self, content: Any) -> str:
         return message_text(content)

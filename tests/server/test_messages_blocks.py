@@ -152,8 +152,9 @@ def test_chat_parts_and_answer_notes_pass_to_an_openai_model(facade: str, server
                                "choices": [{"index": 0, "message": {"role": "assistant", "content": "Same."},
                                             "finish_reason": "stop"}], "usage": usage,
                                "service_tier": "default", "system_fingerprint": "fp_44709d6fcb"}))
-    reply = chat.chat.completions.create(model="openai/gpt-4o", messages=[{"role": "user", "content": parts}])
-    assert server.requests[-1].body["messages"] == [{"role": "user", "content": parts}]
+    reply = chat.chat.completions.create(model="openai/gpt-4o", messages=[{"role": "user", "content": parts,
+                                                                             "name": "ann"}])
+    assert server.requests[-1].body["messages"] == [{"role": "user", "content": parts, "name": "ann"}]
     assert (reply.system_fingerprint, reply.service_tier) == ("fp_44709d6fcb", "default")
     assert reply.usage is not None and reply.usage.model_dump(exclude_none=True) == usage
     server.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "Same."}),
@@ -164,3 +165,24 @@ def test_chat_parts_and_answer_notes_pass_to_an_openai_model(facade: str, server
                                                stream=True, stream_options={"include_usage": True}))
     assert chunks[-1].usage is not None and chunks[-1].usage.model_dump(exclude_none=True) == usage
     assert {(c.system_fingerprint, c.service_tier) for c in chunks} >= {("fp_44709d6fcb", "default")}
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": {"type": "object"}}}},
+     "response_format"),
+    ({"reasoning_effort": "high"}, "reasoning_effort"),
+])
+def test_a_chat_field_with_no_messages_counterpart_is_refused_by_name(facade: str, server: ScriptedServer,
+                                                                      kwargs: Any, field: str) -> None:
+    chat = openai.OpenAI(base_url=f"{facade}/v1", api_key="unused", max_retries=0)
+    with pytest.raises(openai.BadRequestError) as refused:
+        chat.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], **kwargs)
+    assert refused.value.body["param"] == field and server.requests == []
+
+
+def test_thinking_for_an_openai_model_is_refused_by_name(facade: str, server: ScriptedServer) -> None:
+    client = anthropic.Anthropic(base_url=facade, api_key="unused", max_retries=0)
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client.messages.create(model="openai/gpt-4o", max_tokens=50, thinking={"type": "enabled", "budget_tokens": 1024},
+                               messages=[{"role": "user", "content": "hi"}])
+    assert refused.value.body["error"]["message"].startswith("thinking:") and server.requests == []

@@ -66,6 +66,8 @@ def chat_session(session_id: str, messages: list[ChatMessage], max_messages: int
             if legacy_id is None:
                 raise _bad(f"{where}: a function message must follow an assistant function_call", where)
             metadata["tool_call_id"], legacy_id = legacy_id, None
+        if native and m.name is not None and m.role in ("system", "developer", "user", "assistant"):
+            metadata["name"] = m.name  # the participant's name: Chat Completions' own, so only an openai model reads it
         if m.role == "tool":
             if m.tool_call_id is None:
                 raise _bad(f"{where}: a tool message needs tool_call_id", f"{where}.tool_call_id")
