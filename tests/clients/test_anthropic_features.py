@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from ._answers import Message, Thinking, ToolUse
 from ._gateway import Gateway
 from ._kit import TIMEOUT, need
+from ._messages_answers import Message, Thinking, ToolUse
 from ._upstream import Upstream, counted_tokens
 
 pytestmark = pytest.mark.clients

@@ -19,13 +19,12 @@ from ._answers import (
     CONTEXT_LENGTH_EXCEEDED,
     RATE_LIMITED,
     Chat,
-    Message,
     ToolCall,
-    ToolUse,
     Usage,
 )
 from ._gateway import Gateway
 from ._kit import MODEL, TIMEOUT, need
+from ._messages_answers import Message, ToolUse
 from ._upstream import Upstream
 
 pytestmark = pytest.mark.clients

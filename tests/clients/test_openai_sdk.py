@@ -19,12 +19,12 @@ from ._answers import (
     RATE_LIMITED,
     SERVER_ERROR,
     Chat,
-    Message,
     ToolCall,
     Usage,
 )
 from ._gateway import Gateway
 from ._kit import HI, MODEL, TIMEOUT, WEATHER_TOOL, error_fields, need
+from ._messages_answers import Message
 from ._upstream import Upstream
 
 pytestmark = pytest.mark.clients
