@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ._gateway import Gateway
-from ._kit import TIMEOUT, need
+from ._kit import TIMEOUT, anthropic_client, need
 from ._messages_answers import Message, Thinking, ToolUse
 from ._upstream import Upstream, counted_tokens
 
@@ -30,20 +30,11 @@ PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAh
 THOUGHT = Thinking("The user wants Oslo's weather; I should call the tool.", "EqQBCkYIBxgCKkBsig-1")
 
 
-@pytest.fixture(scope="module")
-def anthropic() -> Any:
-    return need("anthropic")
-
-
-def client(anthropic: Any, gateway: Gateway) -> Any:
-    return anthropic.Anthropic(base_url=gateway.url, api_key="sk-ant-client-unused", max_retries=0, timeout=TIMEOUT)
-
-
-def test_thinking_with_its_signature_round_trips_a_tool_loop(anthropic: Any, gateway: Gateway,
+def test_thinking_with_its_signature_round_trips_a_tool_loop(gateway: Gateway,
                                                              upstream: Upstream) -> None:
     upstream.play(Message([THOUGHT, ToolUse("toolu_01", "get_weather", {"city": "Oslo"})]),
                   Message(["It is 12 degrees in Oslo."]))
-    sdk = client(anthropic, gateway)
+    sdk = anthropic_client(gateway)
     ask = [{"role": "user", "content": "Weather in Oslo?"}]
     thinking = {"type": "enabled", "budget_tokens": 1024}
     with sdk.messages.stream(model=CLAUDE, max_tokens=2048, thinking=thinking, tools=[WEATHER],
@@ -59,10 +50,10 @@ def test_thinking_with_its_signature_round_trips_a_tool_loop(anthropic: Any, gat
     assert sent[0] == {"type": "thinking", "thinking": THOUGHT.thinking, "signature": THOUGHT.signature}
 
 
-def test_prompt_caching_passes_cache_control_and_counts_the_cache(anthropic: Any, gateway: Gateway,
+def test_prompt_caching_passes_cache_control_and_counts_the_cache(gateway: Gateway,
                                                                   upstream: Upstream) -> None:
     upstream.play(Message(["Noted."], cache_write=1800), Message(["Noted again."], cache_read=1800))
-    sdk = client(anthropic, gateway)
+    sdk = anthropic_client(gateway)
     tools = [{**WEATHER, "cache_control": CACHED}]
     ask = [{"role": "user", "content": [{"type": "text", "text": "Summarise.", "cache_control": CACHED}]}]
     first = sdk.messages.create(model=CLAUDE, max_tokens=100, system=SYSTEM, tools=tools, messages=ask)
@@ -74,19 +65,19 @@ def test_prompt_caching_passes_cache_control_and_counts_the_cache(anthropic: Any
         assert (call.body["system"], call.body["tools"], call.body["messages"]) == (SYSTEM, tools, ask)
 
 
-def test_an_image_and_a_stop_sequence(anthropic: Any, gateway: Gateway, upstream: Upstream) -> None:
+def test_an_image_and_a_stop_sequence(gateway: Gateway, upstream: Upstream) -> None:
     upstream.play(Message(["A single pixel"], stop_reason="stop_sequence", stop_sequence="."))
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
     content = [image, {"type": "text", "text": "Describe it in one sentence."}]
-    reply = client(anthropic, gateway).messages.create(model=CLAUDE, max_tokens=100, stop_sequences=["."],
+    reply = anthropic_client(gateway).messages.create(model=CLAUDE, max_tokens=100, stop_sequences=["."],
                                                        messages=[{"role": "user", "content": content}])
     assert (reply.stop_reason, reply.stop_sequence) == ("stop_sequence", ".")
     assert upstream.calls("anthropic")[0].body["messages"] == [{"role": "user", "content": content}]
 
 
-def test_count_tokens_is_the_upstreams_count(anthropic: Any, gateway: Gateway, upstream: Upstream) -> None:
+def test_count_tokens_is_the_upstreams_count(gateway: Gateway, upstream: Upstream) -> None:
     messages = [{"role": "user", "content": [{"type": "text", "text": "How long is this?", "cache_control": CACHED}]}]
-    counted = client(anthropic, gateway).messages.count_tokens(model=CLAUDE, system=SYSTEM, messages=messages,
+    counted = anthropic_client(gateway).messages.count_tokens(model=CLAUDE, system=SYSTEM, messages=messages,
                                                                tools=[WEATHER])
     [sent] = [r for r in upstream.received if r.path.endswith("/count_tokens")]
     assert sent.body == {"model": "claude-sonnet-4-5", "system": SYSTEM, "messages": messages, "tools": [WEATHER]}

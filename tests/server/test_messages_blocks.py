@@ -8,18 +8,14 @@ official ``anthropic`` and ``openai`` SDKs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import openai
 import pytest
-from agent_core.server import create_app
 from providers._anthropic_api import messages_fault, refuse_like_anthropic
 from providers._server import ScriptedServer, json_reply, sse_reply
 from providers._wire import OA_DONE, an_block, an_event, an_start, oa_chunk
-
-from ._live import running
 
 MODEL = "anthropic/claude-test"
 CACHED = {"type": "ephemeral"}
@@ -41,10 +37,8 @@ def answer(stop_reason: str = "end_turn", stop_sequence: str | None = None, usag
 
 
 @pytest.fixture
-def facade(server: ScriptedServer, store: Any) -> Iterator[str]:
-    operator = {"base_url": f"{server.url}/v1", "api_key": "sk-upstream-0123456789", "max_retries": 0}
-    with running(create_app(store=store, config=operator)) as url:
-        yield url
+def facade(scripted_facade: str) -> str:
+    return scripted_facade
 
 
 @pytest.fixture
