@@ -180,3 +180,19 @@ def test_thinking_for_an_openai_model_is_refused_by_name(facade: str, server: Sc
         client.messages.create(model="openai/gpt-4o", max_tokens=50, thinking={"type": "enabled", "budget_tokens": 1024},
                                messages=[{"role": "user", "content": "hi"}])
     assert refused.value.body["error"]["message"].startswith("thinking:") and server.requests == []
+
+
+def test_a_tool_result_keeps_its_blocks_and_cache_breakpoint(client: anthropic.Anthropic,
+                                                            server: ScriptedServer) -> None:
+    server.enqueue(answer())
+    tools = [{"name": "lookup", "input_schema": {"type": "object", "properties": {}}}]
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "cache_control": CACHED,
+              "content": [{"type": "text", "text": "The chart:"}, IMAGE]}
+    history = [{"role": "user", "content": "Find the chart."},
+               {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}]},
+               {"role": "user", "content": [result, {"type": "text", "text": "Describe it."}]}]
+    client.messages.create(model=MODEL, max_tokens=50, tools=tools, messages=history)
+    assert server.requests[-1].body["messages"][2] == {"role": "user", "content": history[2]["content"]}
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client.messages.create(model="openai/gpt-4o", max_tokens=50, tools=tools, messages=history)
+    assert refused.value.body["error"]["message"].startswith("messages[2].content[0].content[1]: a image block")

@@ -20,7 +20,7 @@ import msgspec
 
 from ..types import Message, Session
 from .errors import ApiError
-from .messages_content import as_written, block_kind, system_message, user_message
+from .messages_content import as_written, block_kind, system_message, tool_message, user_message
 from .usage_details import anthropic_usage
 
 __all__ = [
@@ -75,8 +75,9 @@ class ToolUseBlock(msgspec.Struct, tag="tool_use"):
 
 class ToolResultBlock(msgspec.Struct, tag="tool_result"):
     tool_use_id: str
-    content: str | list[TextBlock | ImageBlock] | None = None
+    content: str | list[TextBlock | ImageBlock | DocumentBlock] | None = None
     is_error: bool | None = None
+    cache_control: dict[str, Any] | None = None
 
 
 class ThinkingBlock(msgspec.Struct, tag="thinking"):
@@ -147,15 +148,6 @@ def _bad(message: str, param: str) -> ApiError:
     return ApiError(400, "invalid_request_error", message, param=param)
 
 
-def _joined(blocks: Sequence[Any], where: str) -> str:
-    texts = []
-    for j, block in enumerate(blocks):
-        if not isinstance(block, TextBlock):
-            raise _bad(f"{where}[{j}]: only text is supported here, got a {block_kind(block)} block", f"{where}[{j}]")
-        texts.append(block.text)
-    return "".join(texts)
-
-
 def _user_turn(content: list[Block], where: str, native: bool) -> list[Message]:
     """A user turn: its tool results (one ``tool`` message each), then its other blocks (:mod:`.messages_content`)."""
     out: list[Message] = []
@@ -163,12 +155,7 @@ def _user_turn(content: list[Block], where: str, native: bool) -> list[Message]:
     paths: list[str] = []
     for j, block in enumerate(content):
         if isinstance(block, ToolResultBlock):
-            result = block.content if isinstance(block.content, str) else _joined(block.content or [],
-                                                                                  f"{where}[{j}].content")
-            meta: dict[str, Any] = {"tool_call_id": block.tool_use_id}
-            if block.is_error:
-                meta["is_error"] = True
-            out.append(Message("tool", result, meta))
+            out.append(tool_message(block, f"{where}[{j}]", native))
         elif isinstance(block, (TextBlock, ImageBlock, DocumentBlock)):
             blocks.append(block)
             paths.append(f"{where}[{j}]")

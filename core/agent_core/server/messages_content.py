@@ -10,7 +10,11 @@ For any other provider, each block with a counterpart is mapped: text to text, a
 image to the core ``multipartContent`` image item (a ``data:`` URL for a base64 image,
 which the ``openai`` provider sends as an ``image_url`` part). ``cache_control`` is a
 caching hint with no counterpart that changes no answer, so it is left out; a block with
-no counterpart (a document) is a 400 naming it.
+no counterpart (a document, an image in a tool result) is a 400 naming it.
+
+A ``tool_result`` becomes a ``tool`` message (the engine's shape). To an Anthropic model
+its blocks go as written, in the engine's envelope for a provider-native result, and its
+``cache_control`` rides in the message's metadata, where ``anthropic_tools`` puts it back.
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ from typing import Any
 
 import msgspec
 
+from ..plugins.tool_interop import ANTHROPIC
+from ..tools.toolkit import ENVELOPE
 from ..types import Message
 from .errors import ApiError
 
-__all__ = ["as_written", "block_kind", "system_message", "user_message"]
+__all__ = ["as_written", "block_kind", "system_message", "tool_message", "user_message"]
 
 #: the keys of a text block that carry nothing but its text
 _PLAIN_TEXT = frozenset({"type", "text"})
@@ -83,3 +89,23 @@ def user_message(blocks: Sequence[Any], where: Sequence[str], native: bool) -> M
             raise _bad(f"{path}: a {block['type']} block has no counterpart for this model's provider; "
                        "send it to an Anthropic model", path)
     return Message("user", "".join(texts), multipart_content=items or None)
+
+
+def tool_message(block: Any, where: str, native: bool) -> Message:
+    """A ``tool_result`` block as the ``tool`` message answering its call (``where``: the block's path)."""
+    meta: dict[str, Any] = {"tool_call_id": block.tool_use_id}
+    if block.is_error:
+        meta["is_error"] = True
+    if native and block.cache_control is not None:
+        meta["cache_control"] = block.cache_control
+    parts = block.content
+    if parts is None or isinstance(parts, str):
+        return Message("tool", parts or "", meta)
+    written = [as_written(b) for b in parts]
+    if native and not _plain(written):
+        return Message("tool", {"type": ENVELOPE, "format": ANTHROPIC, "content": written}, meta)
+    for j, part in enumerate(written):
+        if part["type"] != "text":
+            raise _bad(f"{where}.content[{j}]: a {part['type']} block in a tool result has no counterpart for this "
+                       "model's provider", f"{where}.content[{j}]")
+    return Message("tool", "".join(b["text"] for b in written), meta)
