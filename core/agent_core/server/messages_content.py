@@ -24,13 +24,14 @@ from typing import Any
 
 import msgspec
 
-from ..plugins.tool_interop import ANTHROPIC
-from ..tools.toolkit import ENVELOPE
+from ..plugin_kit import ANTHROPIC
 from ..types import Message
 from .errors import ApiError
 
 __all__ = ["as_written", "block_kind", "system_message", "tool_message", "user_message"]
 
+#: the content type of a tool result in a provider's own shape (the tool protocol's envelope)
+ENVELOPE = "provider_native_tool_result"
 #: the keys of a text block that carry nothing but its text
 _PLAIN_TEXT = frozenset({"type", "text"})
 
