@@ -196,3 +196,15 @@ def test_a_tool_result_keeps_its_blocks_and_cache_breakpoint(client: anthropic.A
     with pytest.raises(anthropic.BadRequestError) as refused:
         client.messages.create(model="openai/gpt-4o", max_tokens=50, tools=tools, messages=history)
     assert refused.value.body["error"]["message"].startswith("messages[2].content[0].content[1]: a image block")
+
+
+def test_an_assistant_turns_cache_breakpoint_and_the_user_id_pass(client: anthropic.Anthropic,
+                                                                   server: ScriptedServer) -> None:
+    server.enqueue(answer())
+    said = [{"type": "text", "text": "Clause 4 says so.", "cache_control": CACHED}]
+    history = [{"role": "user", "content": "What does it say?"}, {"role": "assistant", "content": said},
+               {"role": "user", "content": "And clause 5?"}]
+    client.messages.create(model=MODEL, max_tokens=50, messages=history, metadata={"user_id": "user-7f3a"})
+    sent = server.requests[-1].body
+    assert sent["messages"][1] == {"role": "assistant", "content": said}
+    assert sent["metadata"] == {"user_id": "user-7f3a"}

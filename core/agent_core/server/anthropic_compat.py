@@ -20,7 +20,7 @@ import msgspec
 
 from ..types import Message, Session
 from .errors import ApiError
-from .messages_content import as_written, block_kind, system_message, tool_message, user_message
+from .messages_content import as_written, block_kind, system_message, text_content, tool_message, user_message
 from .usage_details import anthropic_usage
 
 __all__ = [
@@ -166,15 +166,15 @@ def _user_turn(content: list[Block], where: str, native: bool) -> list[Message]:
     return out
 
 
-def _assistant_turn(content: list[Block], where: str) -> Message:
+def _assistant_turn(content: list[Block], where: str, native: bool) -> Message:
     """An assistant turn: text, tool calls (OpenAI's shape in metadata) and reasoning, in one message."""
-    texts: list[str] = []
+    texts: list[TextBlock] = []
     calls: list[dict[str, Any]] = []
     thoughts: list[str] = []
     thinking: list[dict[str, Any]] = []  # the blocks an Anthropic upstream checks, as the client sent them
     for j, block in enumerate(content):
         if isinstance(block, TextBlock):
-            texts.append(block.text)
+            texts.append(block)
         elif isinstance(block, ToolUseBlock):
             calls.append({"id": block.id, "type": "function",
                           "function": {"name": block.name, "arguments": json.dumps(block.input)}})
@@ -194,7 +194,7 @@ def _assistant_turn(content: list[Block], where: str) -> Message:
         meta["reasoning"] = "".join(thoughts)
     if thinking:  # the API wants signed blocks back unchanged before a tool_use
         meta["thinking_blocks"] = thinking
-    return Message("assistant", "".join(texts), meta)
+    return Message("assistant", text_content(texts, native), meta)
 
 
 def messages_session(session_id: str, body: AnthropicBody, max_messages: int, native: bool = False) -> Session:
@@ -218,7 +218,7 @@ def messages_session(session_id: str, body: AnthropicBody, max_messages: int, na
         elif m.role == "user":
             built.extend(_user_turn(m.content, where, native))
         else:
-            built.append(_assistant_turn(m.content, where))
+            built.append(_assistant_turn(m.content, where, native))
     try:
         return Session(session_id, built, {})
     except (TypeError, ValueError) as exc:
@@ -241,11 +241,11 @@ def _tool_choice(choice: AnthropicToolChoice) -> Any:
 #: config key -> the Messages API field it comes from (for errors); the keys a provider may ignore
 FIELDS = {"service_tier": "service_tier", "stop_sequences": "stop_sequences", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
           "tool_choice": "tool_choice", "thinking_budget": "thinking", "client_tools": "tools",
-          "max_tokens": "max_tokens", "user": "metadata.user_id",
+          "max_tokens": "max_tokens", "user": "metadata.user_id", "metadata": "metadata",
           "parallel_tool_calls": "tool_choice.disable_parallel_tool_use"}
 #: left out, not refused, when the running provider lacks them (one tool call at a time asks nothing
 #: of a provider that makes no parallel calls)
-DROPPABLE = ("max_tokens", "user", "service_tier", "parallel_tool_calls")
+DROPPABLE = ("max_tokens", "user", "metadata", "service_tier", "parallel_tool_calls")
 
 
 def messages_config(body: AnthropicBody, model: str, native: bool = False) -> dict[str, Any]:
@@ -270,8 +270,8 @@ def messages_config(body: AnthropicBody, model: str, native: bool = False) -> di
             config[key] = getattr(body, key)
     if body.stop_sequences:
         config["stop_sequences"] = list(body.stop_sequences)
-    if body.metadata is not None and body.metadata.user_id is not None:
-        config["user"] = body.metadata.user_id
+    if body.metadata is not None and body.metadata.user_id is not None:  # as written for Anthropic, else mapped
+        config.update({"metadata": {"user_id": body.metadata.user_id}} if native else {"user": body.metadata.user_id})
     if body.tools:
         for i, tool in enumerate(body.tools):
             if tool.type not in (None, "custom"):

@@ -28,7 +28,7 @@ from ..plugin_kit import ANTHROPIC
 from ..types import Message
 from .errors import ApiError
 
-__all__ = ["as_written", "block_kind", "system_message", "tool_message", "user_message"]
+__all__ = ["as_written", "block_kind", "system_message", "text_content", "tool_message", "user_message"]
 
 #: the content type of a tool result in a provider's own shape (the tool protocol's envelope)
 ENVELOPE = "provider_native_tool_result"
@@ -54,12 +54,17 @@ def _plain(blocks: Sequence[dict[str, Any]]) -> bool:
     return all(b["type"] == "text" and b.keys() <= _PLAIN_TEXT for b in blocks)
 
 
-def system_message(blocks: Sequence[Any], native: bool) -> Message:
-    """The ``system`` blocks as one system message: blocks when one carries more than text and the dialect matches."""
+def text_content(blocks: Sequence[Any], native: bool) -> Any:
+    """Text blocks as content: the blocks as written when one carries more than text and the dialect matches."""
     written = [as_written(b) for b in blocks]
     if native and not _plain(written):
-        return Message("system", written)
-    return Message("system", "".join(b["text"] for b in written))
+        return written
+    return "".join(b["text"] for b in written)
+
+
+def system_message(blocks: Sequence[Any], native: bool) -> Message:
+    """The ``system`` blocks as one system message (:func:`text_content`)."""
+    return Message("system", text_content(blocks, native))
 
 
 def _image_item(block: dict[str, Any], where: str) -> dict[str, Any]:
