@@ -209,6 +209,8 @@ class AnthropicToolsExtension(Extension):
                     result["content"] = body
                 if metadata.get("is_error") is True:
                     result["is_error"] = True
+                if isinstance(metadata.get("cache_control"), Mapping):  # a client's cache breakpoint, as it wrote it
+                    result["cache_control"] = metadata["cache_control"]
                 native = {"role": "user", "content": [result]}
             out.append(native)
         return out

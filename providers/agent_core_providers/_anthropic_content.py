@@ -23,6 +23,8 @@ __all__ = [
     "message_text",
     "normalize_usage",
     "server_tool_blocks",
+    "stop_notes",
+    "system_field",
     "system_text",
 ]
 
@@ -134,6 +136,26 @@ def system_text(native_messages: list[Mapping[str, Any]]) -> Any:
     """The system messages' text, joined by blank lines: the API takes it apart from the turns."""
     texts = [message_text(m.get("content")) for m in native_messages if m.get("role") == "system"]
     return "\n\n".join(t for t in texts if t)
+
+
+def system_field(native_messages: list[Mapping[str, Any]]) -> Any:
+    """The top-level ``system`` field: text joined as :func:`system_text` does, or blocks when any message has blocks.
+
+    A system message whose content is a list of blocks (a ``cache_control`` on one of them) keeps
+    them as they are; string ones beside it become text blocks, in order.
+    """
+    systems = [m.get("content") for m in native_messages if m.get("role") == "system"]
+    if not any(isinstance(c, list) for c in systems):
+        return system_text(native_messages)
+    blocks: list[Any] = []
+    for content in systems:
+        blocks.extend(content_blocks(content) if isinstance(content, list) else content_blocks(message_text(content)))
+    return blocks
+
+
+def stop_notes(source: Mapping[str, Any]) -> Dict:
+    """Why the answer stopped (and the stop sequence that ended it), as our ``_`` keys of a native message."""
+    return {f"_{key}": source[key] for key in ("stop_reason", "stop_sequence") if source.get(key)}
 
 
 def normalize_usage(usage: Mapping[str, Any]) -> Dict:

@@ -59,7 +59,8 @@ from ._anthropic_content import (
     message_text,
     normalize_usage,
     server_tool_blocks,
-    system_text,
+    stop_notes,
+    system_field,
 )
 from ._base import HTTPProvider
 from ._errors import error_from_event
@@ -249,9 +250,8 @@ class AnthropicProvider(HTTPProvider):
             return [], [], native_messages, {**state, "anthropic": buffer}
         elif kind == "message_delta":
             buffer = dict(state["anthropic"])
-            stop = (native_chunk.get("delta") or {}).get("stop_reason")
-            if stop:
-                buffer["stop_reason"] = stop
+            delta = native_chunk.get("delta") or {}
+            buffer.update({key: delta[key] for key in ("stop_reason", "stop_sequence") if delta.get(key)})
             if native_chunk.get("usage"):
                 buffer["usage"] = {**(buffer.get("usage") or {}), **native_chunk["usage"]}
             return [], [], native_messages, {**state, "anthropic": buffer}
@@ -267,8 +267,7 @@ class AnthropicProvider(HTTPProvider):
             return [], native_messages, state
         blocks = buffer["blocks"]
         message: Dict = {"role": "assistant", "content": [_finished(blocks[i]) for i in sorted(blocks)]}
-        if buffer.get("stop_reason"):
-            message["_stop_reason"] = buffer["stop_reason"]
+        message.update(stop_notes(buffer))
         if buffer.get("usage"):
             message["_usage"] = buffer["usage"]
         return [message], [*native_messages, message], {**state, "anthropic": None}
@@ -285,7 +284,7 @@ class AnthropicProvider(HTTPProvider):
             "max_tokens": config.get("max_tokens") or self.default_max_tokens,
             "messages": merge_turns([m for m in native_messages if m.get("role") != "system"]),
         }
-        system = system_text(native_messages)
+        system = system_field(native_messages)
         if system:
             payload["system"] = system
         if config.get("temperature") is not None:
@@ -304,9 +303,9 @@ class AnthropicProvider(HTTPProvider):
         front of its text, so a history rebuilt from core messages still
         shows the API its own server tool calls and results.
         """
-        role = message.get("role", "user")
-        if role == "system":
-            return {"role": "system", "content": message_text(message.get("content"))}
+        role, content = message.get("role", "user"), message.get("content")
+        if role == "system":  # blocks stay blocks: a cache_control on one must reach the API
+            return {"role": role, "content": content_blocks(content) if isinstance(content, list) else message_text(content)}
         server = (message.get("metadata") or {}).get("server_tools") if role == "assistant" else None
         if server:
             return {"role": role, "content": [*server, *content_blocks(anthropic_content(message))]}
@@ -319,7 +318,7 @@ class AnthropicProvider(HTTPProvider):
         return normalize_usage(usage)
 
     def _api_metadata(self, message: Mapping[str, Any]) -> Dict:
-        """The stop reason; the blocks the API handled itself, as received, in ``server_tools``;
+        """The stop reason and stop sequence; the blocks the API handled itself, as received, in ``server_tools``;
         the citations of the text blocks in ``citations``."""
         metadata: Dict = {}
         content = message.get("content")
@@ -330,8 +329,9 @@ class AnthropicProvider(HTTPProvider):
             found = citations(content)
             if found:
                 metadata["citations"] = found
-        if message.get("_stop_reason"):
-            metadata["stop_reason"] = message["_stop_reason"]
+        for key in ("stop_reason", "stop_sequence"):
+            if message.get(f"_{key}"):
+                metadata[key] = message[f"_{key}"]
         return metadata
 
     def _api_auth_headers(self, api_key: str) -> Dict:
@@ -393,8 +393,7 @@ class AnthropicProvider(HTTPProvider):
         if fault is not None:
             raise malformed(self.name, answer, fault, self._secrets())
         message: Dict = {"role": answer.get("role") or "assistant", "content": list(answer["content"])}
-        if answer.get("stop_reason"):
-            message["_stop_reason"] = answer["stop_reason"]
+        message.update(stop_notes(answer))
         if answer.get("usage"):
             message["_usage"] = answer["usage"]
         return message

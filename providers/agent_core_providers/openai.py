@@ -42,6 +42,7 @@ from agent_core.plugin_kit import push, replace_final, text_of
 
 from ._base import HTTPProvider
 from ._errors import error_from_event
+from ._openai_answer import answer_notes, normalize_usage, noted
 from ._sampling import (
     EXTRA_BODY,
     OPENAI_FIELDS,
@@ -153,28 +154,6 @@ def thinking_text(content: Any) -> str:
     return "".join(out)
 
 
-def normalize_usage(usage: Mapping[str, Any]) -> Dict:
-    """Chat Completions usage as ``{"input_tokens", "output_tokens", ...}``.
-
-    Cached prompt tokens become ``cache_read_tokens`` and reasoning tokens
-    ``reasoning_tokens``; every other key the server sent is kept as it is.
-    """
-    out: Dict = {
-        "input_tokens": int(usage.get("prompt_tokens") or 0),
-        "output_tokens": int(usage.get("completion_tokens") or 0),
-    }
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-    if cached:
-        out["cache_read_tokens"] = cached
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
-    if reasoning:
-        out["reasoning_tokens"] = reasoning
-    for key, value in usage.items():
-        if key not in ("prompt_tokens", "completion_tokens") and key not in out:
-            out[key] = value
-    return out
-
-
 def _is_preamble(chunk: Mapping[str, Any]) -> bool:
     """A chunk with nothing in it yet but the role (safe to see again after a retry)."""
     if chunk.get("usage"):
@@ -270,6 +249,7 @@ class OpenAIProvider(HTTPProvider):
                     changes["refusal"] = push(state["openai"].get("refusal"), refusal)
             if choice.get("finish_reason"):
                 changes["finish_reason"] = choice["finish_reason"]
+                changes.update(answer_notes(native_chunk))
             logprobs = choice.get("logprobs")  # null unless the request asked for them
             if logprobs and logprobs.get("content"):  # a link of a chain, flattened once in finalize
                 changes["logprobs"] = (state["openai"].get("logprobs"), logprobs["content"])
@@ -278,6 +258,7 @@ class OpenAIProvider(HTTPProvider):
             usage = (native_chunk["x_groq"] or {}).get("usage")
         if usage:
             changes["usage"] = usage
+            changes.update(answer_notes(native_chunk))
         if changes:
             state = {**state, "openai": {**state["openai"], **changes}}
         if text:  # the usual chunk: only this key changes
@@ -303,6 +284,7 @@ class OpenAIProvider(HTTPProvider):
             message["_finish_reason"] = buffer["finish_reason"]
         if buffer.get("usage"):
             message["_usage"] = buffer["usage"]
+        message.update({f"_{key}": value for key, value in answer_notes(buffer).items()})
         if buffer.get("logprobs"):
             message["_logprobs"] = {"content": _chained(buffer["logprobs"])}
         return [message], [*native_messages, message], {**state, "openai": None, "openai_text": None}
@@ -333,8 +315,11 @@ class OpenAIProvider(HTTPProvider):
         return {"openai": {}, "openai_text": None}
 
     def _api_native_message(self, message: Mapping[str, Any]) -> Dict:
-        """A Chat Completions message; ``openai_tools`` turns tool results into ``tool`` messages."""
-        return {"role": message.get("role", "user"), "content": openai_content(message)}
+        """A Chat Completions message (with the participant ``name`` its metadata keeps); ``openai_tools``
+        turns tool results into ``tool`` messages."""
+        native = {"role": message.get("role", "user"), "content": openai_content(message)}
+        name = (message.get("metadata") or {}).get("name")
+        return {**native, "name": name} if isinstance(name, str) and native["role"] != "tool" else native
 
     def _api_text(self, content: Any) -> str:
         return message_text(content)
@@ -343,7 +328,7 @@ class OpenAIProvider(HTTPProvider):
         return normalize_usage(usage)
 
     def _api_metadata(self, message: Mapping[str, Any]) -> Dict:
-        """The finish reason, any refusal, and the token log-probabilities when the request asked for them."""
+        """The finish reason, any refusal, the token log-probabilities when asked for, the answer's notes."""
         metadata: Dict = {}
         if message.get("refusal") and isinstance(message["refusal"], str):
             metadata["refusal"] = message["refusal"]
@@ -351,6 +336,7 @@ class OpenAIProvider(HTTPProvider):
             metadata["finish_reason"] = message["_finish_reason"]
         if message.get("_logprobs"):
             metadata["logprobs"] = message["_logprobs"]
+        metadata.update(noted(message))
         return metadata
 
     def _api_auth_headers(self, api_key: str) -> Dict:
@@ -406,4 +392,5 @@ class OpenAIProvider(HTTPProvider):
             message["_logprobs"] = choices[0]["logprobs"]
         if answer.get("usage"):
             message["_usage"] = answer["usage"]
+        message.update({f"_{key}": value for key, value in answer_notes(answer).items()})
         return message

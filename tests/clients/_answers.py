@@ -30,7 +30,7 @@ for byte (``recordings/README.md``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,11 +52,9 @@ __all__ = [
     "AnthropicModels",
     "Chat",
     "Failure",
-    "Message",
     "OpenAIModels",
     "Recorded",
     "ToolCall",
-    "ToolUse",
     "Usage",
 ]
 
@@ -102,11 +100,16 @@ def _pieces(text: str, count: int = 3) -> list[str]:
 class Usage:
     prompt_tokens: int = 14
     completion_tokens: int = 37
+    cached_tokens: int | None = None  #: with a count, the usage has ``prompt_tokens_details`` as OpenAI's does
+    reasoning_tokens: int = 0
 
     def openai(self) -> dict[str, Any]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens,
-                "completion_tokens_details": {"reasoning_tokens": 0}}
+        usage: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                                 "total_tokens": self.prompt_tokens + self.completion_tokens}
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens, "audio_tokens": 0}
+        usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
+        return usage
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,7 @@ class Chat:
     created: int = 1764000000
     headers: Mapping[str, str] = field(default_factory=lambda: dict(RATE_HEADERS))
     api: API = "openai"
+    service_tier: str | None = None  #: set: in the answer (every chunk), as OpenAI's carries it
 
     @property
     def finish(self) -> str:
@@ -155,9 +159,12 @@ class Chat:
                 "choices": [{"index": i, "message": self._message(text, i == 0),
                              "logprobs": None, "finish_reason": self.finish if i == 0 else "stop"}
                             for i, text in enumerate(self._texts(n))],
-                "usage": self.usage.openai(), "system_fingerprint": "fp_b40fb1c6fb"}
+                "usage": self.usage.openai(), **self._tier(), "system_fingerprint": "fp_b40fb1c6fb"}
         return Played(200, _headers("application/json", {**_OPENAI_HEADERS, **self.headers}),
                       (json.dumps(body, indent=2, ensure_ascii=False).encode(),), streamed=False)
+
+    def _tier(self) -> dict[str, Any]:
+        return {} if self.service_tier is None else {"service_tier": self.service_tier}
 
     def _message(self, text: str | None, first: bool) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": text}
@@ -170,7 +177,8 @@ class Chat:
 
     def _chunk(self, choices: list[dict[str, Any]], usage: dict[str, Any] | None = None) -> bytes:
         body: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                                "model": self.model, "system_fingerprint": "fp_b40fb1c6fb", "choices": choices}
+                                "model": self.model, **self._tier(), "system_fingerprint": "fp_b40fb1c6fb",
+                                "choices": choices}
         if usage is not None:
             body["usage"] = usage
         return b"data: " + _compact(body) + b"\n\n"
@@ -305,74 +313,6 @@ OPENAI_MODELS = OpenAIModels(("gpt-4o-mini", "gpt-4o", "o4-mini"))
 
 
 # -- Anthropic Messages ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ToolUse:
-    id: str
-    name: str
-    input: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Message:
-    """One Messages API answer: text and tool_use blocks, in order, with usage."""
-
-    blocks: Sequence[str | ToolUse]
-    stop_reason: str | None = None  #: default ``tool_use`` with a tool_use block, else ``end_turn``
-    input_tokens: int = 12
-    output_tokens: int = 29
-    model: str = "claude-sonnet-4-5-20250929"
-    id: str = "msg_01ScriptedUpstream00000001"
-    api: API = "anthropic"
-
-    @property
-    def stop(self) -> str:
-        return self.stop_reason or ("tool_use" if any(isinstance(b, ToolUse) for b in self.blocks) else "end_turn")
-
-    def _usage(self, output_tokens: int) -> dict[str, Any]:
-        return {"input_tokens": self.input_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-                "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
-                "output_tokens": output_tokens, "service_tier": "standard"}
-
-    def _block(self, block: str | ToolUse) -> dict[str, Any]:
-        if isinstance(block, ToolUse):
-            return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
-        return {"type": "text", "text": block}
-
-    def play(self, request: Mapping[str, Any]) -> Played:
-        if request.get("stream") is True:
-            return Played(200, _headers("text/event-stream; charset=utf-8", _ANTHROPIC_HEADERS),
-                          tuple(self._events()), streamed=True)
-        body = {"model": self.model, "id": self.id, "type": "message", "role": "assistant",
-                "content": [self._block(b) for b in self.blocks], "stop_reason": self.stop, "stop_sequence": None,
-                "usage": self._usage(self.output_tokens)}
-        return Played(200, _headers("application/json", _ANTHROPIC_HEADERS), (_compact(body),), streamed=False)
-
-    def _events(self) -> list[bytes]:
-        def event(kind: str, **fields: Any) -> bytes:
-            return b"event: %s\ndata: %s\n\n" % (kind.encode(), _compact({"type": kind, **fields}))
-
-        start = {"model": self.model, "id": self.id, "type": "message", "role": "assistant", "content": [],
-                 "stop_reason": None, "stop_sequence": None, "usage": self._usage(1)}
-        out = [event("message_start", message=start)]
-        for index, block in enumerate(self.blocks):
-            if isinstance(block, ToolUse):
-                out.append(event("content_block_start", index=index,
-                                 content_block={"type": "tool_use", "id": block.id, "name": block.name, "input": {}}))
-                deltas = [{"type": "input_json_delta", "partial_json": p}
-                          for p in ["", *_pieces(json.dumps(dict(block.input)))]]
-            else:
-                out.append(event("content_block_start", index=index, content_block={"type": "text", "text": ""}))
-                deltas = [{"type": "text_delta", "text": p} for p in _pieces(block)]
-            if index == 0:
-                out.append(event("ping"))
-            out += [event("content_block_delta", index=index, delta=d) for d in deltas]
-            out.append(event("content_block_stop", index=index))
-        out.append(event("message_delta", delta={"stop_reason": self.stop, "stop_sequence": None},
-                         usage={"output_tokens": self.output_tokens}))
-        out.append(event("message_stop"))
-        return out
 
 
 def _anthropic_error(type_: str, message: str) -> dict[str, Any]:

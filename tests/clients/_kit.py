@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["HI", "MODEL", "TIMEOUT", "WEATHER_TOOL", "need", "required"]
+__all__ = ["HI", "MODEL", "TIMEOUT", "WEATHER_TOOL", "anthropic_client", "need", "required"]
 
 #: How every test names the model: provider prefix, then the upstream's model id.
 MODEL = "openai/gpt-4o-mini"
@@ -26,7 +26,8 @@ WEATHER_TOOL = {
 }
 
 #: Clients the ``clients`` extra installs; ``AGENT_CORE_CLIENTS=required`` turns their absence into a failure.
-IN_THE_EXTRA = frozenset({"openai", "anthropic", "litellm", "langchain_openai", "pydantic_ai", "agents", "llm"})
+IN_THE_EXTRA = frozenset({"openai", "anthropic", "litellm", "langchain_openai", "langchain_anthropic", "pydantic_ai",
+                          "agents", "llm"})
 
 
 def required() -> bool:
@@ -52,3 +53,9 @@ def need(module: str, why: str = "") -> ModuleType:
 def error_fields(error: Any) -> dict[str, Any]:
     """The four fields of an OpenAI error object (a dict), for comparing with the upstream's."""
     return {key: error.get(key) for key in ("message", "type", "param", "code")}
+
+
+def anthropic_client(gateway: Any) -> Any:
+    """The ``anthropic`` SDK's client for ``gateway``, as the tests use it: no retries of its own, the tier's timeout."""
+    return need("anthropic").Anthropic(base_url=gateway.url, api_key="sk-ant-client-unused", max_retries=0,
+                                       timeout=TIMEOUT)

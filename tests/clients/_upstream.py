@@ -9,6 +9,11 @@ queued for its API and plays it in the form the request asked for, a JSON body o
 when the body says ``"stream": true``, as the real API does. So a test says what the model
 answered, not how the gateway chose to ask for it.
 
+A Messages body is checked as Anthropic's API checks it (``providers._anthropic_api``): one
+it would refuse (a tool choice in OpenAI's shape, a thinking block whose signature this
+upstream never issued for that text, a malformed ``cache_control``) gets the API's 400 and
+takes no queued answer. ``count_tokens`` answers from the body (:func:`counted_tokens`).
+
 Every request is recorded (method, path, headers, JSON body) so a test can assert what the
 gateway sent upstream and how often: a client that tries once must cost one upstream request,
 however the gateway handles a 429.
@@ -34,7 +39,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["API", "Answer", "Played", "Received", "Upstream"]
+from providers._anthropic_api import count_fault, messages_fault
+
+__all__ = ["API", "COUNT_ROUTE", "Answer", "Played", "Received", "Upstream", "counted_tokens"]
 
 API = Literal["openai", "anthropic", "responses"]
 
@@ -44,6 +51,8 @@ ROUTES: dict[tuple[str, str], API] = {
     ("POST", "/anthropic/v1/messages"): "anthropic",
     ("POST", "/v1/responses"): "responses",
 }
+#: Anthropic's token count: answered from the body, checked as the API checks it
+COUNT_ROUTE = "/anthropic/v1/messages/count_tokens"
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,7 @@ class Upstream:
         self._queues: dict[API, deque[Answer]] = {"openai": deque(), "anthropic": deque(), "responses": deque()}
         self._checks = dict(checks or {})
         self._received: list[Received] = []
+        self._signed: dict[str, str] = {}  # the thinking signatures answers issued: a block sent back must match
         self._models = dict(models)
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
@@ -129,6 +139,7 @@ class Upstream:
             for queue in self._queues.values():
                 queue.clear()
             self._received.clear()
+            self._signed.clear()
 
     @property
     def received(self) -> list[Received]:
@@ -151,9 +162,14 @@ class Upstream:
             self._received.append(received)
             api = ROUTES.get((received.method, received.path))
             refused = self._checks[api](received.body) if api in self._checks else None
-            if refused is not None:
-                return refused
-            answer = self._queues[api].popleft() if api and self._queues[api] else None
+            if refused is None:
+                refused = _refusal(api, received, self._signed)
+            answer = self._queues[api].popleft() if api and self._queues[api] and refused is None else None
+            self._signed.update(getattr(answer, "signed", {}))
+        if refused is not None:
+            return refused
+        if received.method == "POST" and received.path == COUNT_ROUTE:
+            return _count(received.body)
         if api is not None:
             if answer is None:
                 return _not_scripted(f"no answer queued for {received.method} {received.path}")
@@ -165,6 +181,29 @@ class Upstream:
         if received.method == "GET" and received.path == "/anthropic/v1/models":
             return self._models["anthropic"].play({})
         return _not_scripted(f"the scripted upstream has no route {received.method} {received.path}", 404)
+
+
+def _refusal(api: API | None, received: Received, signed: Mapping[str, str]) -> Played | None:
+    """The Messages API's 400 for a body it refuses (``providers._anthropic_api``), or None."""
+    if received.method != "POST" or (api != "anthropic" and received.path != COUNT_ROUTE):
+        return None
+    fault = count_fault(received.body) if received.path == COUNT_ROUTE else messages_fault(received.body, signed)
+    if fault is None:
+        return None
+    body = json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": fault}}).encode()
+    return Played(400, (("content-type", "application/json"),), (body,), streamed=False)
+
+
+def _count(body: Any) -> Played:
+    """A count of the body's input tokens: about four characters a token, so a test can work it out too."""
+    counted = {key: body[key] for key in ("system", "messages", "tools") if key in body}
+    payload = json.dumps({"input_tokens": counted_tokens(counted)}).encode()
+    return Played(200, (("content-type", "application/json"),), (payload,), streamed=False)
+
+
+def counted_tokens(counted: Mapping[str, Any]) -> int:
+    """What the scripted ``count_tokens`` answers for these fields."""
+    return 1 + len(json.dumps(counted, sort_keys=True)) // 4
 
 
 def _not_scripted(message: str, status: int = 500) -> Played:

@@ -19,13 +19,12 @@ from ._answers import (
     CONTEXT_LENGTH_EXCEEDED,
     RATE_LIMITED,
     Chat,
-    Message,
     ToolCall,
-    ToolUse,
     Usage,
 )
 from ._gateway import Gateway
-from ._kit import MODEL, TIMEOUT, need
+from ._kit import MODEL, anthropic_client, need
+from ._messages_answers import Message, ToolUse
 from ._upstream import Upstream
 
 pytestmark = pytest.mark.clients
@@ -42,7 +41,7 @@ def anthropic() -> Any:
 
 
 def client(anthropic: Any, gateway: Gateway) -> Any:
-    return anthropic.Anthropic(base_url=gateway.url, api_key="sk-ant-client-unused", max_retries=0, timeout=TIMEOUT)
+    return anthropic_client(gateway)
 
 
 def test_an_anthropic_model_answers_with_text_and_usage(anthropic: Any, gateway: Gateway,

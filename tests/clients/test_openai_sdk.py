@@ -24,6 +24,7 @@ from ._answers import (
 )
 from ._gateway import Gateway
 from ._kit import HI, MODEL, TIMEOUT, WEATHER_TOOL, error_fields, need
+from ._messages_answers import Message
 from ._upstream import Upstream
 
 pytestmark = pytest.mark.clients
@@ -213,3 +214,32 @@ def test_models_are_listed_and_retrieved_by_their_provider_prefixed_ids(openai: 
     with pytest.raises(openai.NotFoundError) as caught:
         sdk.models.retrieve("openai/no-such-model")
     assert caught.value.code == "model_not_found"
+
+
+def test_usage_details_the_fingerprint_and_the_tier_come_back(openai: Any, gateway: Gateway,
+                                                              upstream: Upstream) -> None:
+    usage = Usage(2006, 300, cached_tokens=1920, reasoning_tokens=256)
+    upstream.play(Chat("Cached.", usage=usage, service_tier="default"),
+                  Chat("Cached.", usage=usage, service_tier="default"))
+    sdk = client(openai, gateway)
+    reply = sdk.chat.completions.create(model=MODEL, messages=HI)
+    assert reply.usage.model_dump(exclude_none=True) == usage.openai()
+    assert (reply.system_fingerprint, reply.service_tier) == ("fp_b40fb1c6fb", "default")
+    chunks = list(sdk.chat.completions.create(model=MODEL, messages=HI, stream=True,
+                                              stream_options={"include_usage": True}))
+    assert chunks[-1].usage.model_dump(exclude_none=True) == usage.openai()
+    assert ("fp_b40fb1c6fb", "default") in {(c.system_fingerprint, c.service_tier) for c in chunks}
+
+
+def test_an_image_reaches_an_anthropic_model_as_a_base64_block(openai: Any, gateway: Gateway,
+                                                               upstream: Upstream) -> None:
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    upstream.play(Message(["A pixel."], cache_read=640))
+    reply = client(openai, gateway).chat.completions.create(model="anthropic/claude-sonnet-4-5", messages=[
+        {"role": "user", "content": [{"type": "text", "text": "What is it?"},
+                                     {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}}]}])
+    assert reply.choices[0].message.content == "A pixel."
+    assert reply.usage.prompt_tokens_details.cached_tokens == 640
+    [sent] = upstream.calls("anthropic")
+    assert sent.body["messages"][0]["content"][1] == {
+        "type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}

@@ -69,3 +69,11 @@ def plugins_url(store: Any) -> Iterator[str]:
     """A server whose operator lets requests pick plugins (``--allow-config enabled_plugins``)."""
     with running(create_app(store=store, settings=ServeSettings(allow_config=("enabled_plugins",)))) as url:
         yield url
+
+
+@pytest.fixture
+def scripted_facade(server: Any, store: Any) -> Iterator[str]:
+    """A server whose operator config points every provider at the scripted upstream ``server``."""
+    operator = {"base_url": f"{server.url}/v1", "api_key": "sk-upstream-0123456789", "max_retries": 0}
+    with running(create_app(store=store, config=operator)) as url:
+        yield url

@@ -132,7 +132,7 @@ def test_count_tokens_is_checked_as_a_messages_request_is(facade: str, server: S
         client.messages.count_tokens(model="nosuch/m", messages=HI)
     with pytest.raises(anthropic.BadRequestError) as bad:
         client.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": [
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "x"}}]}])
+            {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}}]}])
     assert bad.value.body["error"]["message"].startswith("messages[0].content[0]: ")  # as /v1/messages says
     r = httpx.post(f"{facade}/v1/messages/count_tokens", json={"model": MODEL, "messages": HI,
                                                               "base_url": "http://evil.example"})

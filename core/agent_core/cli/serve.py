@@ -37,10 +37,8 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--tokens-file", metavar="FILE",
                        help="a TOML file of tenants, each with its tokens (and, optionally, models and config keys)")
     serve.add_argument("--store", metavar="URL", help=STORE_HELP)
-    serve.add_argument(
-        "--grace", type=float, default=30.0, metavar="SECONDS",
-        help="on SIGTERM, how long running requests may finish before they are cancelled (default 30)",
-    )
+    serve.add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
+                       help="on SIGTERM, how long running requests may finish before they are cancelled (default 30)")
     serve.add_argument(
         "-c", "--config", action="append", metavar="KEY=VALUE|FILE",
         help="the operator's config every request starts from (KEY=VALUE, or a TOML file; its [serve] table "
@@ -60,11 +58,8 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                        help="a Host name to answer besides the loopback names (repeat; '*' for any)")
     serve.add_argument("--cors-origin", action="append", metavar="ORIGIN",
                        help="a web origin whose pages may call the server (repeat; none by default)")
-    serve.add_argument("--insecure", action="store_true", default=None,
-                       help="allow listening beyond loopback without a token")
-    serve.add_argument("--paid-actions", action="store_true", default=None,
-                       help="let session actions ask the model (a paid call, e.g. compact_native_history's "
-                            "summarize mode); off by default")
+    for flag, dest, action, what in _SWITCHES:
+        serve.add_argument(flag, dest=dest, action=action, default=None, help=what)
     serve.add_argument("--quiet", action="store_true",
                        help="print no start banner and no line per request (warnings and errors still); "
                             "one line on stdout still says the address it listens on")
@@ -78,6 +73,16 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
         serve.add_argument(flag, type=kind, default=None, metavar="N", help=what)
     serve.set_defaults(func=_serve)
 
+
+# (flag, setting, action, help) for each on/off setting of ServeSettings; None: not given (the [serve] table decides)
+_SWITCHES = (
+    ("--insecure", "insecure", "store_true", "allow listening beyond loopback without a token"),
+    ("--paid-actions", "paid_actions", "store_true",
+     "let session actions ask the model (a paid call, e.g. compact_native_history's summarize mode); off by default"),
+    ("--no-facade-server-tools", "facade_server_tools", "store_false",
+     "never offer the installed tool plugins on the OpenAI and Anthropic facades (by default the server runs them "
+     "when the client declares no tools of its own)"),
+)
 
 # (flag, type, help) for each limit of ServeSettings; the defaults live there (and in docs/security.md)
 _LIMIT_FLAGS = (
@@ -146,6 +151,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_choices=args.max_choices, turn_wait_s=args.turn_wait, max_blocks=args.max_blocks,
         max_tool_calls=args.max_tool_calls, tenant_max_concurrent=args.tenant_max_concurrent,
         max_actions=args.max_actions, tenant_max_actions=args.tenant_max_actions, paid_actions=args.paid_actions,
+        facade_server_tools=args.facade_server_tools,
     )
     # the server says its config warnings as it starts; these words name where each key was set
     logging.getLogger(LOGGER).addFilter(SourcedConfigNotes(config_sources(args)))

@@ -20,6 +20,8 @@ import msgspec
 
 from ..types import Message, Session
 from .errors import ApiError
+from .messages_content import as_written, block_kind, system_message, text_content, tool_message, user_message
+from .usage_details import anthropic_usage
 
 __all__ = [
     "DROPPABLE",
@@ -32,16 +34,37 @@ __all__ = [
     "messages_config",
     "messages_session",
     "stop_reason",
+    "stop_sequence",
     "thinking_blocks",
 ]
 
 
-class TextBlock(msgspec.Struct, tag="text"):
+class TextBlock(msgspec.Struct, tag="text", omit_defaults=True):
     text: str
+    cache_control: dict[str, Any] | None = None
+    citations: list[Any] | None = None
 
 
-class ImageBlock(msgspec.Struct, tag="image"):
-    source: dict[str, Any]
+class Base64Source(msgspec.Struct, tag="base64"):
+    media_type: str
+    data: str
+
+
+class UrlSource(msgspec.Struct, tag="url"):
+    url: str
+
+
+class ImageBlock(msgspec.Struct, tag="image", omit_defaults=True):
+    source: Base64Source | UrlSource
+    cache_control: dict[str, Any] | None = None
+
+
+class DocumentBlock(msgspec.Struct, tag="document", omit_defaults=True):
+    source: dict[str, Any]  # base64 PDF, plain text, a URL or content blocks: the API checks which
+    title: str | None = None
+    context: str | None = None
+    citations: dict[str, Any] | None = None
+    cache_control: dict[str, Any] | None = None
 
 
 class ToolUseBlock(msgspec.Struct, tag="tool_use"):
@@ -52,8 +75,9 @@ class ToolUseBlock(msgspec.Struct, tag="tool_use"):
 
 class ToolResultBlock(msgspec.Struct, tag="tool_result"):
     tool_use_id: str
-    content: str | list[TextBlock | ImageBlock] | None = None
+    content: str | list[TextBlock | ImageBlock | DocumentBlock] | None = None
     is_error: bool | None = None
+    cache_control: dict[str, Any] | None = None
 
 
 class ThinkingBlock(msgspec.Struct, tag="thinking"):
@@ -65,7 +89,8 @@ class RedactedThinkingBlock(msgspec.Struct, tag="redacted_thinking"):
     data: str
 
 
-Block = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock
+Block = (TextBlock | ImageBlock | DocumentBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock
+         | RedactedThinkingBlock)
 
 
 class AnthropicMessage(msgspec.Struct):
@@ -73,11 +98,12 @@ class AnthropicMessage(msgspec.Struct):
     content: str | list[Block]
 
 
-class AnthropicTool(msgspec.Struct):
+class AnthropicTool(msgspec.Struct, omit_defaults=True):
     name: str
     input_schema: dict[str, Any]
     description: str | None = None
     type: str | None = None
+    cache_control: dict[str, Any] | None = None
 
 
 class AnthropicToolChoice(msgspec.Struct):
@@ -122,47 +148,33 @@ def _bad(message: str, param: str) -> ApiError:
     return ApiError(400, "invalid_request_error", message, param=param)
 
 
-def _joined(blocks: Sequence[Any], where: str) -> str:
-    texts = []
-    for j, block in enumerate(blocks):
-        if not isinstance(block, TextBlock):
-            kind = type(block).__name__.removesuffix("Block").lower()
-            raise _bad(f"{where}[{j}]: only text is supported here, got a {kind} block", f"{where}[{j}]")
-        texts.append(block.text)
-    return "".join(texts)
-
-
-def _user_turn(content: list[Block], where: str) -> list[Message]:
-    """A user turn: its tool results (one ``tool`` message each), then its text."""
+def _user_turn(content: list[Block], where: str, native: bool) -> list[Message]:
+    """A user turn: its tool results (one ``tool`` message each), then its other blocks (:mod:`.messages_content`)."""
     out: list[Message] = []
-    texts: list[str] = []
+    blocks: list[Block] = []
+    paths: list[str] = []
     for j, block in enumerate(content):
         if isinstance(block, ToolResultBlock):
-            result = block.content if isinstance(block.content, str) else _joined(block.content or [],
-                                                                                  f"{where}[{j}].content")
-            meta: dict[str, Any] = {"tool_call_id": block.tool_use_id}
-            if block.is_error:
-                meta["is_error"] = True
-            out.append(Message("tool", result, meta))
-        elif isinstance(block, TextBlock):
-            texts.append(block.text)
+            out.append(tool_message(block, f"{where}[{j}]", native))
+        elif isinstance(block, (TextBlock, ImageBlock, DocumentBlock)):
+            blocks.append(block)
+            paths.append(f"{where}[{j}]")
         else:
-            kind = type(block).__name__.removesuffix("Block").lower()
-            raise _bad(f"{where}[{j}]: a {kind} block is not supported in a user turn", f"{where}[{j}]")
-    if texts or not out:
-        out.append(Message("user", "".join(texts)))
+            raise _bad(f"{where}[{j}]: a {block_kind(block)} block is not supported in a user turn", f"{where}[{j}]")
+    if blocks or not out:
+        out.append(user_message(blocks, paths, native))
     return out
 
 
-def _assistant_turn(content: list[Block], where: str) -> Message:
+def _assistant_turn(content: list[Block], where: str, native: bool) -> Message:
     """An assistant turn: text, tool calls (OpenAI's shape in metadata) and reasoning, in one message."""
-    texts: list[str] = []
+    texts: list[TextBlock] = []
     calls: list[dict[str, Any]] = []
     thoughts: list[str] = []
     thinking: list[dict[str, Any]] = []  # the blocks an Anthropic upstream checks, as the client sent them
     for j, block in enumerate(content):
         if isinstance(block, TextBlock):
-            texts.append(block.text)
+            texts.append(block)
         elif isinstance(block, ToolUseBlock):
             calls.append({"id": block.id, "type": "function",
                           "function": {"name": block.name, "arguments": json.dumps(block.input)}})
@@ -173,8 +185,8 @@ def _assistant_turn(content: list[Block], where: str) -> Message:
         elif isinstance(block, RedactedThinkingBlock):
             thinking.append({"type": "redacted_thinking", "data": block.data})
         else:
-            kind = type(block).__name__.removesuffix("Block").lower()
-            raise _bad(f"{where}[{j}]: a {kind} block is not supported in an assistant turn", f"{where}[{j}]")
+            raise _bad(f"{where}[{j}]: a {block_kind(block)} block is not supported in an assistant turn",
+                       f"{where}[{j}]")
     meta: dict[str, Any] = {}
     if calls:
         meta["tool_calls"] = calls
@@ -182,11 +194,14 @@ def _assistant_turn(content: list[Block], where: str) -> Message:
         meta["reasoning"] = "".join(thoughts)
     if thinking:  # the API wants signed blocks back unchanged before a tool_use
         meta["thinking_blocks"] = thinking
-    return Message("assistant", "".join(texts), meta)
+    return Message("assistant", text_content(texts, native), meta)
 
 
-def messages_session(session_id: str, body: AnthropicBody, max_messages: int) -> Session:
-    """The body's ``system`` and ``messages`` as a session (refusing, by path, what cannot be sent)."""
+def messages_session(session_id: str, body: AnthropicBody, max_messages: int, native: bool = False) -> Session:
+    """The body's ``system`` and ``messages`` as a session (refusing, by path, what cannot be sent).
+
+    ``native``: the model that runs is an Anthropic one, so blocks go on as written (:mod:`.messages_content`).
+    """
     if not body.messages:
         raise _bad("messages must be a non-empty list", "messages")
     if len(body.messages) > max_messages:
@@ -194,16 +209,16 @@ def messages_session(session_id: str, body: AnthropicBody, max_messages: int) ->
                    f"({max_messages}, max_messages)", "messages")
     built: list[Message] = []
     if body.system:
-        system = body.system if isinstance(body.system, str) else _joined(body.system, "system")
-        built.append(Message("system", system))
+        built.append(Message("system", body.system) if isinstance(body.system, str)
+                     else system_message(body.system, native))
     for i, m in enumerate(body.messages):
         where = f"messages[{i}].content"
         if isinstance(m.content, str):
             built.append(Message(m.role, m.content))
         elif m.role == "user":
-            built.extend(_user_turn(m.content, where))
+            built.extend(_user_turn(m.content, where, native))
         else:
-            built.append(_assistant_turn(m.content, where))
+            built.append(_assistant_turn(m.content, where, native))
     try:
         return Session(session_id, built, {})
     except (TypeError, ValueError) as exc:
@@ -226,20 +241,21 @@ def _tool_choice(choice: AnthropicToolChoice) -> Any:
 #: config key -> the Messages API field it comes from (for errors); the keys a provider may ignore
 FIELDS = {"service_tier": "service_tier", "stop_sequences": "stop_sequences", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
           "tool_choice": "tool_choice", "thinking_budget": "thinking", "client_tools": "tools",
-          "max_tokens": "max_tokens", "user": "metadata.user_id",
+          "max_tokens": "max_tokens", "user": "metadata.user_id", "metadata": "metadata",
           "parallel_tool_calls": "tool_choice.disable_parallel_tool_use"}
 #: left out, not refused, when the running provider lacks them (one tool call at a time asks nothing
 #: of a provider that makes no parallel calls)
-DROPPABLE = ("max_tokens", "user", "service_tier", "parallel_tool_calls")
+DROPPABLE = ("max_tokens", "user", "metadata", "service_tier", "parallel_tool_calls")
 
 
-def messages_config(body: AnthropicBody, model: str) -> dict[str, Any]:
+def messages_config(body: AnthropicBody, model: str, native: bool = False) -> dict[str, Any]:
     """The client's part of the config (the server's policy decides what of it runs).
 
     ``model`` is the server's name for the model the client asked for, as on the Chat
     Completions facade (``anthropic/claude-sonnet-4-5``, ``openai/gpt-4o-mini``, ``echo``). Keys are named as
     the Messages API names them; :func:`~agent_core.server.fields.fit_to_provider` fits them
-    to the provider that runs.
+    to the provider that runs. ``native`` (an Anthropic model runs): tools go on as written,
+    with their ``cache_control``; for another provider, in the OpenAI shape the engine offers.
     """
     if body.max_tokens < 1:
         raise _bad("max_tokens must be at least 1", "max_tokens")
@@ -254,14 +270,14 @@ def messages_config(body: AnthropicBody, model: str) -> dict[str, Any]:
             config[key] = getattr(body, key)
     if body.stop_sequences:
         config["stop_sequences"] = list(body.stop_sequences)
-    if body.metadata is not None and body.metadata.user_id is not None:
-        config["user"] = body.metadata.user_id
+    if body.metadata is not None and body.metadata.user_id is not None:  # as written for Anthropic, else mapped
+        config.update({"metadata": {"user_id": body.metadata.user_id}} if native else {"user": body.metadata.user_id})
     if body.tools:
         for i, tool in enumerate(body.tools):
             if tool.type not in (None, "custom"):
                 raise _bad(f"tools[{i}]: server tools ({tool.type!r}) are not supported; send client tools",
                            f"tools[{i}].type")
-        config["client_tools"] = [
+        config["client_tools"] = [as_written(t) for t in body.tools] if native else [
             {"type": "function", "function": {"name": t.name, "description": t.description or "",
                                               "parameters": t.input_schema}}
             for t in body.tools
@@ -341,12 +357,15 @@ def content_blocks(reply: Message | None) -> list[dict[str, Any]]:
     return blocks
 
 
-def usage_of(usage: Any) -> dict[str, int]:
-    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+def stop_sequence(reply: Message | None) -> str | None:
+    """The stop sequence that ended the reply, as the upstream named it (None when none did)."""
+    value = reply.metadata.get("stop_sequence") if reply is not None else None
+    return value if isinstance(value, str) and stop_reason(reply) == "stop_sequence" else None
 
 
-def message_body(request_id: str, model: str, reply: Message | None, usage: Any) -> dict[str, Any]:
-    """The non-streamed answer: one ``message`` object."""
+def message_body(request_id: str, model: str, reply: Message | None, usage: Any,
+                 replies: Sequence[Message] = ()) -> dict[str, Any]:
+    """The non-streamed answer: one ``message`` object (``replies``: the turn's answers, for the cache counts)."""
     return {"id": f"msg_{request_id}", "type": "message", "role": "assistant", "model": model,
-            "content": content_blocks(reply), "stop_reason": stop_reason(reply), "stop_sequence": None,
-            "usage": usage_of(usage)}
+            "content": content_blocks(reply), "stop_reason": stop_reason(reply), "stop_sequence": stop_sequence(reply),
+            "usage": anthropic_usage(usage, replies or (reply,))}

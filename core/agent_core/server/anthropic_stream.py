@@ -10,7 +10,8 @@ import json
 from typing import Any
 
 from ..types import Message
-from .anthropic_compat import calls_of, input_of, stop_reason, thinking_blocks
+from .anthropic_compat import calls_of, input_of, stop_reason, stop_sequence, thinking_blocks
+from .usage_details import anthropic_usage
 
 __all__ = ["MessageStream", "sse"]
 
@@ -38,6 +39,7 @@ class MessageStream:
         self.streamed_text = False
         self.streamed_reasoning = False
         self.ended = False  # message_stop or an error event sent: the stream is complete
+        self.replies: list[Message] = []  # the turn's answers: their cache counts go in the last usage
 
     def start(self) -> bytes:
         message = {"id": f"msg_{self.request_id}", "type": "message", "role": "assistant", "model": self.model,
@@ -99,6 +101,7 @@ class MessageStream:
     def final(self, reply: Message) -> bytes:
         """What the final message adds: thinking or text not streamed before, then its tool calls."""
         out = b""
+        self.replies.append(reply)
         if not self.streamed_reasoning:
             for block in thinking_blocks(reply):
                 if block["type"] == "redacted_thinking":
@@ -120,10 +123,9 @@ class MessageStream:
         self.ended = True
         # The input count is known only now (message_start went out before the upstream said it), and
         # the API's message_delta may carry it: the SDK takes it into the final message's usage.
-        counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens} if usage is not None \
-            else {"output_tokens": 0}
-        delta = {"type": "message_delta", "delta": {"stop_reason": stop_reason(reply), "stop_sequence": None},
-                 "usage": counts}
+        counts = anthropic_usage(usage, self.replies) if usage is not None else {"output_tokens": 0}
+        delta = {"type": "message_delta",
+                 "delta": {"stop_reason": stop_reason(reply), "stop_sequence": stop_sequence(reply)}, "usage": counts}
         return out + sse("message_delta", delta) + sse("message_stop", {"type": "message_stop"})
 
     def error(self, kind: str, message: str) -> bytes:

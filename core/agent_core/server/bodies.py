@@ -40,9 +40,12 @@ __all__ = [
 T = TypeVar("T")
 
 
-class ChatPart(msgspec.Struct):
+class ChatPart(msgspec.Struct, omit_defaults=True):
     type: str
     text: str | None = None
+    image_url: dict[str, Any] | None = None
+    input_audio: dict[str, Any] | None = None
+    file: dict[str, Any] | None = None
 
 
 class ChatFunctionCall(msgspec.Struct):

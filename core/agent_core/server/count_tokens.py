@@ -79,11 +79,13 @@ async def count_tokens(server: Any, request: Request) -> Response:
                                      check=lambda parsed: messages_amounts(parsed.as_messages()).check(settings),
                                      early=early_check(settings))
     as_sent = body.as_messages()
-    client = messages_config(as_sent, server._resolve_model(body.model))
+    model = server._resolve_model(body.model)
+    native = model.partition("/")[0] == "anthropic"
+    client = messages_config(as_sent, model, native)
     del client["max_tokens"]  # not the client's: a count has none
     with_extra_fields(client, rest, server._declared(), "Messages")
     config = server.config_for(request, client)
-    messages_session("count", as_sent, settings.max_messages)  # refuses what /v1/messages would
+    messages_session("count", as_sent, settings.max_messages, native)  # refuses what /v1/messages would
     counted = {key: value for key, value in msgspec.json.decode(raw).items() if key in _COUNTED}
     resolution = server.core.resolve(config)
     provider = resolution.live[resolution.provider].instance

@@ -37,6 +37,8 @@ from .openai_compat import (
     wire_calls,
 )
 from .turns import FacadeTurn, TurnRoutes, chained, merged, rate_limits
+from .server_tools import client_tool_names, for_client
+from .usage_details import chat_notes
 
 
 class FacadeRoutes(TurnRoutes, ModelRoutes):
@@ -46,10 +48,12 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         body, rest = await aparse_fields(await request.body(), ChatBody, max_depth=self.settings.max_json_depth,
                                          check=lambda parsed: chat_amounts(parsed.messages).check(self.settings),
                                          early=early_check(self.settings))
-        client = chat_config(body, rest, self._resolve_model(body.model), self._declared())
+        model = self._resolve_model(body.model)
+        client = chat_config(body, rest, model, self._declared())
         config = self.config_for(request, client)
         resolution = self._fit_config(config, client, {}, droppable, bool(body.stream))
-        session = chat_session(session_id_of(request) or os.urandom(16).hex(), body.messages, self.settings.max_messages)
+        session = chat_session(session_id_of(request) or os.urandom(16).hex(), body.messages, self.settings.max_messages,
+                               model.partition("/")[0] == "openai")  # the dialect matches: parts go on as written
         turns = [await self._facade_turn(request, session, config, choice=i, resolution=None if i else resolution)
                  for i in range(self._choices(request, body))]
         for turn in turns:
@@ -58,9 +62,11 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
         legacy = body.functions is not None
         if not body.stream:
             results = await self._run_all(request, turns)
-            replies = [reply_of(result.final_messages) for result, _ in results]
+            declared = client_tool_names(turns[0].config)
+            replies = [for_client(reply_of(result.final_messages), declared) for result, _ in results]
+            answers = [m for result, _ in results for m in result.final_messages]
             answer = completion_body(turns[0].client_rid, body.model, replies,
-                                     usage_body(*(result.usage for result, _ in results)), legacy)
+                                     usage_body(*(result.usage for result, _ in results), replies=answers), legacy)
             return Response(json_bytes(answer), media_type="application/json",
                             headers={**rate_limits(replies[0]), **headers, **results[0][1]})
         if len(turns) == 1:  # the usual single choice opens in this task; gather would make one for it
@@ -121,6 +127,7 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                                    index=i))
 
         streamed, replies, usages = [False] * n, [None] * n, [None] * n
+        declared = client_tool_names(turns[0].config)
         async for item in events:  # several choices: (index, event) pairs (merged); one: its events
             i, event = item if n > 1 else (0, item)
             if event.type == "partial":
@@ -131,12 +138,11 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                     streamed[i] = True
                     yield texts.frame(text, i)
             elif event.type == "final" and event.message.role == "assistant":
-                replies[i] = event.message
+                replies[i] = reply = for_client(event.message, declared)
                 if not opened[i]:
-                    content = event.message.content
-                    yield role(i, None if wire_calls(event.message) and not (isinstance(content, str) and content)
-                               else "")
-                for frame in _reply_frames(rid, model, created, event.message, streamed[i], i, legacy):
+                    content = reply.content
+                    yield role(i, None if wire_calls(reply) and not (isinstance(content, str) and content) else "")
+                for frame in _reply_frames(rid, model, created, reply, streamed[i], i, legacy):
                     yield frame
             elif event.type == "retract":  # the wire cannot take back what was sent
                 stop = self._retracted(turns[i], event, streamed[i])
@@ -156,9 +162,10 @@ class FacadeRoutes(TurnRoutes, ModelRoutes):
                     usages[i] = event.usage
                     # the reply's log-probabilities, when asked for, ride on its last chunk (they come whole)
                     yield sse_frame(chunk(rid, model, created, {}, choice_finish(replies[i], legacy), index=i,
-                                          logprobs=logprobs_of(replies[i])))
+                                          logprobs=logprobs_of(replies[i]), notes=chat_notes(replies[i])))
         if include_usage:
-            yield sse_frame(chunk(rid, model, created, None, usage=usage_body(*usages)))
+            yield sse_frame(chunk(rid, model, created, None, usage=usage_body(*usages, replies=replies),
+                                  notes=chat_notes(replies[0])))
         yield _DONE
 
 

@@ -3,8 +3,9 @@
 An Anthropic client (the ``anthropic`` SDK, or anything speaking the Messages API)
 reaches every installed provider and plugin, as an OpenAI client does through
 ``/v1/chat/completions``: the same config policy, the same ``X-Session-Id`` storage,
-the same cancelling by ``X-Request-Id``. Tools are the client's: calls go back as
-``tool_use`` blocks and the server never runs them.
+the same cancelling by ``X-Request-Id``. The client's tools are the client's: calls go back
+as ``tool_use`` blocks and the server never runs them; the operator's own tools are run by
+the server (:mod:`.server_tools`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .failures import anthropic_body
 from .fields import with_extra_fields
 from .http import SSE_HEADERS, json_bytes, session_id_of
 from .openai_compat import reply_of
+from .server_tools import client_tool_names, for_client
 from .turns import FacadeTurn, TurnRoutes, chained, rate_limits
 
 __all__ = ["MessagesRoutes"]
@@ -44,17 +46,21 @@ class MessagesRoutes(TurnRoutes):
         body, rest = await aparse_fields(await request.body(), AnthropicBody, max_depth=self.settings.max_json_depth,
                                          check=lambda parsed: messages_amounts(parsed).check(self.settings),
                                          early=early_check(self.settings))
-        client = messages_config(body, self._resolve_model(body.model))
+        model = self._resolve_model(body.model)
+        native = model.partition("/")[0] == "anthropic"  # the dialect matches: blocks and tools go on as written
+        client = messages_config(body, model, native)
         with_extra_fields(client, rest, self._declared(), "Messages")
         config = self.config_for(request, client)
         resolution = self._fit_config(config, client, FIELDS, lambda key, _value: key in DROPPABLE, bool(body.stream))
-        session = messages_session(session_id_of(request) or uuid.uuid4().hex, body, self.settings.max_messages)
+        session = messages_session(session_id_of(request) or uuid.uuid4().hex, body, self.settings.max_messages,
+                                   native)
         turn = await self._facade_turn(request, session, config, resolution=resolution)
         headers = {"x-request-id": turn.client_rid, "request-id": turn.client_rid}
         if not body.stream:
             result, saved = await self._run_whole(request, turn)
-            reply = reply_of(result.final_messages)
-            return Response(json_bytes(message_body(turn.client_rid, body.model, reply, result.usage)),
+            reply = for_client(reply_of(result.final_messages), client_tool_names(turn.config))
+            answer = message_body(turn.client_rid, body.model, reply, result.usage, result.final_messages)
+            return Response(json_bytes(answer),
                             media_type="application/json", headers={**rate_limits(reply), **headers, **saved})
         first, failed = await self._open_stream(request, turn)
         if failed is not None:
@@ -74,11 +80,12 @@ class MessagesRoutes(TurnRoutes):
         """
         yield out.start()
         reply = None
+        declared = client_tool_names(turn.config)
         async for event in events:
             if event.type == "partial":
                 yield out.partial(event.message)
             elif event.type == "final" and event.message.role == "assistant":
-                reply = event.message
+                reply = for_client(event.message, declared)
                 yield out.final(reply)
             elif event.type == "retract":  # the Messages API cannot take back what was sent
                 stop = self._retracted(turn, event, out.streamed_text or out.streamed_reasoning)

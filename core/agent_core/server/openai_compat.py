@@ -9,14 +9,16 @@ SSE chunks. Kept apart from the routes so the shapes can be read in one place.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import thaw as plain
 from ..types import Message, Session
 from .bodies import ChatMessage, ChatPart, ChatToolCall
+from .chat_content import parts_content
 from .errors import ApiError
 from .http import json_bytes
+from .usage_details import chat_details, chat_notes
 
 __all__ = ["TextFrames", "chat_session", "choice_finish", "chunk", "completion_body", "finish_reason", "logprobs_of", "reply_message",
            "reply_of", "usage_body"]
@@ -29,21 +31,18 @@ def _bad(message: str, param: str | None = None) -> ApiError:
     return ApiError(400, "invalid_request_error", message, param=param)
 
 
-def _text(content: str | list[ChatPart] | None, where: str) -> str:
-    """String content as is; a list of text parts joined (other part types are refused, by name)."""
+def _content(content: str | list[ChatPart] | None, where: str, native: bool) -> tuple[Any, list[Any] | None]:
+    """A message's content and its multipart items (:mod:`.chat_content`)."""
     if content is None or isinstance(content, str):
-        return content or ""
-    texts = []
-    for j, part in enumerate(content):
-        if part.type != "text" or part.text is None:
-            raise _bad(f"{where}.content[{j}]: only text parts are supported, got {part.type!r}",
-                       f"{where}.content[{j}]")
-        texts.append(part.text)
-    return "".join(texts)
+        return content or "", None
+    return parts_content(content, f"{where}.content", native)
 
 
-def chat_session(session_id: str, messages: list[ChatMessage], max_messages: int) -> Session:
-    """The body's ``messages`` as a session (refusing, by index, what the engine could not send)."""
+def chat_session(session_id: str, messages: list[ChatMessage], max_messages: int, native: bool = False) -> Session:
+    """The body's ``messages`` as a session (refusing, by index, what the engine could not send).
+
+    ``native``: the model that runs is an ``openai`` one, so content parts go on as written.
+    """
     if not messages:
         raise _bad("messages must be a non-empty list", "messages")
     if len(messages) > max_messages:
@@ -67,12 +66,15 @@ def chat_session(session_id: str, messages: list[ChatMessage], max_messages: int
             if legacy_id is None:
                 raise _bad(f"{where}: a function message must follow an assistant function_call", where)
             metadata["tool_call_id"], legacy_id = legacy_id, None
+        if native and m.name is not None and m.role in ("system", "developer", "user", "assistant"):
+            metadata["name"] = m.name  # the participant's name: Chat Completions' own, so only an openai model reads it
         if m.role == "tool":
             if m.tool_call_id is None:
                 raise _bad(f"{where}: a tool message needs tool_call_id", f"{where}.tool_call_id")
             metadata["tool_call_id"] = m.tool_call_id
+        content, items = _content(m.content, where, native)
         try:
-            built.append(Message(_ROLES[m.role], _text(m.content, where), metadata))
+            built.append(Message(_ROLES[m.role], content, metadata, multipart_content=items))
         except (TypeError, ValueError) as exc:
             raise _bad(f"{where}: {exc}", where) from None
     try:
@@ -112,11 +114,12 @@ def finish_reason(message: Message | None) -> str:
     return "stop"
 
 
-def usage_body(*usages: Any) -> dict[str, int]:
-    """The API's usage object, summed over the turns of several choices."""
+def usage_body(*usages: Any, replies: Sequence[Message | None] = ()) -> dict[str, Any]:
+    """The API's usage object, summed over the turns of several choices; details from the ``replies``."""
     prompt = sum(u.input_tokens for u in usages if u is not None)
     completion = sum(u.output_tokens for u in usages if u is not None)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            **chat_details(replies)}
 
 
 def reply_message(reply: Message | None, legacy: bool = False) -> dict[str, Any]:
@@ -153,19 +156,21 @@ def completion_body(request_id: str, model: str, replies: Sequence[Message | Non
     choices = [{"index": i, "message": reply_message(r, legacy), "finish_reason": choice_finish(r, legacy),
                 "logprobs": logprobs_of(r)} for i, r in enumerate(replies)]
     return {"id": f"chatcmpl-{request_id}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": choices, "usage": usage, "service_tier": None,
-            "system_fingerprint": None}
+            "model": model, "choices": choices, "usage": usage, **chat_notes(replies[0] if replies else None)}
 
 
 def chunk(request_id: str, model: str, created: int, delta: dict[str, Any] | None,
-          finish: str | None = None, usage: dict[str, int] | None = None, index: int = 0,
-          logprobs: Any = None) -> dict[str, Any]:
+          finish: str | None = None, usage: dict[str, Any] | None = None, index: int = 0,
+          logprobs: Any = None, notes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One ``chat.completion.chunk``; ``notes``: the answer's ``system_fingerprint``/``service_tier``, once known."""
     choices = [] if delta is None else [{"index": index, "delta": delta, "finish_reason": finish,
                                          "logprobs": logprobs}]
     body: dict[str, Any] = {"id": f"chatcmpl-{request_id}", "object": "chat.completion.chunk", "created": created,
                             "model": model, "choices": choices}
     if usage is not None:
         body["usage"] = usage
+    if notes:
+        body.update((key, value) for key, value in notes.items() if value is not None)
     return body
 
 

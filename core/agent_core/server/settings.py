@@ -69,6 +69,9 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             model call of its own).
         turn_wait_s: how long a sessions-API turn waits for the turn running on its session
             (``busy=enqueue``) before it gives up with ``session_busy`` and ``retry-after``.
+        facade_server_tools: whether the server's own loop runs the installed tool plugins on a
+            facade request whose client declared no tools; off, they are not offered on the
+            facades at all (a facade client never receives a call to a tool it did not declare).
     """
 
     allow_config: tuple[str, ...] = ()
@@ -93,6 +96,7 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     model_aliases: dict[str, str] = {}
     max_choices: int = 8
     turn_wait_s: float = 60.0
+    facade_server_tools: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_json_depth", "max_messages", "max_concurrent", "max_choices",

@@ -39,6 +39,7 @@ from .fields import declared_by, fit_to_provider, keys_by_plugin
 from .http import request_id_of, session_id_of, until_output, watch_hangup
 from .event_stream import Pushed
 from .ready import Relay
+from .server_tools import fit_server_tools
 
 __all__ = ["FACADE_DEFAULTS", "FacadeTurn", "TurnRoutes", "chained", "merged", "rate_limits"]
 
@@ -119,6 +120,8 @@ class TurnRoutes:
         if stream:  # send the headers once the upstream answers, not at the first token (as _open_stream does)
             config["announce_answer"] = True
         resolution = self.core.resolve(config)
+        if fit_server_tools(self.core, config, resolution, self.config, self.settings.facade_server_tools):
+            resolution = self.core.resolve(config)  # the operator's tools run, or are kept out: resolved as it runs
         declared = declared_by(self.core, resolution)
         changed = fit_to_provider(config, client, declared, fields, droppable)
         for key in added.keys() - declared:
