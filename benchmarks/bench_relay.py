@@ -35,7 +35,7 @@ MADE = {"relay": 0, "two generators": 0}  # streams each way made: a switch that
 
 async def _batches(frames: AsyncIterator[bytes]) -> AsyncIterator[list[bytes]]:
     """``ready_together`` as it was: the frames that were ready together, stepped by hand."""
-    from agent_core.server.ready import _resume
+    from agent_core.server.http.ready import _resume
 
     next_frame = frames.__anext__
     batch: list[bytes] = []
@@ -85,7 +85,7 @@ def _two_generators(self: Any, turns: Sequence[Any], frames: AsyncIterator[bytes
 
 def main(argv: list[str] | None = None) -> int:
     args, counts = ab_args(__doc__, argv)
-    from agent_core.server.turns import TurnRoutes
+    from agent_core.server.facades.runner import TurnRoutes
 
     relay = TurnRoutes._stream_out
 

@@ -28,31 +28,31 @@ from starlette.routing import Route
 
 from .. import AgentCore
 from ..errors import ConfigError, UnknownConfigKeyWarning
-from .access_log import AccessLog, log_event
-from .actions_api import ActionDesk, session_action
-from .approvals import ApprovalDesk
-from .bodies import json_depth
-from .client_tools import ClientTools
-from .console_files import PUBLIC_PATHS, ConsoleFiles
-from .count_tokens import count_tokens
-from .errors import ApiError
-from .facade import FacadeRoutes
-from .fields import keys_by_plugin
-from .gate import session_plugin_mode
-from .guard import TENANT_KEY, Admission, Gate
-from .http import (
+from .http.access_log import AccessLog, log_event
+from .sessions.actions import ActionDesk, session_action
+from .sessions.approvals import ApprovalDesk
+from .http.bodies import json_depth
+from .facades.client_tools import ClientTools
+from .console.files import PUBLIC_PATHS, ConsoleFiles
+from .facades.messages.count_tokens import count_tokens
+from .http.errors import ApiError
+from .facades.chat.facade import FacadeRoutes
+from .facades.fields import keys_by_plugin
+from .access.gate import session_plugin_mode
+from .access.guard import TENANT_KEY, Admission, Gate
+from .http.wire import (
     LIBRARY_ERRORS,
     on_error,
     path_id,
     plain,
 )
-from .input_api import InputRoutes
-from .messages_api import MessagesRoutes
-from .responses_api import ResponsesRoutes
-from .sessions_api import SessionRoutes
-from .settings import ServeSettings
-from .tenants import Tenant, TenantStore, TokenTable, load_tokens_file
-from .trace_context import with_trace_context
+from .sessions.input import InputRoutes
+from .facades.messages.facade import MessagesRoutes
+from .facades.responses.facade import ResponsesRoutes
+from .sessions.routes import SessionRoutes
+from .access.settings import ServeSettings
+from .access.tenants import Tenant, TenantStore, TokenTable, load_tokens_file
+from .http.trace_context import with_trace_context
 
 __all__ = ["create_app"]
 
@@ -316,7 +316,7 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
 
     A request whose config names no provider runs on the operator config's ``provider``,
     else ``settings.default_provider``, else ``echo`` (see :func:`default_provider`). Each
-    request is logged to the ``agent_core.server`` logger (:mod:`agent_core.server.access_log`).
+    request is logged to the ``agent_core.server`` logger (:mod:`agent_core.server.http.access_log`).
 
     Raises:
         ConfigError: a tokens file that cannot be read, both ``token`` and a tokens file, or a

@@ -1,0 +1,126 @@
+"""Fitting a facade's fields to the provider the client chose.
+
+An API's field has one name on the wire but different config keys depending on
+the provider that serves it: Anthropic's ``stop_sequences`` is the ``openai``
+provider's ``stop``. Whether a field can be honoured depends on the plugins that
+will actually run for this request, not on whether any installed plugin knows
+the key; otherwise a ``response_format`` sent to a provider that ignores it would
+be dropped without a word.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from typing import AbstractSet, Any
+
+from ..http.errors import ApiError
+
+__all__ = ["ALIASES", "declared_by", "declared_for", "fit_to_provider", "keys_by_plugin", "with_extra_fields"]
+
+#: a config key -> the keys that mean the same for another provider, in order of preference
+ALIASES: dict[str, tuple[str, ...]] = {
+    "stop_sequences": ("stop",),
+    "stop": ("stop_sequences",),
+    "max_completion_tokens": ("max_tokens",),
+    "max_tokens": ("max_completion_tokens",),
+}
+
+
+_keys_cache: weakref.WeakKeyDictionary[Any, tuple[tuple[tuple[str, ...], ...], dict[str, frozenset[str]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+#: per core: the keys_by_plugin answer it was made from, and the declared keys by running plugins' names
+_declared_memo: weakref.WeakKeyDictionary[Any, tuple[Any, dict[tuple[str, ...], frozenset[str]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def keys_by_plugin(core: Any) -> Mapping[str, frozenset[str]]:
+    """Each registered plugin's declared config keys, by plugin name.
+
+    Asking every plugin for its schema makes an instance of each and parses what
+    it returns (about 0.6 ms with the bundled plugins), and two routes asked on
+    every request; the answer changes only when plugins are registered, so it is
+    kept per core and made again when the registered names change.
+    """
+    # spelled out, not a generator: asked three times a request, and the answer is cached
+    names = (core.plugins("provider"), core.plugins("extension"), core.plugins("feature"), core.plugins("tool"))
+    cached = _keys_cache.get(core)
+    if cached is not None and cached[0] == names:
+        return cached[1]
+    keys: dict[str, set[str]] = {}
+    for entry in core.get_config_schema():
+        keys.setdefault(entry["plugin"], set()).add(entry["key"])
+    frozen = {name: frozenset(found) for name, found in keys.items()}
+    _keys_cache[core] = (names, frozen)
+    return frozen
+
+
+def declared_for(core: Any, config: Mapping[str, Any]) -> set[str]:
+    """The config keys declared by the plugins that run for ``config`` (and the engine's own)."""
+    return declared_by(core, core.resolve(config))
+
+
+def declared_by(core: Any, resolution: Any) -> set[str]:
+    """The config keys declared by the plugins ``resolution`` runs (and the engine's own).
+
+    Kept per set of running plugins (a server runs the same few all day), made
+    again when the registrations change; the caller gets its own copy.
+    """
+    from ...plugin_kit import ENGINE_KEYS
+
+    by_plugin = keys_by_plugin(core)
+    names = resolution.enabled  # plugin refs: names (str), so the tuple is its own key
+    memo = _declared_memo.get(core)
+    if memo is None or memo[0] is not by_plugin:
+        memo = _declared_memo[core] = (by_plugin, {})
+    known = memo[1].get(names)
+    if known is None:
+        declared = set(ENGINE_KEYS)
+        for name in names:
+            declared |= by_plugin.get(name, frozenset())
+        known = frozenset(declared)
+        if len(memo[1]) < 256:
+            memo[1][names] = known
+    return set(known)
+
+
+def fit_to_provider(config: dict[str, Any], client_keys: Iterable[str], declared: set[str],
+                    fields: Mapping[str, str], droppable: Callable[[str, Any], bool]) -> bool:
+    """Rename each key the client set to one the running plugins read, or refuse it (400 naming the field).
+
+    ``fields`` maps a config key to the wire field it came from, for the message (the key
+    itself when absent); ``droppable(key, value)`` says whether leaving the key out changes
+    nothing a provider without it could honour (a token limit for a provider that counts no
+    tokens, a user id, ``tool_choice: "auto"``). True when ``config`` changed.
+    """
+    changed = False
+    for key in list(client_keys):
+        if key in declared or key not in config or key in ("model", "provider"):
+            continue
+        target = next((alias for alias in ALIASES.get(key, ()) if alias in declared), None)
+        changed = True
+        if target is None and droppable(key, config[key]):
+            del config[key]
+            continue
+        if target is None:
+            field = fields.get(key, key)
+            raise ApiError(400, "invalid_request_error",
+                           f"{field}: the selected model's provider does not support it, so it cannot be honoured",
+                           param=field)
+        config[target] = config.pop(key)
+    return changed
+
+
+def with_extra_fields(config: dict[str, Any], rest: Mapping[str, Any], installed: AbstractSet[str], api: str) -> None:
+    """Add the body fields ``api`` does not document, each as the config key of its name.
+
+    Only a key some installed plugin reads (``installed``) is taken (``top_k`` for a provider
+    that reads it); any other is a 400 naming the field, as a typo would be, never dropped.
+    """
+    for key, value in rest.items():
+        if key in config or key in ("provider", "client_tools") or key not in installed:
+            raise ApiError(400, "invalid_request_error",
+                           f"{key}: not a field of the {api} API, and no plugin of this server reads it", param=key)
+        config[key] = value
