@@ -69,8 +69,7 @@ def _app(url: str, core: Any = None) -> Any:
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     except ImportError:
         pass
-    from agent_core.server.app import create_app
-    from agent_core.server.access.settings import ServeSettings
+    from agent_core.server import ServeSettings, create_app
 
     return create_app(core, token="k", config={"base_url": url + "/v1", "api_key": "k", "max_retries": 0,
                                          "provider": "openai"},

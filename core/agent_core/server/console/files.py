@@ -14,6 +14,7 @@ requests to this origin only, no framing, no referrer.
 
 from __future__ import annotations
 
+import functools
 from importlib.resources import files
 
 from starlette.requests import Request
@@ -21,7 +22,7 @@ from starlette.responses import Response
 
 from ..http.errors import ApiError
 
-__all__ = ["CONSOLE_FILES", "CONSOLE_HEADERS", "PUBLIC_PATHS", "ConsoleFiles"]
+__all__ = ["CONSOLE_FILES", "CONSOLE_HEADERS", "PUBLIC_PATHS", "asset", "page"]
 
 #: name -> media type of every file the console consists of
 CONSOLE_FILES = {
@@ -51,25 +52,24 @@ CONSOLE_HEADERS = {
 PUBLIC_PATHS = frozenset({"/", *(f"/console/{name}" for name in CONSOLE_FILES if name != "index.html")})
 
 
-class ConsoleFiles:
-    """Serves the console's files, read from the package the first time each is asked for."""
+@functools.cache
+def _read(name: str) -> bytes:
+    """A console file's bytes, read from the package the first time it is asked for."""
+    return files("agent_core.server.console").joinpath(name).read_bytes()
 
-    def __init__(self) -> None:
-        self._cache: dict[str, bytes] = {}
 
-    def _read(self, name: str) -> bytes:
-        if name not in self._cache:
-            self._cache[name] = files("agent_core.server.console").joinpath(name).read_bytes()
-        return self._cache[name]
+def _answer(name: str) -> Response:
+    return Response(_read(name), media_type=CONSOLE_FILES[name], headers=CONSOLE_HEADERS)
 
-    def _answer(self, name: str) -> Response:
-        return Response(self._read(name), media_type=CONSOLE_FILES[name], headers=CONSOLE_HEADERS)
 
-    async def page(self, request: Request) -> Response:
-        return self._answer("index.html")
+async def page(request: Request) -> Response:
+    """``GET /``: the console's page."""
+    return _answer("index.html")
 
-    async def asset(self, request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in CONSOLE_FILES or name == "index.html":
-            raise ApiError(404, "not_found", f"the console has no file {name[:100]!r}")
-        return self._answer(name)
+
+async def asset(request: Request) -> Response:
+    """``GET /console/{name}``: one of the console's scripts, its style sheet or its icon; nothing else."""
+    name = request.path_params["name"]
+    if name not in CONSOLE_FILES or name == "index.html":
+        raise ApiError(404, "not_found", f"the console has no file {name[:100]!r}")
+    return _answer(name)

@@ -16,7 +16,8 @@ from typing import AbstractSet, Any
 
 from ..http.errors import ApiError
 
-__all__ = ["ALIASES", "declared_by", "declared_for", "fit_to_provider", "keys_by_plugin", "with_extra_fields"]
+__all__ = ["ALIASES", "declared_by", "declared_for", "declared_keys", "fit_to_provider", "keys_by_plugin", "likely_declared",
+           "with_extra_fields"]
 
 #: a config key -> the keys that mean the same for another provider, in order of preference
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -55,6 +56,36 @@ def keys_by_plugin(core: Any) -> Mapping[str, frozenset[str]]:
     frozen = {name: frozenset(found) for name, found in keys.items()}
     _keys_cache[core] = (names, frozen)
     return frozen
+
+
+#: per core: the keys_by_plugin answer it was made from, and every key it names
+_all_memo: weakref.WeakKeyDictionary[Any, tuple[Any, frozenset[str]]] = weakref.WeakKeyDictionary()
+#: per core and chosen provider (None: any): the keys_by_plugin answer, and the keys likely declared
+_likely_memo: weakref.WeakKeyDictionary[Any, dict[Any, tuple[Any, frozenset[str]]]] = weakref.WeakKeyDictionary()
+
+
+def declared_keys(core: Any) -> frozenset[str]:
+    """Every key a registered plugin declares (kept until the registrations change)."""
+    by_plugin = keys_by_plugin(core)
+    known = _all_memo.get(core)
+    if known is None or known[0] is not by_plugin:
+        known = _all_memo[core] = (by_plugin, frozenset().union(*by_plugin.values()))
+    return known[1]
+
+
+def likely_declared(core: Any, provider: Any) -> frozenset[str]:
+    """The keys the chosen provider (every provider when none is named) or any non-provider plugin declares."""
+    by_plugin = keys_by_plugin(core)
+    memo = _likely_memo.setdefault(core, {})  # per registered provider: a few entries at most
+    known = memo.get(provider) if provider is None or isinstance(provider, str) else None
+    if known is not None and known[0] is by_plugin:  # made from the same registrations
+        return known[1]
+    providers = set(core.plugins("provider"))
+    keys = frozenset().union(*(keys for name, keys in by_plugin.items()
+                               if name not in providers or provider is None or name == provider))
+    if provider is None or (isinstance(provider, str) and provider in providers):  # no made-up names: kept small
+        memo[provider] = (by_plugin, keys)
+    return keys
 
 
 def declared_for(core: Any, config: Mapping[str, Any]) -> set[str]:

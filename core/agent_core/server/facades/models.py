@@ -22,8 +22,9 @@ from starlette.responses import JSONResponse, Response
 
 from ... import ConfigPolicy
 from ..http.errors import ApiError
+from ..state import ServerState, state_of
 
-__all__ = ["ModelRoutes", "close_names", "resolve_model"]
+__all__ = ["close_names", "model", "model_name", "models", "resolve_model"]
 
 _MOST_SUGGESTIONS = 3
 #: a request that names a provider and nothing else, as the model list asks for each provider
@@ -88,108 +89,118 @@ def _model_object(model_id: str, provider: str) -> dict[str, Any]:
     return {"id": model_id, "object": "model", "created": 0, "owned_by": provider}
 
 
-class ModelRoutes:
-    """``GET /v1/models`` and ``GET /v1/models/{id}``; mixed into the server."""
+def model_name(state: ServerState, model: str) -> str:
+    """The server's name for the model a client asked for, by the operator's aliases and default provider.
 
-    def _resolve_model(self, model: str) -> str:
-        settings = self.settings
-        providers = self.core.plugins("provider")
-        try:
-            return resolve_model(model, providers, aliases=settings.model_aliases,
-                                 default_provider=settings.default_provider or self.config.get("provider"))
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
-        # Only a name that matches nothing pays for the list of known names, to suggest one.
+    Raises:
+        ApiError: as :func:`resolve_model`; a 404 suggests the known names closest to ``model``.
+    """
+    settings = state.settings
+    providers = state.core.plugins("provider")
+    try:
         return resolve_model(model, providers, aliases=settings.model_aliases,
-                             default_provider=settings.default_provider or self.config.get("provider"),
-                             known=self._known_models())
+                             default_provider=settings.default_provider or state.config.get("provider"))
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+    # Only a name that matches nothing pays for the list of known names, to suggest one.
+    return resolve_model(model, providers, aliases=settings.model_aliases,
+                         default_provider=settings.default_provider or state.config.get("provider"),
+                         known=_known_models(state))
 
-    def _known_models(self) -> list[str]:
-        """The ``provider/model`` ids the providers name without asking their upstream (their default models)."""
-        known = getattr(self, "_known", None)
-        if known is None:
-            # No list_models: no upstream call for a suggestion. No model: it is meant for the config's provider.
-            offline = {k: v for k, v in self.config.items() if k not in ("list_models", "model")}
-            known = []
-            if self.config.get("provider") and self.config.get("model"):
-                known.append(f"{self.config['provider']}/{self.config['model']}")
-            for provider in self.core.plugins("provider"):
-                try:
-                    listed = self.core.get_models({**offline, "provider": provider})
-                except Exception:  # noqa: BLE001, S112 - a suggestion is a courtesy; a provider that cannot list gives none
-                    continue
-                known += [f"{provider}/{m['id']}" for m in listed
-                          if isinstance(m, Mapping) and isinstance(m.get("id"), str)]
-            known += [m for m in self.settings.models or () if "/" in m and not any(c in m for c in "*?[")]
-            self._known = known
-        return known
 
-    def _config_of(self, provider: str) -> dict[str, Any]:
-        """The operator's config as a request naming only ``provider`` runs on it (``ConfigPolicy.merge``'s rule).
+def _known_models(state: ServerState) -> list[str]:
+    """The ``provider/model`` ids the providers name without asking their upstream (their default models)."""
+    known = state.known_models
+    if known is None:
+        # No list_models: no upstream call for a suggestion. No model: it is meant for the config's provider.
+        config = state.config
+        offline = {k: v for k, v in config.items() if k not in ("list_models", "model")}
+        known = []
+        if config.get("provider") and config.get("model"):
+            known.append(f"{config['provider']}/{config['model']}")
+        for provider in state.core.plugins("provider"):
+            try:
+                listed = state.core.get_models({**offline, "provider": provider})
+            except Exception:  # noqa: BLE001, S112 - a suggestion is a courtesy; a provider that cannot list gives none
+                continue
+            known += [f"{provider}/{m['id']}" for m in listed
+                      if isinstance(m, Mapping) and isinstance(m.get("id"), str)]
+        known += [m for m in state.settings.models or () if "/" in m and not any(c in m for c in "*?[")]
+        state.known_models = known
+    return known
 
-        So the operator's ``model`` and endpoint keys stay with the provider they were set for,
-        and another provider lists its own default model, on its own URL with its own key.
-        """
-        return _NAMING_A_PROVIDER.merge(self.config, {"provider": provider})
 
-    def _models_of(self, provider: str) -> list[Any] | None:
-        config = self._config_of(provider)
-        resolution = self.core.resolve(config)
-        instance = getattr(resolution.live.get(provider), "instance", None)
-        key_missing = getattr(instance, "key_missing", None)
-        if callable(key_missing) and key_missing(config):  # every request to it would fail: not offered
-            return None
-        return list(resolution.models)
+def _models_of(state: ServerState, provider: str) -> list[Any] | None:
+    """The models ``provider`` lists on the operator's config as a request naming only it runs on.
 
-    async def _listed(self, provider: str) -> list[str] | None:
-        """The model ids ``provider`` lists, or None when it cannot list (no credentials, no network)."""
-        try:
-            listed = await asyncio.to_thread(self._models_of, provider)
-        except Exception:  # noqa: BLE001 - a provider that cannot list is answered for, not fatal
-            return None
-        if listed is None:
-            return None
-        return [m["id"] for m in listed if isinstance(m, Mapping) and isinstance(m.get("id"), str)]
+    That is ``ConfigPolicy.merge``'s rule: the operator's ``model`` and endpoint keys stay with
+    the provider they were set for, and another provider lists its own default model, on its
+    own URL with its own key. None when its key is missing (every request to it would fail).
+    """
+    config = _NAMING_A_PROVIDER.merge(state.config, {"provider": provider})
+    resolution = state.core.resolve(config)
+    instance = getattr(resolution.live.get(provider), "instance", None)
+    key_missing = getattr(instance, "key_missing", None)
+    if callable(key_missing) and key_missing(config):  # every request to it would fail: not offered
+        return None
+    return list(resolution.models)
 
-    async def models(self, request: Request) -> Response:
-        policy = self.tenant(request).policy
-        data = []
-        for provider in self.core.plugins("provider"):
-            for mid in await self._listed(provider) or ():
-                if policy.offers(provider, mid):
-                    data.append(_model_object(f"{provider}/{mid}", provider))
-        for alias, target in self.settings.model_aliases.items():
-            provider, _, mid = target.partition("/")
-            if policy.offers(provider, mid or None):
-                data.append(_model_object(alias, provider))
-        return JSONResponse({"object": "list", "data": data, "default": self._default_offered(policy)})
 
-    def _default_offered(self, policy: ConfigPolicy) -> str | None:
-        """What a request naming no model runs on (``provider`` or ``provider/model``), if this client may use it.
+async def _listed(state: ServerState, provider: str) -> list[str] | None:
+    """The model ids ``provider`` lists, or None when it cannot list (no credentials, no network)."""
+    try:
+        listed = await asyncio.to_thread(_models_of, state, provider)
+    except Exception:  # noqa: BLE001 - a provider that cannot list is answered for, not fatal
+        return None
+    if listed is None:
+        return None
+    return [m["id"] for m in listed if isinstance(m, Mapping) and isinstance(m.get("id"), str)]
 
-        OpenAI's clients ignore the field; the console's model picker reads it, so it offers
-        "the server's default" only where a turn naming no model would not be refused.
-        """
-        provider = self.default_provider
-        if provider is None:
-            return None
-        model = self.config.get("model") if self.config.get("provider") == provider else None
-        if not policy.offers(provider, model if isinstance(model, str) else None):
-            return None
-        return f"{provider}/{model}" if isinstance(model, str) and model else str(provider)
 
-    async def model(self, request: Request) -> Response:
-        """One model: the id as the client wrote it (an SDK percent-encodes a slash; the route gets it decoded)."""
-        asked = request.path_params["model_id"]
-        name = self._resolve_model(asked)
-        provider, _, mid = name.partition("/")
-        missing = ApiError(404, "model_not_found", f"model {asked!r} does not exist or is not offered here",
-                           param="model")
-        if not self.tenant(request).policy.offers(provider, mid or None):
+async def models(request: Request) -> Response:
+    """``GET /v1/models``: what this client may use, the aliases too, and the server's default."""
+    state = state_of(request)
+    policy = state.tenant(request).policy
+    data = []
+    for provider in state.core.plugins("provider"):
+        for mid in await _listed(state, provider) or ():
+            if policy.offers(provider, mid):
+                data.append(_model_object(f"{provider}/{mid}", provider))
+    for alias, target in state.settings.model_aliases.items():
+        provider, _, mid = target.partition("/")
+        if policy.offers(provider, mid or None):
+            data.append(_model_object(alias, provider))
+    return JSONResponse({"object": "list", "data": data, "default": _default_offered(state, policy)})
+
+
+def _default_offered(state: ServerState, policy: ConfigPolicy) -> str | None:
+    """What a request naming no model runs on (``provider`` or ``provider/model``), if this client may use it.
+
+    OpenAI's clients ignore the field; the console's model picker reads it, so it offers
+    "the server's default" only where a turn naming no model would not be refused.
+    """
+    provider = state.default_provider
+    if provider is None:
+        return None
+    model = state.config.get("model") if state.config.get("provider") == provider else None
+    if not policy.offers(provider, model if isinstance(model, str) else None):
+        return None
+    return f"{provider}/{model}" if isinstance(model, str) and model else str(provider)
+
+
+async def model(request: Request) -> Response:
+    """``GET /v1/models/{id}``: the id as the client wrote it (an SDK percent-encodes a slash; the route gets it decoded)."""
+    state = state_of(request)
+    asked = request.path_params["model_id"]
+    name = model_name(state, asked)
+    provider, _, mid = name.partition("/")
+    missing = ApiError(404, "model_not_found", f"model {asked!r} does not exist or is not offered here",
+                       param="model")
+    if not state.tenant(request).policy.offers(provider, mid or None):
+        raise missing
+    if mid and state.config.get("list_models"):  # only then is the provider's list the upstream's own
+        listed = await _listed(state, provider)
+        if listed is not None and mid not in listed:
             raise missing
-        if mid and self.config.get("list_models"):  # only then is the provider's list the upstream's own
-            listed = await self._listed(provider)
-            if listed is not None and mid not in listed:
-                raise missing
-        return JSONResponse(_model_object(asked, provider))
+    return JSONResponse(_model_object(asked, provider))

@@ -95,6 +95,11 @@ class Relay:
     The stream's end is the relay's too, since no frame of the caller's sits around it:
     once the frame generator is closed, ``cut_short()`` is called if the task was
     cancelled, and then, however the loop ended, ``end(finished)`` is awaited.
+
+    ``write`` (of :meth:`send_all`) is the connection's :data:`~.event_stream.BODY_WRITE` when
+    it has one: each part is offered to it first, and goes through ``send`` only when it
+    answers False. When ``send`` fails while the next frame is half-way, that step is unwound
+    as a cancel would unwind it (the module's "a step left half-way") before the error goes on.
     """
 
     __slots__ = ("frames", "is_last", "cut_short", "end", "finished")
@@ -106,13 +111,7 @@ class Relay:
 
     async def send_all(self, send: Callable[[dict[str, Any]], Awaitable[None]],
                        write: Callable[[bytes], bool] | None = None) -> None:
-        """Send every frame as ASGI body parts marked :data:`WHOLE_BATCH`; a frame's failure after what was ready.
-
-        ``write`` is the connection's :data:`~.event_stream.BODY_WRITE` when it has one: each
-        part is offered to it first, and goes through ``send`` only when it answers False.
-        When ``send`` fails while the next frame is half-way, that step is unwound as a
-        cancel would unwind it (the module's "a step left half-way") before the error goes on.
-        """
+        """Send every frame as ASGI body parts marked :data:`WHOLE_BATCH`; a frame's failure after what was ready."""
         next_frame, is_last = self.frames.__anext__, self.is_last
         batch: list[bytes] = []
         size = 0

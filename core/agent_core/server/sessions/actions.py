@@ -35,6 +35,7 @@ from ...errors import ConflictError
 from ..http.bodies import ActionBody, aparse_body
 from ..http.errors import ApiError
 from ..http.wire import etag, if_match, path_id, plain, watch_hangup
+from ..state import state_of
 
 __all__ = ["ActionDesk", "session_action"]
 
@@ -80,28 +81,29 @@ class ActionDesk:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-async def session_action(server: Any, request: Request) -> Response:
+async def session_action(request: Request) -> Response:
     """Run an action on a stored session and save what it changed, at the revision it was loaded at."""
+    state = state_of(request)
     sid, action_id = path_id(request, "session_id"), request.path_params["action_id"]
     if len(action_id) > 200:
         raise ApiError(400, "invalid_request_error", "the action id is longer than 200 characters", param="action_id")
-    body = await aparse_body(await request.body(), ActionBody, max_depth=server.settings.max_json_depth,
+    body = await aparse_body(await request.body(), ActionBody, max_depth=state.settings.max_json_depth,
                              empty_ok=True)
-    config = server.config_for(request, body.config)
-    tenant = server.tenant(request)
-    store = server.store_for(request)
-    with server.action_desk.place(tenant.name):
+    config = state.config_for(request, body.config)
+    tenant = state.tenant(request)
+    store = state.store_for(request)
+    with state.action_desk.place(tenant.name):
         stored = await store.aget(sid)
         want = if_match(request)
         if want is not None and want != stored.revision:
             raise ConflictError(sid, expected=want, current=stored.revision)
         rid = tenant.scope(f"action-{uuid.uuid4().hex}")
-        lease = await _lease(server, tenant.scope(sid), sid, rid)
-        stop = watch_hangup(request, lambda: server.core.cancel_request(rid))
+        lease = await _lease(state, tenant.scope(sid), sid, rid)
+        stop = watch_hangup(request, lambda: state.core.cancel_request(rid))
         try:
-            run = functools.partial(server.core.execute_action, stored.session, action_id, body.params or {}, config,
-                                    request_id=rid, side_requests=server.settings.paid_actions)
-            result = await asyncio.get_running_loop().run_in_executor(server.action_desk.pool, run)
+            run = functools.partial(state.core.execute_action, stored.session, action_id, body.params or {}, config,
+                                    request_id=rid, side_requests=state.settings.paid_actions)
+            result = await asyncio.get_running_loop().run_in_executor(state.action_desk.pool, run)
             revision = await store.aput(result.session, expected_revision=stored.revision)
         finally:
             stop()
@@ -111,9 +113,9 @@ async def session_action(server: Any, request: Request) -> Response:
     return JSONResponse({"id": sid, "revision": revision, "payload": payload}, headers=etag(revision))
 
 
-async def _lease(server: Any, scoped: str, sid: str, rid: str) -> Any:
+async def _lease(state: Any, scoped: str, sid: str, rid: str) -> Any:
     """The session's lease for the action's run, or a 409 when a turn or another action holds it."""
-    raw = server.store
+    raw = state.store
     if not hasattr(raw, "atry_lease"):  # a store without leases: actions race as turns do there
         return None
     lease = await raw.atry_lease(scoped, request_id=rid)

@@ -22,8 +22,10 @@ from .approvals import ApprovalBody
 from ..http.bodies import aparse_body
 from ..http.errors import ApiError
 from ..http.wire import path_id, plain
+from ..state import state_of
 
-__all__ = ["MAX_INPUT_CHARS", "CompletionApplyBody", "CompletionBody", "InputRoutes"]
+__all__ = ["MAX_INPUT_CHARS", "CompletionApplyBody", "CompletionBody", "answer_approval", "apply_input_completion",
+           "input_completions"]
 
 #: the longest text a completion route reads (a chat input, not a document)
 MAX_INPUT_CHARS = 20_000
@@ -50,29 +52,31 @@ def _capped(text: str) -> str:
     return text
 
 
-class InputRoutes:
-    """Mixed into the server, whose ``core``, ``approvals``, ``tenant`` and ``config_for`` they use."""
+async def answer_approval(request: Request) -> Response:
+    state = state_of(request)
+    rid = path_id(request, "request_id")
+    call_id = request.path_params["call_id"]
+    if not 0 < len(call_id) <= 200:
+        raise ApiError(400, "invalid_request_error", "the call id must be 1 to 200 characters", param="call_id")
+    body = await aparse_body(await request.body(), ApprovalBody, max_depth=state.settings.max_json_depth)
+    if not state.approvals.answer(state.tenant(request).scope(rid), call_id, body.decision):
+        raise ApiError(404, "approval_not_found",
+                       f"no tool call {call_id[:200]!r} of request {rid!r} is waiting for approval in this "
+                       "server process")
+    return Response(status_code=204)
 
-    async def answer_approval(self, request: Request) -> Response:
-        rid = path_id(request, "request_id")
-        call_id = request.path_params["call_id"]
-        if not 0 < len(call_id) <= 200:
-            raise ApiError(400, "invalid_request_error", "the call id must be 1 to 200 characters", param="call_id")
-        body = await aparse_body(await request.body(), ApprovalBody, max_depth=self.settings.max_json_depth)
-        if not self.approvals.answer(self.tenant(request).scope(rid), call_id, body.decision):
-            raise ApiError(404, "approval_not_found",
-                           f"no tool call {call_id[:200]!r} of request {rid!r} is waiting for approval in this "
-                           "server process")
-        return Response(status_code=204)
 
-    async def input_completions(self, request: Request) -> Response:
-        body = await aparse_body(await request.body(), CompletionBody, max_depth=self.settings.max_json_depth)
-        config = self.config_for(request, body.config)
-        found = await asyncio.to_thread(self.core.get_completions, config, _capped(body.text))
-        return JSONResponse({"object": "list", "data": json.loads(json.dumps(found, default=plain))})
+async def input_completions(request: Request) -> Response:
+    state = state_of(request)
+    body = await aparse_body(await request.body(), CompletionBody, max_depth=state.settings.max_json_depth)
+    config = state.config_for(request, body.config)
+    found = await asyncio.to_thread(state.core.get_completions, config, _capped(body.text))
+    return JSONResponse({"object": "list", "data": json.loads(json.dumps(found, default=plain))})
 
-    async def apply_input_completion(self, request: Request) -> Response:
-        body = await aparse_body(await request.body(), CompletionApplyBody, max_depth=self.settings.max_json_depth)
-        config = self.config_for(request, body.config)
-        text = await asyncio.to_thread(self.core.apply_completion, config, _capped(body.text), body.completion)
-        return JSONResponse({"text": text})
+
+async def apply_input_completion(request: Request) -> Response:
+    state = state_of(request)
+    body = await aparse_body(await request.body(), CompletionApplyBody, max_depth=state.settings.max_json_depth)
+    config = state.config_for(request, body.config)
+    text = await asyncio.to_thread(state.core.apply_completion, config, _capped(body.text), body.completion)
+    return JSONResponse({"text": text})

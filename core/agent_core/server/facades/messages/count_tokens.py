@@ -35,9 +35,11 @@ from .dialect import (
     messages_session,
 )
 from ...http.bodies import aparse_fields
-from ..fields import with_extra_fields
+from ..fields import declared_keys, with_extra_fields
+from ..models import model_name
 from ...http.wire import json_bytes, request_id_of
-from ..runner import FACADE_DEFAULTS
+from ...state import state_of
+from ..turn import FACADE_DEFAULTS
 
 __all__ = ["CountBody", "count_tokens"]
 
@@ -67,21 +69,22 @@ def estimate(body: dict[str, Any]) -> int:
     return max(1, math.ceil(len(json_bytes(read)) / 4))
 
 
-async def count_tokens(server: Any, request: Request) -> Response:
+async def count_tokens(request: Request) -> Response:
     """Count the body's input tokens with the provider that would run it, or estimate them.
 
     Raises:
         ApiError: what ``POST /v1/messages`` refuses for the same body (400, 403, 404).
     """
+    server = state_of(request)
     raw = await request.body()
     settings = server.settings
     body, rest = await aparse_fields(raw, CountBody, max_depth=settings.max_json_depth,
                                      check=lambda parsed: messages_amounts(parsed.as_messages()).check(settings),
                                      early=early_check(settings))
     as_sent = body.as_messages()
-    client = messages_config(as_sent, server._resolve_model(body.model))
+    client = messages_config(as_sent, model_name(server, body.model))
     del client["max_tokens"]  # not the client's: a count has none
-    with_extra_fields(client, rest, server._declared(), "Messages")
+    with_extra_fields(client, rest, declared_keys(server.core), "Messages")
     config = server.config_for(request, client)
     messages_session("count", as_sent, settings.max_messages)  # refuses what /v1/messages would
     counted = {key: value for key, value in msgspec.json.decode(raw).items() if key in _COUNTED}

@@ -9,89 +9,65 @@ the same cancelling by ``X-Request-Id``. Tools are the client's: calls go back a
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .dialect import (
-    DROPPABLE,
-    FIELDS,
-    AnthropicBody,
-    message_body,
-    messages_config,
-    messages_session,
-)
 from ...access.amounts import early_check, messages_amounts
-from .stream import MessageStream
 from ...http.bodies import aparse_fields
-from ...http.event_stream import EventStreamResponse
-from ...http.failures import anthropic_body
-from ..fields import with_extra_fields
-from ...http.wire import SSE_HEADERS, json_bytes, session_id_of
+from ...http.failures import Failure, anthropic_body
+from ...http.wire import json_bytes
+from ...state import ServerState
 from ..chat.dialect import reply_of
-from ..runner import FacadeTurn, TurnRoutes, chained, rate_limits
+from ..fields import declared_keys, with_extra_fields
+from ..models import model_name
+from ..protocol import OneAnswer, Plan
+from ..runner import run_facade
+from .dialect import DROPPABLE, FIELDS, AnthropicBody, message_body, messages_config, messages_session
+from .stream import MessageStream
 
-__all__ = ["MessagesRoutes"]
+__all__ = ["MessagesFacade", "messages"]
 
 
-class MessagesRoutes(TurnRoutes):
-    """The Messages facade's route; mixed into the server, whose attributes and facade helpers it uses."""
+class MessagesFacade:
+    """The Messages dialect (a :class:`~..protocol.Facade`)."""
 
-    async def messages(self, request: Request) -> Response:
-        body, rest = await aparse_fields(await request.body(), AnthropicBody, max_depth=self.settings.max_json_depth,
-                                         check=lambda parsed: messages_amounts(parsed).check(self.settings),
-                                         early=early_check(self.settings))
-        client = messages_config(body, self._resolve_model(body.model))
-        with_extra_fields(client, rest, self._declared(), "Messages")
-        config = self.config_for(request, client)
-        resolution = self._fit_config(config, client, FIELDS, lambda key, _value: key in DROPPABLE, bool(body.stream))
-        session = messages_session(session_id_of(request) or uuid.uuid4().hex, body, self.settings.max_messages)
-        turn = await self._facade_turn(request, session, config, resolution=resolution)
-        headers = {"x-request-id": turn.client_rid, "request-id": turn.client_rid}
-        if not body.stream:
-            result, saved = await self._run_whole(request, turn)
-            reply = reply_of(result.final_messages)
-            return Response(json_bytes(message_body(turn.client_rid, body.model, reply, result.usage)),
-                            media_type="application/json", headers={**rate_limits(reply), **headers, **saved})
-        first, failed = await self._open_stream(request, turn)
-        if failed is not None:
-            return failed
-        out = MessageStream(turn.client_rid, body.model)
-        frames = self._messages_frames(turn, out, chained(first, turn.events))
-        return EventStreamResponse(self._stream_out([turn], frames, lambda _frame: out.ended),
-                                   media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
+    dialect = "anthropic"
 
-    async def _messages_frames(self, turn: FacadeTurn, out: MessageStream,
-                               events: AsyncIterator[Any]) -> AsyncIterator[bytes]:
-        """The answer as the Messages API's events, from ``message_start`` to ``message_stop``.
+    async def plan(self, state: ServerState, request: Request, raw: bytes, session_id: str) -> Plan:
+        settings = state.settings
+        body, rest = await aparse_fields(raw, AnthropicBody, max_depth=settings.max_json_depth,
+                                         check=lambda parsed: messages_amounts(parsed).check(settings),
+                                         early=early_check(settings))
+        client = messages_config(body, model_name(state, body.model))
+        with_extra_fields(client, rest, declared_keys(state.core), "Messages")
+        session = messages_session(session_id, body, settings.max_messages)
+        return Plan(body, client, session, stream=bool(body.stream), fields=FIELDS,
+                    droppable=lambda key, _value: key in DROPPABLE)
 
-        An error, a cancelled request or a failed X-Session-Id save ends it early with an
-        ``error`` event, as the Messages API does mid-stream; so does an upstream retry after
-        text or thinking was sent (a retry before it is not seen).
-        """
-        yield out.start()
-        reply = None
-        async for event in events:
-            if event.type == "partial":
-                yield out.partial(event.message)
-            elif event.type == "final" and event.message.role == "assistant":
-                reply = event.message
-                yield out.final(reply)
-            elif event.type == "retract":  # the Messages API cannot take back what was sent
-                stop = self._retracted(turn, event, out.streamed_text or out.streamed_reasoning)
-                if stop is not None:
-                    error = anthropic_body(stop)["error"]
-                    yield out.error(error["type"], error["message"])
-                    return
-            elif event.type in ("error", "done"):
-                stop = await self._early_end(turn, event)
-                if stop is not None:
-                    error = anthropic_body(stop)["error"]
-                    yield out.error(error["type"], error["message"])
-                    return
-                if event.type == "done":
-                    yield out.end(reply, event.usage)
-                    return
+    def headers(self, request_id: str) -> dict[str, str]:
+        return {"x-request-id": request_id, "request-id": request_id}
+
+    def answer(self, plan: Plan, request_id: str, results: Sequence[Any]) -> tuple[bytes, Any]:
+        result = results[0]
+        reply = reply_of(result.final_messages)
+        return json_bytes(message_body(request_id, plan.body.model, reply, result.usage)), reply
+
+    def frames(self, plan: Plan, request_id: str) -> OneAnswer:
+        """The Messages API's events, ``message_start`` to ``message_stop``; an early end is an ``error`` event."""
+        return OneAnswer(MessageStream(request_id, plan.body.model), _error_event)
+
+
+def _error_event(out: MessageStream, failure: Failure) -> bytes:
+    error = anthropic_body(failure)["error"]
+    return out.error(error["type"], error["message"])
+
+
+_MESSAGES = MessagesFacade()
+
+
+async def messages(request: Request) -> Response:
+    """``POST /v1/messages``."""
+    return await run_facade(_MESSAGES, request)

@@ -4,14 +4,13 @@ The Responses API is what the OpenAI Agents SDK and Codex speak by default. Like
 ``/v1/chat/completions`` it reaches any provider with the same config policy,
 ``X-Session-Id`` storage and cancelling by ``X-Request-Id``; tools are the client's
 (calls go back as ``function_call`` items, results come in as ``function_call_output``
-items). Unlike OpenAI's own endpoint it stores nothing: see :mod:`.responses_compat`.
+items). Unlike OpenAI's own endpoint it stores nothing: see :mod:`.dialect`.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import AsyncIterator
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -19,12 +18,15 @@ from starlette.responses import Response
 
 from ...access.amounts import early_check, responses_amounts
 from ...http.bodies import aparse_fields
-from ..chat.fields import droppable
-from ...http.event_stream import EventStreamResponse
-from ...http.failures import openai_body
-from ..fields import with_extra_fields
-from ...http.wire import SSE_HEADERS, json_bytes, session_id_of
+from ...http.failures import Failure, openai_body
+from ...http.wire import json_bytes
+from ...state import ServerState
 from ..chat.dialect import reply_of
+from ..chat.fields import droppable
+from ..fields import declared_keys, with_extra_fields
+from ..models import model_name
+from ..protocol import OneAnswer, Plan
+from ..runner import run_facade
 from .dialect import (
     FIELDS,
     ResponsesBody,
@@ -36,73 +38,49 @@ from .dialect import (
     usage_of,
 )
 from .stream import ResponseStream
-from ..runner import FacadeTurn, TurnRoutes, chained, rate_limits
 
-__all__ = ["ResponsesRoutes"]
+__all__ = ["ResponsesFacade", "responses"]
 
 
-class ResponsesRoutes(TurnRoutes):
-    """The Responses facade's route; mixed into the server, whose attributes and facade helpers it uses."""
+class ResponsesFacade:
+    """The Responses dialect (a :class:`~..protocol.Facade`)."""
 
-    async def responses(self, request: Request) -> Response:
-        body, rest = await aparse_fields(await request.body(), ResponsesBody, max_depth=self.settings.max_json_depth,
-                                         check=lambda parsed: responses_amounts(parsed).check(self.settings, "input"),
-                                         early=early_check(self.settings, "input"))
-        client = responses_config(body, self._resolve_model(body.model))
-        with_extra_fields(client, rest, self._declared(), "Responses")
-        config = self.config_for(request, client)
-        resolution = self._fit_config(config, client, FIELDS, droppable, bool(body.stream))
-        session = responses_session(session_id_of(request) or uuid.uuid4().hex, body, self.settings.max_messages)
-        turn = await self._facade_turn(request, session, config, resolution=resolution)
-        headers = {"x-request-id": turn.client_rid}
-        created = int(time.time())
-        if not body.stream:
-            result, saved = await self._run_whole(request, turn)
-            reply = reply_of(result.final_messages)
-            status, incomplete = finish_of(reply)
-            answer = response_body(turn.client_rid, body, created, status=status,
-                                   output=output_items(turn.client_rid, reply),
-                                   usage=usage_of(result.usage, reply), incomplete=incomplete)
-            return Response(json_bytes(answer), media_type="application/json",
-                            headers={**rate_limits(reply), **headers, **saved})
-        first, failed = await self._open_stream(request, turn)
-        if failed is not None:
-            return failed
-        out = ResponseStream(turn.client_rid, body, created)
-        frames = self._responses_frames(turn, out, chained(first, turn.events))
-        return EventStreamResponse(self._stream_out([turn], frames, lambda _frame: out.ended),
-                                   media_type="text/event-stream", headers={**headers, **SSE_HEADERS})
+    dialect = "openai"
 
-    async def _responses_frames(self, turn: FacadeTurn, out: ResponseStream,
-                                events: AsyncIterator[Any]) -> AsyncIterator[bytes]:
-        """The answer as Responses events, from ``response.created`` to ``response.completed``.
+    async def plan(self, state: ServerState, request: Request, raw: bytes, session_id: str) -> Plan:
+        settings = state.settings
+        body, rest = await aparse_fields(raw, ResponsesBody, max_depth=settings.max_json_depth,
+                                         check=lambda parsed: responses_amounts(parsed).check(settings, "input"),
+                                         early=early_check(settings, "input"))
+        client = responses_config(body, model_name(state, body.model))
+        with_extra_fields(client, rest, declared_keys(state.core), "Responses")
+        session = responses_session(session_id, body, settings.max_messages)
+        return Plan(body, client, session, stream=bool(body.stream), fields=FIELDS, droppable=droppable)
 
-        An error, a cancelled request or a failed X-Session-Id save ends it early with an
-        ``error`` event and ``response.failed``; so does an upstream retry after text or
-        reasoning was sent, since a delta cannot be taken back (a retry before any is not seen).
-        """
-        yield out.start()
-        reply = None
-        async for event in events:
-            if event.type == "partial":
-                frame = out.partial(event.message)
-                if frame:
-                    yield frame
-            elif event.type == "final" and event.message.role == "assistant":
-                reply = event.message
-                frame = out.final(reply)
-                if frame:
-                    yield frame
-            elif event.type == "retract":
-                stop = self._retracted(turn, event, out.streamed_text or out.streamed_reasoning)
-                if stop is not None:
-                    yield out.error(openai_body(stop)["error"])
-                    return
-            elif event.type in ("error", "done"):
-                stop = await self._early_end(turn, event)
-                if stop is not None:
-                    yield out.error(openai_body(stop)["error"])
-                    return
-                if event.type == "done":
-                    yield out.end(reply, event.usage)
-                    return
+    def headers(self, request_id: str) -> dict[str, str]:
+        return {"x-request-id": request_id}
+
+    def answer(self, plan: Plan, request_id: str, results: Sequence[Any]) -> tuple[bytes, Any]:
+        result = results[0]
+        reply = reply_of(result.final_messages)
+        status, incomplete = finish_of(reply)
+        answer = response_body(request_id, plan.body, int(time.time()), status=status,
+                               output=output_items(request_id, reply), usage=usage_of(result.usage, reply),
+                               incomplete=incomplete)
+        return json_bytes(answer), reply
+
+    def frames(self, plan: Plan, request_id: str) -> OneAnswer:
+        """Responses events, ``response.created`` to ``response.completed``; an early end is ``error`` and ``response.failed``."""
+        return OneAnswer(ResponseStream(request_id, plan.body, int(time.time())), _error_events)
+
+
+def _error_events(out: ResponseStream, failure: Failure) -> bytes:
+    return out.error(openai_body(failure)["error"])
+
+
+_RESPONSES = ResponsesFacade()
+
+
+async def responses(request: Request) -> Response:
+    """``POST /v1/responses``."""
+    return await run_facade(_RESPONSES, request)

@@ -1,7 +1,7 @@
 """A turn's events on their way from the task that runs it to the response that streams them.
 
 A sessions turn runs in a task of its own, so it ends and is saved the same way
-whether or not its client still listens (``sessions_api``). Between that task and
+whether or not its client still listens (:mod:`agent_core.server.sessions.routes`). Between that task and
 the response sits a :class:`Channel`. It holds at most :data:`UNREAD` events: a
 client that keeps its connection open but stops reading makes the turn wait at
 its next event, which stops reading the upstream, so the upstream's socket
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
-__all__ = ["UNREAD", "Channel", "Raised", "drain", "pump"]
+__all__ = ["UNREAD", "Channel", "Raised", "chained", "drain", "merged", "pump"]
 
 #: Events a channel holds before the turn's next event waits for the reader.
 UNREAD = 64
@@ -118,3 +118,74 @@ async def drain(channel: Channel) -> AsyncIterator[Any]:
             yield item
     finally:
         channel.close()
+
+
+def chained(first: list[Any], events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The events ``until_output`` already read, then the rest."""
+    return _Chained(first, events)
+
+
+class _Chained:
+    """:func:`chained`'s iterator. Not an async generator: once ``first`` is used up,
+    ``__anext__`` is the stream's own, so a relayed chunk passes through no frame of ours.
+    Closing it does not close ``events``, which stay the turn's to close.
+    """
+
+    __slots__ = ("_events", "_first")
+
+    def __init__(self, first: list[Any], events: AsyncIterator[Any]) -> None:
+        self._first = list(first)
+        self._events = events
+
+    def __aiter__(self) -> _Chained:
+        return self
+
+    def __anext__(self) -> Awaitable[Any]:
+        if self._first:
+            return _ready(self._first.pop(0))
+        return self._events.__anext__()
+
+    async def aclose(self) -> None:
+        self._first = []
+
+
+async def _ready(value: Any) -> Any:
+    return value
+
+
+def merged(streams: Sequence[AsyncIterator[Any]]) -> AsyncIterator[tuple[int, Any]]:
+    """The items of several streams as they come, each with the index of its stream.
+
+    A single stream needs none of this: its reader takes the stream as it is (see
+    the facades' runner), with no step of ours per item.
+    """
+    return _merged(streams)
+
+
+async def _merged(streams: Sequence[AsyncIterator[Any]]) -> AsyncIterator[tuple[int, Any]]:
+    # bounded: a client that stops reading holds the choices' streams, and so the upstream, where they are
+    queue: asyncio.Queue[tuple[int, Any]] = asyncio.Queue(maxsize=UNREAD * len(streams))
+
+    async def pump(index: int, stream: AsyncIterator[Any]) -> None:
+        try:
+            async for item in stream:
+                await queue.put((index, item))
+        except Exception as exc:  # noqa: BLE001 - handed to the reader, who raises it
+            await queue.put((index, exc))
+        finally:
+            await queue.put((index, _END))
+
+    tasks = [asyncio.ensure_future(pump(i, s)) for i, s in enumerate(streams)]
+    try:
+        left = len(tasks)
+        while left:
+            index, item = await queue.get()
+            if item is _END:
+                left -= 1
+            elif isinstance(item, Exception):
+                raise item
+            else:
+                yield index, item
+    finally:
+        for task in tasks:
+            task.cancel()
