@@ -43,7 +43,8 @@ from .facades.responses.facade import responses
 from .http.access_log import AccessLog, log_event
 from .http.errors import ApiError
 from .http.trace_context import with_trace_context
-from .http.wire import LIBRARY_ERRORS, on_error, path_id
+from .access.ids import path_id
+from .http.wire import LIBRARY_ERRORS, on_error
 from .sessions.actions import ActionDesk, session_action
 from .sessions.approvals import ApprovalDesk
 from .sessions.catalog import actions, plugins, ui_schema

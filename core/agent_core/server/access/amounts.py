@@ -3,9 +3,10 @@
 A limit on the messages a client sends is not a limit on the work: one Anthropic user
 message of 100,000 ``tool_result`` blocks becomes 100,000 engine messages, and one
 assistant message of 20,000 ``tool_calls`` leaves 20,000 calls to answer. So each dialect
-counts its body into :class:`Amounts` (a walk over the typed body: no message is built)
-and :meth:`Amounts.check` refuses the request with a 400 naming the amount over its limit,
-before the conversion, the engine or the upstream see anything. ``--max-body-bytes``
+counts its body into :class:`Amounts` (a walk over the typed body, in
+:mod:`agent_core.server.facades.amounts`: no message is built) and :meth:`Amounts.check`
+refuses the request with a 400 naming the amount over its limit, before the conversion,
+the engine or the upstream see anything. ``--max-body-bytes``
 bounds the bytes of all of it; these bound the work per byte.
 
 Parsing a body is itself work per block: decoding 100,000 small objects holds the
@@ -18,17 +19,14 @@ rightly; what it lets through is small enough to parse, and is counted exactly a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from ..facades.messages.dialect import AnthropicBody, ToolResultBlock, ToolUseBlock
-from ..http.bodies import ChatMessage
 from ..http.errors import ApiError
-from ..facades.responses.dialect import ResponsesBody
 
-__all__ = ["Amounts", "chat_amounts", "early_check", "messages_amounts", "responses_amounts"]
+__all__ = ["Amounts", "early_check"]
 
 
 class Amounts(msgspec.Struct, kw_only=True):
@@ -50,51 +48,6 @@ class Amounts(msgspec.Struct, kw_only=True):
                 raise ApiError(400, "invalid_request_error",
                                f"{where}: the request becomes {count} {name}, more than this server takes in one "
                                f"request ({limit}, {setting})", param=where)
-
-
-def chat_amounts(messages: Sequence[ChatMessage]) -> Amounts:
-    """A Chat Completions body's ``messages``: each is one message; its parts are blocks."""
-    counted = Amounts(messages=len(messages))
-    for m in messages:
-        if isinstance(m.content, list):
-            counted.blocks += len(m.content)
-        counted.tool_calls += len(m.tool_calls or ()) + (m.function_call is not None)
-        counted.tool_results += m.role in ("tool", "function")
-    return counted
-
-
-def messages_amounts(body: AnthropicBody) -> Amounts:
-    """A Messages body: every ``tool_result`` block becomes a message of its own, beside its turn's."""
-    counted = Amounts(messages=len(body.messages) + (body.system is not None))
-    if isinstance(body.system, list):
-        counted.blocks += len(body.system)
-    for m in body.messages:
-        if isinstance(m.content, str):
-            continue
-        counted.blocks += len(m.content)
-        for block in m.content:
-            if isinstance(block, ToolResultBlock):
-                counted.tool_results += 1
-                counted.messages += 1
-                if isinstance(block.content, list):
-                    counted.blocks += len(block.content)
-            elif isinstance(block, ToolUseBlock):
-                counted.tool_calls += 1
-    return counted
-
-
-def responses_amounts(body: ResponsesBody) -> Amounts:
-    """A Responses body: each input item is at most one message; a message item's parts are blocks."""
-    items: list[Any] = body.input if isinstance(body.input, list) else []
-    counted = Amounts(messages=len(items) + (body.instructions is not None) + isinstance(body.input, str))
-    for item in items:
-        kind = item.get("type", "message") if isinstance(item, dict) else None
-        content = item.get("content") if isinstance(item, dict) else None
-        if isinstance(content, list):
-            counted.blocks += len(content)
-        counted.tool_calls += kind == "function_call"
-        counted.tool_results += kind == "function_call_output"
-    return counted
 
 
 # -- the shallow shapes a large body is first counted in ------------------------------------------

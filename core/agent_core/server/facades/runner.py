@@ -22,7 +22,8 @@ from starlette.responses import Response
 from ..http.channel import chained, merged
 from ..http.event_stream import EventStreamResponse, Pushed
 from ..http.ready import Relay
-from ..http.wire import SSE_HEADERS, session_id_of
+from ..access.ids import session_id_of
+from ..http.wire import SSE_HEADERS
 from ..state import ServerState, state_of
 from .protocol import Facade, Frames
 from .turn import FacadeTurn, abandon, cut_short, early_end, fit_config, open_stream, release, retracted, run_whole, start_turn

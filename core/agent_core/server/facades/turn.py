@@ -28,7 +28,8 @@ from ... import NATIVE_KEY, Resolution
 from ...errors import ConflictError, InvalidArgumentError, SessionNotFoundError, StoreError
 from ...types import Session
 from ..http.failures import Failure, dialect_of, failure_of, failure_of_info
-from ..http.wire import request_id_of, session_id_of, until_output, watch_hangup
+from ..access.ids import request_id_of, session_id_of
+from ..http.wire import until_output, watch_hangup
 from ..state import ServerState
 from .fields import declared_by, fit_to_provider, likely_declared
 

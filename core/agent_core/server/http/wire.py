@@ -1,4 +1,4 @@
-"""The HTTP plumbing the routes share: reading requests, SSE frames, hang-ups, auth, errors.
+"""The HTTP plumbing the routes share: JSON and SSE frames, hang-ups, early failures, errors, client messages.
 
 Kept apart from the routes so each route module reads as what it answers.
 """
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -29,11 +28,10 @@ from ...errors import (
 )
 from ...types import Message, Session
 from .errors import ApiError
-from ..access.gate import ascii_int
 from .failures import Failure, dialect_of, failure_of, failure_of_info, render
-from ..access.tenants import ID_PATTERN
 
-__all__ = ["LIBRARY_ERRORS", "ON_HANGUP", "SSE_HEADERS", "ConflictNote", "checked_id", "etag", "if_match", "json_bytes", "message_of", "on_error", "path_id", "plain", "request_id_of", "session_id_of", "session_of", "sse_frame", "until_output", "watch_disconnect", "watch_hangup"]
+__all__ = ["LIBRARY_ERRORS", "ON_HANGUP", "SSE_HEADERS", "ConflictNote", "etag", "json_bytes", "message_of", "on_error",
+           "plain", "session_of", "sse_frame", "until_output", "watch_disconnect", "watch_hangup"]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -57,54 +55,6 @@ def sse_frame(data: Any) -> bytes:
     """One ``data:`` frame; the payload is copied once (``a + b + c`` copies it twice: a big session's
     ``done`` event is megabytes, copied on the event loop)."""
     return b"".join((b"data: ", data if isinstance(data, bytes) else json_bytes(data), b"\n\n"))
-
-
-def _client_id(value: str, what: str, kind: str) -> str:
-    if not ID_PATTERN.fullmatch(value):
-        raise ApiError(400, kind, f"{what} must be 1 to 128 letters, digits, '_', '-', '.' or ':' (not starting "
-                                  f"with '.' or ':'), got {value[:140]!r}", param=what)
-    return value
-
-
-def if_match(request: Request) -> int | None:
-    raw = _header(request, "if-match")
-    if raw is None:
-        return None
-    text = raw.strip().removeprefix("W/").strip('"')
-    return ascii_int(text, "If-Match", 1, 10**18 - 1, code="invalid_if_match", example='"3"')
-
-
-def _header(request: Request, name: str) -> str | None:
-    """The request's ``name`` header (the first, as ``Headers.get`` gives it), None when it has none.
-
-    ``Headers.get`` finds a missing header by raising a KeyError and catching it: most requests
-    carry no X-Session-Id, X-Request-Id or If-Match, and each would pay an exception for it.
-    """
-    values = request.headers.getlist(name)
-    return values[0] if values else None
-
-
-def request_id_of(request: Request) -> str:
-    """The client's ``X-Request-Id`` (so it can cancel a request before any answer), else a fresh one."""
-    given = _header(request, "x-request-id")
-    if given is None:
-        return os.urandom(16).hex()  # uuid4's randomness, without building a UUID
-    return _client_id(given, "X-Request-Id", "invalid_request_id")
-
-
-def session_id_of(request: Request) -> str | None:
-    given = _header(request, "x-session-id")
-    return None if given is None else _client_id(given, "X-Session-Id", "invalid_session_id")
-
-
-def path_id(request: Request, name: str) -> str:
-    """A session or request id from the route's path, checked against the id grammar."""
-    return _client_id(request.path_params[name], name, "invalid_session_id" if name == "session_id"
-                      else "invalid_request_id")
-
-
-def checked_id(value: str, what: str) -> str:
-    return _client_id(value, what, "invalid_session_id")
 
 
 def etag(revision: int) -> dict[str, str]:

@@ -34,7 +34,8 @@ from starlette.responses import JSONResponse, Response
 from ...errors import ConflictError
 from ..http.bodies import ActionBody, aparse_body
 from ..http.errors import ApiError
-from ..http.wire import etag, if_match, path_id, plain, watch_hangup
+from ..access.ids import if_match, path_id
+from ..http.wire import etag, plain, watch_hangup
 from ..state import state_of
 
 __all__ = ["ActionDesk", "session_action"]

@@ -21,7 +21,8 @@ from starlette.responses import JSONResponse, Response
 from .approvals import ApprovalBody
 from ..http.bodies import aparse_body
 from ..http.errors import ApiError
-from ..http.wire import path_id, plain
+from ..access.ids import path_id
+from ..http.wire import plain
 from ..state import state_of
 
 __all__ = ["MAX_INPUT_CHARS", "CompletionApplyBody", "CompletionBody", "answer_approval", "apply_input_completion",

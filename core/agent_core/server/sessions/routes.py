@@ -26,16 +26,13 @@ from ..http.errors import ApiError, error_body
 from ..http.event_stream import EventStreamResponse
 from ..http.failures import failure_of
 from ..access.gate import ascii_int, check_metadata
+from ..access.ids import checked_id, if_match, path_id, request_id_of
 from ..http.wire import (
     SSE_HEADERS,
     ConflictNote,
-    checked_id,
     etag,
-    if_match,
     message_of,
-    path_id,
     plain,
-    request_id_of,
     session_of,
     sse_frame,
     until_output,

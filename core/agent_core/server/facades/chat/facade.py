@@ -14,10 +14,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...access.amounts import chat_amounts, early_check
+from ...access.amounts import early_check
+from ..amounts import chat_amounts
 from ...http.bodies import ChatBody, aparse_fields
 from ...http.errors import ApiError
-from ...http.wire import json_bytes, session_id_of
+from ...access.ids import session_id_of
+from ...http.wire import json_bytes
 from ...state import ServerState
 from ..fields import declared_keys
 from ..models import model_name

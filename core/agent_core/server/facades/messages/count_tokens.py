@@ -23,7 +23,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...access.amounts import early_check, messages_amounts
+from ...access.amounts import early_check
+from ..amounts import messages_amounts
 from .dialect import (
     AnthropicBody,
     AnthropicMessage,
@@ -37,7 +38,8 @@ from .dialect import (
 from ...http.bodies import aparse_fields
 from ..fields import declared_keys, with_extra_fields
 from ..models import model_name
-from ...http.wire import json_bytes, request_id_of
+from ...access.ids import request_id_of
+from ...http.wire import json_bytes
 from ...state import state_of
 from ..turn import FACADE_DEFAULTS
 

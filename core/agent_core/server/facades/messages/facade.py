@@ -15,7 +15,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...access.amounts import early_check, messages_amounts
+from ...access.amounts import early_check
+from ..amounts import messages_amounts
 from ...http.bodies import aparse_fields
 from ...http.failures import Failure, anthropic_body
 from ...http.wire import json_bytes

@@ -16,7 +16,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...access.amounts import early_check, responses_amounts
+from ...access.amounts import early_check
+from ..amounts import responses_amounts
 from ...http.bodies import aparse_fields
 from ...http.failures import Failure, openai_body
 from ...http.wire import json_bytes
