@@ -62,7 +62,7 @@ async def _batches(frames: AsyncIterator[bytes]) -> AsyncIterator[list[bytes]]:
 
 def _two_generators(state: Any, turns: Sequence[Any], frames: AsyncIterator[bytes], out: Any) -> AsyncIterator[bytes]:
     """The runner's ``_stream_out`` as it was: an async generator owning the turn's end, around the batching one."""
-    from agent_core.server.facades.turn import abandon, release
+    from agent_core.server.facades.runner import abandon, release
 
     MADE["two generators"] += 1
     is_last: Callable[[bytes], bool] = out.is_last

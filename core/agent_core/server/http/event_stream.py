@@ -14,7 +14,7 @@ there is no such extension and every part takes the usual way.
 
 Who notices a client that hangs up: the producer. Each route that answers
 with this response (the three facades through
-:func:`~agent_core.server.facades.turn.watch`, the sessions API's
+:func:`~agent_core.server.facades.runner.watch`, the sessions API's
 turns) starts its own watch (:func:`~agent_core.server.http.wire.watch_hangup`)
 before the stream opens, and it cancels the upstream request; the engine then ends the event
 stream, and the body ends with it (what is still written goes nowhere).

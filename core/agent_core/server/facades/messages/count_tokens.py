@@ -41,7 +41,7 @@ from ..models import model_name
 from ...access.ids import request_id_of
 from ...http.wire import json_bytes
 from ...state import state_of
-from ..turn import FACADE_DEFAULTS
+from ..fields import FACADE_DEFAULTS
 
 __all__ = ["CountBody", "count_tokens"]
 
