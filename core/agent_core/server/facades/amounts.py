@@ -7,15 +7,32 @@ all, are the front door's (:mod:`agent_core.server.access.amounts`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from ..access.amounts import Amounts
-from ..http.bodies import ChatMessage
+from ..access.amounts import Amounts, early_check
+from ..http.bodies import ChatMessage, aparse_fields
+from ..state import ServerState
 from .messages.dialect import AnthropicBody, ToolResultBlock, ToolUseBlock
 from .responses.dialect import ResponsesBody
 
-__all__ = ["chat_amounts", "messages_amounts", "responses_amounts"]
+__all__ = ["chat_amounts", "messages_amounts", "read_body", "responses_amounts"]
+
+T = TypeVar("T")
+
+
+async def read_body(state: ServerState, raw: bytes, kind: type[T], counted: Callable[[T], Amounts],
+                    where: str = "messages") -> tuple[T, dict[str, Any]]:
+    """A facade's body parsed into ``kind`` and the fields it does not declare, held to the operator's limits.
+
+    ``counted`` says what the parsed body becomes; a large body is first counted shallowly
+    (:func:`~agent_core.server.access.amounts.early_check`), so one over a limit is refused
+    before it is parsed whole. ``where`` names the body's list of messages in a refusal.
+    """
+    settings = state.settings
+    return await aparse_fields(raw, kind, max_depth=settings.max_json_depth,
+                               check=lambda parsed: counted(parsed).check(settings, where),
+                               early=early_check(settings, where))
 
 
 def chat_amounts(messages: Sequence[ChatMessage]) -> Amounts:

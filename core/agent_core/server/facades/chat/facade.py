@@ -14,9 +14,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...access.amounts import early_check
-from ..amounts import chat_amounts
-from ...http.bodies import ChatBody, aparse_fields
+from ...http.bodies import ChatBody
+from ..amounts import chat_amounts, read_body
 from ...http.errors import ApiError
 from ...access.ids import session_id_of
 from ...http.wire import json_bytes
@@ -38,12 +37,9 @@ class ChatFacade:
     dialect = "openai"
 
     async def plan(self, state: ServerState, request: Request, raw: bytes, session_id: str) -> Plan:
-        settings = state.settings
-        body, rest = await aparse_fields(raw, ChatBody, max_depth=settings.max_json_depth,
-                                         check=lambda parsed: chat_amounts(parsed.messages).check(settings),
-                                         early=early_check(settings))
+        body, rest = await read_body(state, raw, ChatBody, lambda parsed: chat_amounts(parsed.messages))
         client = chat_config(body, rest, model_name(state, body.model), declared_keys(state.core))
-        session = chat_session(session_id, body.messages, settings.max_messages)
+        session = chat_session(session_id, body.messages, state.settings.max_messages)
         return Plan(body, client, session, stream=bool(body.stream), fields={}, droppable=droppable,
                     choices=_choices(state, request, body))
 

@@ -23,8 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...access.amounts import early_check
-from ..amounts import messages_amounts
+from ..amounts import messages_amounts, read_body
 from .dialect import (
     AnthropicBody,
     AnthropicMessage,
@@ -35,7 +34,6 @@ from .dialect import (
     messages_config,
     messages_session,
 )
-from ...http.bodies import aparse_fields
 from ..fields import declared_keys, with_extra_fields
 from ..models import model_name
 from ...access.ids import request_id_of
@@ -77,25 +75,23 @@ async def count_tokens(request: Request) -> Response:
     Raises:
         ApiError: what ``POST /v1/messages`` refuses for the same body (400, 403, 404).
     """
-    server = state_of(request)
+    state = state_of(request)
     raw = await request.body()
-    settings = server.settings
-    body, rest = await aparse_fields(raw, CountBody, max_depth=settings.max_json_depth,
-                                     check=lambda parsed: messages_amounts(parsed.as_messages()).check(settings),
-                                     early=early_check(settings))
+    settings = state.settings
+    body, rest = await read_body(state, raw, CountBody, lambda parsed: messages_amounts(parsed.as_messages()))
     as_sent = body.as_messages()
-    client = messages_config(as_sent, model_name(server, body.model))
+    client = messages_config(as_sent, model_name(state, body.model))
     del client["max_tokens"]  # not the client's: a count has none
-    with_extra_fields(client, rest, declared_keys(server.core), "Messages")
-    config = server.config_for(request, client)
+    with_extra_fields(client, rest, declared_keys(state.core), "Messages")
+    config = state.config_for(request, client)
     messages_session("count", as_sent, settings.max_messages)  # refuses what /v1/messages would
     counted = {key: value for key, value in msgspec.json.decode(raw).items() if key in _COUNTED}
-    resolution = server.core.resolve(config)
+    resolution = state.core.resolve(config)
     provider = resolution.live[resolution.provider].instance
     rid = request_id_of(request)
     headers = {"x-request-id": rid, "request-id": rid}
     if callable(getattr(provider, "count_tokens", None)):
-        config.update({k: v for k, v in FACADE_DEFAULTS.items() if k not in server.config})
+        config.update({k: v for k, v in FACADE_DEFAULTS.items() if k not in state.config})
         tokens = await run_in_threadpool(provider.count_tokens, config, counted)
         return Response(json_bytes({"input_tokens": tokens}), media_type="application/json", headers=headers)
     answer = {"input_tokens": estimate(counted), "estimated": True}

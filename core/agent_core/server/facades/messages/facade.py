@@ -15,9 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...access.amounts import early_check
-from ..amounts import messages_amounts
-from ...http.bodies import aparse_fields
+from ..amounts import messages_amounts, read_body
 from ...http.failures import Failure, anthropic_body
 from ...http.wire import json_bytes
 from ...state import ServerState
@@ -38,13 +36,10 @@ class MessagesFacade:
     dialect = "anthropic"
 
     async def plan(self, state: ServerState, request: Request, raw: bytes, session_id: str) -> Plan:
-        settings = state.settings
-        body, rest = await aparse_fields(raw, AnthropicBody, max_depth=settings.max_json_depth,
-                                         check=lambda parsed: messages_amounts(parsed).check(settings),
-                                         early=early_check(settings))
+        body, rest = await read_body(state, raw, AnthropicBody, messages_amounts)
         client = messages_config(body, model_name(state, body.model))
         with_extra_fields(client, rest, declared_keys(state.core), "Messages")
-        session = messages_session(session_id, body, settings.max_messages)
+        session = messages_session(session_id, body, state.settings.max_messages)
         return Plan(body, client, session, stream=bool(body.stream), fields=FIELDS,
                     droppable=lambda key, _value: key in DROPPABLE)
 

@@ -16,9 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...access.amounts import early_check
-from ..amounts import responses_amounts
-from ...http.bodies import aparse_fields
+from ..amounts import read_body, responses_amounts
 from ...http.failures import Failure, openai_body
 from ...http.wire import json_bytes
 from ...state import ServerState
@@ -49,13 +47,10 @@ class ResponsesFacade:
     dialect = "openai"
 
     async def plan(self, state: ServerState, request: Request, raw: bytes, session_id: str) -> Plan:
-        settings = state.settings
-        body, rest = await aparse_fields(raw, ResponsesBody, max_depth=settings.max_json_depth,
-                                         check=lambda parsed: responses_amounts(parsed).check(settings, "input"),
-                                         early=early_check(settings, "input"))
+        body, rest = await read_body(state, raw, ResponsesBody, responses_amounts, "input")
         client = responses_config(body, model_name(state, body.model))
         with_extra_fields(client, rest, declared_keys(state.core), "Responses")
-        session = responses_session(session_id, body, settings.max_messages)
+        session = responses_session(session_id, body, state.settings.max_messages)
         return Plan(body, client, session, stream=bool(body.stream), fields=FIELDS, droppable=droppable)
 
     def headers(self, request_id: str) -> dict[str, str]:
