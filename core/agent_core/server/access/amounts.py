@@ -3,11 +3,11 @@
 A limit on the messages a client sends is not a limit on the work: one Anthropic user
 message of 100,000 ``tool_result`` blocks becomes 100,000 engine messages, and one
 assistant message of 20,000 ``tool_calls`` leaves 20,000 calls to answer. So each dialect
-counts its body into :class:`Amounts` (a walk over the typed body, in
-:mod:`agent_core.server.facades.amounts`: no message is built) and :meth:`Amounts.check`
-refuses the request with a 400 naming the amount over its limit, before the conversion,
-the engine or the upstream see anything. ``--max-body-bytes``
-bounds the bytes of all of it; these bound the work per byte.
+counts its body into :class:`Amounts` (a walk over the typed body, in each facade's
+``facade.py``: no message is built) and :meth:`Amounts.check` refuses the request with a
+400 naming the amount over its limit, before the conversion, the engine or the upstream
+see anything. ``--max-body-bytes`` bounds the bytes of all of it; these bound the work
+per byte.
 
 Parsing a body is itself work per block: decoding 100,000 small objects holds the
 interpreter for a tenth of a second, time no other client's request gets. So a large body

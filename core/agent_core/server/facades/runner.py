@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -35,7 +35,9 @@ from starlette.responses import Response
 from ... import NATIVE_KEY, Resolution
 from ...errors import ConflictError, InvalidArgumentError, SessionNotFoundError, StoreError
 from ...types import Session
+from ..access.amounts import Amounts, early_check
 from ..access.ids import request_id_of, session_id_of
+from ..http.bodies import aparse_fields
 from ..http.channel import chained, merged
 from ..http.event_stream import EventStreamResponse, Pushed
 from ..http.failures import Failure, failure_of, failure_of_info
@@ -45,7 +47,9 @@ from ..state import ServerState, state_of
 from .fields import fit_config
 from .protocol import Facade, Frames, Plan
 
-__all__ = ["FacadeTurn", "abandon", "rate_limits", "release", "run_facade", "stream_frames"]
+__all__ = ["FacadeTurn", "abandon", "rate_limits", "read_body", "release", "run_facade", "stream_frames"]
+
+T = TypeVar("T")
 
 
 async def run_facade(facade: Facade, request: Request) -> Response:
@@ -77,6 +81,20 @@ async def run_facade(facade: Facade, request: Request) -> Response:
     frames = stream_frames(state, turns, out, events)
     return EventStreamResponse(_stream_out(state, turns, frames, out), media_type="text/event-stream",
                                headers={**headers, **SSE_HEADERS})
+
+
+async def read_body(state: ServerState, raw: bytes, kind: type[T], counted: Callable[[T], Amounts],
+                    where: str = "messages") -> tuple[T, dict[str, Any]]:
+    """A facade's body parsed into ``kind`` and the fields it does not declare, held to the operator's limits.
+
+    ``counted`` says what the parsed body becomes; a large body is first counted shallowly
+    (:func:`~agent_core.server.access.amounts.early_check`), so one over a limit is refused
+    before it is parsed whole. ``where`` names the body's list of messages in a refusal.
+    """
+    settings = state.settings
+    return await aparse_fields(raw, kind, max_depth=settings.max_json_depth,
+                               check=lambda parsed: counted(parsed).check(settings, where),
+                               early=early_check(settings, where))
 
 
 async def _run_all(state: ServerState, request: Request, turns: Sequence[FacadeTurn]) -> list[tuple[Any, dict[str, str]]]:

@@ -1,10 +1,11 @@
 """Request bodies, parsed once where they enter into typed values.
 
 Every JSON body is decoded here and nowhere else: checked for nesting depth,
-then converted into the route's :class:`msgspec.Struct`, so a wrong type
-anywhere is a 400 whose message gives the path of the field
-(``Expected `str`, got `int` - at `$.messages[1].role```). The routes then
-trust what they get. The sessions API's own bodies refuse unknown fields (a
+then converted into the route's :class:`msgspec.Struct` (each wing keeps its own: the
+facades' beside their dialects, the sessions API's in
+:mod:`agent_core.server.sessions.bodies`), so a wrong type anywhere is a 400 whose
+message gives the path of the field (``Expected `str`, got `int` - at
+`$.messages[1].role```). The routes then trust what they get. The sessions API's own bodies refuse unknown fields (a
 typo is named rather than ignored). The facades' bodies declare every field
 their API documents; :func:`parse_fields` hands back the others too, so a
 field no plugin can honour is refused by name rather than dropped.
@@ -17,19 +18,13 @@ import functools
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
 from .errors import ApiError
 
 __all__ = [
-    "ActionBody",
-    "ChatBody",
-    "ChatMessage",
-    "ChatTool",
-    "CreateSessionBody",
-    "TurnBody",
     "aparse_body",
     "aparse_fields",
     "json_depth",
@@ -38,109 +33,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-class ChatPart(msgspec.Struct):
-    type: str
-    text: str | None = None
-
-
-class ChatFunctionCall(msgspec.Struct):
-    name: str
-    arguments: str = ""
-
-
-class ChatToolCall(msgspec.Struct):
-    id: str
-    function: ChatFunctionCall
-    type: Literal["function"] = "function"
-
-
-class ChatMessage(msgspec.Struct):
-    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: str | list[ChatPart] | None = None
-    tool_calls: list[ChatToolCall] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
-    function_call: ChatFunctionCall | None = None  # the legacy functions API's one call
-    refusal: str | None = None
-
-
-class FunctionSpec(msgspec.Struct, omit_defaults=True):
-    name: str
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
-    strict: bool | None = None
-
-
-class ChatTool(msgspec.Struct):
-    type: Literal["function"]
-    function: FunctionSpec
-
-
-class StreamOptions(msgspec.Struct):
-    include_usage: bool | None = None
-
-
-class ChatBody(msgspec.Struct):
-    """A Chat Completions request: every field OpenAI documents (what each becomes: ``docs/server.md``)."""
-
-    model: str
-    messages: list[ChatMessage]
-    stream: bool | None = None
-    stream_options: StreamOptions | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    seed: int | None = None
-    stop: str | list[str] | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
-    logit_bias: dict[str, float] | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    response_format: dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
-    user: str | None = None
-    safety_identifier: str | None = None
-    prompt_cache_key: str | None = None
-    reasoning_effort: str | None = None
-    verbosity: str | None = None
-    service_tier: str | None = None
-    n: int | None = None
-    logprobs: bool | None = None
-    top_logprobs: int | None = None
-    tools: list[ChatTool] | None = None
-    functions: list[FunctionSpec] | None = None  # the legacy form of tools
-    function_call: str | dict[str, Any] | None = None  # the legacy form of tool_choice
-    store: bool | None = None
-    metadata: dict[str, str] | None = None
-    modalities: list[str] | None = None
-    audio: dict[str, Any] | None = None
-    prediction: dict[str, Any] | None = None
-    web_search_options: dict[str, Any] | None = None
-
-
-class TurnBody(msgspec.Struct, forbid_unknown_fields=True):
-    """``POST /v1/sessions/{id}/turns``: the new message and the request's own config."""
-
-    message: str | dict[str, Any]
-    config: dict[str, Any] | None = None
-
-
-class CreateSessionBody(msgspec.Struct, forbid_unknown_fields=True):
-    """``POST /v1/sessions``."""
-
-    id: str | None = None
-    metadata: dict[str, Any] | None = None
-    messages: list[str | dict[str, Any]] | None = None
-
-
-class ActionBody(msgspec.Struct, forbid_unknown_fields=True):
-    """``POST /v1/sessions/{id}/actions/{action}``."""
-
-    params: dict[str, Any] | None = None
-    config: dict[str, Any] | None = None
 
 
 _decode = msgspec.json.Decoder().decode

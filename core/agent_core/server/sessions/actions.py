@@ -32,7 +32,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ...errors import ConflictError
-from ..http.bodies import ActionBody, aparse_body
+from ..http.bodies import aparse_body
+from .bodies import ActionBody
 from ..http.errors import ApiError
 from ..access.ids import if_match, path_id
 from ..http.wire import etag, plain, watch_hangup

@@ -20,7 +20,8 @@ from ...plugin_kit import without_native_history
 from ...store import iso_time
 from ...types import Message, Session
 from .approvals import ApprovalNote
-from ..http.bodies import CreateSessionBody, TurnBody, aparse_body
+from ..http.bodies import aparse_body
+from .bodies import CreateSessionBody, TurnBody
 from ..http.channel import Channel, chained, drain, pump
 from ..http.errors import ApiError, error_body
 from ..http.event_stream import EventStreamResponse

@@ -14,7 +14,7 @@ from typing import Any
 
 from .... import thaw as plain
 from ....types import Message, Session
-from ...http.bodies import ChatMessage, ChatPart, ChatToolCall
+from .body import ChatMessage, ChatPart, ChatToolCall
 from ...http.errors import ApiError
 from ...http.wire import json_bytes
 

@@ -14,8 +14,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ...http.bodies import ChatBody
-from ..amounts import chat_amounts, read_body
+from ...access.amounts import Amounts
+from .body import ChatBody, ChatMessage
 from ...http.errors import ApiError
 from ...access.ids import session_id_of
 from ...http.wire import json_bytes
@@ -23,12 +23,12 @@ from ...state import ServerState
 from ..fields import declared_keys
 from ..models import model_name
 from ..protocol import Plan
-from ..runner import run_facade
+from ..runner import read_body, run_facade
 from .dialect import chat_session, completion_body, reply_of, usage_body
 from .fields import chat_config, droppable
 from .stream import ChatStream
 
-__all__ = ["ChatFacade", "chat"]
+__all__ = ["ChatFacade", "chat", "chat_amounts"]
 
 
 class ChatFacade:
@@ -57,6 +57,17 @@ class ChatFacade:
         body = plan.body
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         return ChatStream(request_id, body.model, plan.choices, include_usage, body.functions is not None)
+
+
+def chat_amounts(messages: Sequence[ChatMessage]) -> Amounts:
+    """A Chat Completions body's ``messages``: each is one message; its parts are blocks."""
+    counted = Amounts(messages=len(messages))
+    for m in messages:
+        if isinstance(m.content, list):
+            counted.blocks += len(m.content)
+        counted.tool_calls += len(m.tool_calls or ()) + (m.function_call is not None)
+        counted.tool_results += m.role in ("tool", "function")
+    return counted
 
 
 def _choices(state: ServerState, request: Request, body: ChatBody) -> int:

@@ -25,7 +25,7 @@ from typing import AbstractSet, Any
 
 import msgspec
 
-from ...http.bodies import ChatBody
+from .body import ChatBody
 from ...http.errors import ApiError
 from ..fields import with_extra_fields
 

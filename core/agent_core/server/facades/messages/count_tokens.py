@@ -23,7 +23,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..amounts import messages_amounts, read_body
+from ..runner import read_body
+from .facade import messages_amounts
 from .dialect import (
     AnthropicBody,
     AnthropicMessage,

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..amounts import messages_amounts, read_body
+from ...access.amounts import Amounts
 from ...http.failures import Failure, anthropic_body
 from ...http.wire import json_bytes
 from ...state import ServerState
@@ -23,11 +23,20 @@ from ..chat.dialect import reply_of
 from ..fields import declared_keys, with_extra_fields
 from ..models import model_name
 from ..protocol import OneAnswer, Plan
-from ..runner import run_facade
-from .dialect import DROPPABLE, FIELDS, AnthropicBody, message_body, messages_config, messages_session
+from ..runner import read_body, run_facade
+from .dialect import (
+    DROPPABLE,
+    FIELDS,
+    AnthropicBody,
+    ToolResultBlock,
+    ToolUseBlock,
+    message_body,
+    messages_config,
+    messages_session,
+)
 from .stream import MessageStream
 
-__all__ = ["MessagesFacade", "messages"]
+__all__ = ["MessagesFacade", "messages", "messages_amounts"]
 
 
 class MessagesFacade:
@@ -54,6 +63,26 @@ class MessagesFacade:
     def frames(self, plan: Plan, request_id: str) -> OneAnswer:
         """The Messages API's events, ``message_start`` to ``message_stop``; an early end is an ``error`` event."""
         return OneAnswer(MessageStream(request_id, plan.body.model), _error_event)
+
+
+def messages_amounts(body: AnthropicBody) -> Amounts:
+    """A Messages body: every ``tool_result`` block becomes a message of its own, beside its turn's."""
+    counted = Amounts(messages=len(body.messages) + (body.system is not None))
+    if isinstance(body.system, list):
+        counted.blocks += len(body.system)
+    for m in body.messages:
+        if isinstance(m.content, str):
+            continue
+        counted.blocks += len(m.content)
+        for block in m.content:
+            if isinstance(block, ToolResultBlock):
+                counted.tool_results += 1
+                counted.messages += 1
+                if isinstance(block.content, list):
+                    counted.blocks += len(block.content)
+            elif isinstance(block, ToolUseBlock):
+                counted.tool_calls += 1
+    return counted
 
 
 def _error_event(out: MessageStream, failure: Failure) -> bytes:

@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..amounts import read_body, responses_amounts
+from ...access.amounts import Amounts
 from ...http.failures import Failure, openai_body
 from ...http.wire import json_bytes
 from ...state import ServerState
@@ -25,7 +25,7 @@ from ..chat.fields import droppable
 from ..fields import declared_keys, with_extra_fields
 from ..models import model_name
 from ..protocol import OneAnswer, Plan
-from ..runner import run_facade
+from ..runner import read_body, run_facade
 from .dialect import (
     FIELDS,
     ResponsesBody,
@@ -38,7 +38,7 @@ from .dialect import (
 )
 from .stream import ResponseStream
 
-__all__ = ["ResponsesFacade", "responses"]
+__all__ = ["ResponsesFacade", "responses", "responses_amounts"]
 
 
 class ResponsesFacade:
@@ -68,6 +68,20 @@ class ResponsesFacade:
     def frames(self, plan: Plan, request_id: str) -> OneAnswer:
         """Responses events, ``response.created`` to ``response.completed``; an early end is ``error`` and ``response.failed``."""
         return OneAnswer(ResponseStream(request_id, plan.body, int(time.time())), _error_events)
+
+
+def responses_amounts(body: ResponsesBody) -> Amounts:
+    """A Responses body: each input item is at most one message; a message item's parts are blocks."""
+    items: list[Any] = body.input if isinstance(body.input, list) else []
+    counted = Amounts(messages=len(items) + (body.instructions is not None) + isinstance(body.input, str))
+    for item in items:
+        kind = item.get("type", "message") if isinstance(item, dict) else None
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, list):
+            counted.blocks += len(content)
+        counted.tool_calls += kind == "function_call"
+        counted.tool_results += kind == "function_call_output"
+    return counted
 
 
 def _error_events(out: ResponseStream, failure: Failure) -> bytes:
