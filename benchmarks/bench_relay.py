@@ -9,7 +9,7 @@ A streamed facade response sends its frames with ``Relay.send_all``, awaited by 
 one coroutine from the frame generator to the connection. Before, the response iterated an
 async generator that owned the turn's end, around a second one that batched the frames that
 were ready together; every paced chunk woke both, each with its ``asend`` object. This runs
-both ways in one process on one app and one upstream, switching ``TurnRoutes._stream_out``
+both ways in one process on one app and one upstream, switching the facades' runner's ``_stream_out``
 round by round (the order alternating), as ``bench_stream_task.py`` does; each figure is
 ``bench_setup.py``'s paced measure: N streams of 108 tokens less N of 8, per extra chunk, the
 upstream pausing 20 ms between tokens. The generators are rebuilt here as they were (1b21a36),
@@ -35,7 +35,7 @@ MADE = {"relay": 0, "two generators": 0}  # streams each way made: a switch that
 
 async def _batches(frames: AsyncIterator[bytes]) -> AsyncIterator[list[bytes]]:
     """``ready_together`` as it was: the frames that were ready together, stepped by hand."""
-    from agent_core.server.ready import _resume
+    from agent_core.server.http.ready import _resume
 
     next_frame = frames.__anext__
     batch: list[bytes] = []
@@ -60,10 +60,12 @@ async def _batches(frames: AsyncIterator[bytes]) -> AsyncIterator[list[bytes]]:
         yield batch
 
 
-def _two_generators(self: Any, turns: Sequence[Any], frames: AsyncIterator[bytes],
-                    is_last: Callable[[bytes], bool]) -> AsyncIterator[bytes]:
-    """``TurnRoutes._stream_out`` as it was: an async generator owning the turn's end, around the batching one."""
+def _two_generators(state: Any, turns: Sequence[Any], frames: AsyncIterator[bytes], out: Any) -> AsyncIterator[bytes]:
+    """The runner's ``_stream_out`` as it was: an async generator owning the turn's end, around the batching one."""
+    from agent_core.server.facades.runner import abandon, release
+
     MADE["two generators"] += 1
+    is_last: Callable[[bytes], bool] = out.is_last
 
     async def out() -> AsyncIterator[bytes]:
         finished = False
@@ -74,10 +76,10 @@ def _two_generators(self: Any, turns: Sequence[Any], frames: AsyncIterator[bytes
                     yield batch[0] if len(batch) == 1 else b"".join(batch)
         finally:
             if not finished:
-                await self._abandon(turns)
+                await abandon(state, turns)
             else:
                 for turn in turns:
-                    self._release(turn)
+                    release(state, turn)
                     await turn.events.aclose()
 
     return out()
@@ -85,17 +87,17 @@ def _two_generators(self: Any, turns: Sequence[Any], frames: AsyncIterator[bytes
 
 def main(argv: list[str] | None = None) -> int:
     args, counts = ab_args(__doc__, argv)
-    from agent_core.server.turns import TurnRoutes
+    from agent_core.server.facades import runner
 
-    relay = TurnRoutes._stream_out
+    relay = runner._stream_out
 
-    def counted_relay(self: Any, *a: Any) -> Any:
+    def counted_relay(*a: Any) -> Any:
         MADE["relay"] += 1
-        return relay(self, *a)
+        return relay(*a)
 
-    ab_on_app(__file__, args, counts, TurnRoutes, "_stream_out",
+    ab_on_app(__file__, args, counts, runner, "_stream_out",
               {"relay": counted_relay, "two generators": _two_generators})
-    TurnRoutes._stream_out = relay  # type: ignore[method-assign]
+    runner._stream_out = relay  # type: ignore[assignment]
     if args.instructions:
         return 0
     if args.one_stream:

@@ -69,19 +69,18 @@ def _app(url: str, core: Any = None) -> Any:
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     except ImportError:
         pass
-    from agent_core.server.app import create_app
-    from agent_core.server.settings import ServeSettings
+    from agent_core.server import ServeSettings, create_app
 
     return create_app(core, token="k", config={"base_url": url + "/v1", "api_key": "k", "max_retries": 0,
                                          "provider": "openai"},
                       settings=ServeSettings(max_concurrent=4096))  # as bench_gateway.py serves it
 
 
-_ON_HANGUP = "agent_core.on_hangup"  # agent_core.server.http.ON_HANGUP; a tree without it ignores it
-#: agent_core.server.event_stream.BODY_SEND: serve's connection takes a stream's middle parts by it,
+_ON_HANGUP = "agent_core.on_hangup"  # agent_core.server.http.wire.ON_HANGUP; a tree without it ignores it
+#: agent_core.server.http.event_stream.BODY_SEND: serve's connection takes a stream's middle parts by it,
 #: past the middleware's send wrappers (a tree without it ignores it)
 _BODY_SEND = "agent_core.body_send"
-#: agent_core.server.event_stream.BODY_WRITE: serve's connection writes a middle part by it, with no
+#: agent_core.server.http.event_stream.BODY_WRITE: serve's connection writes a middle part by it, with no
 #: message and no await, when it can (a tree without it ignores it); the stand-in takes every part
 _BODY_WRITE = "agent_core.body_write"
 
@@ -303,7 +302,7 @@ def paced_worker(url: str, streams: list[int], rounds: int) -> None:
     new_hot_loop = _prepared_hot_loop()
 
     async def in_the_read(tokens: int, kind: type = _InTheRead) -> int:
-        from agent_core.server.openai_compat import TextFrames
+        from agent_core.server.facades.chat.dialect import TextFrames
         from agent_core_providers.openai import OpenAIProvider
 
         loop = asyncio.get_running_loop()

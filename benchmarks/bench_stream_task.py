@@ -36,7 +36,7 @@ from bench_setup import _app, _app_call, _upstream, cpu_per_chunk
 
 async def _in_the_requests_task(self: Any, scope: Any, receive: Any, send: Any) -> None:
     """``EventStreamResponse.__call__`` as it was: the body in the task that called the app."""
-    from agent_core.server.event_stream import BODY_SEND
+    from agent_core.server.http.event_stream import BODY_SEND
 
     extensions = scope.get("extensions")
     self._body_send = extensions.get(BODY_SEND) if extensions else None
@@ -162,7 +162,7 @@ def ab_on_app(script: str, args: argparse.Namespace, counts: list[int], owner: A
 
 def main(argv: list[str] | None = None) -> int:
     args, counts = ab_args(__doc__, argv)
-    from agent_core.server.event_stream import EventStreamResponse
+    from agent_core.server.http.event_stream import EventStreamResponse
 
     ab_on_app(__file__, args, counts, EventStreamResponse, "__call__",
               {"own task": EventStreamResponse.__call__, "request's task": _in_the_requests_task})

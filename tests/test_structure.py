@@ -116,3 +116,58 @@ def test_every_room_says_what_lives_there_and_what_it_may_import():
     for room in (*LAYERS[2:], *EDGE):
         doc = ast.get_docstring(ast.parse((PACKAGE / room / "__init__.py").read_text()))
         assert doc and len(doc) > 200, room
+
+
+# The server: its wings hold plain route functions over the state the app keeps, in small modules.
+SERVER = PACKAGE / "server"
+MOST_METHODS = 15
+MOST_FUNCTION_LINES = 60
+MOST_SERVER_LINES = 400
+
+
+def _server_trees() -> list[tuple[str, ast.Module, int]]:
+    return [(str(p.relative_to(ROOT)), ast.parse(text := p.read_text()), len(text.splitlines()))
+            for p in sorted(SERVER.rglob("*.py"))]
+
+
+def _classes(tree: ast.Module) -> list[ast.ClassDef]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+
+
+def test_no_server_module_is_over_400_lines():
+    assert {path: lines for path, _, lines in _server_trees() if lines > MOST_SERVER_LINES} == {}
+
+
+def test_no_server_function_is_over_60_lines():
+    long = [f"{path}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for path, tree, _ in _server_trees() for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MOST_FUNCTION_LINES]
+    assert long == []
+
+
+def test_no_server_class_has_more_than_15_methods():
+    big = [f"{path}: {cls.name} ({n} methods)" for path, tree, _ in _server_trees() for cls in _classes(tree)
+           if (n := sum(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) for b in cls.body)) > MOST_METHODS]
+    assert big == []
+
+
+def test_routes_are_plain_functions_not_methods_of_mixed_in_classes():
+    """A route takes a starlette ``Request`` and answers a ``Response``: no method does that, and no server
+    class is assembled from others of the server."""
+    trees = _server_trees()
+    ours = {cls.name for _, tree, _ in trees for cls in _classes(tree)}
+    methods = []
+    mixed = []
+    for path, tree, _ in trees:
+        for cls in _classes(tree):
+            for item in cls.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.returns is not None \
+                        and ast.unparse(item.returns).endswith("Response") and any(
+                            arg.annotation is not None and ast.unparse(arg.annotation) == "Request"
+                            for arg in item.args.args):
+                    methods.append(f"{path}: {cls.name}.{item.name}")
+            bases = [ast.unparse(b).rpartition(".")[2] for b in cls.bases]
+            if sum(base in ours for base in bases) > 1 or cls.name.endswith(("Routes", "Mixin")):
+                mixed.append(f"{path}: {cls.name}({', '.join(bases)})")
+    assert methods == [] and mixed == []

@@ -62,12 +62,12 @@ def running(app: Any, *, header_timeout_s: float | None = 10.0, lifespan: str = 
     """Serve ``app``; yield its base URL (``http://127.0.0.1:PORT``); stop it afterwards.
 
     It is served with the HTTP protocol ``agent-core serve`` uses (a deadline of ``header_timeout_s``
-    for headers, writes coalesced per loop turn: :mod:`agent_core.server.uvicorn_tuning`), so the
+    for headers, writes coalesced per loop turn: :mod:`agent_core.server.http.uvicorn_tuning`), so the
     tests see the server's own bytes; ``header_timeout_s=None`` uses stock uvicorn instead.
     """
     extra: dict[str, Any] = {}
     if header_timeout_s is not None:
-        from agent_core.server.uvicorn_tuning import http_option
+        from agent_core.server.http.uvicorn_tuning import http_option
 
         extra["http"] = http_option(header_timeout_s)
     config = uvicorn.Config(app, host="127.0.0.1", port=_free_port(), log_level="warning", lifespan=lifespan,

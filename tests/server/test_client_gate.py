@@ -196,10 +196,12 @@ def test_an_amplified_body_is_refused_naming_the_amount_and_healthz_keeps_answer
 
 
 def test_the_limits_count_what_each_facade_body_becomes() -> None:
-    from agent_core.server.amounts import chat_amounts, messages_amounts, responses_amounts
-    from agent_core.server.anthropic_compat import AnthropicBody
-    from agent_core.server.bodies import ChatBody
-    from agent_core.server.responses_compat import ResponsesBody
+    from agent_core.server.facades.chat.facade import chat_amounts
+    from agent_core.server.facades.messages.facade import messages_amounts
+    from agent_core.server.facades.responses.facade import responses_amounts
+    from agent_core.server.facades.messages.dialect import AnthropicBody
+    from agent_core.server.facades.chat.body import ChatBody
+    from agent_core.server.facades.responses.dialect import ResponsesBody
     import msgspec
 
     anthropic = msgspec.convert({"model": "m", "max_tokens": 1, "system": [{"type": "text", "text": "s"}], "messages": [

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("starlette", reason="agent-core serve needs the server extra")
 
-from agent_core.server.uvicorn_tuning.coalesce import CoalescingTransport
+from agent_core.server.http.uvicorn_tuning.coalesce import CoalescingTransport
 
 
 class Counted:

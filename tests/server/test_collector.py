@@ -1,4 +1,4 @@
-"""The cycle collector ``agent-core serve`` runs with (``agent_core.server.collector``)."""
+"""The cycle collector ``agent-core serve`` runs with (``agent_core.server.http.collector``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 import uvicorn
 from agent_core.server import serve
-from agent_core.server.collector import YOUNG, tune_collector
+from agent_core.server.http.collector import YOUNG, tune_collector
 
 
 @pytest.fixture

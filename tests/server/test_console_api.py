@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("starlette", reason="agent-core serve needs the server extra")
 
 from agent_core.server import ServeSettings, create_app
-from agent_core.server.console_files import CONSOLE_FILES
+from agent_core.server.console.files import CONSOLE_FILES
 from agent_core.store import open_store
 from browser._console_app import OPERATOR_CONFIG, build_core
 

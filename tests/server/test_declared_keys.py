@@ -10,8 +10,8 @@ pytest.importorskip("starlette", reason="agent-core serve needs the server extra
 
 from agent_core import AgentCore
 from agent_core.plugin_kit import ENGINE_KEYS
-from agent_core.server.client_tools import ClientTools
-from agent_core.server.fields import declared_for, keys_by_plugin
+from agent_core.server.facades.client_tools import ClientTools
+from agent_core.server.facades.fields import declared_for, keys_by_plugin
 
 CONFIGS = [
     {"provider": "openai", "model": "m", "api_key": "k", "base_url": "http://127.0.0.1:9/v1"},

@@ -123,7 +123,7 @@ def test_h11_frames_only_the_head_and_the_end(servers: tuple[str, str], monkeypa
 
 # -- the facades' streamed responses: middle parts skip the send wrappers ------------------------
 
-from agent_core.server.event_stream import BODY_SEND, WHOLE_BATCH, EventStreamResponse, Pushed  # noqa: E402
+from agent_core.server.http.event_stream import BODY_SEND, WHOLE_BATCH, EventStreamResponse, Pushed  # noqa: E402
 
 SEEN: list[str] = []  # what the wrapping middleware saw of each response's messages
 
@@ -202,7 +202,7 @@ def test_a_streamed_response_sends_its_middle_parts_past_the_wrappers(
 
 def test_a_batched_response_writes_its_middle_parts_at_once(
         streaming_servers: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_core.server.uvicorn_tuning.coalesce import CoalescingTransport
+    from agent_core.server.http.uvicorn_tuning.coalesce import CoalescingTransport
 
     alone: list[bytes] = []
     write_alone = CoalescingTransport.write_alone

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("uvicorn", reason="agent-core serve needs the server extra")
 
-from agent_core.server.http import ON_HANGUP, watch_hangup
+from agent_core.server.http.wire import ON_HANGUP, watch_hangup
 from starlette.requests import Request
 
 from ._live import running

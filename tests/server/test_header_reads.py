@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from agent_core.server.http import if_match, request_id_of, session_id_of
+from agent_core.server.access.ids import if_match, request_id_of, session_id_of
 from agent_core_providers._decoding import raw_body
 from starlette.requests import Request
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from agent_core.errors import ConfigError
 from agent_core.server import ServeSettings, create_app
-from agent_core.server.models import close_names
+from agent_core.server.facades.models import close_names
 
 from ._live import running
 

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from agent_core.server.event_stream import WHOLE_BATCH
-from agent_core.server.ready import MAX_BYTES, MAX_FRAMES, Relay
+from agent_core.server.http.event_stream import WHOLE_BATCH
+from agent_core.server.http.ready import MAX_BYTES, MAX_FRAMES, Relay
 
 
 class Ends:
@@ -264,7 +264,7 @@ def test_a_frame_after_a_wait_comes_back_through_yield_from_not_a_send_call() ->
     """
     import sys
 
-    from agent_core.server import ready
+    from agent_core.server.http import ready
 
     sends: list[str] = []
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 pytest.importorskip("starlette", reason="agent-core serve needs the server extra")
 
 from agent_core import encode_event  # noqa: E402
-from agent_core.server.http import sse_frame  # noqa: E402
-from agent_core.server.sliced import SLICE, frame_parts  # noqa: E402
+from agent_core.server.http.wire import sse_frame  # noqa: E402
+from agent_core.server.sessions.sliced import SLICE, frame_parts  # noqa: E402
 from agent_core.types import Message, Session  # noqa: E402
 from agent_core.values.events import DoneEvent, Outcome, Usage  # noqa: E402
 

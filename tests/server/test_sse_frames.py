@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("starlette", reason="agent-core serve needs the server extra")
 
-from agent_core.server.http import json_bytes, sse_frame
-from agent_core.server.openai_compat import TextFrames, chunk
+from agent_core.server.http.wire import json_bytes, sse_frame
+from agent_core.server.facades.chat.dialect import TextFrames, chunk
 
 
 def _body(frame: bytes) -> object:

@@ -18,7 +18,7 @@ pytest.importorskip("starlette", reason="agent-core serve needs the server extra
 
 from agent_core import AgentCore
 from agent_core.server import create_app
-from agent_core.server.turns import FacadeTurn
+from agent_core.server.facades.runner import FacadeTurn
 
 from ._live import running
 

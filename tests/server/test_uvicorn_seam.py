@@ -1,4 +1,4 @@
-"""uvicorn's internals are touched in one place only: ``agent_core/server/uvicorn_tuning/``.
+"""uvicorn's internals are touched in one place only: ``agent_core/server/http/uvicorn_tuning/``.
 
 A source scan of every Python file of the checkout (packages, tests, benchmarks, examples,
 scripts) outside that wing: none imports from ``uvicorn.protocols`` (the HTTP protocols are
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-WING = ROOT / "core" / "agent_core" / "server" / "uvicorn_tuning"
+WING = ROOT / "core" / "agent_core" / "server" / "http" / "uvicorn_tuning"
 _TOP = ("core", "providers", "plugins", "features", "tests", "benchmarks", "examples", "scripts")
 
 

@@ -10,8 +10,8 @@ import pytest
 uvicorn = pytest.importorskip("uvicorn", reason="agent-core serve needs the server extra")
 
 from agent_core.server import serve  # noqa: E402
-from agent_core.server.uvicorn_tuning import STOCK, http_option  # noqa: E402
-from agent_core.server.uvicorn_tuning.compat import NEEDED, TESTED, missing_internals, why_not_tuned  # noqa: E402
+from agent_core.server.http.uvicorn_tuning import STOCK, http_option  # noqa: E402
+from agent_core.server.http.uvicorn_tuning.compat import NEEDED, TESTED, missing_internals, why_not_tuned  # noqa: E402
 
 
 def test_the_installed_uvicorn_is_one_the_tuning_was_tested_with() -> None:
@@ -61,7 +61,7 @@ def test_an_untested_uvicorn_gets_the_stock_protocol_and_one_warning(caplog: pyt
 def test_a_tested_uvicorn_gets_the_tuned_protocol_quietly(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="agent_core.server"):
         option = http_option(10.0)
-    assert option != STOCK and option.__module__ == "agent_core.server.uvicorn_tuning.protocol"
+    assert option != STOCK and option.__module__ == "agent_core.server.http.uvicorn_tuning.protocol"
     assert not caplog.records
 
 
@@ -69,4 +69,4 @@ def test_serve_enters_the_tuning(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
     monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: seen.append(self.config.http))
     serve(object(), port=0, gc_young=0)
-    assert seen[0] != STOCK and seen[0].__module__ == "agent_core.server.uvicorn_tuning.protocol"
+    assert seen[0] != STOCK and seen[0].__module__ == "agent_core.server.http.uvicorn_tuning.protocol"

@@ -131,7 +131,7 @@ def _serve(args: argparse.Namespace) -> int:
     """``agent-core serve``: needs the ``server`` extra (Starlette + uvicorn)."""
     try:
         from ..server import ServeSettings, run_server
-        from ..server.access_log import LOGGER
+        from ..server.http.access_log import LOGGER
     except ImportError as exc:
         raise ConfigError(f"agent-core serve needs the server extra: {install_hint('server')} ({exc})") from None
     config = layered_config(args, default_provider=None)

@@ -15,9 +15,9 @@ from typing import Any
 import msgspec
 
 from .app import create_app
-from .client_tools import ClientTools
-from .collector import YOUNG
-from .settings import ServeSettings
+from .facades.client_tools import ClientTools
+from .http.collector import YOUNG
+from .access.settings import ServeSettings
 
 __all__ = ["ClientTools", "ServeSettings", "create_app", "serve"]
 
@@ -44,18 +44,18 @@ def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, grace: float =
 
     Once it listens, the start banner goes to the ``agent_core.server`` logger, and a line
     as it starts stopping; uvicorn's access log stays off (the app logs each request) and
-    its logging setup is left to the caller (:func:`~agent_core.server.access_log.configure_logging`).
+    its logging setup is left to the caller (:func:`~agent_core.server.http.access_log.configure_logging`).
 
     Before it listens, the cycle collector is set for many requests at once: what start-up left
     alive is frozen and the young generation holds ``gc_young`` objects (0 leaves the collector
-    as it is; see :mod:`agent_core.server.collector`).
+    as it is; see :mod:`agent_core.server.http.collector`).
     """
     import uvicorn
 
-    from .access_log import log_event
-    from .banner import describe
-    from .collector import tune_collector
-    from .uvicorn_tuning import http_option
+    from .http.access_log import log_event
+    from .http.banner import describe
+    from .http.collector import tune_collector
+    from .http.uvicorn_tuning import http_option
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:
@@ -97,7 +97,7 @@ def check_exposure(host: str, token: str | None, settings: ServeSettings) -> Ser
         ConfigError: a non-loopback ``host`` with no token or tokens file and no ``insecure``.
     """
     from ..errors import ConfigError
-    from .settings import is_loopback
+    from .access.settings import is_loopback
 
     if is_loopback(host):
         return settings
@@ -117,10 +117,10 @@ def run_server(*, host: str, port: int, token: str | None, store_url: str | None
                quiet: bool = False) -> None:
     """What ``agent-core serve`` does: set up its log on stderr, check the exposure, open the store, build the app, serve.
 
-    ``log_level``, ``log_json`` and ``quiet`` are :func:`~agent_core.server.access_log.configure_logging`'s.
+    ``log_level``, ``log_json`` and ``quiet`` are :func:`~agent_core.server.http.access_log.configure_logging`'s.
     """
     from ..store import open_store
-    from .access_log import configure_logging
+    from .http.access_log import configure_logging
 
     configure_logging(log_level, as_json=log_json, quiet=quiet)
     settings = check_exposure(host, token, settings or ServeSettings())

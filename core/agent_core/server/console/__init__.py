@@ -1,0 +1,1 @@
+"""The web console: static files shipped in this folder, served by :mod:`.files`."""

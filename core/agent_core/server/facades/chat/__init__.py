@@ -1,0 +1,1 @@
+"""OpenAI's Chat Completions (``/v1/chat/completions``) over the pipeline."""
