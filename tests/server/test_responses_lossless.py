@@ -237,7 +237,7 @@ def test_the_pipeline_runs_and_what_it_leaves_passes_intact(upstream: ScriptedSe
 
 def test_each_reasoning_item_rides_on_the_answer_it_precedes() -> None:
     from agent_core import thaw
-    from agent_core.server.responses_compat import ResponsesBody, responses_session
+    from agent_core.server.facades.responses.dialect import ResponsesBody, responses_session
 
     def thought(n: int) -> dict[str, Any]:
         return {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": f"e{n}"}
