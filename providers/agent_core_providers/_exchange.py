@@ -43,7 +43,8 @@ from ._call import HTTPCall, build_request
 from ._decoding import raw_body
 from ._direct import BODY_TOO_LONG, aread_direct, direct_chunks, read_direct
 from ._inflight import InFlight
-from ._pool import ROUTE, bound
+from ._pool import ROUTE
+from ._watched import bound
 
 __all__ = ["MAX_ANSWER_BYTES", "Exchange"]
 
@@ -145,7 +146,7 @@ class Exchange:
                 self.extensions = direct.extensions
                 response = route.send(direct)
             else:
-                request = build_request(client, call)
+                request = build_request(client, call, record.trace)
                 self.extensions = request.extensions
                 response = client.send(request, stream=True)  # type: ignore[arg-type]
         self.response = record.response = response
@@ -160,7 +161,7 @@ class Exchange:
                 self.extensions = direct.extensions
                 response = await route.asend(direct)
             else:
-                request = build_request(client, call)
+                request = build_request(client, call, record.atrace)
                 self.extensions = request.extensions
                 response = await client.send(request, stream=True)  # type: ignore[misc]
         self.response = record.response = response

@@ -13,7 +13,7 @@ HTTP chunk, as h11 gave them (a server that writes each event as its own
 chunk has its events handed on one by one even when a read holds several).
 
 They are as strict as h11 0.16 where it matters for safety: a chunk's data
-must be followed by exactly CRLF, a size line is hex digits with optional
+must be followed by exactly CRLF, a size line is 1 to 20 hex digits (as h11 takes them) with optional
 extensions and ends in CRLF, a size line or trailer section longer than
 :data:`MAX_LINE` / :data:`MAX_TRAILERS` bytes is refused, and a body that
 ends early is an error, never a short answer taken for a whole one. Every
@@ -37,7 +37,7 @@ MAX_LINE = 4096
 #: most bytes of trailer fields accepted after the last chunk
 MAX_TRAILERS = 16384
 
-_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?")
+_SIZE = re.compile(rb"([0-9A-Fa-f]{1,20})[ \t]*(?:;[^\r\n]*)?")
 
 _LINE, _DATA, _CRLF, _TRAILER, _DONE = range(5)
 

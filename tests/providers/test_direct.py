@@ -30,6 +30,9 @@ from hypothesis import strategies as st
 
 from .test_lean_conn import CHUNKED_HEAD, CLOSE, SIZED, Hold, RawServer, server  # noqa: F401 - the fixture
 
+#: this module tests agent-core's own transport (tests/providers/conftest.py)
+OUR_TRANSPORT_ONLY = True
+
 JSON = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"answer": 1}'
 KEY = "sk-direct-0123456789"
 

@@ -14,6 +14,9 @@ import pytest
 from agent_core_providers._flat_pool import FlatAsyncPool
 from agent_core_providers._pool import aclose_clients, async_client_for
 
+#: this module tests agent-core's own transport (tests/providers/conftest.py)
+OUR_TRANSPORT_ONLY = True
+
 BODY = b"data: one\n\ndata: two\n\n"
 
 

@@ -28,6 +28,9 @@ from agent_core_providers._pool import (
 
 from ._raw import CLOSE, Hold, RawServer, serving
 
+#: this module tests agent-core's own transport (tests/providers/conftest.py)
+OUR_TRANSPORT_ONLY = True
+
 
 @pytest.fixture
 def server() -> Iterator[RawServer]:

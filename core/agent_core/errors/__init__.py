@@ -18,6 +18,7 @@ The hierarchy::
         │   ├── LLMTimeoutError         the provider did not answer in time (a read, or the whole deadline_s)
         │   ├── MalformedResponseError  the answer broke its API's format: not SSE/JSON/UTF-8, a line over
         │   │                           the cap, or valid JSON in a shape the API never uses
+        │   ├── RedirectError           the API answered 3xx (never followed: the key stays here); .location
         │   └── EmptyResponseError      a stream ended without a single chunk or answer
         ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
         ├── ConfigError (ValueError)    the config or the plugin set cannot work; .key, .plugins
@@ -69,6 +70,7 @@ from .llm import (
     ProviderUnavailableError,
     QuotaExceededError,
     RateLimitError,
+    RedirectError,
     UpstreamDetail,
 )
 from .pipeline import (
@@ -125,6 +127,7 @@ __all__ = [
     "ProviderUnavailableError",
     "QuotaExceededError",
     "RateLimitError",
+    "RedirectError",
     "RepeatedToolCallWarning",
     "RequestInFlightError",
     "SchemaVersionError",
