@@ -21,6 +21,9 @@ The rules these cases hold the clients to:
   anything was written. A request written whole and then dropped may be
   generating, and billing, an answer upstream: sending it again is a retry
   under ``max_retries`` (``0``: exactly one request).
+- **An origin that closes connections right after its answers** (without a
+  ``Connection: close``) has each call on a fresh connection, sent once, with
+  no retry: agent-core's pool learns that it does so instead of meeting the close.
 """
 
 from __future__ import annotations
@@ -230,6 +233,39 @@ def test_an_idle_connection_the_upstream_closed_is_not_used(upstream, use_async)
     upstream.script((*streamed("one"), Pause(0.05), CLOSE), streamed("two"))
     outcomes = calls(upstream, use_async, 2, pause=0.2)  # max_retries 0: no error, no second try
     assert outcomes == ["one", "two"] and upstream.conns() == [1, 2]
+
+
+# -- an origin that closes the connection after its answers, without saying so ---------------------------
+
+
+@MODES
+@pytest.mark.parametrize("close_after", [0.0, 0.01], ids=["close-at-once", "close-10ms-later"])
+def test_an_origin_that_closes_after_each_streamed_answer_is_asked_once_per_call(
+        upstream, use_async, transport, close_after, caplog):
+    # llama.cpp's server: a keep-alive head ("Keep-Alive: timeout=5"), a chunked stream, and
+    # then its end closes the connection, microseconds to milliseconds after the last chunk.
+    # Calls one after the other must not meet that close as a failure of their own, which,
+    # as the upstream may have read the request, would be a retry with its backoff.
+    head = SSE_HEAD.replace(b"\r\n\r\n", b"\r\nKeep-Alive: timeout=5, max=100\r\n\r\n")
+    upstream.script(*[(head + events(f"a{i}") + LAST_CHUNK, Pause(close_after), CLOSE) for i in range(12)])
+    with caplog.at_level(logging.DEBUG, logger="agent_core_providers"):
+        outcomes = calls(upstream, use_async, 12, max_retries=2)
+    assert outcomes == [f"a{i}" for i in range(12)]
+    if transport == "httpx" and close_after:
+        # Stock httpx reuses the connection whenever the close has not arrived yet; the request
+        # then meets it, and that is a counted retry (the rule above): answered, at a cost.
+        return
+    assert upstream.conns() == list(range(1, 13))  # each asked once, each on a connection of its own
+    assert not [r.getMessage() for r in caplog.records if "retry" in r.getMessage()]
+
+
+@MODES
+def test_an_origin_that_keeps_its_connections_has_them_reused(upstream, use_async):
+    # The same calls on a server that keeps the connection: one connection carries them all
+    # (the first reuse waits a moment for a close that never comes; later ones do not).
+    upstream.script(*[streamed(f"a{i}") for i in range(6)])
+    assert calls(upstream, use_async, 6) == [f"a{i}" for i in range(6)]
+    assert upstream.conns() == [1] * 6
 
 
 # -- framing ---------------------------------------------------------------------------------------------

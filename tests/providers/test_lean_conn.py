@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from agent_core_providers import _flat_pool
 from agent_core_providers._pool import (
     aclose_clients,
     async_client_for,
@@ -301,7 +302,9 @@ def test_a_malformed_response_is_a_protocol_error_and_its_connection_is_dropped(
 @modes
 @pytest.mark.parametrize("ending", ["closed", "unasked-bytes"])
 def test_an_idle_connection_the_server_ended_is_replaced_without_an_error(
-        mode: str, server: RawServer, ending: str) -> None:
+        mode: str, server: RawServer, ending: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as a server whose keep-alive timeout ran out: not one that closes right after answers (test_hostile_upstream)
+    monkeypatch.setattr(_flat_pool, "PROMPT_CLOSE", 0.0)
     in_pool = server.event()
     # keep-alive by its headers, then closed (or sent what nobody asked for) while idle in the pool
     server.script((SIZED, Hold(in_pool), CLOSE if ending == "closed" else b"HTTP/1.1 200 OK\r\n"), SIZED)
