@@ -44,7 +44,7 @@ from ._decoding import raw_body
 from ._direct import BODY_TOO_LONG, aread_direct, direct_chunks, read_direct
 from ._inflight import InFlight
 from ._pool import ROUTE
-from ._watched import bound
+from .transport.watched import bound
 
 __all__ = ["MAX_ANSWER_BYTES", "Exchange"]
 

@@ -43,12 +43,12 @@ from typing import Any, TypeVar
 import httpcore
 import httpx
 
-from ._aio_stream import AsyncioBackend
+from .transport.aio_stream import AsyncioBackend
 from ._cookies import NoCookies, without_cookies
 from ._direct import Route
-from ._flat_pool import FlatAsyncPool, FlatPool
+from .transport.flat_pool import FlatAsyncPool, FlatPool
 from ._routing import OURS, Choice, route_for
-from ._watched import watch_async, watch_sync
+from .transport.watched import watch_async, watch_sync
 
 __all__ = [
     "KEEPALIVE_CONNECTIONS",

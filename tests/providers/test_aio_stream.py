@@ -14,8 +14,8 @@ from typing import Any
 
 import httpcore
 import pytest
-from agent_core_providers import _aio_stream
-from agent_core_providers._aio_stream import AsyncioBackend
+from agent_core_providers.transport import aio_stream as _aio_stream
+from agent_core_providers.transport.aio_stream import AsyncioBackend
 from agent_core_providers._pool import (
     aclose_clients,
     async_client_for,

@@ -11,7 +11,7 @@ import contextlib
 
 import httpcore
 import pytest
-from agent_core_providers._flat_pool import FlatAsyncPool
+from agent_core_providers.transport.flat_pool import FlatAsyncPool
 from agent_core_providers._pool import aclose_clients, async_client_for
 
 #: this module tests agent-core's own transport (tests/providers/conftest.py)

@@ -19,8 +19,8 @@ from typing import Any
 import h11
 import httpcore
 import pytest
-from agent_core_providers import _framing
-from agent_core_providers._framing import (
+from agent_core_providers.transport import framing as _framing
+from agent_core_providers.transport.framing import (
     MAX_LINE,
     MAX_TRAILERS,
     Chunked,

@@ -58,7 +58,7 @@ from typing import Any, Self
 import anyio
 import httpcore
 
-from ._lean_conn import AsyncLeanConnection, LeanConnection
+from .lean_conn import AsyncLeanConnection, LeanConnection
 
 __all__ = ["PROMPT_CLOSE", "SETTLE", "FlatAsyncPool", "FlatPool"]
 

@@ -34,8 +34,8 @@ from typing import Any
 
 import httpcore
 
-from ._framing import Framing, UntilClose, framing_for
-from ._head import Head, HeadReader, RequestWriter
+from .framing import Framing, UntilClose, framing_for
+from .head import Head, HeadReader, RequestWriter
 
 __all__ = ["AsyncLeanConnection", "Cycle", "LeanConnection"]
 

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import httpcore
 
-__all__ = ["Watcher", "bound", "watch_async", "watch_sync"]
+__all__ = ["Watcher", "bound", "watch_async", "watch_async_backend", "watch_sync", "watch_sync_backend"]
 
 
 class Watcher(Protocol):
@@ -229,3 +229,13 @@ def _watch(transport: Any, wrap: type) -> Any:
     if backend is not None:
         pool._network_backend = wrap(backend)
     return transport
+
+
+def watch_sync_backend(backend: Any) -> Any:
+    """``backend``, its new connections watched (for a pool this package builds itself)."""
+    return _WatchingBackend(backend)
+
+
+def watch_async_backend(backend: Any) -> Any:
+    """The async twin of :func:`watch_sync_backend`."""
+    return _AsyncWatchingBackend(backend)
