@@ -40,28 +40,20 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
-import httpcore
 import httpx
 
-from .transport.aio_stream import AsyncioBackend
-from ._cookies import NoCookies, without_cookies
-from ._direct import Route
-from .transport.flat_pool import FlatAsyncPool, FlatPool
+from ._cookies import NoCookies
 from ._routing import OURS, Choice, route_for
-from .transport.watched import watch_async, watch_sync
+from .transport import AsyncLeanTransport, LeanTransport
 
 __all__ = [
     "KEEPALIVE_CONNECTIONS",
-    "ROUTE",
     "aclose_clients",
     "async_client_for",
     "client_timeout",
     "close_clients",
     "sync_client_for",
 ]
-
-#: The attribute of a pooled client that holds its :class:`._direct.Route` to its pool.
-ROUTE = "_agent_core_route"
 
 #: Idle connections each pooled client keeps open for reuse (httpx's default is 20).
 KEEPALIVE_CONNECTIONS = 128
@@ -92,14 +84,6 @@ _C = TypeVar("_C", httpx.Client, httpx.AsyncClient)
 _async_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPool] = weakref.WeakKeyDictionary()
 
 
-def _routed(client: _C) -> _C:
-    """``client`` with a :class:`._direct.Route` to its pool, when the pool is a flat one of lean connections."""
-    pool = getattr(client._transport, "_pool", None)
-    if isinstance(pool, (FlatPool, FlatAsyncPool)) and pool.lean:
-        setattr(client, ROUTE, Route(client, pool))
-    return client
-
-
 def client_timeout(seconds: float) -> httpx.Timeout:
     """The pooled clients' timeout: ``seconds`` per network step, connecting at most 15 s; ``inf``: none."""
     if math.isinf(seconds):
@@ -123,13 +107,11 @@ def sync_client_for(base_url: str, timeout: float, *, proxy: str | None = None,
         client = _sync_clients.get(key)
         if client is None or client.is_closed:
             if route[0] == OURS:
-                ours = watch_sync(_flat_sync(httpx.HTTPTransport(limits=_LIMITS)))
-                client = _routed(without_cookies(httpx.Client(timeout=client_timeout(timeout), limits=_LIMITS,
-                                                               transport=ours, cookies=NoCookies())))
+                client = httpx.Client(timeout=client_timeout(timeout), transport=LeanTransport(
+                    max_keepalive=KEEPALIVE_CONNECTIONS), cookies=NoCookies(), follow_redirects=False)
             else:
-                client = without_cookies(httpx.Client(
-                    timeout=client_timeout(timeout), limits=_LIMITS, cookies=NoCookies(), proxy=route[1],
-                    trust_env=True, follow_redirects=False))
+                client = httpx.Client(timeout=client_timeout(timeout), limits=_LIMITS, cookies=NoCookies(),
+                                      proxy=route[1], trust_env=True, follow_redirects=False)
             _sync_clients[key] = client
         return client
 
@@ -157,27 +139,6 @@ def _start_closer(pool: _LoopPool) -> None:
     pool.closer = closer
 
 
-def _flat_sync(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
-    """``transport`` with :class:`._flat_pool.FlatPool` in place of httpcore's pool (see :func:`_flat`)."""
-    pool = getattr(transport, "_pool", None)
-    if type(pool) is httpcore.ConnectionPool:
-        transport._pool = FlatPool.replacing(pool, KEEPALIVE_CONNECTIONS)  # type: ignore[assignment]
-    return transport
-
-
-def _flat(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
-    """``transport`` with :class:`._flat_pool.FlatAsyncPool` in place of httpcore's pool (O(1) per request).
-
-    Its connections are :mod:`._aio_stream`'s, on the loop's own transports (no epoll
-    registration added and removed per read, no cancel scope per read).
-    """
-    pool = getattr(transport, "_pool", None)
-    if type(pool) is httpcore.AsyncConnectionPool:  # a proxy pool (a subclass) keeps its own
-        transport._pool = FlatAsyncPool.replacing(pool, KEEPALIVE_CONNECTIONS,  # type: ignore[assignment]
-                                                  network_backend=AsyncioBackend())
-    return transport
-
-
 def async_client_for(base_url: str, timeout: float, *, proxy: str | None = None,
                      transport: str | None = None) -> httpx.AsyncClient:
     """The pooled async client for ``(base_url, timeout)`` and its route, in the running event loop.
@@ -196,13 +157,11 @@ def async_client_for(base_url: str, timeout: float, *, proxy: str | None = None,
         client = pool.clients.get(key)
         if client is None or client.is_closed:
             if route[0] == OURS:
-                ours = watch_async(_flat(httpx.AsyncHTTPTransport(limits=_LIMITS)))
-                client = _routed(without_cookies(httpx.AsyncClient(timeout=client_timeout(timeout), limits=_LIMITS,
-                                                                    transport=ours, cookies=NoCookies())))
+                client = httpx.AsyncClient(timeout=client_timeout(timeout), transport=AsyncLeanTransport(
+                    max_keepalive=KEEPALIVE_CONNECTIONS), cookies=NoCookies(), follow_redirects=False)
             else:
-                client = without_cookies(httpx.AsyncClient(
-                    timeout=client_timeout(timeout), limits=_LIMITS, cookies=NoCookies(), proxy=route[1],
-                    trust_env=True, follow_redirects=False))
+                client = httpx.AsyncClient(timeout=client_timeout(timeout), limits=_LIMITS, cookies=NoCookies(),
+                                           proxy=route[1], trust_env=True, follow_redirects=False)
             pool.clients[key] = client
         return client
 

@@ -34,6 +34,6 @@ httpx's own parser, as the oracle: ``tests/providers/test_head.py``,
   a 3xx comes back as it came.
 """
 
-from ._seam import AsyncLeanTransport, LeanTransport, as_httpx
+from ._seam import BODY, TRANSPORT_ERRORS, AsyncLeanTransport, LeanTransport, as_httpx
 
-__all__ = ["AsyncLeanTransport", "LeanTransport", "as_httpx"]
+__all__ = ["BODY", "TRANSPORT_ERRORS", "AsyncLeanTransport", "LeanTransport", "as_httpx"]

@@ -21,7 +21,12 @@ from .aio_stream import AsyncioBackend
 from .flat_pool import FlatAsyncPool, FlatPool
 from .watched import watch_async_backend, watch_sync_backend
 
-__all__ = ["AsyncLeanTransport", "LeanTransport", "as_httpx"]
+__all__ = ["BODY", "TRANSPORT_ERRORS", "AsyncLeanTransport", "LeanTransport", "as_httpx"]
+
+#: the response extension that holds the connection's own body iterable (httpcore's errors): a
+#: reader that can turn those into httpx's (:func:`as_httpx`) reads it without httpx's layers per
+#: read; the response's own stream reads the same body, so either way is whole
+BODY = "agent_core.body"
 
 #: httpcore's errors and the httpx error each becomes, most specific first (as httpx's transport maps them)
 _ERRORS: tuple[tuple[type[Exception], type[Exception]], ...] = (
@@ -39,6 +44,10 @@ _ERRORS: tuple[tuple[type[Exception], type[Exception]], ...] = (
     (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
     (httpcore.ProtocolError, httpx.ProtocolError),
 )
+
+
+#: httpcore's errors (what a read of :data:`BODY` may raise)
+TRANSPORT_ERRORS = tuple(theirs for theirs, _ in _ERRORS)
 
 
 def as_httpx(exc: Exception) -> Exception:
@@ -107,7 +116,7 @@ class LeanTransport(httpx.BaseTransport):
         except Exception as exc:
             raise as_httpx(exc) from exc
         return httpx.Response(answer.status, headers=answer.headers, stream=_SyncBody(answer.stream),
-                              extensions=answer.extensions)
+                              extensions={**answer.extensions, BODY: answer.stream})
 
     def close(self) -> None:
         self._pool.close()
@@ -128,7 +137,7 @@ class AsyncLeanTransport(httpx.AsyncBaseTransport):
         except Exception as exc:
             raise as_httpx(exc) from exc
         return httpx.Response(answer.status, headers=answer.headers, stream=_AsyncBody(answer.stream),
-                              extensions=answer.extensions)
+                              extensions={**answer.extensions, BODY: answer.stream})
 
     async def aclose(self) -> None:
         await self._pool.aclose()

@@ -24,7 +24,7 @@ after every streamed answer, tens of microseconds to milliseconds after the
 last chunk, while its head says ``Keep-Alive``). A request written on such a
 connection before its close arrived meets the close instead of an answer,
 and as the upstream may have read it, that is a retry that counts (see
-:mod:`._retry`), with its backoff. So the pool learns, per origin and kind of
+:mod:`agent_core_providers._retry`), with its backoff. So the pool learns, per origin and kind of
 answer (its framing: chunked, sized...), what the origin does: an idle
 connection found closed within :data:`PROMPT_CLOSE` of its answer's end, or a
 reused one closed before any byte of an answer, marks the origin as one that
@@ -34,10 +34,11 @@ carries an answer marks it as one that keeps them. Until either is known, the
 first reuse soon after an answer waits out the rest of :data:`SETTLE` for the
 close (a read that ends at once when it comes).
 
-It is a drop-in for the ``_pool`` of an ``httpx.AsyncHTTPTransport``: same
-``handle_async_request`` / ``aclose`` contract, same network backend (so the
-watched streams of :mod:`._pool` still see every write), and httpcore's errors,
-so httpx still maps them to its own. Its connections are :mod:`._lean_conn`'s
+It is the pool of :class:`._seam.AsyncLeanTransport` (and :class:`FlatPool` of
+:class:`._seam.LeanTransport`): ``handle_async_request`` / ``aclose``, its
+connections opened through the watching backend it is given (so the watched
+streams of :mod:`.watched` see every write), and httpcore's errors, which the
+seam turns into httpx's. Its connections are :mod:`._lean_conn`'s
 (HTTP/1.1 with a lean body reader); a transport set up for HTTP/2 or connect
 retries keeps httpcore's connections, which do those.
 
@@ -76,7 +77,7 @@ class _Stacks:
     def __init__(self, *, network_backend: Any, max_keepalive: int, keepalive_expiry: float | None,
                  ssl_context: Any = None, http1: bool = True, http2: bool = False, retries: int = 0,
                  local_address: str | None = None, uds: str | None = None, socket_options: Any = None) -> None:
-        self._network_backend = network_backend  # read (and wrapped) by ._pool._watch
+        self._network_backend = network_backend
         self._max_keepalive = max_keepalive
         self._options = {"ssl_context": ssl_context, "keepalive_expiry": keepalive_expiry, "http1": http1,
                          "http2": http2, "retries": retries, "local_address": local_address, "uds": uds,
@@ -85,17 +86,6 @@ class _Stacks:
         self._habits: dict[tuple[Any, ...], str] = {}  # (origin, kind of answer) -> _CLOSES / _KEEPS
         self._idle_count = 0
         self._busy: set[Any] = set()  # so a close can close them too
-
-    @classmethod
-    def replacing(cls, pool: Any, max_keepalive: int, network_backend: Any = None) -> Self:
-        """A flat pool with the options of httpcore's ``pool`` (as httpx's transport built it).
-
-        ``network_backend``: the one its connections use (default: ``pool``'s).
-        """
-        return cls(network_backend=network_backend or pool._network_backend, max_keepalive=max_keepalive,
-                   keepalive_expiry=pool._keepalive_expiry, ssl_context=pool._ssl_context, http1=pool._http1,
-                   http2=pool._http2, retries=pool._retries, local_address=pool._local_address, uds=pool._uds,
-                   socket_options=pool._socket_options)
 
     @property
     def lean(self) -> bool:

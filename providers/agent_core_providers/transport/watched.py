@@ -14,8 +14,8 @@ failed* and whether *any byte* of the answer came back: a request whose write
 failed was never read whole by the upstream, and is sent again at once
 (:mod:`._retry`).
 
-The hook is httpcore's public ``network_backend`` seam, set on the pool of
-an ``httpx.HTTPTransport``. Stock httpx's connections (clients injected by
+The hook is httpcore's public ``network_backend`` interface: the transport's
+own pools (:mod:`._seam`) open connections through a watching backend. Stock httpx's connections (clients injected by
 the user, ``transport: httpx``, a proxy) are not wrapped: the record follows
 them through httpcore's ``trace`` extension instead (:mod:`._inflight`).
 """
@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import httpcore
 
-__all__ = ["Watcher", "bound", "watch_async", "watch_async_backend", "watch_sync", "watch_sync_backend"]
+__all__ = ["Watcher", "bound", "watch_async_backend", "watch_sync_backend"]
 
 
 class Watcher(Protocol):
@@ -210,25 +210,6 @@ class _AsyncWatchingBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
-
-
-def watch_sync(transport: Any) -> Any:
-    """``transport`` with its new connections watched (see the module's docstring)."""
-    return _watch(transport, _WatchingBackend)
-
-
-def watch_async(transport: Any) -> Any:
-    """The async twin of :func:`watch_sync`."""
-    return _watch(transport, _AsyncWatchingBackend)
-
-
-def _watch(transport: Any, wrap: type) -> Any:
-    """Route ``transport``'s new connections through a watching backend (when its pool has the seam)."""
-    pool = getattr(transport, "_pool", None)
-    backend = getattr(pool, "_network_backend", None)
-    if backend is not None:
-        pool._network_backend = wrap(backend)
-    return transport
 
 
 def watch_sync_backend(backend: Any) -> Any:
