@@ -158,7 +158,7 @@ class InFlight:
         self.stream = self.reads = stream
         self.received = False
         if self.cancelled or self.expired:  # checked after publishing the stream: a cancel sees one or the other
-            # The connection (httpcore's, and ._lean_conn's alike) swallows a failed request
+            # The connection (httpcore's, and .transport.lean_conn's alike) swallows a failed request
             # write and goes on to read the answer (a server may answer early): shut the
             # socket so that read fails at once instead of waiting out the read timeout for
             # an answer to nothing.

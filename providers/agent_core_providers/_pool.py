@@ -7,7 +7,11 @@ Provider instances live for one request, so connections are pooled here, per
 and async ones per event loop (an ``AsyncClient``'s connections belong to the
 loop that opened them).
 
-Watched streams (:mod:`._watched`): a pooled client's connections report to
+Transport: a pooled client is ``httpx.Client(transport=LeanTransport())`` (or
+the async twin), agent-core's own HTTP/1.1 (:mod:`.transport`), unless the
+config or environment picks stock httpx or a proxy applies (:mod:`._routing`).
+
+Watched streams (:mod:`.transport.watched`): a pooled client's connections report to
 the in-flight record of the request they carry, so a cancel can shut the
 socket before the answer's headers, and the resend rule knows whether a
 write of the request failed.
@@ -21,9 +25,9 @@ are closed inside their own loop, before it closes.
 Pool size: httpx keeps at most 20 idle connections by default, so 50 threads
 sharing a client opened a new connection for most requests. The pooled
 clients keep up to :data:`KEEPALIVE_CONNECTIONS` and put no cap on open ones
-(the caller's concurrency is the cap). The async clients' transports hold a
-:class:`._flat_pool.FlatAsyncPool` instead of httpcore's pool, whose cost per
-request grows with the connections it holds.
+(the caller's concurrency is the cap). Agent-core's transport holds a flat pool
+(:mod:`.transport.flat_pool`) instead of httpcore's, whose cost per request
+grows with the connections it holds.
 
 Cookies: the pooled clients keep none (:mod:`._cookies`). They are shared by
 every caller of a base URL, every tenant of a server, and a kept cookie would
@@ -53,6 +57,7 @@ __all__ = [
     "client_timeout",
     "close_clients",
     "sync_client_for",
+    "transport_of",
 ]
 
 #: Idle connections each pooled client keeps open for reuse (httpx's default is 20).
@@ -83,6 +88,14 @@ _C = TypeVar("_C", httpx.Client, httpx.AsyncClient)
 
 _async_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPool] = weakref.WeakKeyDictionary()
 
+#: each pooled client on agent-core's transport, and that transport (httpx keeps it in a private attribute)
+_transports: weakref.WeakKeyDictionary[Any, LeanTransport | AsyncLeanTransport] = weakref.WeakKeyDictionary()
+
+
+def transport_of(client: httpx.Client | httpx.AsyncClient) -> LeanTransport | AsyncLeanTransport | None:
+    """The transport a pooled client was built with, when it is agent-core's (for tests and benchmarks)."""
+    return _transports.get(client)
+
 
 def client_timeout(seconds: float) -> httpx.Timeout:
     """The pooled clients' timeout: ``seconds`` per network step, connecting at most 15 s; ``inf``: none."""
@@ -107,8 +120,10 @@ def sync_client_for(base_url: str, timeout: float, *, proxy: str | None = None,
         client = _sync_clients.get(key)
         if client is None or client.is_closed:
             if route[0] == OURS:
-                client = httpx.Client(timeout=client_timeout(timeout), transport=LeanTransport(
-                    max_keepalive=KEEPALIVE_CONNECTIONS), cookies=NoCookies(), follow_redirects=False)
+                ours = LeanTransport(max_keepalive=KEEPALIVE_CONNECTIONS)
+                client = httpx.Client(timeout=client_timeout(timeout), transport=ours, cookies=NoCookies(),
+                                      follow_redirects=False)
+                _transports[client] = ours
             else:
                 client = httpx.Client(timeout=client_timeout(timeout), limits=_LIMITS, cookies=NoCookies(),
                                       proxy=route[1], trust_env=True, follow_redirects=False)
@@ -157,8 +172,10 @@ def async_client_for(base_url: str, timeout: float, *, proxy: str | None = None,
         client = pool.clients.get(key)
         if client is None or client.is_closed:
             if route[0] == OURS:
-                client = httpx.AsyncClient(timeout=client_timeout(timeout), transport=AsyncLeanTransport(
-                    max_keepalive=KEEPALIVE_CONNECTIONS), cookies=NoCookies(), follow_redirects=False)
+                ours_async = AsyncLeanTransport(max_keepalive=KEEPALIVE_CONNECTIONS)
+                client = httpx.AsyncClient(timeout=client_timeout(timeout), transport=ours_async,
+                                           cookies=NoCookies(), follow_redirects=False)
+                _transports[client] = ours_async
             else:
                 client = httpx.AsyncClient(timeout=client_timeout(timeout), limits=_LIMITS, cookies=NoCookies(),
                                            proxy=route[1], trust_env=True, follow_redirects=False)

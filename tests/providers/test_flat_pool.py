@@ -12,7 +12,7 @@ import contextlib
 import httpcore
 import pytest
 from agent_core_providers.transport.flat_pool import FlatAsyncPool
-from agent_core_providers._pool import aclose_clients, async_client_for
+from agent_core_providers._pool import aclose_clients, async_client_for, transport_of
 
 #: this module tests agent-core's own transport (tests/providers/conftest.py)
 OUR_TRANSPORT_ONLY = True
@@ -70,7 +70,7 @@ async def _get(url: str) -> bytes:
 
 
 def _pool(url: str) -> FlatAsyncPool:
-    pool = async_client_for(url, 10.0)._transport._pool  # type: ignore[attr-defined]
+    pool = transport_of(async_client_for(url, 10.0)).pool  # type: ignore[union-attr]
     assert isinstance(pool, FlatAsyncPool)
     return pool
 

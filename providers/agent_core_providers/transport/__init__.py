@@ -26,7 +26,10 @@ httpx's own parser, as the oracle: ``tests/providers/test_head.py``,
 - **A connection is reused** only after a complete body with nothing after it,
   on a response that allows keep-alive; an idle connection the server closed (or
   sent anything on) is never written to. Bytes after a complete response never
-  answer the next request.
+  answer the next request. An origin seen closing connections right after a kind
+  of answer (chunked, sized...) without saying so gets a fresh connection per
+  request after such answers, instead of a reuse that would meet the close
+  (:mod:`.flat_pool`).
 - **Timeouts are httpx's**, per request: connect, each write, each read; no
   deadline of one request is carried to the next on a pooled connection.
 - **Errors are httpx's** (``ConnectError``, ``ReadTimeout``, ``RemoteProtocolError``...).

@@ -118,6 +118,11 @@ class LeanTransport(httpx.BaseTransport):
         return httpx.Response(answer.status, headers=answer.headers, stream=_SyncBody(answer.stream),
                               extensions={**answer.extensions, BODY: answer.stream})
 
+    @property
+    def pool(self) -> FlatPool:
+        """Its connection pool (for tests and benchmarks: how many connections it holds)."""
+        return self._pool
+
     def close(self) -> None:
         self._pool.close()
 
@@ -138,6 +143,11 @@ class AsyncLeanTransport(httpx.AsyncBaseTransport):
             raise as_httpx(exc) from exc
         return httpx.Response(answer.status, headers=answer.headers, stream=_AsyncBody(answer.stream),
                               extensions={**answer.extensions, BODY: answer.stream})
+
+    @property
+    def pool(self) -> FlatAsyncPool:
+        """Its connection pool (see :attr:`LeanTransport.pool`)."""
+        return self._pool
 
     async def aclose(self) -> None:
         await self._pool.aclose()

@@ -38,7 +38,7 @@ It is the pool of :class:`._seam.AsyncLeanTransport` (and :class:`FlatPool` of
 :class:`._seam.LeanTransport`): ``handle_async_request`` / ``aclose``, its
 connections opened through the watching backend it is given (so the watched
 streams of :mod:`.watched` see every write), and httpcore's errors, which the
-seam turns into httpx's. Its connections are :mod:`._lean_conn`'s
+seam turns into httpx's. Its connections are :mod:`.lean_conn`'s
 (HTTP/1.1 with a lean body reader); a transport set up for HTTP/2 or connect
 retries keeps httpcore's connections, which do those.
 
@@ -89,7 +89,7 @@ class _Stacks:
 
     @property
     def lean(self) -> bool:
-        """Its connections are :mod:`._lean_conn`'s (HTTP/1.1 without connect retries), as :mod:`._direct` needs."""
+        """Its connections are :mod:`.lean_conn`'s (HTTP/1.1 without connect retries), as :mod:`._direct` needs."""
         o = self._options
         return bool(o["http1"]) and not o["http2"] and not o["retries"]
 

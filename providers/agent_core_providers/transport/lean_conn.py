@@ -1,4 +1,4 @@
-"""HTTP/1.1 connections for the pooled clients: the request and the response head (:mod:`._head`), then a lean body.
+"""HTTP/1.1 connections for the pooled clients: the request and the response head (:mod:`.head`), then a lean body.
 
 Theory of operation
 -------------------
@@ -7,9 +7,9 @@ generators, trace blocks and exception maps: on a loopback stream paced like
 a model, 63 µs of CPU per chunk against 15 µs for a bare socket loop.
 
 These connections write the request and read the response head with
-:mod:`._head` (h11's grammar and refusals; h11 is its test oracle), then the
-body with :mod:`._framing`: one ``read`` and one ``feed`` per chunk. The
-pooled clients' pools (:mod:`._flat_pool`) open them; clients injected by a
+:mod:`.head` (h11's grammar and refusals; h11 is its test oracle), then the
+body with :mod:`.framing`: one ``read`` and one ``feed`` per chunk. The
+pooled clients' pools (:mod:`.flat_pool`) open them; clients injected by a
 user keep whatever transport they were built with.
 
 Kept from httpcore, as httpx and :mod:`._inflight` rely on it: a failed
@@ -48,7 +48,7 @@ _NEW, _ACTIVE, _IDLE, _CLOSED = range(4)
 
 
 class Cycle:
-    """One request and the head of its response, without I/O (the grammar is :mod:`._head`'s)."""
+    """One request and the head of its response, without I/O (the grammar is :mod:`.head`'s)."""
 
     __slots__ = ("_reader", "_writer", "request", "write_failed")
 
@@ -116,7 +116,7 @@ class _Base:
         self._stream: Any = None
         self._state = _NEW
         self._expire_at: float | None = None
-        # for the pool's reuse rule (:mod:`._flat_pool`): carried an answer before, that answer's framing, its end
+        # for the pool's reuse rule (:mod:`.flat_pool`): carried an answer before, that answer's framing, its end
         self.reused, self.kind, self.idle_since = False, None, 0.0
 
     def _begin(self) -> None:
@@ -171,7 +171,7 @@ class _Base:
         return self._state == _CLOSED
 
     @property
-    def network_stream(self) -> Any:  # the pool's settle wait reads it (:mod:`._flat_pool`)
+    def network_stream(self) -> Any:  # the pool's settle wait reads it (:mod:`.flat_pool`)
         return self._stream
 
 
@@ -260,7 +260,7 @@ class _Body(_BodyState):
 
     def __iter__(self) -> Iterator[bytes]:
         framing = self._framing
-        read = self._conn._stream.read
+        read = self._conn.network_stream.read
         timeout = self._request.extensions.get("timeout", {}).get("read")  # now: it may have been shortened
         try:
             if self._leftover:
@@ -357,7 +357,7 @@ class _AsyncBody(_BodyState):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         framing = self._framing
-        read = self._conn._stream.read
+        read = self._conn.network_stream.read
         timeout = self._request.extensions.get("timeout", {}).get("read")
         try:
             if self._leftover:
