@@ -43,6 +43,7 @@ from ._call import HTTPCall, build_request
 from ._decoding import raw_body
 from ._direct import BODY_TOO_LONG, aread_direct, direct_chunks, read_direct
 from ._inflight import InFlight
+from ._pool import asend, send
 from .transport.watched import bound
 
 __all__ = ["MAX_ANSWER_BYTES", "Exchange"]
@@ -141,7 +142,7 @@ class Exchange:
         request = build_request(client, call, record.trace)
         self.extensions = request.extensions
         with bound(record):  # the watched connection reports to the record from the first write
-            response = client.send(request, stream=True)  # type: ignore[arg-type]
+            response = send(client, request)  # type: ignore[arg-type]
         self.response = record.response = response
         return response
 
@@ -150,7 +151,7 @@ class Exchange:
         request = build_request(client, call, record.atrace)
         self.extensions = request.extensions
         with bound(record):
-            response = await client.send(request, stream=True)  # type: ignore[misc]
+            response = await asend(client, request)  # type: ignore[arg-type]
         self.response = record.response = response
         return response
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import math
 import threading
 import weakref
@@ -56,6 +57,8 @@ __all__ = [
     "async_client_for",
     "client_timeout",
     "close_clients",
+    "asend",
+    "send",
     "sync_client_for",
     "transport_of",
 ]
@@ -95,6 +98,53 @@ _transports: weakref.WeakKeyDictionary[Any, LeanTransport | AsyncLeanTransport] 
 def transport_of(client: httpx.Client | httpx.AsyncClient) -> LeanTransport | AsyncLeanTransport | None:
     """The transport a pooled client was built with, when it is agent-core's (for tests and benchmarks)."""
     return _transports.get(client)
+
+
+#: httpx's own logger: a request handed straight to the transport writes httpx's line there
+_httpx_log = logging.getLogger("httpx")
+
+
+def send(client: httpx.Client, request: httpx.Request) -> httpx.Response:
+    """``client.send(request, stream=True)``; a pooled client on agent-core's transport hands it straight over.
+
+    ``Client.send`` wraps the transport in auth, redirect, cookie and event-hook
+    layers that do nothing for the pooled clients (no auth, redirects off, no
+    cookies, no hooks), and cost about a quarter of a non-streamed request's
+    CPU on the client's side: the request goes to the transport's public
+    ``handle_request`` as ``Client.send`` hands it over (``build_request`` made
+    it, with the client's headers and timeouts), and the response gets what
+    ``Client.send`` gives it: its request, and httpx's ``HTTP Request:`` log line.
+    """
+    transport = _transports.get(client)
+    if transport is None:
+        return client.send(request, stream=True)
+    try:
+        response = transport.handle_request(request)  # type: ignore[union-attr]
+    except httpx.RequestError as exc:
+        exc.request = request  # as httpx's request context does
+        raise
+    return _answered(request, response)
+
+
+async def asend(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """The async twin of :func:`send`."""
+    transport = _transports.get(client)
+    if transport is None:
+        return await client.send(request, stream=True)
+    try:
+        response = await transport.handle_async_request(request)  # type: ignore[union-attr]
+    except httpx.RequestError as exc:
+        exc.request = request
+        raise
+    return _answered(request, response)
+
+
+def _answered(request: httpx.Request, response: httpx.Response) -> httpx.Response:
+    response.request = request
+    if _httpx_log.isEnabledFor(logging.INFO):
+        _httpx_log.info('HTTP Request: %s %s "%s %d %s"', request.method, request.url, response.http_version,
+                        response.status_code, response.reason_phrase)
+    return response
 
 
 def client_timeout(seconds: float) -> httpx.Timeout:

@@ -8,11 +8,13 @@ headers and body, or both refuse it with the same kind of httpx error.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from agent_core_providers._pool import close_clients, send, sync_client_for
 from agent_core_providers.transport import LeanTransport
 
 from ._raw import CLOSE, RawServer, serving
@@ -74,3 +76,41 @@ def test_same_answer_as_stock_httpx(server: RawServer, case: str) -> None:
         got, want = _outcome(ours, server.url + "/v1/x"), _outcome(stock, server.url + "/v1/x")
     assert got == want
     assert (want if isinstance(want, str) else (want[0], want[2])) == EXPECTED[case]
+
+
+# -- a pooled client's requests: straight to its transport, as Client.send hands them over ------------------
+
+
+def test_a_pooled_request_goes_out_as_client_send_sends_it_and_is_logged_as_httpx_logs_it(
+        server: RawServer, caplog: pytest.LogCaptureFixture) -> None:
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",)
+    server.script(answer, answer)
+    client = sync_client_for(server.url, 10.0)
+
+    def build() -> httpx.Request:
+        return client.build_request("POST", f"{server.url}/v1/x", content=b'{"q": 1}', headers={"X-Key": "v"})
+
+    try:
+        request = build()
+        with caplog.at_level(logging.INFO, logger="httpx"):
+            response = send(client, request)
+            assert response.read() == b"ok"
+        stock = client.send(build())  # through every layer of Client.send
+        assert stock.content == b"ok"
+    finally:
+        close_clients()
+    assert server.wire[0] == server.wire[1]  # the same bytes on the wire, header for header
+    assert response.request is request
+    assert f'HTTP Request: POST {server.url}/v1/x "HTTP/1.1 200 OK"' in caplog.messages
+
+
+def test_a_pooled_request_that_fails_names_its_request(server: RawServer) -> None:
+    server.script((CLOSE,))
+    client = sync_client_for(server.url, 10.0)
+    request = client.build_request("POST", f"{server.url}/v1/x", content=b"{}")
+    try:
+        with pytest.raises(httpx.RemoteProtocolError) as caught:
+            send(client, request)
+    finally:
+        close_clients()
+    assert caught.value.request is request  # as httpx's request context sets it (failures.py reads it)
