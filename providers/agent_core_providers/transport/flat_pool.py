@@ -30,9 +30,10 @@ connection found closed within :data:`PROMPT_CLOSE` of its answer's end, or a
 reused one closed before any byte of an answer, marks the origin as one that
 closes after that kind of answer, and its connections are closed instead of
 pooled after it (each request opens a fresh one); a reused connection that
-carries an answer marks it as one that keeps them. Until either is known, the
-first reuse soon after an answer waits out the rest of :data:`SETTLE` for the
-close (a read that ends at once when it comes).
+carries an answer, or an idle one still open :data:`SETTLE` after its answer,
+marks it as one that keeps them. Until either is known, a reuse sooner than
+that after an answer waits out the rest of :data:`SETTLE` for the close (a read
+that ends at once when it comes).
 
 It is the pool of :class:`._seam.AsyncLeanTransport` (and :class:`FlatPool` of
 :class:`._seam.LeanTransport`): ``handle_async_request`` / ``aclose``, its
@@ -123,6 +124,8 @@ class _Stacks:
             conn = self._open(origin, lean, general)
         elif getattr(conn, "idle_since", 0.0) and (key, conn.kind) not in self._habits:  # a lean one's first reuse
             settle = SETTLE - (now - conn.idle_since)
+            if settle <= 0:  # open for longer than a close after the answer would take: the origin keeps them
+                self._habits[(key, conn.kind)] = _KEEPS
         self._busy.add(conn)
         return conn, dead, settle
 
