@@ -5,7 +5,8 @@ case scripts, and the case checks what a provider call makes of them: how many
 requests reached the server, on which connection, and the answer or the typed
 error the caller gets. Every case runs through the sync and the async client,
 on agent-core's own transport and on stock httpx's (``transport: httpx``): both
-must give the documented answer.
+must give the documented answer. Redirects and proxies are in
+``test_hostile_routes.py``; what the cases share is in :mod:`._hostile`.
 
 The rules these cases hold the clients to:
 
@@ -14,8 +15,6 @@ The rules these cases hold the clients to:
   ``chunk_timeout_s``, and a new one replaces it after a cancel; whatever
   deadline those reads had, the next request on the pool waits for its answer
   as long as *its* ``timeout`` says (for ever, with ``timeout: inf``).
-- **A redirect is an error, never followed**: a :class:`RedirectError` naming the
-  status and the ``Location``; no other server hears from the client.
 - **A request is sent again for free only when the upstream never read it**:
   a write of it failed, or its pooled connection was seen closed before
   anything was written. A request written whole and then dropped may be
@@ -31,118 +30,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agent_core.errors import RedirectError
-from agent_core_providers._routing import TRANSPORT_ENV, TRANSPORTS
 from agent_core_providers.openai import OpenAIProvider
 
-from ._driver import arun_turn, run_turn
-from ._proxy import ForwardProxy, forward_proxy
-from ._raw import CLOSE, DROP_UNREAD, Hold, Pause, RawServer, serving
+from ._driver import arun_turn
+from ._hostile import (  # noqa: F401 - the fixtures are used by name
+    LAST_CHUNK,
+    MODES,
+    SSE_HEAD,
+    USER,
+    calls,
+    cancel_when,
+    chunk,
+    config,
+    events,
+    no_proxy_env,
+    streamed,
+    transport,
+    upstream,
+)
+from ._raw import CLOSE, DROP_UNREAD, Hold, Pause, RawServer
 from ._wire import OA_DONE, oa_chunk
 from .conftest import run_async
-
-KEY = "sk-hostile-0123456789abcdef"
-USER = [{"role": "user", "content": "hi"}]
-
-MODES = pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
-
-
-@pytest.fixture(autouse=True, params=TRANSPORTS)
-def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every case runs on both transports: agent-core's own and stock httpx's."""
-    monkeypatch.setenv(TRANSPORT_ENV, request.param)
-    return request.param
-
-
-@pytest.fixture
-def upstream() -> Iterator[RawServer]:
-    yield from serving()
-
-
-# -- the bytes an upstream sends ---------------------------------------------------------------------
-
-
-def chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-LAST_CHUNK = b"0\r\n\r\n"
-
-
-def events(text: str) -> bytes:
-    """A whole answer's events, each in a chunk of its own, without the last chunk."""
-    return b"".join(chunk(e) for e in (oa_chunk({"content": text}), oa_chunk({}, "stop"), OA_DONE))
-
-
-def streamed(text: str) -> tuple[Any, ...]:
-    """One complete streamed answer, sent at once."""
-    return (SSE_HEAD + events(text) + LAST_CHUNK,)
-
-
-# -- driving provider calls -----------------------------------------------------------------------------
-
-
-def config(upstream: RawServer, **extra: Any) -> dict[str, Any]:
-    return {"base_url": f"{upstream.url}/v1", "api_key": KEY, "model": "m", "max_retries": 0, **extra}
-
-
-def calls(upstream: RawServer, use_async: bool, n: int, *, provider: Any = None, messages: Any = USER,
-          pause: float = 0.0, **cfg: Any) -> list[Any]:
-    """``n`` streamed calls one after the other on one pool: each call's text, or the error it raised.
-
-    ``pause``: seconds between two calls.
-    """
-    provider = provider or OpenAIProvider()
-
-    def outcome(turn: Any) -> Any:
-        return turn.finals[0]["content"]
-
-    if use_async:
-        async def all_calls() -> list[Any]:
-            out: list[Any] = []
-            for i in range(n):
-                if i and pause:
-                    await asyncio.sleep(pause)
-                try:
-                    out.append(outcome(await arun_turn(provider, [], messages, config(upstream, **cfg),
-                                                       request_id=f"req-{i}")))
-                except Exception as exc:  # noqa: BLE001 - the outcome under test
-                    out.append(exc)
-            return out
-
-        return run_async(all_calls)
-    out: list[Any] = []
-    for i in range(n):
-        if i and pause:
-            time.sleep(pause)
-        try:
-            out.append(outcome(run_turn(provider, [], messages, config(upstream, **cfg), request_id=f"req-{i}")))
-        except Exception as exc:  # noqa: BLE001
-            out.append(exc)
-    return out
-
-
-def cancel_when(upstream: RawServer, provider: Any, request_id: str, requests: int) -> threading.Thread:
-    """Cancel ``request_id`` once the server has seen ``requests`` requests and a little time passed."""
-
-    def run() -> None:
-        for _ in range(500):
-            if len(upstream.requests) >= requests:
-                break
-            time.sleep(0.01)
-        time.sleep(0.1)
-        provider.cancel_request(request_id)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
 
 
 # -- timers belong to one read of one request --------------------------------------------------------------
@@ -281,127 +194,6 @@ def test_chunk_size_lines_of_twenty_hex_digits_are_read_as_h11_reads_them(upstre
     upstream.script((SSE_HEAD + body + b"00000000000000000000\r\n\r\n",), streamed("two"))
     assert calls(upstream, use_async, 2) == ["one", "two"]
     assert upstream.conns() == [1, 1]  # the body was whole: its connection carried the next request
-
-
-# -- redirects: a typed error, nothing followed, no credential leaves ------------------------------------
-
-
-def redirect(status: int, location: str, body: bytes = b"") -> tuple[Any, ...]:
-    return (b"HTTP/1.1 %d Moved\r\nLocation: %s\r\nContent-Length: %d\r\n\r\n%s"
-            % (status, location.encode(), len(body), body),)
-
-
-@MODES
-@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
-@pytest.mark.parametrize("stream", [True, False], ids=["stream", "call"])
-def test_a_redirect_is_a_typed_error_naming_status_and_location(upstream, use_async, status, stream):
-    elsewhere = RawServer()  # where the redirect points: it must never hear from us
-    try:
-        target = f"{elsewhere.url}/v1/chat/completions"
-        upstream.script(redirect(status, target, b'{"moved": true}'), redirect(status, target))
-        provider = OpenAIProvider()
-        cfg = config(upstream, max_retries=2)
-        with pytest.raises(RedirectError) as caught:
-            if use_async:
-                run_async(arun_turn, provider, [], USER, cfg, stream=stream)
-            else:
-                run_turn(provider, [], USER, cfg, stream=stream)
-        error = caught.value
-        assert error.status_code == status and error.location == target and not error.retryable
-        assert str(status) in str(error) and target in str(error)
-        assert len(upstream.requests) == 1  # not retried
-        assert elsewhere.accepted == 0  # not followed: the key went nowhere else
-    finally:
-        elsewhere.stop()
-
-
-def test_an_http_base_url_sent_to_https_says_so(upstream):
-    upstream.script(redirect(301, "https://api.example.test/v1/chat/completions"))
-    with pytest.raises(RedirectError, match=r"301.*https://api\.example\.test/v1/chat/completions.*https:// instead of"):
-        run_turn(OpenAIProvider(), [], USER, config(upstream))
-
-
-def test_a_location_holding_the_key_is_scrubbed(upstream):
-    upstream.script(redirect(307, f"https://evil.test/?key={KEY}"))
-    with pytest.raises(RedirectError) as caught:
-        run_turn(OpenAIProvider(), [], USER, config(upstream))
-    assert KEY not in str(caught.value) and KEY not in (caught.value.location or "")
-    assert "evil.test" in caught.value.location
-
-
-# -- proxies: the environment's and the config's, as httpx applies them --------------------------------
-
-
-@pytest.fixture
-def proxy() -> Iterator[ForwardProxy]:
-    yield from forward_proxy()
-
-
-@pytest.fixture
-def no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No proxy variable of the machine running the tests leaks into a case."""
-    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
-
-
-@MODES
-@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
-def test_the_environments_proxy_carries_an_http_call(upstream, proxy, use_async, variable, no_proxy_env, monkeypatch):
-    monkeypatch.setenv(variable, proxy.url)
-    upstream.script(streamed("one"), streamed("two"))
-    assert calls(upstream, use_async, 2) == ["one", "two"]
-    assert proxy.asked == [f"POST {upstream.url}/v1/chat/completions HTTP/1.1"]  # one connection, kept alive
-    assert upstream.conns() == [1, 1]
-
-
-@MODES
-def test_no_proxy_exempts_a_host(upstream, proxy, use_async, no_proxy_env, monkeypatch):
-    monkeypatch.setenv("HTTP_PROXY", proxy.url)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    upstream.script(streamed("direct"))
-    assert calls(upstream, use_async, 1) == ["direct"]
-    assert proxy.asked == [] and upstream.conns() == [1]
-
-
-@MODES
-def test_the_config_proxy_is_used_and_its_password_never_shown(upstream, proxy, use_async, no_proxy_env):
-    secret_proxy = proxy.url.replace("http://", "http://agent:pr0xy-s3cret-pass@")
-    upstream.script(streamed("one"))
-    assert calls(upstream, use_async, 1, proxy=secret_proxy) == ["one"]
-    assert proxy.asked == [f"POST {upstream.url}/v1/chat/completions HTTP/1.1"]
-    assert proxy.credentials and proxy.credentials[0].startswith("Basic ")  # httpx sent the proxy its credentials
-    # A proxy that cannot be reached: the error says so without the password.
-    proxy.stop()
-    [failure] = calls(upstream, use_async, 1, proxy=secret_proxy)
-    assert type(failure).__name__ == "ProviderUnavailableError"
-    assert "pr0xy-s3cret-pass" not in str(failure)
-
-
-@MODES
-def test_https_through_the_environments_proxy_is_a_connect_tunnel(
-    certificate, proxy, use_async, no_proxy_env, monkeypatch
-):
-    cert, key = certificate
-    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the clients trust the test's certificate
-    monkeypatch.setenv("HTTPS_PROXY", proxy.url)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    secure = RawServer(tls=context)
-    try:
-        secure.script(streamed("sealed"))
-        assert calls(secure, use_async, 1) == ["sealed"]
-        host = secure.url.removeprefix("https://")
-        assert proxy.asked == [f"CONNECT {host} HTTP/1.1"]  # the proxy saw where, never what
-        assert secure.requests[0][1] == b"POST /v1/chat/completions HTTP/1.1"
-    finally:
-        secure.stop()
-
-
-def test_a_proxy_that_is_not_a_url_is_a_config_error(upstream, no_proxy_env):
-    [failure] = calls(upstream, False, 1, proxy="corp-proxy:3128")
-    assert type(failure).__name__ == "ConfigError" and "proxy" in str(failure)
-    assert upstream.requests == []
 
 
 # -- TLS, cancels, timeouts, leftovers, many streams at once ---------------------------------------------

@@ -329,22 +329,6 @@ def test_an_idle_connection_the_server_ended_is_replaced_without_an_error(
     _run(mode, server, body)
 
 
-@modes
-def test_a_connection_still_open_well_after_its_answer_marks_its_origin_as_keeping_them(
-        mode: str, server: RawServer) -> None:
-    server.script(SIZED, SIZED, SIZED)
-
-    async def body(c: Client) -> None:
-        assert (await c.request()).content == b"hello world"
-        await asyncio.sleep(_flat_pool.SETTLE * 2)  # open well past the time a close after the answer takes
-        assert (await c.request()).content == b"hello world"
-        assert set(_pool(c)._habits.values()) == {"keeps"}  # learned without waiting: a reuse no longer waits
-        assert (await c.request()).content == b"hello world"
-        assert server.conns() == [1, 1, 1]
-
-    _run(mode, server, body)
-
-
 # -- streaming ------------------------------------------------------------------------------
 
 
