@@ -196,7 +196,7 @@ class _InTheRead(asyncio.Protocol):
     """
 
     def __init__(self, done: asyncio.Future[int], hot: Any, reader: Any, texts: Any) -> None:
-        from agent_core_providers._framing import Chunked
+        from agent_core_providers.transport.framing import Chunked
 
         self.done, self.hot, self.reader, self.texts = done, hot, reader, texts
         self.framing, self.head, self.sent = Chunked(), b"", 0  # sent: text frames made

@@ -32,9 +32,9 @@ AREAS = (
     ("uvicorn/", "HTTP server (uvicorn and its h11: request parsing, response writes)"),
     ("starlette/", "starlette (routing, streaming response)"),
     ("agent_core/server/", "agent-core server (facades, SSE encoding)"),
-    ("agent_core_providers/_flat_pool.py", "upstream connection pool"),
-    ("agent_core_providers/_aio_stream.py", "upstream read (httpx, httpcore and its h11, socket stream)"),  # the pool's socket stream
-    ("agent_core_providers/_pool.py", "upstream read (httpx, httpcore and its h11, socket stream)"),  # the watched read
+    ("agent_core_providers/transport/flat_pool.py", "upstream connection pool"),
+    ("agent_core_providers/transport/aio_stream.py", "upstream read (httpx, httpcore and its h11, socket stream)"),  # the pool's socket stream
+    ("agent_core_providers/transport/watched.py", "upstream read (httpx, httpcore and its h11, socket stream)"),  # the watched read
     ("agent_core_providers/", "provider (openai, SSE reader)"),
     ("agent_core_plugins/", "extensions"),
     ("agent_core_features/", "extensions"),

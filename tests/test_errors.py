@@ -36,6 +36,7 @@ HIERARCHY = [
     ("ProviderUnavailableError", LLMError),
     ("LLMTimeoutError", LLMError),
     ("MalformedResponseError", LLMError),
+    ("RedirectError", LLMError),
     ("PluginError", Exception),
     ("ConfigError", ValueError),
     ("ActionInputError", ValueError),
@@ -67,6 +68,7 @@ LLM_SUBCLASSES = [
     ProviderUnavailableError,
     LLMTimeoutError,
     MalformedResponseError,
+    errors.RedirectError,
 ]
 
 

@@ -62,6 +62,7 @@ PUBLIC_NAMES = [
     "QuotaExceededError",
     "ROLES",
     "RateLimitError",
+    "RedirectError",
     "RequestInFlightError",
     "RequestObserver",
     "RequestResult",

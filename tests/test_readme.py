@@ -59,12 +59,12 @@ def test_live_command_is_run_by_ci_after_the_main_one_and_may_not_skip() -> None
     _, (live,) = _sh_blocks()
     assert re.search(r"pip install .*\[[^\]]*\btest-live\b[^\]]*\]", live), "the live command installs test-live"
     assert live.endswith("pytest -m live")
-    assert _ci_lines()[3:5] == [LIVE_SWITCH, live]
+    assert _ci_lines()[4:6] == [LIVE_SWITCH, live]
 
 
 def test_the_client_tier_runs_in_ci_as_the_readme_names_it_and_may_not_skip() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    tier = _ci_lines()[5:8]
+    tier = _ci_lines()[6:9]
     assert tier[0] == CLIENTS_SWITCH and len(tier) == 3
     for command in tier[1:]:
         assert f"`{command}`" in readme, command
@@ -73,7 +73,7 @@ def test_the_client_tier_runs_in_ci_as_the_readme_names_it_and_may_not_skip() ->
 
 def test_the_browser_tier_runs_in_ci_last_as_the_readme_names_it() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    tier = _ci_lines()[8:]
+    tier = _ci_lines()[9:]
     assert tier == [".venv/bin/pip install -q -e '.[test,test-browser]' && .venv/bin/python -m pytest -m browser tests/browser"]
     assert f"`{tier[0]}`" in readme
 
@@ -123,3 +123,10 @@ def test_the_test_command_states_its_measured_time() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     after = readme.split("## Test it", 1)[1]
     assert re.search(r"took \d+(\.\d+)? minutes", after.split("\n\n")[2]), "the paragraph after the command"
+
+
+def test_the_provider_tests_run_again_on_stock_httpx_right_after_the_slow_tier() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = _ci_lines()[3]
+    assert command == "AGENT_CORE_TRANSPORT=httpx .venv/bin/python -m pytest tests/providers"
+    assert f"`{command}`" in readme

@@ -21,30 +21,30 @@ scrubbed from every error text.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Generator, Iterator, Mapping
 from typing import Any, ClassVar
 
 import httpx
 import msgspec
 from agent_core import BaseProvider
-from agent_core.errors import ConfigError, LLMError, MissingAPIKeyError
+from agent_core.errors import LLMError, MissingAPIKeyError
 from agent_core.plugin_kit import FlowStream, drive_async, drive_sync
 
 from ._call import HTTPCall
 from ._config import (
     SECRET_CONFIG_KEYS,
     Credentials,
-    chunk_timeout_of,
+    api_key_of,
+    base_url_of,
     clean_header_value,
     common_schema,
-    deadline_of,
     extra_headers,
-    max_retries_of,
-    max_retry_wait_of,
+    http_call,
     normal_url,
-    rate_limit_retries_of,
+    proxy_of,
+    proxy_secrets,
     seconds,
+    transport_of,
 )
 from ._errors import scrub_error
 from ._exchange import Exchange
@@ -108,35 +108,16 @@ class HTTPProvider(BaseProvider):
     def base_url(self, config: Mapping[str, Any]) -> str:
         """``config["base_url"]``, else ``$<PREFIX>_BASE_URL``, else the public API.
 
-        Raises:
-            ConfigError: the URL has no ``http://`` or ``https://`` in front (``127.0.0.1:8080/v1``
-                would otherwise fail every attempt as a network error, retried).
+        Raises: ConfigError: no ``http://`` or ``https://`` in front (see :func:`._config.base_url_of`).
         """
-        url = config.get("base_url") or os.environ.get(f"{self.env_prefix}_BASE_URL") or self.default_base_url
-        url = str(url).rstrip("/")
-        if not url.lower().startswith(("http://", "https://")):
-            where = "config key 'base_url'" if config.get("base_url") else f"${self.env_prefix}_BASE_URL"
-            # quoted only when it cannot hold a credential (user info, a query or fragment may)
-            plain = not any(c in url for c in "@?#") and len(url) < 200
-            shown = f" (did you mean 'http://{url}'?)" if plain else ""
-            raise ConfigError(f"{where} must start with http:// or https://{shown}", key="base_url",
-                              plugins=[self.name])
-        return url
+        return base_url_of(config, self.env_prefix, self.default_base_url, self.name)
 
     def api_key(self, config: Mapping[str, Any]) -> str | None:
-        """``config["api_key"]``, else ``$<PREFIX>_API_KEY`` (None when neither is set).
+        """``config["api_key"]``, else ``$<PREFIX>_API_KEY``, else None; surrounding whitespace stripped.
 
-        Surrounding whitespace (a key file's trailing newline) is stripped.
-
-        Raises:
-            ConfigError: the key holds a control or non-ASCII character (the
-                key itself is never quoted).
+        Raises: ConfigError: a control or non-ASCII character (see :func:`._config.api_key_of`).
         """
-        if config.get("api_key"):
-            return clean_header_value(config["api_key"], "config key 'api_key'", self.name, "api_key") or None
-        env = f"{self.env_prefix}_API_KEY"
-        value = os.environ.get(env)
-        return (clean_header_value(value, f"${env}", self.name, "api_key") or None) if value else None
+        return api_key_of(config, self.env_prefix, self.name)
 
     def key_missing(self, config: Mapping[str, Any]) -> str | None:
         """The variable a call with ``config`` would lack: its URL is the public API and no key is set.
@@ -169,8 +150,9 @@ class HTTPProvider(BaseProvider):
         key = self.api_key(config)
         headers = self._api_auth_headers(key) if key else {}
         hidden = extra_headers(config, self.name)
-        secrets = tuple(s for s in (key, *hidden.values()) if s)
-        return Credentials({**headers, **hidden}, secrets)
+        proxy = proxy_of(config)
+        secrets = tuple(s for s in (key, *hidden.values(), *proxy_secrets(proxy)) if s)
+        return Credentials({**headers, **hidden}, secrets, proxy)
 
     # -- hooks ---------------------------------------------------------------------
 
@@ -309,10 +291,16 @@ class HTTPProvider(BaseProvider):
         return stream_flow(exchange, lambda: self._api_reader(secrets), self._api_events_from_answer)
 
     def _sync_client(self, config: Mapping[str, Any]) -> httpx.Client:
-        return self._client or sync_client_for(self.base_url(config), self._timeout(config))
+        return self._client or sync_client_for(self.base_url(config), self._timeout(config), **self._route(config))
 
     def _async_client_for(self, config: Mapping[str, Any]) -> httpx.AsyncClient:
-        return self._async_client or async_client_for(self.base_url(config), self._timeout(config))
+        return self._async_client or async_client_for(self.base_url(config), self._timeout(config),
+                                                      **self._route(config))
+
+    def _route(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The pooled client's ``proxy`` (kept with the credentials: it may hold a password) and ``transport``."""
+        credentials = self._credentials or self._make_credentials(config)
+        return {"proxy": credentials.proxy, "transport": transport_of(config)}
 
     def _timeout(self, config: Mapping[str, Any]) -> float:
         return seconds(config, "timeout") or self.default_timeout
@@ -332,15 +320,8 @@ class HTTPProvider(BaseProvider):
         credentials = self._credentials or self._make_credentials(config)
         return self._call(config, request["url"], body, request["headers"], credentials)
 
-    def _call(
-        self,
-        config: Mapping[str, Any],
-        url: str,
-        body: bytes,
-        headers: Mapping[str, str],
-        credentials: Credentials,
-        method: str = "POST",
-    ) -> HTTPCall:
+    def _call(self, config: Mapping[str, Any], url: str, body: bytes, headers: Mapping[str, str],
+              credentials: Credentials, method: str = "POST") -> HTTPCall:
         """The request to send.
 
         Raises:
@@ -354,19 +335,8 @@ class HTTPProvider(BaseProvider):
                 f"{self.name} needs an API key for {self.default_base_url}: set ${self.env_prefix}_API_KEY, "
                 f"or the config key api_key (agent-core: --api-key); a local server takes --base-url instead",
                 key="api_key", plugins=[self.name], env=f"{self.env_prefix}_API_KEY")
-        return HTTPCall(
-            provider=self.name,
-            url=normal_url(url),
-            body=body,
-            headers={**headers, **credentials.headers},
-            max_retries=max_retries_of(config, self.default_max_retries),
-            secrets=credentials.secrets,
-            method=method,
-            max_retry_wait=max_retry_wait_of(config),
-            deadline=deadline_of(config),
-            rate_limit_retries=rate_limit_retries_of(config),
-            chunk_timeout=chunk_timeout_of(config),
-        )
+        return http_call(self.name, config, url, body, headers, credentials, method=method,
+                         default_max_retries=self.default_max_retries)
 
     # -- what a concrete provider supplies ---------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -52,12 +53,16 @@ class HTTPCall:
 _URLS: dict[str, httpx.URL] = {}
 
 
-def build_request(client: httpx.Client | httpx.AsyncClient, call: HTTPCall) -> httpx.Request:
-    """The httpx request for ``call`` (built again for each attempt: a request is sent once)."""
+def build_request(client: httpx.Client | httpx.AsyncClient, call: HTTPCall, trace: Any = None) -> httpx.Request:
+    """The httpx request for ``call`` (built again for each attempt: a request is sent once).
+
+    ``trace``: httpcore's ``trace`` request extension to send it with (a callable; None for none).
+    """
     url = _URLS.get(call.url)
     if url is None:
         url = httpx.URL(call.url)  # httpx.URL is immutable: one parsed value serves every request
         if len(_URLS) >= 256:  # a bound, for a server whose tenants each name their own base URL
             _URLS.clear()
         _URLS[call.url] = url
-    return client.build_request(call.method, url, headers=call.headers, content=call.body)
+    extensions = {"trace": trace} if trace is not None else None
+    return client.build_request(call.method, url, headers=call.headers, content=call.body, extensions=extensions)

@@ -18,33 +18,41 @@ error, and the request would be retried as a network failure).
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from agent_core.errors import ConfigError
 
-from ._call import MAX_RETRY_SLEEP
+from ._call import MAX_RETRY_SLEEP, HTTPCall
 
 __all__ = [
+    "PROXY_SCHEMES",
     "SECRET_CONFIG_KEYS",
     "Credentials",
+    "api_key_of",
+    "base_url_of",
     "clean_header_value",
     "chunk_timeout_of",
     "common_schema",
     "deadline_of",
     "extra_headers",
+    "http_call",
     "max_retries_of",
     "max_retry_wait_of",
     "rate_limit_retries_of",
     "normal_url",
+    "proxy_of",
+    "proxy_secrets",
     "seconds",
+    "transport_of",
 ]
 
 Dict = dict[str, Any]
 
 #: Config keys that hold credentials and so are kept out of ``state["config"]``.
-SECRET_CONFIG_KEYS = frozenset({"api_key", "extra_headers"})
+SECRET_CONFIG_KEYS = frozenset({"api_key", "extra_headers", "proxy"})  # a proxy URL may hold its password
 # "/v1/v1/": a base_url that already ends in the version segment the provider appends.
 _DOUBLED_VERSION = re.compile(r"/(v\d+)/\1(?=/|$)")
 # RFC 9110 token characters: what a header name may hold.
@@ -52,13 +60,14 @@ _TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABC
 
 
 class Credentials:
-    """Auth headers for one request and the strings to scrub from errors; ``repr`` never shows them."""
+    """Auth headers for one request, its proxy, and the strings to scrub from errors; ``repr`` never shows them."""
 
-    __slots__ = ("headers", "secrets")
+    __slots__ = ("headers", "proxy", "secrets")
 
-    def __init__(self, headers: Mapping[str, str], secrets: tuple[str, ...]) -> None:
+    def __init__(self, headers: Mapping[str, str], secrets: tuple[str, ...], proxy: str | None = None) -> None:
         self.headers = dict(headers)
         self.secrets = secrets
+        self.proxy = proxy
 
     def __repr__(self) -> str:
         return f"<credentials: {len(self.headers)} header(s), redacted>"
@@ -109,6 +118,100 @@ def extra_headers(config: Mapping[str, Any], plugin: str) -> dict[str, str]:
             raise _headers_error(plugin, f": the value of header {name!r} must be a string or a number")
         out[name] = clean_header_value(value, f"config key 'extra_headers' ({name!r})", plugin, "extra_headers")
     return out
+
+
+#: the proxy schemes httpx takes
+PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+
+
+def proxy_of(config: Mapping[str, Any]) -> str | None:
+    """``config["proxy"]``: a proxy URL httpx takes, or None when unset (the environment's then apply).
+
+    Raises:
+        ConfigError: not a URL with one of :data:`PROXY_SCHEMES`; the message never quotes
+            the value, which may hold the proxy's password.
+    """
+    value = config.get("proxy")
+    if value is None or value == "":
+        return None
+    scheme = value.split("://", 1)[0].lower() if isinstance(value, str) and "://" in value else ""
+    if scheme not in PROXY_SCHEMES:
+        raise ConfigError(f"config key 'proxy' must be a URL starting with {', '.join(s + '://' for s in PROXY_SCHEMES)} "
+                          "(the value is not shown)", key="proxy")
+    return value
+
+
+def proxy_secrets(proxy: str | None) -> tuple[str, ...]:
+    """What to scrub from errors for ``proxy``: the URL itself and its password, when it has one."""
+    if not proxy:
+        return ()
+    _, _, rest = proxy.partition("://")
+    userinfo, at, _ = rest.partition("@")
+    password = userinfo.partition(":")[2] if at else ""
+    return tuple(s for s in (proxy, userinfo if at else "", password) if s)
+
+
+def transport_of(config: Mapping[str, Any]) -> str | None:
+    """``config["transport"]`` (checked against the transports by :func:`._routing.route_for`), or None when unset.
+
+    Raises:
+        ConfigError: the value is not a string.
+    """
+    value = config.get("transport")
+    if value is None or isinstance(value, str):
+        return value
+    raise ConfigError(f"config key 'transport' must be a string, got {type(value).__name__}", key="transport")
+
+
+def base_url_of(config: Mapping[str, Any], env_prefix: str, default: str, plugin: str) -> str:
+    """``config["base_url"]``, else ``$<env_prefix>_BASE_URL``, else ``default``; without a trailing slash.
+
+    Raises:
+        ConfigError: the URL has no ``http://`` or ``https://`` in front.
+    """
+    url = str(config.get("base_url") or os.environ.get(f"{env_prefix}_BASE_URL") or default).rstrip("/")
+    if not url.lower().startswith(("http://", "https://")):
+        where = "config key 'base_url'" if config.get("base_url") else f"${env_prefix}_BASE_URL"
+        # quoted only when it cannot hold a credential (user info, a query or fragment may)
+        plain = not any(c in url for c in "@?#") and len(url) < 200
+        shown = f" (did you mean 'http://{url}'?)" if plain else ""
+        raise ConfigError(f"{where} must start with http:// or https://{shown}", key="base_url", plugins=[plugin])
+    return url
+
+
+def api_key_of(config: Mapping[str, Any], env_prefix: str, plugin: str) -> str | None:
+    """``config["api_key"]``, else ``$<env_prefix>_API_KEY``, cleaned (None when neither is set).
+
+    Raises:
+        ConfigError: the key holds a control or non-ASCII character (never quoted).
+    """
+    if config.get("api_key"):
+        return clean_header_value(config["api_key"], "config key 'api_key'", plugin, "api_key") or None
+    env = f"{env_prefix}_API_KEY"
+    value = os.environ.get(env)
+    return (clean_header_value(value, f"${env}", plugin, "api_key") or None) if value else None
+
+
+def http_call(provider: str, config: Mapping[str, Any], url: str, body: bytes, headers: Mapping[str, str],
+              credentials: Credentials, *, method: str = "POST", default_max_retries: int = 2) -> HTTPCall:
+    """The request to send: ``headers`` with the credentials', and the retry and time limits ``config`` sets.
+
+    Raises:
+        ConfigError: a limit in ``config`` is not a valid value.
+    """
+    return HTTPCall(
+        provider=provider,
+        url=normal_url(url),
+        body=body,
+        headers={**headers, **credentials.headers},
+        max_retries=max_retries_of(config, default_max_retries),
+        secrets=credentials.secrets,
+        method=method,
+        max_retry_wait=max_retry_wait_of(config),
+        deadline=deadline_of(config),
+        rate_limit_retries=rate_limit_retries_of(config),
+        chunk_timeout=chunk_timeout_of(config),
+    )
 
 
 def _headers_error(plugin: str, what: str) -> ConfigError:
@@ -230,6 +333,19 @@ def common_schema(prefix: str, base_url: str, model: str, timeout: float, max_re
             "type": "number",
             "description": "seconds a streamed answer may stay silent (from its headers, between chunks) "
             "before the attempt fails as a retryable timeout (default: only `timeout` bounds it)",
+        },
+        "proxy": {
+            "type": "string",
+            "secret": True,
+            "description": "proxy URL for the API's requests (http://, https:// or socks5://, may hold user:password); "
+            "default: $HTTPS_PROXY / $HTTP_PROXY / $ALL_PROXY as httpx reads them, $NO_PROXY honoured. "
+            "A proxied call runs on httpx's own transport",
+        },
+        "transport": {
+            "type": "string",
+            "enum": ["agent-core", "httpx"],
+            "description": "the HTTP transport under the pooled clients: agent-core's own HTTP/1.1 (default) or stock "
+            "httpx's, to rule ours out; default $AGENT_CORE_TRANSPORT, else agent-core",
         },
         "extra_headers": {
             "type": "object",

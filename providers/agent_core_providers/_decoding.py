@@ -16,7 +16,7 @@ import msgspec
 from agent_core.errors import LLMError, MalformedResponseError, ProviderUnavailableError
 
 from ._call import HTTPCall
-from ._errors import error_from_response, scrub
+from ._errors import error_from_redirect, error_from_response, scrub
 from ._sse import JSONEventReader, bad_utf8, quote_line
 
 __all__ = ["check_status", "decode_body", "is_json", "looks_like_sse", "raw_body", "salvage", "truncated"]
@@ -25,7 +25,13 @@ _json_decoder = msgspec.json.Decoder()
 
 
 def check_status(call: HTTPCall, response: httpx.Response, body: bytes) -> None:
-    """Raise the typed error of an error status (>= 400), quoting ``body`` scrubbed; else nothing."""
+    """Raise the typed error of a redirect (3xx) or an error status (>= 400), quoting ``body`` scrubbed; else nothing.
+
+    A redirect is never followed (the clients are built not to): it is a
+    :class:`~agent_core.errors.RedirectError` naming the status and the ``Location``.
+    """
+    if 300 <= response.status_code < 400:
+        raise error_from_redirect(call.provider, response.status_code, response.headers, call.secrets, url=call.url)
     if response.status_code >= 400:
         raise error_from_response(
             call.provider, response.status_code, response.headers, body, call.secrets, url=call.url, method=call.method

@@ -40,6 +40,7 @@ from agent_core.errors import (
     ProviderUnavailableError,
     QuotaExceededError,
     RateLimitError,
+    RedirectError,
 )
 
 from ._scrub import bounded, scrub
@@ -51,6 +52,7 @@ __all__ = [
     "TYPE_ERRORS",
     "bounded",
     "error_from_event",
+    "error_from_redirect",
     "error_from_response",
     "error_from_transport",
     "parse_retry_after",
@@ -283,6 +285,29 @@ def error_from_event(provider: str, payload: Any, secrets: Iterable[str | None] 
     cls = _classify(None, err, message)
     status = err.get("code") if isinstance(err.get("code"), int) else None
     return _build(cls, message, provider, status, None, upstream_detail(None, err, message, None, secrets))
+
+
+#: the longest ``Location`` quoted in a :class:`RedirectError` (a URL, not a document)
+LOCATION_LIMIT = 500
+
+
+def error_from_redirect(provider: str, status: int, headers: Mapping[str, str], secrets: Iterable[str | None] = (),
+                        url: str | None = None) -> RedirectError:
+    """The error for a 3xx answer: never followed, since the request carries the key.
+
+    It names the status and the ``Location`` (scrubbed, bounded), and says what to fix:
+    most often an ``http://`` base URL that the API sends to ``https://``.
+    """
+    location = headers.get("location")
+    shown = bounded(location, secrets, LOCATION_LIMIT) if location else None
+    api = f"the API at {where}" if (where := origin_of(url)) else "the API"
+    to = f" to {shown}" if shown else " without a Location"
+    message = (f"{api} answered {status}, a redirect{to}; redirects are not followed (the request carries the "
+               "key), so set base_url to where the API answers")
+    if url and url.startswith("http://") and shown and shown.startswith("https://"):
+        message += " (here: https:// instead of http://)"
+    return RedirectError(message, location=shown, provider=provider, status_code=status,
+                         upstream=upstream_detail(status, {}, message, headers, secrets))
 
 
 def error_from_transport(provider: str, exc: httpx.HTTPError, secrets: Iterable[str | None] = (),

@@ -43,7 +43,8 @@ from ._call import HTTPCall, build_request
 from ._decoding import raw_body
 from ._direct import BODY_TOO_LONG, aread_direct, direct_chunks, read_direct
 from ._inflight import InFlight
-from ._pool import ROUTE, bound
+from ._pool import asend, send
+from .transport.watched import bound
 
 __all__ = ["MAX_ANSWER_BYTES", "Exchange"]
 
@@ -138,31 +139,19 @@ class Exchange:
 
     def _send(self) -> httpx.Response:
         client, record, call = self.client, self.record, self.call
-        route = getattr(client, ROUTE, None)  # a pooled client: straight to its pool (see ._direct)
-        direct = route and route.request(call.method, call.url, call.headers, call.body)
+        request = build_request(client, call, record.trace)
+        self.extensions = request.extensions
         with bound(record):  # the watched connection reports to the record from the first write
-            if direct:
-                self.extensions = direct.extensions
-                response = route.send(direct)
-            else:
-                request = build_request(client, call)
-                self.extensions = request.extensions
-                response = client.send(request, stream=True)  # type: ignore[arg-type]
+            response = send(client, request)  # type: ignore[arg-type]
         self.response = record.response = response
         return response
 
     async def _asend(self) -> httpx.Response:
         client, record, call = self.client, self.record, self.call
-        route = getattr(client, ROUTE, None)
-        direct = route and route.request(call.method, call.url, call.headers, call.body)
+        request = build_request(client, call, record.atrace)
+        self.extensions = request.extensions
         with bound(record):
-            if direct:
-                self.extensions = direct.extensions
-                response = await route.asend(direct)
-            else:
-                request = build_request(client, call)
-                self.extensions = request.extensions
-                response = await client.send(request, stream=True)  # type: ignore[misc]
+            response = await asend(client, request)  # type: ignore[arg-type]
         self.response = record.response = response
         return response
 
@@ -200,13 +189,13 @@ class Exchange:
         response = self._current()
         if not raw_body(response):
             return response.iter_bytes()
-        return direct_chunks(response) or response.iter_raw()
+        return direct_chunks(response, False) or response.iter_raw()
 
     def _achunks(self) -> AsyncIterator[bytes]:
         response = self._current()
         if not raw_body(response):
             return response.aiter_bytes()
-        return direct_chunks(response) or response.aiter_raw()
+        return direct_chunks(response, True) or response.aiter_raw()
 
     def _release(self) -> None:
         response = self._detach()

@@ -12,6 +12,15 @@ and the async (selector) case; the attempt then raises
 timer that does the same and raises :class:`~agent_core.errors.LLMTimeoutError`
 instead.
 
+Stock httpx's connections (``transport: httpx``, a proxy) are not watched
+streams: there the record follows the request through httpcore's public
+``trace`` request extension (:meth:`InFlight.trace`), which reports each new
+connection's stream when it opens, a failed write of the request, and the
+response head's arrival. A cancel then shuts a new connection's socket before
+the headers too, and one that comes before a reused connection writes the
+request stops it there; the resend rule sees failed writes as on our own
+transport.
+
 A record is used by one call at a time, sync or async: the exchange binds it
 to the running event loop when it starts in async mode (:meth:`InFlight.bind_loop`),
 so timers and wake-ups go through that loop instead of threads.
@@ -39,14 +48,23 @@ __all__ = ["InFlight", "InFlightTable"]
 #: guards the making of a record's wake event against a cancel from another thread
 _EVENTS = threading.Lock()
 
+#: httpcore's trace events (``<layer>.<step>.<outcome>``) that hand over a connection's new stream
+_OPENED = ("connect_tcp.complete", "connect_unix_socket.complete", "start_tls.complete")
+#: ... and those that say a write of the request failed
+_WRITE_FAILED = ("send_request_headers.failed", "send_request_body.failed")
+
 
 class InFlight:
     """One running call: its current connection and response, and whether it was stopped.
 
     ``cancelled`` (by the caller) and ``expired`` (``deadline_s`` passed) both
     stop the call; :meth:`raise_if_cancelled` raises the matching error.
-    ``stream``, ``reused`` and ``received`` describe the current attempt's
-    connection (set by the watched streams of :mod:`._pool`).
+    ``stream``, ``unsent`` and ``received`` describe the current attempt's
+    connection (set by the watched streams of :mod:`._pool`, or by
+    :meth:`trace`): ``unsent`` when a write of its request failed, which
+    proves the upstream never read the whole request (see :mod:`._retry`).
+    ``reads`` is the watched stream itself, whose reads a drain may cap
+    (None on stock httpx's connections).
     """
 
     __slots__ = (
@@ -55,7 +73,8 @@ class InFlight:
         "expired",
         "response",
         "stream",
-        "reused",
+        "reads",
+        "unsent",
         "received",
         "_wake",
         "_loop",
@@ -72,7 +91,8 @@ class InFlight:
         self.expired = False
         self.response: httpx.Response | None = None
         self.stream: Any = None
-        self.reused = False
+        self.reads: Any = None
+        self.unsent = False
         self.received = False
         # what a wait before a retry blocks on, made by the first such wait (most calls never wait):
         # a cancel sets the flags first and then wakes what exists, a wait makes its event and then
@@ -129,23 +149,47 @@ class InFlight:
             _abort(response, self._loop)
 
     def begin_attempt(self) -> None:
-        self.stream = None
-        self.reused = False
+        self.stream = self.reads = None
+        self.unsent = False
         self.received = False
 
     def watch(self, stream: Any) -> None:
         """Called by a watched stream on the first write of this attempt's request."""
-        self.stream = stream
-        self.reused = stream.requests > 0
-        stream.requests += 1
+        self.stream = self.reads = stream
         self.received = False
         if self.cancelled or self.expired:  # checked after publishing the stream: a cancel sees one or the other
-            # The connection (httpcore's, and ._lean_conn's alike) swallows a failed request
+            # The connection (httpcore's, and .transport.lean_conn's alike) swallows a failed request
             # write and goes on to read the answer (a server may answer early): shut the
             # socket so that read fails at once instead of waiting out the read timeout for
             # an answer to nothing.
             _shutdown(stream.get_extra_info("socket"))
             raise httpcore.WriteError("request cancelled before it was sent")
+
+    def trace(self, name: str, info: dict[str, Any]) -> None:
+        """httpcore's ``trace`` request extension, for stock httpx's connections (see the module's docstring).
+
+        Raises:
+            httpcore.LocalProtocolError: the call was cancelled (or ran out of time) before its request was written.
+        """
+        if name.endswith(_OPENED):
+            stream = info.get("return_value")
+            if stream is not None:
+                self.stream = stream
+                if self.cancelled or self.expired:
+                    _shutdown(stream.get_extra_info("socket"))
+        elif name.endswith("send_request_headers.started"):
+            if self.cancelled or self.expired:
+                # not a WriteError: httpcore swallows that one to read an early answer, and there is none
+                raise httpcore.LocalProtocolError("request cancelled before it was sent")
+        elif name.endswith(_WRITE_FAILED):
+            if isinstance(info.get("exception"), httpcore.WriteError):
+                self.unsent = True
+        elif name.endswith("receive_response_headers.complete"):
+            self.received = True
+
+    async def atrace(self, name: str, info: dict[str, Any]) -> None:
+        """The async form of :meth:`trace` (httpcore awaits an async client's trace)."""
+        self.trace(name, info)
 
     def cancel(self) -> None:
         self.cancelled = True

@@ -7,22 +7,14 @@ Provider instances live for one request, so connections are pooled here, per
 and async ones per event loop (an ``AsyncClient``'s connections belong to the
 loop that opened them).
 
-Watched streams: the pooled clients' transports open their connections
-through :class:`_WatchingBackend`, which wraps each network stream. While an
-exchange (:mod:`._exchange`) sends a request it sets :data:`_current` to the
-call's in-flight record (:func:`bound`); the first write of the request on a
-stream hands the stream to that record (``record.watch(stream)``). From then
-on a cancel (or the ``deadline_s`` timer) can shut the socket down even
-before the response headers arrived, which is where a slow model keeps a
-client waiting longest, and the record knows whether the connection was
-*reused* from the pool and whether *any byte* of the answer came back: a
-reused connection that fails before its first byte is a stale keep-alive
-connection the server had already closed, and is retried at once.
+Transport: a pooled client is ``httpx.Client(transport=LeanTransport())`` (or
+the async twin), agent-core's own HTTP/1.1 (:mod:`.transport`), unless the
+config or environment picks stock httpx or a proxy applies (:mod:`._routing`).
 
-The hook is httpcore's public ``network_backend`` seam, set on the pool of
-an ``httpx.HTTPTransport``. Clients injected by the user
-(``Provider.using(client=...)``) are not wrapped: a cancel still closes
-their response once its headers are in.
+Watched streams (:mod:`.transport.watched`): a pooled client's connections report to
+the in-flight record of the request they carry, so a cancel can shut the
+socket before the answer's headers, and the resend rule knows whether a
+write of the request failed.
 
 Event loops: an ``asyncio.run`` per request must not leave one client and
 its sockets behind per loop. With each loop's clients an async generator is
@@ -33,11 +25,11 @@ are closed inside their own loop, before it closes.
 Pool size: httpx keeps at most 20 idle connections by default, so 50 threads
 sharing a client opened a new connection for most requests. The pooled
 clients keep up to :data:`KEEPALIVE_CONNECTIONS` and put no cap on open ones
-(the caller's concurrency is the cap). The async clients' transports hold a
-:class:`._flat_pool.FlatAsyncPool` instead of httpcore's pool, whose cost per
-request grows with the connections it holds.
+(the caller's concurrency is the cap). Agent-core's transport holds a flat pool
+(:mod:`.transport.flat_pool`) instead of httpcore's, whose cost per request
+grows with the connections it holds.
 
-Cookies: the pooled clients keep none (:class:`_NoCookies`). They are shared by
+Cookies: the pooled clients keep none (:mod:`._cookies`). They are shared by
 every caller of a base URL, every tenant of a server, and a kept cookie would
 be sent on the next caller's request.
 """
@@ -46,225 +38,43 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import http.cookiejar
+import logging
 import math
-import socket
-import ssl
 import threading
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any, Protocol, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
 
-import httpcore
 import httpx
 
-from ._aio_stream import AsyncioBackend
-from ._direct import Route
-from ._flat_pool import FlatAsyncPool, FlatPool
+from ._cookies import NoCookies
+from ._routing import OURS, Choice, route_for
+from .transport import AsyncLeanTransport, LeanTransport
 
 __all__ = [
     "KEEPALIVE_CONNECTIONS",
-    "ROUTE",
     "aclose_clients",
     "async_client_for",
-    "bound",
     "client_timeout",
     "close_clients",
+    "asend",
+    "send",
     "sync_client_for",
+    "transport_of",
 ]
-
-#: The attribute of a pooled client that holds its :class:`._direct.Route` to its pool.
-ROUTE = "_agent_core_route"
 
 #: Idle connections each pooled client keeps open for reuse (httpx's default is 20).
 KEEPALIVE_CONNECTIONS = 128
 _LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS)
 
 
-class Watcher(Protocol):
-    """What a watched stream reports to (the in-flight record, :mod:`._inflight`)."""
-
-    stream: Any
-    received: bool
-
-    def watch(self, stream: Any) -> None: ...
-
-
-#: The in-flight record of the request being sent in this thread / task, if any.
-_current: ContextVar[Watcher | None] = ContextVar("agent_core_providers_inflight", default=None)
-
-
-@contextmanager
-def bound(record: Watcher) -> Iterator[None]:
-    """Hand streams written to inside this block to ``record`` (around the send only)."""
-    token = _current.set(record)
-    try:
-        yield
-    finally:
-        _current.reset(token)
-
-
-# -- watched network streams ---------------------------------------------------------------
-
-
-class _WatchedStream(httpcore.NetworkStream):
-    """A sync network stream that reports to the in-flight record of the request using it."""
-
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
-        self._inner = inner
-        self._sock = _readable_socket(inner)
-        self._record: Watcher | None = None
-        self.requests = 0  # requests started on this connection (> 0 before a write: reused)
-        self.read_cap: float | None = None  # shorter read timeout while draining a finished body
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        record = _current.get()
-        if record is not None and record.stream is not self:
-            record.watch(self)  # raises httpcore.WriteError when the call is already cancelled
-        self._record = record
-        self.read_cap = None
-        self._inner.write(buffer, timeout)
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        cap = self.read_cap
-        if cap is not None:
-            timeout = cap if timeout is None else min(timeout, cap)
-        sock = self._sock
-        if sock is None:
-            data = self._inner.read(max_bytes, timeout)
-        else:  # httpcore's read, without its exception-map context manager (one per chunk of a stream)
-            try:
-                sock.settimeout(timeout)
-                data = sock.recv(max_bytes)
-            except TimeoutError as exc:
-                raise httpcore.ReadTimeout(str(exc) or "timed out") from exc
-            except OSError as exc:
-                raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
-        record = self._record
-        if data and record is not None:
-            record.received = True
-        return data
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
-        return _WatchedStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-def _readable_socket(stream: httpcore.NetworkStream) -> socket.socket | None:
-    """The socket a read of ``stream`` may ``recv`` from directly, or None to read through ``stream``.
-
-    A plain TCP stream's socket, or a TLS stream's own ``SSLSocket``; not the
-    outer socket of TLS inside TLS (a proxy tunnel), whose bytes are still encrypted.
-    """
-    sock = stream.get_extra_info("socket")
-    if not isinstance(sock, socket.socket):
-        return None
-    if stream.get_extra_info("ssl_object") is not None and not isinstance(sock, ssl.SSLSocket):
-        return None
-    return sock
-
-
-class _WatchedAsyncStream(httpcore.AsyncNetworkStream):
-    """Async twin of :class:`_WatchedStream`."""
-
-    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
-        self._inner = inner
-        self._record: Watcher | None = None
-        self.requests = 0
-        self.read_cap: float | None = None
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        record = _current.get()
-        if record is not None and record.stream is not self:
-            record.watch(self)
-        self._record = record
-        self.read_cap = None
-        await self._inner.write(buffer, timeout)
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> Awaitable[bytes]:
-        """The inner stream's read, capped; once the call has its first byte, that read's own awaitable.
-
-        Not a coroutine function: a paced stream reads once a chunk, and a coroutine of its own
-        here was one more frame to make and resume each time, for a mark already made.
-        """
-        cap = self.read_cap
-        if cap is not None:
-            timeout = cap if timeout is None else min(timeout, cap)
-        record = self._record
-        if record is None or record.received:
-            return self._inner.read(max_bytes, timeout)
-        return self._first_read(record, max_bytes, timeout)
-
-    async def _first_read(self, record: Watcher, max_bytes: int, timeout: float | None) -> bytes:
-        data = await self._inner.read(max_bytes, timeout)
-        if data:
-            record.received = True
-        return data
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(
-        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
-    ) -> Any:
-        return _WatchedAsyncStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _WatchingBackend(httpcore.NetworkBackend):
-    """The pool's network backend, its new connections wrapped (arguments passed on as httpcore gives them)."""
-
-    def __init__(self, inner: httpcore.NetworkBackend) -> None:
-        self._inner = inner
-
-    def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
-        return _WatchedStream(self._inner.connect_tcp(*args, **kwargs))
-
-    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
-        return _WatchedStream(self._inner.connect_unix_socket(*args, **kwargs))
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-class _AsyncWatchingBackend(httpcore.AsyncNetworkBackend):
-    """Async twin of :class:`_WatchingBackend`."""
-
-    def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
-        self._inner = inner
-
-    async def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
-        return _WatchedAsyncStream(await self._inner.connect_tcp(*args, **kwargs))
-
-    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
-        return _WatchedAsyncStream(await self._inner.connect_unix_socket(*args, **kwargs))
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-def _watch(transport: Any, wrap: type) -> Any:
-    """Route ``transport``'s new connections through a watching backend (when its pool has the seam)."""
-    pool = getattr(transport, "_pool", None)
-    backend = getattr(pool, "_network_backend", None)
-    if backend is not None:
-        pool._network_backend = wrap(backend)
-    return transport
-
-
 # -- the pooled clients ---------------------------------------------------------------------
 
 _pool_lock = threading.Lock()
-_sync_clients: dict[tuple[str, float], httpx.Client] = {}
+#: a pooled client's key: base URL, timeout, and its route (:mod:`._routing`)
+_Key = tuple[str, float, Choice]
+
+_sync_clients: dict[_Key, httpx.Client] = {}
 
 
 class _LoopPool:
@@ -273,7 +83,7 @@ class _LoopPool:
     __slots__ = ("clients", "closer", "__weakref__")
 
     def __init__(self) -> None:
-        self.clients: dict[tuple[str, float], httpx.AsyncClient] = {}
+        self.clients: dict[_Key, httpx.AsyncClient] = {}
         self.closer: Any = None
 
 
@@ -281,49 +91,60 @@ _C = TypeVar("_C", httpx.Client, httpx.AsyncClient)
 
 _async_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPool] = weakref.WeakKeyDictionary()
 
+#: each pooled client on agent-core's transport, and that transport (httpx keeps it in a private attribute)
+_transports: weakref.WeakKeyDictionary[Any, LeanTransport | AsyncLeanTransport] = weakref.WeakKeyDictionary()
 
-class _NoCookies(http.cookiejar.CookieJar):
-    """A cookie jar that keeps nothing.
 
-    A pooled client serves every caller of its base URL: in ``agent-core serve``,
-    every tenant. httpx keeps each ``Set-Cookie`` it is answered with and sends it
-    on the client's later requests, so a session cookie an upstream (or a
-    gateway before it) gave one tenant's key would ride on the next tenant's
-    request. LLM APIs authenticate each request by its key; nothing is lost.
+def transport_of(client: httpx.Client | httpx.AsyncClient) -> LeanTransport | AsyncLeanTransport | None:
+    """The transport a pooled client was built with, when it is agent-core's (for tests and benchmarks)."""
+    return _transports.get(client)
+
+
+#: httpx's own logger: a request handed straight to the transport writes httpx's line there
+_httpx_log = logging.getLogger("httpx")
+
+
+def send(client: httpx.Client, request: httpx.Request) -> httpx.Response:
+    """``client.send(request, stream=True)``; a pooled client on agent-core's transport hands it straight over.
+
+    ``Client.send`` wraps the transport in auth, redirect, cookie and event-hook
+    layers that do nothing for the pooled clients (no auth, redirects off, no
+    cookies, no hooks), and cost about a quarter of a non-streamed request's
+    CPU on the client's side: the request goes to the transport's public
+    ``handle_request`` as ``Client.send`` hands it over (``build_request`` made
+    it, with the client's headers and timeouts), and the response gets what
+    ``Client.send`` gives it: its request, and httpx's ``HTTP Request:`` log line.
     """
-
-    def extract_cookies(self, response: Any, request: Any) -> None:
-        return None
-
-    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
-        return None
-
-
-class _NoCookieBox(httpx.Cookies):
-    """The pooled clients' cookies: :class:`_NoCookies`, and no work per response.
-
-    httpx hands every response to its cookies, which wrap request and response in
-    ``urllib`` stand-ins before the jar is asked (about 1 % of a server request's CPU);
-    a jar that keeps nothing needs none of it.
-    """
-
-    def extract_cookies(self, response: httpx.Response) -> None:
-        return None
+    transport = _transports.get(client)
+    if transport is None:
+        return client.send(request, stream=True)
+    try:
+        response = transport.handle_request(request)  # type: ignore[union-attr]
+    except httpx.RequestError as exc:
+        exc.request = request  # as httpx's request context does
+        raise
+    return _answered(request, response)
 
 
-def _without_cookies(client: _C) -> _C:
-    """``client``, its cookies replaced by a :class:`_NoCookieBox` (its jar is already a :class:`_NoCookies`)."""
-    if isinstance(getattr(client, "_cookies", None), httpx.Cookies):  # httpx's own attribute; else the jar suffices
-        client._cookies = _NoCookieBox(_NoCookies())
-    return client
+async def asend(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """The async twin of :func:`send`."""
+    transport = _transports.get(client)
+    if transport is None:
+        return await client.send(request, stream=True)
+    try:
+        response = await transport.handle_async_request(request)  # type: ignore[union-attr]
+    except httpx.RequestError as exc:
+        exc.request = request
+        raise
+    return _answered(request, response)
 
 
-def _routed(client: _C) -> _C:
-    """``client`` with a :class:`._direct.Route` to its pool, when the pool is a flat one of lean connections."""
-    pool = getattr(client._transport, "_pool", None)
-    if isinstance(pool, (FlatPool, FlatAsyncPool)) and pool.lean:
-        setattr(client, ROUTE, Route(client, pool))
-    return client
+def _answered(request: httpx.Request, response: httpx.Response) -> httpx.Response:
+    response.request = request
+    if _httpx_log.isEnabledFor(logging.INFO):
+        _httpx_log.info('HTTP Request: %s %s "%s %d %s"', request.method, request.url, response.http_version,
+                        response.status_code, response.reason_phrase)
+    return response
 
 
 def client_timeout(seconds: float) -> httpx.Timeout:
@@ -334,15 +155,28 @@ def client_timeout(seconds: float) -> httpx.Timeout:
     return httpx.Timeout(seconds, connect=min(seconds, 15.0))
 
 
-def sync_client_for(base_url: str, timeout: float) -> httpx.Client:
-    """The pooled sync client for ``(base_url, timeout)``, created on first use."""
-    key = (base_url, float(timeout))
+def sync_client_for(base_url: str, timeout: float, *, proxy: str | None = None,
+                    transport: str | None = None) -> httpx.Client:
+    """The pooled sync client for ``(base_url, timeout)`` and its route, created on first use.
+
+    ``proxy`` and ``transport`` are the config's keys (see :mod:`._routing`).
+
+    Raises:
+        ConfigError: ``transport`` names no transport.
+    """
+    route = route_for(base_url, proxy, transport)
+    key = (base_url, float(timeout), route)
     with _pool_lock:
         client = _sync_clients.get(key)
         if client is None or client.is_closed:
-            transport = _watch(_flat_sync(httpx.HTTPTransport(limits=_LIMITS)), _WatchingBackend)
-            client = _routed(_without_cookies(httpx.Client(timeout=client_timeout(timeout), limits=_LIMITS,
-                                                           transport=transport, cookies=_NoCookies())))
+            if route[0] == OURS:
+                ours = LeanTransport(max_keepalive=KEEPALIVE_CONNECTIONS)
+                client = httpx.Client(timeout=client_timeout(timeout), transport=ours, cookies=NoCookies(),
+                                      follow_redirects=False)
+                _transports[client] = ours
+            else:
+                client = httpx.Client(timeout=client_timeout(timeout), limits=_LIMITS, cookies=NoCookies(),
+                                      proxy=route[1], trust_env=True, follow_redirects=False)
             _sync_clients[key] = client
         return client
 
@@ -370,31 +204,16 @@ def _start_closer(pool: _LoopPool) -> None:
     pool.closer = closer
 
 
-def _flat_sync(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
-    """``transport`` with :class:`._flat_pool.FlatPool` in place of httpcore's pool (see :func:`_flat`)."""
-    pool = getattr(transport, "_pool", None)
-    if type(pool) is httpcore.ConnectionPool:
-        transport._pool = FlatPool.replacing(pool, KEEPALIVE_CONNECTIONS)  # type: ignore[assignment]
-    return transport
+def async_client_for(base_url: str, timeout: float, *, proxy: str | None = None,
+                     transport: str | None = None) -> httpx.AsyncClient:
+    """The pooled async client for ``(base_url, timeout)`` and its route, in the running event loop.
 
-
-def _flat(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
-    """``transport`` with :class:`._flat_pool.FlatAsyncPool` in place of httpcore's pool (O(1) per request).
-
-    Its connections are :mod:`._aio_stream`'s, on the loop's own transports (no epoll
-    registration added and removed per read, no cancel scope per read).
+    Raises:
+        ConfigError: ``transport`` names no transport.
     """
-    pool = getattr(transport, "_pool", None)
-    if type(pool) is httpcore.AsyncConnectionPool:  # a proxy pool (a subclass) keeps its own
-        transport._pool = FlatAsyncPool.replacing(pool, KEEPALIVE_CONNECTIONS,  # type: ignore[assignment]
-                                                  network_backend=AsyncioBackend())
-    return transport
-
-
-def async_client_for(base_url: str, timeout: float) -> httpx.AsyncClient:
-    """The pooled async client for ``(base_url, timeout)`` in the running event loop."""
     loop = asyncio.get_running_loop()
-    key = (base_url, float(timeout))
+    route = route_for(base_url, proxy, transport)
+    key = (base_url, float(timeout), route)
     with _pool_lock:
         pool = _async_pools.get(loop)
         if pool is None:
@@ -402,9 +221,14 @@ def async_client_for(base_url: str, timeout: float) -> httpx.AsyncClient:
             _start_closer(pool)
         client = pool.clients.get(key)
         if client is None or client.is_closed:
-            transport = _watch(_flat(httpx.AsyncHTTPTransport(limits=_LIMITS)), _AsyncWatchingBackend)
-            client = _routed(_without_cookies(httpx.AsyncClient(timeout=client_timeout(timeout), limits=_LIMITS,
-                                                                transport=transport, cookies=_NoCookies())))
+            if route[0] == OURS:
+                ours_async = AsyncLeanTransport(max_keepalive=KEEPALIVE_CONNECTIONS)
+                client = httpx.AsyncClient(timeout=client_timeout(timeout), transport=ours_async,
+                                           cookies=NoCookies(), follow_redirects=False)
+                _transports[client] = ours_async
+            else:
+                client = httpx.AsyncClient(timeout=client_timeout(timeout), limits=_LIMITS, cookies=NoCookies(),
+                                           proxy=route[1], trust_env=True, follow_redirects=False)
             pool.clients[key] = client
         return client
 

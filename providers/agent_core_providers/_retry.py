@@ -24,9 +24,15 @@ to 0, so one throttled request does not become their retries times ours.
 A spent quota (:class:`~agent_core.errors.QuotaExceededError`) is never
 retried: it is not ``retryable``.
 
-A pooled keep-alive connection that the server had already closed (it fails
-before the first byte of the answer) is not a retry: the request goes again
-at once on a fresh connection, a bounded number of times.
+A request is sent again without counting as a retry only when the failure
+proves the upstream never read it: a write of the request failed (the
+connection was reset or closed under it) and no byte of an answer came. A
+pooled connection the upstream had closed while it sat idle is seen closed
+before anything is written to it and is not used at all. Any other failure
+(the request was written, then the connection dropped before the answer) may
+have reached a server that read the request and is generating, and is billing,
+its answer: it is a retry under ``max_retries`` like any other, so
+``max_retries: 0`` means exactly one request reaches the upstream.
 
 :func:`retried` is that rule as a generator of effects, run by a driver of
 :mod:`agent_core.plugin_kit` (see :mod:`._exchange`); each kind of call
@@ -54,8 +60,8 @@ __all__ = ["Attempt", "Retries", "retried", "retry_delay"]
 
 log = logging.getLogger("agent_core_providers")
 
-#: Stale pooled connections replaced per call without counting as a retry.
-_MAX_STALE = 4
+#: Requests sent again per call without counting as a retry, because their write failed.
+_MAX_UNSENT = 4
 _BACKOFF_BASE = 0.5
 
 
@@ -96,11 +102,11 @@ class Retries:
     (:meth:`delay`).
     """
 
-    __slots__ = ("call", "record", "attempt", "stale", "rate_limited")
+    __slots__ = ("call", "record", "attempt", "unsent", "rate_limited")
 
     def __init__(self, call: HTTPCall, record: InFlight) -> None:
         self.call, self.record = call, record
-        self.attempt = self.stale = self.rate_limited = 0
+        self.attempt = self.unsent = self.rate_limited = 0
 
     def begin(self) -> None:
         """Raise when the call was cancelled or ran out of time; else start a fresh attempt."""
@@ -108,10 +114,11 @@ class Retries:
         self.record.begin_attempt()
 
     def resend(self, exc: Exception) -> bool:
-        """True when ``exc`` only means a stale pooled connection: send again at once."""
-        if isinstance(exc, httpx.HTTPError) and _stale(exc, self.record) and self.stale < _MAX_STALE:
-            self.stale += 1
-            log.debug("%s: pooled connection was closed by the server; sending again", self.call.provider)
+        """True when ``exc`` proves the upstream never read the request: send again at once."""
+        if isinstance(exc, httpx.HTTPError) and _never_read(exc, self.record) and self.unsent < _MAX_UNSENT:
+            self.unsent += 1
+            log.debug("%s: the request could not be written whole (the connection was closed under it); "
+                      "sending again", self.call.provider)
             return True
         return False
 
@@ -184,7 +191,7 @@ def retried(exchange: Exchange, new_attempt: Callable[[], Attempt]) -> Generator
     caller. When an attempt fails with a typed error or a transport failure,
     its response is let go and then, in this order: a cancel or a passed
     deadline raises; a stream whose events already complete the answer ends
-    with them; a stale pooled connection is sent again at once; else the
+    with them; a request the upstream never read (its write failed) is sent again at once; else the
     typed, scrubbed error is raised when output was already seen of an
     attempt that is not repeatable, or when the rule gives up; or it is
     waited out before the next attempt, and a :class:`~agent_core.StreamRetry`
@@ -229,12 +236,12 @@ def retried(exchange: Exchange, new_attempt: Callable[[], Attempt]) -> Generator
             record.raise_if_cancelled()
 
 
-def _stale(exc: httpx.HTTPError, record: InFlight) -> bool:
-    """A reused pooled connection failed before any byte of the answer: the server had closed it."""
+def _never_read(exc: httpx.HTTPError, record: InFlight) -> bool:
+    """A write of the request failed and no byte of an answer came: the upstream cannot have read it."""
     return (
         isinstance(exc, httpx.TransportError)
         and not isinstance(exc, httpx.TimeoutException)
-        and record.reused
+        and record.unsent
         and not record.received
     )
 

@@ -116,7 +116,7 @@ class StreamAttempt(Attempt):
         exchange, call = self.exchange, self.exchange.call
         response = yield exchange.send()
         self.record.raise_if_cancelled()
-        if response.status_code >= 400:
+        if response.status_code >= 300:  # a redirect or an error: the whole (bounded) body, then its typed error
             check_status(call, response, (yield exchange.read_all()))
         if self.from_answer is not None and is_json(response):
             body = yield exchange.read_all()
@@ -222,7 +222,7 @@ def _start_drain(record: InFlight) -> float:
     injected client a timer shuts the response's socket down if the drain
     outlasts the grace (the failed read then ends the complete answer).
     """
-    stream = record.stream
+    stream = record.reads
     if stream is not None:
         stream.read_cap = DRAIN_GRACE
     else:

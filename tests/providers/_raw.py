@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -46,9 +47,10 @@ DROP_UNREAD = object()  #: reset the connection once the request head is in, its
 class RawServer:
     """Answers each request with the next scripted reply: a sequence of bytes, :class:`Hold` and :data:`CLOSE`."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._tls = tls  # a server context: every connection is TLS
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self._listener.getsockname()[1]}"
         self.accepted = 0
         self.requests: list[tuple[int, bytes]] = []  # (connection number from 1, request line)
         self.wire: list[bytes] = []  # each request exactly as it arrived: head and body
@@ -91,6 +93,13 @@ class RawServer:
 
     def _serve(self, sock: socket.socket, number: int) -> None:
         buf = b""
+        if self._tls is not None:
+            try:
+                sock = self._tls.wrap_socket(sock, server_side=True)
+            except OSError:
+                return
+            with self._lock:
+                self._socks.append(sock)  # the plain socket object is detached now: stop() shuts this one
         with contextlib.suppress(OSError), sock:
             while True:
                 while b"\r\n\r\n" not in buf:

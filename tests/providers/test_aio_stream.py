@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -15,8 +14,8 @@ from typing import Any
 
 import httpcore
 import pytest
-from agent_core_providers import _aio_stream
-from agent_core_providers._aio_stream import AsyncioBackend
+from agent_core_providers.transport import aio_stream as _aio_stream
+from agent_core_providers.transport.aio_stream import AsyncioBackend
 from agent_core_providers._pool import (
     aclose_clients,
     async_client_for,
@@ -227,19 +226,6 @@ def test_an_idle_connection_reports_the_servers_close() -> None:
         server.close()
 
     asyncio.run(main())
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    where = tmp_path_factory.mktemp("tls")
-    cert, key = where / "cert.pem", where / "key.pem"
-    try:
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
-                        "-out", str(cert)], check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip("no openssl to make a test certificate")
-    return cert, key
 
 
 def test_https_through_the_pooled_client(certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:

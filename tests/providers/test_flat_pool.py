@@ -1,4 +1,4 @@
-"""The async pooled clients' connection pool (``_flat_pool``): reuse, caps, dead sockets, constant work per request.
+"""The async pooled clients' connection pool (``transport.flat_pool``): reuse, caps, dead sockets, constant work per request.
 
 A real HTTP/1.1 server on 127.0.0.1 runs in the test's own event loop and counts
 the connections it accepts; the clients are the providers' pooled ones.
@@ -11,8 +11,11 @@ import contextlib
 
 import httpcore
 import pytest
-from agent_core_providers._flat_pool import FlatAsyncPool
-from agent_core_providers._pool import aclose_clients, async_client_for
+from agent_core_providers._pool import aclose_clients, async_client_for, transport_of
+from agent_core_providers.transport.flat_pool import SETTLE, FlatAsyncPool
+
+#: this module tests agent-core's own transport (tests/providers/conftest.py)
+OUR_TRANSPORT_ONLY = True
 
 BODY = b"data: one\n\ndata: two\n\n"
 
@@ -67,7 +70,7 @@ async def _get(url: str) -> bytes:
 
 
 def _pool(url: str) -> FlatAsyncPool:
-    pool = async_client_for(url, 10.0)._transport._pool  # type: ignore[attr-defined]
+    pool = transport_of(async_client_for(url, 10.0)).pool  # type: ignore[union-attr]
     assert isinstance(pool, FlatAsyncPool)
     return pool
 
@@ -117,6 +120,17 @@ def test_connections_the_server_closed_are_not_used_again() -> None:
         await asyncio.sleep(0.05)
         assert await _get(url) == b"data" + BODY  # no error: the dead ones are noticed before a write
         assert server.accepted == 4  # all three dead ones skipped, one fresh connection, no failed request
+
+    _run(body)
+
+
+def test_a_connection_still_open_well_after_its_answer_marks_its_origin_as_keeping_them() -> None:
+    async def body(server: CountingServer, url: str) -> None:
+        assert await _get(url) == b"data" + BODY
+        await asyncio.sleep(SETTLE * 2)  # open well past the time a close after the answer takes
+        assert await _get(url) == b"data" + BODY
+        assert set(_pool(url)._habits.values()) == {"keeps"}  # learned without waiting: later reuses never wait
+        assert server.accepted == 1
 
     _run(body)
 

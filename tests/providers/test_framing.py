@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import itertools
 import string
+from typing import Any
 
 import h11
 import httpcore
 import pytest
-from agent_core_providers import _framing
-from agent_core_providers._framing import (
+from agent_core_providers.transport import framing as _framing
+from agent_core_providers.transport.framing import (
     MAX_LINE,
     MAX_TRAILERS,
     Chunked,
@@ -412,3 +413,24 @@ def test_junk_gives_pieces_or_a_protocol_error_and_bounded_memory(reads: list[by
     if not decoder.done:
         with pytest.raises(httpcore.RemoteProtocolError):
             decoder.eof()
+
+
+def _verdict(run: Any) -> str:
+    """What a decoder made of a body: its bytes, or 'refused' when it raised a protocol error."""
+    try:
+        pieces = run()
+    except (h11.RemoteProtocolError, httpcore.RemoteProtocolError):
+        return "refused"
+    return b"".join(pieces[0]).decode()
+
+
+@pytest.mark.parametrize("digits", [1, 16, 17, 20, 21, 30])
+@pytest.mark.parametrize("size", [b"5", b"0"], ids=["data", "last"])
+def test_a_size_line_of_many_digits_is_taken_or_refused_as_h11_does(digits: int, size: bytes) -> None:
+    # h11 takes up to 20 hex digits (leading zeros included) before it calls a size line bad.
+    line = size.rjust(digits, b"0")
+    body = line + b"\r\nhello\r\n0\r\n\r\n" if size != b"0" else line + b"\r\n\r\n"
+    reads = [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body]
+    want = _verdict(lambda: _h11_body(reads, False))
+    assert want == ("refused" if digits > 20 else "hello" if size != b"0" else "")
+    assert _verdict(lambda: _ours(reads, False)) == want

@@ -13,8 +13,8 @@ from __future__ import annotations
 import h11
 import httpcore
 import pytest
-from agent_core_providers._head import HeadReader, RequestWriter
-from agent_core_providers._lean_conn import Cycle
+from agent_core_providers.transport.head import HeadReader, RequestWriter
+from agent_core_providers.transport.lean_conn import Cycle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -122,10 +122,15 @@ SCENARIOS = {
         [json_reply(DOWN, 503)], [json_reply(DOWN, 503)],
         expect=_error("ProviderUnavailableError", "upstream is down"),
     ),
-    "stale pooled connection": Scenario(
+    "pooled connection dropped after the request was read, retried": Scenario(
         [oa_text("one"), DROP, oa_text("two")], [_answer("one"), DROP, _answer("two")],
-        calls=2,  # the second call finds the first one's connection in the pool, closed by the server
+        calls=2, max_retries=1,  # the second call's request is read on the first one's connection, then dropped
         expect=lambda o: _texts(o) == ["one", "two"] and o.connections == (0, 0, 1),
+    ),
+    "pooled connection dropped after the request was read, not retried": Scenario(
+        [oa_text("one"), DROP, oa_text("two")], [_answer("one"), DROP, _answer("two")],
+        calls=2,
+        expect=lambda o: _texts(o) == ["one", None] and o.connections == (0, 0),
     ),
     "cut after output, retried with a StreamRetry first": Scenario(
         [sse_reply(oa_chunk({"role": "assistant", "content": ""}), oa_chunk({"content": "hel"}), CUT), oa_text("hello")],

@@ -24,9 +24,14 @@ from agent_core_providers._pool import (
     async_client_for,
     close_clients,
     sync_client_for,
+    transport_of,
 )
+from agent_core_providers.transport import flat_pool as _flat_pool
 
 from ._raw import CLOSE, Hold, RawServer, serving
+
+#: this module tests agent-core's own transport (tests/providers/conftest.py)
+OUR_TRANSPORT_ONLY = True
 
 
 @pytest.fixture
@@ -82,7 +87,7 @@ Client = _Sync | _Async
 
 
 def _pool(c: Client) -> Any:
-    return c.client._transport._pool  # type: ignore[union-attr]
+    return transport_of(c.client).pool  # type: ignore[union-attr]
 
 
 def _run(mode: str, server: RawServer, body: Callable[[Client], Awaitable[None]]) -> None:
@@ -298,7 +303,9 @@ def test_a_malformed_response_is_a_protocol_error_and_its_connection_is_dropped(
 @modes
 @pytest.mark.parametrize("ending", ["closed", "unasked-bytes"])
 def test_an_idle_connection_the_server_ended_is_replaced_without_an_error(
-        mode: str, server: RawServer, ending: str) -> None:
+        mode: str, server: RawServer, ending: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as a server whose keep-alive timeout ran out: not one that closes right after answers (test_hostile_upstream)
+    monkeypatch.setattr(_flat_pool, "PROMPT_CLOSE", 0.0)
     in_pool = server.event()
     # keep-alive by its headers, then closed (or sent what nobody asked for) while idle in the pool
     server.script((SIZED, Hold(in_pool), CLOSE if ending == "closed" else b"HTTP/1.1 200 OK\r\n"), SIZED)
@@ -311,7 +318,7 @@ def test_an_idle_connection_the_server_ended_is_replaced_without_an_error(
         assert len(idle) == 1
         # wait until the client's side can see it (the async stream needs the loop to run for that)
         deadline = time.monotonic() + 5
-        while not idle[0]._stream.get_extra_info("is_readable"):
+        while not idle[0].network_stream.get_extra_info("is_readable"):
             assert time.monotonic() < deadline, "the client never saw the server's close"
             await asyncio.sleep(0.002)
         assert (await c.request()).content == b"hello world"  # no "Server disconnected" from the dead one
@@ -408,6 +415,6 @@ def test_threads_sharing_the_sync_pool_each_get_a_whole_answer_and_reuse_connect
         assert bodies == [b"hello world"] * (threads * each)
         # never more connections than threads at once, and every one of them back in the pool
         assert server.accepted <= threads
-        assert client._transport._pool.connections == server.accepted  # type: ignore[attr-defined]
+        assert transport_of(client).pool.connections == server.accepted  # type: ignore[union-attr]
     finally:
         close_clients()

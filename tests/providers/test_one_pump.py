@@ -22,6 +22,9 @@ from agent_core_providers.openai import OpenAIProvider
 from ._server import Delay
 from ._wire import oa_text
 
+#: this module tests agent-core's own transport (tests/providers/conftest.py)
+OUR_TRANSPORT_ONLY = True
+
 KEY = "sk-test-0123456789abcdef"
 WORDS = ("one ", "two ", "three ", "four")
 
@@ -95,7 +98,7 @@ def test_a_body_read_after_the_first_byte_passes_through_no_frame_of_the_pools_w
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         code = frame.f_code
-        if event == "call" and code.co_name == "read" and code.co_filename.endswith("_aio_stream.py"):
+        if event == "call" and code.co_name == "read" and code.co_filename.endswith("aio_stream.py"):
             names, f = [], frame.f_back
             while f is not None:
                 names.append(f"{Path(f.f_code.co_filename).name}:{f.f_code.co_name}")
@@ -111,6 +114,6 @@ def test_a_body_read_after_the_first_byte_passes_through_no_frame_of_the_pools_w
     finally:
         sys.setprofile(None)
     assert got[-1].session.messages[-1].content == "".join(WORDS)
-    body = [names for names in stacks if "_lean_conn.py:__aiter__" in names]  # the body's reads, not the head's
+    body = [names for names in stacks if "lean_conn.py:__aiter__" in names]  # the body's reads, not the head's
     assert len(body) >= len(WORDS), stacks  # each entered, then resumed with the data
-    assert [names for names in body if "_pool.py:read" in names or "_pool.py:_first_read" in names] == []
+    assert [names for names in body if "watched.py:read" in names or "watched.py:_first_read" in names] == []

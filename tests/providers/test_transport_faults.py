@@ -399,26 +399,25 @@ def test_infinite_timeout_and_deadline_mean_none(server, kit):
 
 @KITS
 @SYNC_ASYNC
-def test_a_stale_pooled_connection_is_replaced_at_once(server, kit, use_async, caplog):
-    # Request 2 reaches the pooled connection of request 1, which the server closes
-    # without answering ("Server disconnected without sending a response").
+def test_a_pooled_connection_dropped_after_the_request_is_a_counted_retry(server, kit, use_async, caplog):
+    # Request 2 reaches the pooled connection of request 1, and the server reads it and closes
+    # without answering: it may have been generating, so the resend is a retry that counts.
     server.enqueue(kit.text("one"), DROP, kit.text("two"))
 
     async def both() -> list[Any]:
-        first = await arun_turn(kit.provider(), [], USER, kit.config(server))
-        second = await arun_turn(kit.provider(), [], USER, kit.config(server))
+        first = await arun_turn(kit.provider(), [], USER, kit.config(server, max_retries=1))
+        second = await arun_turn(kit.provider(), [], USER, kit.config(server, max_retries=1))
         return [first, second]
 
     with caplog.at_level(logging.DEBUG, logger="agent_core_providers"):
         if use_async:
             turns = run_async(both)
         else:
-            turns = [run_turn(kit.provider(), [], USER, kit.config(server)) for _ in range(2)]
-    assert [t.finals[0]["content"] for t in turns] == ["one", "two"]  # with max_retries=0
+            turns = [run_turn(kit.provider(), [], USER, kit.config(server, max_retries=1)) for _ in range(2)]
+    assert [t.finals[0]["content"] for t in turns] == ["one", "two"]
     ports = [r.client_port for r in server.requests]
     assert len(ports) == 3 and ports[0] == ports[1] != ports[2]
-    assert not [r for r in caplog.records if "retry" in r.getMessage()]  # no backoff, no retry used
-    assert any("closed by the server" in r.getMessage() for r in caplog.records)
+    assert [r for r in caplog.records if "retry 1/1" in r.getMessage()]
 
 
 @KITS
@@ -436,6 +435,11 @@ def test_back_to_back_streams_from_a_server_that_closes_after_each(server, kit):
         server.enqueue(Reply(reply.status, reply.headers, reply.parts, close_after=True))
     for i in range(10):
         assert turn(kit, server, max_retries=0).finals[0]["content"] == f"n{i}"
+        # The close has reached the client before its next request, as a real server's idle close
+        # does: the pool sees it and opens a new connection. (A close that crosses the next request's
+        # write on the wire cannot be told from a server that read the request and died, so that
+        # one is a counted retry: docs/providers.md, "What is sent again".)
+        time.sleep(0.05)
     assert len(server.requests) == 10
 
 

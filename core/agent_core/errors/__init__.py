@@ -18,6 +18,7 @@ The hierarchy::
         │   ├── LLMTimeoutError         the provider did not answer in time (a read, or the whole deadline_s)
         │   ├── MalformedResponseError  the answer broke its API's format: not SSE/JSON/UTF-8, a line over
         │   │                           the cap, or valid JSON in a shape the API never uses
+        │   ├── RedirectError           the API answered 3xx (never followed: the key stays here); .location
         │   └── EmptyResponseError      a stream ended without a single chunk or answer
         ├── PluginError                 a plugin hook raised; .plugin, .hook, .original
         │   └── SecretInSessionError    a declared secret's value in a request's finals or native history;
@@ -71,6 +72,7 @@ from .llm import (
     ProviderUnavailableError,
     QuotaExceededError,
     RateLimitError,
+    RedirectError,
     UpstreamDetail,
 )
 from .pipeline import (
@@ -128,6 +130,7 @@ __all__ = [
     "ProviderUnavailableError",
     "QuotaExceededError",
     "RateLimitError",
+    "RedirectError",
     "RepeatedToolCallWarning",
     "RequestInFlightError",
     "SecretInSessionError",

@@ -9,6 +9,8 @@ for throttling and retry what never succeeds.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from .root import AgentCoreError
@@ -25,6 +27,7 @@ __all__ = [
     "ProviderUnavailableError",
     "QuotaExceededError",
     "RateLimitError",
+    "RedirectError",
     "UpstreamDetail",
 ]
 
@@ -154,6 +157,24 @@ class MalformedResponseError(LLMError):
     status the body came with (often 200). Not retried: the same server
     usually sends the same bytes again.
     """
+
+
+class RedirectError(LLMError):
+    """The API answered with a redirect (3xx), which is never followed.
+
+    A request carries the key; following a redirect would hand it to wherever
+    the answer points, which the configuration never named. The usual cause is
+    a ``base_url`` that moved, most often ``http://`` where the API answers on
+    ``https://``: the fix is the ``base_url``, so the error names the status
+    and the ``Location`` (scrubbed of the call's secrets). Not retried.
+
+    Attributes:
+        location: the answer's ``Location`` header, or ``None`` when it had none.
+    """
+
+    def __init__(self, message: str, *, location: str | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.location = location
 
 
 class EmptyResponseError(LLMError):

@@ -5,15 +5,15 @@ Theory of operation
 h11 parses a body event by event: two ``next_event`` calls, a state machine
 step and a buffer copy for every network read. A model's stream arrives as
 one small chunk per read, hundreds per answer, so that was most of what a
-client paid per chunk below the provider (:mod:`._lean_conn` has the figures).
-These decoders take the body over once the response head is read (:mod:`._head`): each
+client paid per chunk below the provider (:mod:`.lean_conn` has the figures).
+These decoders take the body over once the response head is read (:mod:`.head`): each
 ``feed`` is handed the bytes of one read and gives back the body bytes they
 complete, usually in one ``find`` and one slice: a list with one item per
 HTTP chunk, as h11 gave them (a server that writes each event as its own
 chunk has its events handed on one by one even when a read holds several).
 
 They are as strict as h11 0.16 where it matters for safety: a chunk's data
-must be followed by exactly CRLF, a size line is hex digits with optional
+must be followed by exactly CRLF, a size line is 1 to 20 hex digits (as h11 takes them) with optional
 extensions and ends in CRLF, a size line or trailer section longer than
 :data:`MAX_LINE` / :data:`MAX_TRAILERS` bytes is refused, and a body that
 ends early is an error, never a short answer taken for a whole one. Every
@@ -37,7 +37,7 @@ MAX_LINE = 4096
 #: most bytes of trailer fields accepted after the last chunk
 MAX_TRAILERS = 16384
 
-_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?")
+_SIZE = re.compile(rb"([0-9A-Fa-f]{1,20})[ \t]*(?:;[^\r\n]*)?")
 
 _LINE, _DATA, _CRLF, _TRAILER, _DONE = range(5)
 
@@ -221,7 +221,7 @@ def _cr_at_end(buf: bytes) -> int:
 
 
 def framing_for(method: bytes, status: int, headers: list[tuple[bytes, bytes]]) -> Framing:
-    """The decoder for a response to ``method`` with ``status`` and ``headers`` (as :mod:`._head` checked them).
+    """The decoder for a response to ``method`` with ``status`` and ``headers`` (as :mod:`.head` checked them).
 
     The head reader has already refused a ``Transfer-Encoding`` other than ``chunked`` and a
     malformed or conflicting ``Content-Length``; names here are lower case.

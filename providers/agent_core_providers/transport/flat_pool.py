@@ -18,10 +18,28 @@ connections (the caller's concurrency is the cap); the idle ones are capped at
 ``max_keepalive`` and the oldest idle one is checked for expiry each time one
 is returned, so a stack does not keep dead sockets for long.
 
-It is a drop-in for the ``_pool`` of an ``httpx.AsyncHTTPTransport``: same
-``handle_async_request`` / ``aclose`` contract, same network backend (so the
-watched streams of :mod:`._pool` still see every write), and httpcore's errors,
-so httpx still maps them to its own. Its connections are :mod:`._lean_conn`'s
+Origins that close after an answer: some servers end the connection right
+after certain answers without saying so in a header (llama.cpp's server does
+after every streamed answer, tens of microseconds to milliseconds after the
+last chunk, while its head says ``Keep-Alive``). A request written on such a
+connection before its close arrived meets the close instead of an answer,
+and as the upstream may have read it, that is a retry that counts (see
+:mod:`agent_core_providers._retry`), with its backoff. So the pool learns, per origin and kind of
+answer (its framing: chunked, sized...), what the origin does: an idle
+connection found closed within :data:`PROMPT_CLOSE` of its answer's end, or a
+reused one closed before any byte of an answer, marks the origin as one that
+closes after that kind of answer, and its connections are closed instead of
+pooled after it (each request opens a fresh one); a reused connection that
+carries an answer, or an idle one still open :data:`SETTLE` after its answer,
+marks it as one that keeps them. Until either is known, a reuse sooner than
+that after an answer waits out the rest of :data:`SETTLE` for the close (a read
+that ends at once when it comes).
+
+It is the pool of :class:`._seam.AsyncLeanTransport` (and :class:`FlatPool` of
+:class:`._seam.LeanTransport`): ``handle_async_request`` / ``aclose``, its
+connections opened through the watching backend it is given (so the watched
+streams of :mod:`.watched` see every write), and httpcore's errors, which the
+seam turns into httpx's. Its connections are :mod:`.lean_conn`'s
 (HTTP/1.1 with a lean body reader); a transport set up for HTTP/2 or connect
 retries keeps httpcore's connections, which do those.
 
@@ -32,7 +50,9 @@ closed outside it.
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Self
@@ -40,9 +60,16 @@ from typing import Any, Self
 import anyio
 import httpcore
 
-from ._lean_conn import AsyncLeanConnection, LeanConnection
+from .lean_conn import AsyncLeanConnection, LeanConnection
 
-__all__ = ["FlatAsyncPool", "FlatPool"]
+__all__ = ["PROMPT_CLOSE", "SETTLE", "FlatAsyncPool", "FlatPool"]
+
+#: an idle connection its origin closed within this many seconds of its answer's end: the origin closes after those
+PROMPT_CLOSE = 0.25
+#: how long after an answer's end the first reuse of an origin's connection waits for the origin to close it
+SETTLE = 0.05
+
+_CLOSES, _KEEPS = "closes", "keeps"
 
 
 class _Stacks:
@@ -51,29 +78,19 @@ class _Stacks:
     def __init__(self, *, network_backend: Any, max_keepalive: int, keepalive_expiry: float | None,
                  ssl_context: Any = None, http1: bool = True, http2: bool = False, retries: int = 0,
                  local_address: str | None = None, uds: str | None = None, socket_options: Any = None) -> None:
-        self._network_backend = network_backend  # read (and wrapped) by ._pool._watch
+        self._network_backend = network_backend
         self._max_keepalive = max_keepalive
         self._options = {"ssl_context": ssl_context, "keepalive_expiry": keepalive_expiry, "http1": http1,
                          "http2": http2, "retries": retries, "local_address": local_address, "uds": uds,
                          "socket_options": socket_options}
         self._idle: dict[tuple[bytes, bytes, int], deque[Any]] = {}  # by origin
+        self._habits: dict[tuple[Any, ...], str] = {}  # (origin, kind of answer) -> _CLOSES / _KEEPS
         self._idle_count = 0
         self._busy: set[Any] = set()  # so a close can close them too
 
-    @classmethod
-    def replacing(cls, pool: Any, max_keepalive: int, network_backend: Any = None) -> Self:
-        """A flat pool with the options of httpcore's ``pool`` (as httpx's transport built it).
-
-        ``network_backend``: the one its connections use (default: ``pool``'s).
-        """
-        return cls(network_backend=network_backend or pool._network_backend, max_keepalive=max_keepalive,
-                   keepalive_expiry=pool._keepalive_expiry, ssl_context=pool._ssl_context, http1=pool._http1,
-                   http2=pool._http2, retries=pool._retries, local_address=pool._local_address, uds=pool._uds,
-                   socket_options=pool._socket_options)
-
     @property
     def lean(self) -> bool:
-        """Its connections are :mod:`._lean_conn`'s (HTTP/1.1 without connect retries), as :mod:`._direct` needs."""
+        """Its connections are :mod:`.lean_conn`'s (HTTP/1.1 without connect retries), as :mod:`._direct` needs."""
         o = self._options
         return bool(o["http1"]) and not o["http2"] and not o["retries"]
 
@@ -82,28 +99,62 @@ class _Stacks:
         """Open connections, idle and busy (for tests and benchmarks)."""
         return self._idle_count + len(self._busy)
 
-    def _take(self, origin: httpcore.Origin, lean: type, general: type) -> tuple[Any, list[Any]]:
-        """An idle connection to ``origin`` (or a new one, now busy), and the dead ones met on the way, to close."""
+    def _take(self, origin: httpcore.Origin, lean: type, general: type) -> tuple[Any, list[Any], float]:
+        """An idle connection to ``origin`` (or a new one, now busy), the dead ones met on the way, to close,
+        and how long to wait for its origin to close it before writing (see the module's docstring)."""
         dead = []
-        stack = self._idle.get(_key(origin))
+        key = _key(origin)
+        stack = self._idle.get(key)
         conn = None
+        now = time.monotonic()
         while stack:
             candidate = stack.pop()
             self._idle_count -= 1
-            if candidate.is_available() and not candidate.has_expired():
+            if not candidate.is_available():
+                dead.append(candidate)
+            elif candidate.has_expired():
+                dead.append(candidate)
+                if now - getattr(candidate, "idle_since", -math.inf) < PROMPT_CLOSE:  # closed, not timed out
+                    self._habits[(key, candidate.kind)] = _CLOSES
+            else:
                 conn = candidate
                 break
-            dead.append(candidate)
+        settle = 0.0
         if conn is None:
-            conn = _open(origin, self._network_backend, self._options, lean, general)
+            conn = self._open(origin, lean, general)
+        elif getattr(conn, "idle_since", 0.0) and (key, conn.kind) not in self._habits:  # a lean one's first reuse
+            settle = SETTLE - (now - conn.idle_since)
+            if settle <= 0:  # open for longer than a close after the answer would take: the origin keeps them
+                self._habits[(key, conn.kind)] = _KEEPS
         self._busy.add(conn)
-        return conn, dead
+        return conn, dead, settle
+
+    def _open(self, origin: httpcore.Origin, lean: type, general: type) -> Any:
+        return _open(origin, self._network_backend, self._options, lean, general)
+
+    def _closed_early(self, conn: Any, origin: httpcore.Origin, lean: type, general: type) -> Any:
+        """``conn``'s origin closed it during the settle wait: learn that, and a new connection in its place."""
+        self._habits[(_key(origin), conn.kind)] = _CLOSES
+        self._busy.discard(conn)
+        fresh = self._open(origin, lean, general)
+        self._busy.add(fresh)
+        return fresh
+
+    def _learn(self, conn: Any, origin: httpcore.Origin, kind: Any, failure: BaseException | None) -> None:
+        """What a reused connection's request taught about its origin after an answer of ``kind``."""
+        if not getattr(conn, "reused", False):
+            return
+        if failure is None:
+            self._habits.setdefault((_key(origin), kind), _KEEPS)
+        elif isinstance(failure, (httpcore.RemoteProtocolError, httpcore.ReadError)):
+            self._habits[(_key(origin), kind)] = _CLOSES  # the close was on its way when the request was written
 
     def _put_back(self, conn: Any, origin: httpcore.Origin) -> list[Any]:
         """``conn`` back on its origin's stack if it can carry another request; the ones to close."""
         self._busy.discard(conn)
         dead = []
-        if conn.is_idle() and not conn.is_closed() and self._idle_count < self._max_keepalive:
+        closes = self._habits.get((_key(origin), getattr(conn, "kind", None))) == _CLOSES
+        if conn.is_idle() and not closes and self._idle_count < self._max_keepalive:
             stack = self._idle.setdefault(_key(origin), deque())
             stack.append(conn)
             self._idle_count += 1
@@ -128,13 +179,25 @@ class FlatAsyncPool(_Stacks):
     async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
         _check_scheme(request)
         origin = request.url.origin
-        conn, dead = self._take(origin, AsyncLeanConnection, httpcore.AsyncHTTPConnection)
+        conn, dead, settle = self._take(origin, AsyncLeanConnection, httpcore.AsyncHTTPConnection)
         await _close_all(dead)
+        if settle > 0:
+            try:
+                closed = await _aclosed_within(conn, settle)
+            except BaseException:  # a cancel: the idle connection goes back as it was
+                await self._give_back(conn, origin)
+                raise
+            if closed:
+                old, conn = conn, self._closed_early(conn, origin, AsyncLeanConnection, httpcore.AsyncHTTPConnection)
+                await _close_all([old])
+        kind = getattr(conn, "kind", None)
         try:
             response = await conn.handle_async_request(request)
-        except BaseException:
+        except BaseException as exc:
+            self._learn(conn, origin, kind, exc)
             await self._give_back(conn, origin)
             raise
+        self._learn(conn, origin, kind, None)
         # the connection's response is made for this request alone: its body is wrapped in place
         # (a new httpcore.Response would check every header again)
         response.stream = _ReturningStream(response.stream, self, conn, origin)
@@ -169,6 +232,28 @@ def _open(origin: httpcore.Origin, backend: Any, options: dict[str, Any], lean: 
     return lean(origin, network_backend=backend, ssl_context=options["ssl_context"],
                 keepalive_expiry=options["keepalive_expiry"], local_address=options["local_address"],
                 uds=options["uds"], socket_options=options["socket_options"])
+
+
+def _closed_within(conn: Any, seconds: float) -> bool:
+    """True when ``conn``'s idle socket ends (or says anything: nobody asked) within ``seconds``."""
+    try:
+        conn.network_stream.read(1, seconds)
+    except httpcore.ReadTimeout:
+        return False  # still open: usable
+    except httpcore.NetworkError:
+        pass
+    return True
+
+
+async def _aclosed_within(conn: Any, seconds: float) -> bool:
+    """The async twin of :func:`_closed_within`."""
+    try:
+        await conn.network_stream.read(1, seconds)
+    except httpcore.ReadTimeout:
+        return False
+    except httpcore.NetworkError:
+        pass
+    return True
 
 
 def _key(origin: httpcore.Origin) -> tuple[bytes, bytes, int]:
@@ -227,14 +312,23 @@ class FlatPool(_Stacks):
         _check_scheme(request)
         origin = request.url.origin
         with self._lock:
-            conn, dead = self._take(origin, LeanConnection, httpcore.HTTPConnection)
+            conn, dead, settle = self._take(origin, LeanConnection, httpcore.HTTPConnection)
         for old in dead:
             old.close()
+        if settle > 0 and _closed_within(conn, settle):
+            with self._lock:
+                old, conn = conn, self._closed_early(conn, origin, LeanConnection, httpcore.HTTPConnection)
+            old.close()
+        kind = getattr(conn, "kind", None)
         try:
             response = conn.handle_request(request)
-        except BaseException:
+        except BaseException as exc:
+            with self._lock:
+                self._learn(conn, origin, kind, exc)
             self._give_back(conn, origin)
             raise
+        with self._lock:
+            self._learn(conn, origin, kind, None)
         response.stream = _Returning(response.stream, self, conn, origin)  # in place, as the async pool does
         return response
 

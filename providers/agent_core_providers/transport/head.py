@@ -2,7 +2,7 @@
 
 Why not h11
 -----------
-These connections used h11 for both (and :mod:`._framing` for the body). On the server's
+These connections used h11 for both (and :mod:`.framing` for the body). On the server's
 non-streamed requests h11's events, validation and state machine came to about an eighth of
 the CPU: an ``h11.Connection`` per request, a validated ``Request`` event, a state machine
 walked for the request, its end and the response. The grammar itself is small, so it is

@@ -1,35 +1,28 @@
-"""HTTP/1.1 connections for the pooled clients: the request and the response head (:mod:`._head`), then a lean body.
+"""HTTP/1.1 connections for the pooled clients: the request and the response head (:mod:`.head`), then a lean body.
 
 Theory of operation
 -------------------
-Under httpx, httpcore's HTTP/1.1 connection hands every network read of a
-body to h11 and walks several layers of generators, trace blocks and
-exception maps per read. For a model's stream, one small chunk per read,
-that was most of a client's cost per chunk: on a loopback stream paced like
-a model, a bare socket loop cost 15 µs of CPU per chunk and
-``httpx.Response.iter_raw`` 63 µs.
+httpcore's HTTP/1.1 connection hands every read of a body to h11 through
+generators, trace blocks and exception maps: on a loopback stream paced like
+a model, 63 µs of CPU per chunk against 15 µs for a bare socket loop.
 
 These connections write the request and read the response head with
-:mod:`._head` (h11's grammar and refusals: a header value with a line break,
-a bad status line, conflicting lengths, a ``Transfer-Encoding`` other than
-``chunked``; h11 is its test oracle), and then read the body with
-:mod:`._framing`: one ``read`` of the network stream and one ``feed`` per chunk. They are what the pooled clients'
-connection pools (:mod:`._flat_pool`) open; clients injected by a user
-keep whatever transport they were built with.
+:mod:`.head` (h11's grammar and refusals; h11 is its test oracle), then the
+body with :mod:`.framing`: one ``read`` and one ``feed`` per chunk. The
+pooled clients' pools (:mod:`.flat_pool`) open them; clients injected by a
+user keep whatever transport they were built with.
 
-Behaviour kept from httpcore, which httpx and :mod:`._inflight` rely on:
-a failed request write is not raised at once, the answer is read anyway (a
-server may answer before it read the whole request, and a cancel shuts the
-socket so that read fails at once); errors are httpcore's own (httpx maps
-them to its own); the body's read timeout is read from the request when the
-body starts (so :func:`._streaming._cap_reads` can shorten it after the
-headers); the response carries ``http_version``, ``reason_phrase`` and
-``network_stream`` extensions. A connection goes back to its pool only after
-a complete body with nothing after it, on a response that allows keep-alive.
+Kept from httpcore, as httpx and :mod:`._inflight` rely on it: a failed
+request write is not raised at once, the answer is read anyway (a server may
+answer early; a cancel shuts the socket so that read fails at once); errors
+are httpcore's; the body's read timeout is taken when the body starts (so
+:func:`._streaming._cap_reads` can shorten it); the response carries
+``http_version``, ``reason_phrase`` and ``network_stream``. A connection goes
+back to its pool only after a complete body with nothing after it, on an
+HTTP/1.1 answer that allows keep-alive (no ``Connection: close``).
 
-One connection carries one request at a time (HTTP/1.1); the pool sees to that.
-The sync and async classes differ only in their awaits: the decisions are in
-:class:`Cycle`, which does no I/O.
+One request at a time per connection (the pool sees to that). The sync and
+async classes differ only in their awaits; :class:`Cycle` decides, without I/O.
 """
 
 from __future__ import annotations
@@ -41,8 +34,8 @@ from typing import Any
 
 import httpcore
 
-from ._framing import Framing, UntilClose, framing_for
-from ._head import Head, HeadReader, RequestWriter
+from .framing import Framing, UntilClose, framing_for
+from .head import Head, HeadReader, RequestWriter
 
 __all__ = ["AsyncLeanConnection", "Cycle", "LeanConnection"]
 
@@ -55,7 +48,7 @@ _NEW, _ACTIVE, _IDLE, _CLOSED = range(4)
 
 
 class Cycle:
-    """One request and the head of its response, without I/O (the grammar is :mod:`._head`'s)."""
+    """One request and the head of its response, without I/O (the grammar is :mod:`.head`'s)."""
 
     __slots__ = ("_reader", "_writer", "request", "write_failed")
 
@@ -65,10 +58,8 @@ class Cycle:
         self._reader = HeadReader(MAX_HEAD)
         self.write_failed = False
 
-    def head(self) -> bytes:
-        """The request line and headers."""
-        request = self.request
-        return self._writer.head(request.method, request.url.target, request.headers)
+    def head(self) -> bytes:  # the request line and headers
+        return self._writer.head(self.request.method, self.request.url.target, self.request.headers)
 
     def data(self, chunk: bytes) -> bytes:
         return self._writer.data(chunk)  # more bytes than the Content-Length said: LocalProtocolError
@@ -125,10 +116,13 @@ class _Base:
         self._stream: Any = None
         self._state = _NEW
         self._expire_at: float | None = None
+        # for the pool's reuse rule (:mod:`.flat_pool`): carried an answer before, that answer's framing, its end
+        self.reused, self.kind, self.idle_since = False, None, 0.0
 
     def _begin(self) -> None:
         if self._state not in (_NEW, _IDLE):
             raise httpcore.ConnectionNotAvailable()
+        self.reused = self._state == _IDLE
         self._state = _ACTIVE
         self._expire_at = None
 
@@ -153,14 +147,14 @@ class _Base:
             return False
         if reusable:
             self._state = _IDLE
+            self.idle_since = now = time.monotonic()
             if self._keepalive_expiry is not None:
-                self._expire_at = time.monotonic() + self._keepalive_expiry
+                self._expire_at = now + self._keepalive_expiry
             return False
         self._state = _CLOSED
         return True
 
     # the pool's questions (as httpcore's connections answer them)
-
     def is_available(self) -> bool:
         return self._state == _IDLE
 
@@ -175,6 +169,10 @@ class _Base:
 
     def is_closed(self) -> bool:
         return self._state == _CLOSED
+
+    @property
+    def network_stream(self) -> Any:  # the pool's settle wait reads it (:mod:`.flat_pool`)
+        return self._stream
 
 
 class LeanConnection(_Base):
@@ -197,6 +195,7 @@ class LeanConnection(_Base):
                 cycle.receive(stream.read(READ_SIZE, read))
                 event = cycle.response()
             response, framing, leftover, keep = cycle.answer(event, stream)
+            self.kind = type(framing)
         except BaseException:
             self.close()
             raise
@@ -261,7 +260,7 @@ class _Body(_BodyState):
 
     def __iter__(self) -> Iterator[bytes]:
         framing = self._framing
-        read = self._conn._stream.read
+        read = self._conn.network_stream.read
         timeout = self._request.extensions.get("timeout", {}).get("read")  # now: it may have been shortened
         try:
             if self._leftover:
@@ -307,6 +306,7 @@ class AsyncLeanConnection(_Base):
                 cycle.receive(await stream.read(READ_SIZE, read))
                 event = cycle.response()
             response, framing, leftover, keep = cycle.answer(event, stream)
+            self.kind = type(framing)
         except BaseException:
             await self.aclose()
             raise
@@ -357,7 +357,7 @@ class _AsyncBody(_BodyState):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         framing = self._framing
-        read = self._conn._stream.read
+        read = self._conn.network_stream.read
         timeout = self._request.extensions.get("timeout", {}).get("read")
         try:
             if self._leftover:

@@ -236,9 +236,15 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             self._transport.write(buffer)
         except (OSError, RuntimeError) as exc:
             raise httpcore.WriteError(str(exc)) from exc
-        drained = self._reader.drained
-        if drained is not None and not drained.done() and not await _wait(drained, timeout):
-            raise httpcore.WriteTimeout("timed out writing to the upstream")
+        if self._transport.is_closing():  # the send failed (a reset, a broken pipe): asyncio closes, never raises
+            raise httpcore.WriteError("the upstream closed the connection while the request was written")
+        reader = self._reader
+        drained = reader.drained
+        if drained is not None and not drained.done():
+            if not await _wait(drained, timeout):
+                raise httpcore.WriteTimeout("timed out writing to the upstream")
+            if reader.error is not None:  # lost with bytes of the request still unsent
+                raise httpcore.WriteError(str(reader.error) or type(reader.error).__name__)
 
     async def aclose(self) -> None:
         self._reader.disarm()
