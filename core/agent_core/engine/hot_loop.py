@@ -30,7 +30,8 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from ..errors import EmptyResponseError, PluginError
-from ..plugins.hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
+from ..plugins.answers import expect_tuple, frozen_list, frozen_map
+from ..plugins.hooks import LivePlugin, call_hook
 from ..plugins.stubs import provider_streams
 from ..runtime.effects import END, Call, CancellationToken, NextItem, OpenIter, Pump
 from ..runtime.flight import Flight, RunCancelled
@@ -160,13 +161,10 @@ class HotLoop:
         self.token = token if token is not None else CancellationToken()  # ``cancelled`` is read per chunk
 
     def feed(self, chunk: Any) -> Any:
-        """Run one native chunk through the chain; return its events.
+        """Run one native chunk through the chain (provider first, each plugin seeing what the one before returned).
 
-        The provider's ``process_chunk(chunk, native, state)`` runs first, then each extension's
-        ``process_chunk(chunk, partials, finals, native, state)``, each seeing what the one before
-        returned. New finals and native history are frozen; partials are built into events from what
-        the last plugin returned, and an invalid one is blamed on the last plugin that changed them.
-        Returns a tuple of one event (the usual chunk) or a list of any number.
+        New finals and native history are frozen; partials become events, an invalid one blamed on the
+        last plugin that changed them. Returns a tuple of one event (the usual chunk) or a list of any number.
 
         Raises:
             RunCancelled: the request was cancelled.
@@ -184,11 +182,9 @@ class HotLoop:
             out = fn(chunk, native, state)
         except Exception as exc:
             raise hot_failure(owner, exc)
-        # The usual chunk, checked inline: history handed back as given, state as given or frozen
-        # by the provider itself (the bundled ones hand a text chunk's state back frozen), no new final.
-        # A tuple is unpacked rather than indexed (one bytecode for four). Anything else goes to taken(),
-        # which names the shape it got: never iterated here, since a generator (a hook written with
-        # ``yield`` by mistake) would run the plugin's code.
+        # The usual chunk, checked inline: history and state as given (or state frozen), no new final.
+        # Anything else goes to taken(), which names the shape it got: never iterated here, since a
+        # generator (a hook written with ``yield`` by mistake) would run the plugin's code.
         try:
             p, f, n, s = out if out.__class__ is tuple else _NOT_FOUR
         except ValueError:
@@ -198,6 +194,30 @@ class HotLoop:
             partials, finals, state = p, _NONE, s
         else:
             partials, finals, native, state = taken(owner, out, native, state)
+        if self.exts:
+            owner, partials, finals, native, state = self._extensions(chunk, owner, partials, finals, native, state)
+        self.native, self.state = native, state
+        if finals:
+            self.seen.extend(finals)
+        if not partials:
+            return _NO_EVENTS
+        if len(partials) == 1:
+            (p,) = partials
+            if p.__class__ is dict or p.__class__ is FrozenDict:  # partial_message, inline for the usual chunk
+                get = p.get
+                try:
+                    message = PartialMessage(get("role") or "assistant", get("content", ""),
+                                             get("metadata") or EMPTY_METADATA)
+                except (TypeError, ValueError) as exc:
+                    raise PluginError(owner.name, "process_chunk", exc,
+                                      detail=f"returned an invalid partial {p!r}") from exc
+                return (PartialEvent(self.request_id, message, self.iteration),)
+            return (PartialEvent(self.request_id, partial_message(owner, p), self.iteration),)
+        return [PartialEvent(self.request_id, partial_message(owner, p), self.iteration) for p in partials]
+
+    def _extensions(self, chunk: Any, owner: Any, partials: Any, finals: Any, native: Any,
+                    state: Any) -> tuple[Any, Any, Any, Any, Any]:
+        """The extensions' ``process_chunk`` over what the provider returned; ``owner`` is who last changed the partials."""
         for plugin, fn in self.exts:
             try:
                 out = fn(chunk, partials, finals, native, state)
@@ -212,25 +232,7 @@ class HotLoop:
             if out.__class__ is tuple and len(out) == 4 and out[0] is not partials:
                 owner = plugin
             partials, finals, native, state = taken(plugin, out, native, state)
-        self.native, self.state = native, state
-        if finals:
-            self.seen.extend(finals)
-        if not partials:
-            return _NO_EVENTS
-        if len(partials) == 1:
-            (p,) = partials  # unpacked, not indexed: a FrozenList's __getitem__ is Python code
-            if p.__class__ is dict or p.__class__ is FrozenDict:  # partial_message, inline for the usual chunk
-                get = p.get
-                try:
-                    message = PartialMessage(get("role") or "assistant", get("content", ""),
-                                             get("metadata") or EMPTY_METADATA)
-                except (TypeError, ValueError) as exc:
-                    raise PluginError(owner.name, "process_chunk", exc,
-                                      detail=f"returned an invalid partial {p!r}") from exc
-                return (PartialEvent(self.request_id, message, self.iteration),)
-            return (PartialEvent(self.request_id, partial_message(owner, p), self.iteration),)
-        rid, it = self.request_id, self.iteration
-        return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
+        return owner, partials, finals, native, state
 
     def retract(self, retry: StreamRetry) -> list[Any]:
         """The stream starts over (:mod:`.retract`): back to the call's first history and state.

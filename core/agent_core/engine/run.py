@@ -37,6 +37,9 @@ The run never calls back into the engine: :class:`AgentCore` hands it a
 ``core``. Everything a plugin is handed is frozen, and results are frozen on
 the way back in only where they are new, so neither the per-chunk nor the
 per-turn work grows with the length of the conversation.
+
+Why one module: it is the numbered list above as one class, a method a step, so the
+order of a request reads top to bottom in one place; each step's work lives elsewhere.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ from ..errors import (
 from ..plugins.chains import init_state, initialize_request, tail, to_native
 from ..plugins.hooks import LivePlugin, cancel_provider_call
 from ..plugins.lifecycle import lifecycle_table
-from ..plugins.resolution import Resolution, own_config
+from ..plugins.enablement import own_config
+from ..plugins.resolution import Resolution
 from ..runtime.effects import EffectCancelled
 from ..runtime.flight import Flight, RunCancelled
 from ..tools.kit import ToolKit

@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
-from ..values.frozen import FrozenDict, FrozenList, freeze
-from ..values.native_history import freeze_over
+from ..errors import ConfigError, LLMError, PluginError, ProviderRequestCancelled
 from .contract import HOOKS, PROVIDER_TWINS, parse_signature
 from .near_miss import check_positions, warn_near_misses
 from .ui_elements import check_declared_ui
@@ -345,55 +343,6 @@ def call_hook(plugin: LivePlugin, hook: str, *args: Any, **kwargs: Any) -> Any:
         raise
     except Exception as exc:
         raise PluginError(plugin.name, hook, exc) from exc
-
-
-def expect_tuple(plugin: LivePlugin, hook: str, value: Any, size: int, what: str) -> tuple[Any, ...]:
-    """Check a hook returned a ``size``-tuple; name plugin and hook when not."""
-    if isinstance(value, (tuple, list)) and len(value) == size:
-        return tuple(value)
-    raise PluginError(
-        plugin.name, hook, TypeError("bad return value"),
-        detail=(f"returned a {len(value)}-{type(value).__name__}" if isinstance(value, (tuple, list))
-                else f"returned {type(value).__name__}") + f", expected a {size}-tuple {what}",
-    )
-
-
-def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str, base: Any = None) -> Any:
-    """Freeze a hook's list result, checking that it is a list.
-
-    ``base`` is the frozen list the hook was handed, when the result is
-    likely built on it (a native history): its shared head is then not
-    walked again (see :func:`freeze_over`).
-    """
-    if value.__class__ is FrozenList:
-        return value
-    if not isinstance(value, (list, tuple)):
-        raise PluginError(
-            plugin.name, hook, TypeError("bad return value"),
-            detail=f"returned {type(value).__name__} for {what}, expected a list",
-        )
-    try:
-        return freeze(value) if base is None else freeze_over(value, base)
-    except InvalidValueError as exc:
-        raise _unusable(plugin, hook, what, exc) from exc
-
-
-def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
-    if value.__class__ is FrozenDict:
-        return value
-    if not isinstance(value, (dict, Mapping)):
-        raise PluginError(
-            plugin.name, hook, TypeError("bad return value"),
-            detail=f"returned {type(value).__name__} for {what}, expected a mapping",
-        )
-    try:
-        return freeze(value)
-    except InvalidValueError as exc:
-        raise _unusable(plugin, hook, what, exc) from exc
-
-
-def _unusable(plugin: LivePlugin, hook: str, what: str, exc: InvalidValueError) -> PluginError:
-    return PluginError(plugin.name, hook, exc, detail=f"returned {what} that cannot be used: {exc}")
 
 
 def cancel_provider_call(provider: LivePlugin, request_id: str) -> None:
