@@ -6,7 +6,7 @@ error says who returned what; an answer that is already frozen passes as it is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import InvalidValueError, PluginError
@@ -37,30 +37,24 @@ def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str, base: Any 
     """
     if value.__class__ is FrozenList:
         return value
-    if not isinstance(value, (list, tuple)):
-        raise PluginError(
-            plugin.name, hook, TypeError("bad return value"),
-            detail=f"returned {type(value).__name__} for {what}, expected a list",
-        )
-    try:
-        return freeze(value) if base is None else freeze_over(value, base)
-    except InvalidValueError as exc:
-        raise _unusable(plugin, hook, what, exc) from exc
+    return _checked(plugin, hook, value, what, isinstance(value, (list, tuple)), "a list",
+                    freeze if base is None else lambda v: freeze_over(v, base))
 
 
 def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
+    """Freeze a hook's mapping result, checking that it is a mapping."""
     if value.__class__ is FrozenDict:
         return value
-    if not isinstance(value, (dict, Mapping)):
-        raise PluginError(
-            plugin.name, hook, TypeError("bad return value"),
-            detail=f"returned {type(value).__name__} for {what}, expected a mapping",
-        )
+    return _checked(plugin, hook, value, what, isinstance(value, Mapping), "a mapping", freeze)
+
+
+def _checked(plugin: LivePlugin, hook: str, value: Any, what: str, fits: bool, expected: str,
+             frozen: Callable[[Any], Any]) -> Any:
+    """``frozen(value)`` when the value has the kind of container expected; else an error naming plugin and hook."""
+    if not fits:
+        raise PluginError(plugin.name, hook, TypeError("bad return value"),
+                          detail=f"returned {type(value).__name__} for {what}, expected {expected}")
     try:
-        return freeze(value)
+        return frozen(value)
     except InvalidValueError as exc:
-        raise _unusable(plugin, hook, what, exc) from exc
-
-
-def _unusable(plugin: LivePlugin, hook: str, what: str, exc: InvalidValueError) -> PluginError:
-    return PluginError(plugin.name, hook, exc, detail=f"returned {what} that cannot be used: {exc}")
+        raise PluginError(plugin.name, hook, exc, detail=f"returned {what} that cannot be used: {exc}") from exc
