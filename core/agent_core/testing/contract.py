@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import freeze, thaw
 from ..errors import PluginContractError
-from ..plugin_kit import ENGINE_KEYS, final_fault, read_verdict
+from ..host_kit import ENGINE_KEYS, final_fault, read_verdict
 from .harness import PluginHarness
 from .inspection import PROTOCOLS, fit_call, short
 

@@ -40,7 +40,7 @@ from .. import (
     thaw,
 )
 from ..errors import PluginContractError, PluginError
-from ..plugin_kit import HotLoop, NativeView, RequestConfig, effective_config, parse_schema, viewing
+from ..host_kit import HotLoop, NativeView, RequestConfig, effective_config, parse_schema, viewing
 from .inputs import as_messages as _messages
 from .inputs import session_of as _session_of
 from .inspection import PROTOCOLS, fit_call, plugin_kind, short
