@@ -19,10 +19,11 @@ from functools import partial
 from typing import Any
 
 from ..errors import ConfigError, LLMError, PluginError, ProviderRequestCancelled
-from .contract import HOOKS, PROVIDER_TWINS, parse_signature
+from .contract import PROVIDER_TWINS, parse_signature
 from .near_miss import check_positions, warn_near_misses
 from .ui_elements import check_declared_ui
 from .protocols import (
+    HOOKS,
     FeaturePlugin,
     ProviderExtensionPlugin,
     ProviderPlugin,
@@ -54,7 +55,7 @@ def _contract_shape(signature: str) -> _Shape:
     return _Shape(tuple(p.name for p in params if not p.keyword_only), tuple(p.name for p in params if p.keyword_only))
 
 
-#: kind -> hook -> how the engine calls it, read from the contract table (agent_core.plugins.contract)
+#: kind -> hook -> how the engine calls it, read from the protocols' signatures (agent_core.plugins.protocols.HOOKS)
 _SHAPES: dict[str, dict[str, _Shape]] = {
     kind: {name: _contract_shape(spec.signature) for name, spec in hooks.items()} for kind, hooks in HOOKS.items()
 }
