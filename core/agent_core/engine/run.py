@@ -77,7 +77,6 @@ from ..values.events import (
     FinalEvent,
     Outcome,
     StartEvent,
-    Usage,
     error_info,
 )
 from ..values.frozen import FrozenDict, FrozenList, freeze
@@ -88,6 +87,7 @@ from .hot_loop import call_provider
 from .observe import ABANDONED, Observers, observers_for
 from .repeats import AnsweredCalls
 from .request_injection import inject, request_injections
+from .tally import UsageTally
 
 __all__ = ["RequestRun", "error_info"]
 
@@ -140,7 +140,7 @@ class RequestRun:
         self.approval = approval
         self.error: BaseException | None = None  # what request() raises
         self.outcome: Outcome = FINISHED
-        self.usage = [0, 0, 0]
+        self.usage = UsageTally()
         self.added: list[Message] = []
         self.ephemeral: list[Message] = []  # injected context for the next provider call only
         self.final_sessions = final_sessions  # finals carry the session (send_request_stream)
@@ -156,7 +156,7 @@ class RequestRun:
             yield from self._events()
         finally:
             if self.observer is not None:  # a no-op when done was reached; else nobody read to the end
-                self.observer.request_ended(ABANDONED, Usage(*self.usage), None)
+                self.observer.request_ended(ABANDONED, self.usage.usage(), None)
             if self.on_finish is not None:
                 self.on_finish()
 
@@ -186,7 +186,7 @@ class RequestRun:
             if reason != "cancelled":
                 yield ErrorEvent(self.request_id, error_info(exc))
         added = self.added if self.error is None else []
-        usage = Usage(self.usage[0], self.usage[1], self.usage[2])
+        usage = self.usage.usage()
         if self.observer is not None:
             self.observer.request_ended(self.outcome, usage, self.error)
         yield DoneEvent(self.request_id, session, self.outcome, usage, list(added))
@@ -303,7 +303,7 @@ class RequestRun:
             flight=self.flight, iteration=iteration, ctx=ctx, billed=self.usage,
             on_first=None if observer is None else partial(observer.first_chunk, iteration),
         )
-        self.usage[2] += 1
+        self.usage.provider_calls += 1
         messages, session, native, state = finalize_turn(
             req.provider, req.chain, req.kit.lifecycle, turn, finals, native, state, session,
             request_id=self.request_id, stream=self.stream, core=self.core,
@@ -383,12 +383,7 @@ class RequestRun:
         return True
 
     def _count_usage(self, m: Message) -> None:
-        usage = m.metadata.get("usage")
-        if isinstance(usage, Mapping):
-            for i, key in enumerate(("input_tokens", "output_tokens")):
-                v = usage.get(key)
-                if isinstance(v, int) and not isinstance(v, bool):
-                    self.usage[i] += v
+        self.usage.add_reported(m.metadata.get("usage"))
 
 
 def _last_assistant_metadata(messages: list[Message]) -> Mapping[str, Any]:
