@@ -24,7 +24,8 @@ from agent_core import (
     ToolPlugin,
     freeze,
 )
-from agent_core.plugins.contract import ASYNC_HOOKS, HOOKS
+from agent_core.plugins.contract import ASYNC_HOOKS
+from agent_core.plugins.protocols import HOOKS
 from seed_plugins import DummyCalc, EchoProvider, PrefixExt, TagFeature  # noqa: E402
 
 KINDS = [ProviderPlugin, ProviderExtensionPlugin, FeaturePlugin, ToolPlugin]
@@ -128,8 +129,9 @@ def test_seed_plugins_work_on_frozen_inputs() -> None:
 
 # -- hook signatures, from the contract ----------------------------------------------
 #
-# The contract is one table in the kernel (agent_core.plugins.contract): one entry per
-# hook, its parameters after ``self``. ``name=`` has a default; names after
+# The contract is the protocols' signatures joined with the stages and defaults of the table in
+# agent_core.plugins.contract (agent_core.plugins.protocols.HOOKS): one entry per hook, its
+# parameters after ``self``. ``name=`` has a default; names after
 # ``*`` are keyword-only. These tests hold the protocols to it.
 
 PROVIDER_HOOKS = {name: spec.signature for name, spec in HOOKS["provider"].items()}

@@ -5,7 +5,8 @@ Bundled plugins and features, the store, the server and the testing kit may impo
 ``agent_core.types``, their own modules, and public provider modules; never a kernel room
 (``agent_core.values.frozen``, ``agent_core.plugins.config``, ...) nor a private module or
 name. If one of them needs a kernel name, a third party would too: it belongs in
-``agent_core`` or the kit. Every import is read, inside functions and ``TYPE_CHECKING``
+``agent_core`` or the kit. The store, the server and the testing kit host the engine, and may
+also import the semi-public host kit (``agent_core.host_kit``); plugins and features may not. Every import is read, inside functions and ``TYPE_CHECKING``
 blocks too, since a lazy import crosses the boundary all the same.
 """
 
@@ -30,10 +31,10 @@ BUNDLED = ("agent_core_plugins", "agent_core_features")
 AREAS = {
     "plugins": (ROOT / "plugins" / "agent_core_plugins", ()),
     "features": (ROOT / "features" / "agent_core_features", ()),
-    "store": (CORE / "agent_core" / "store", ("agent_core.store.*",)),
+    "store": (CORE / "agent_core" / "store", ("agent_core.store.*", "agent_core.host_kit")),
     "server": (CORE / "agent_core" / "server",
-               ("agent_core.server.*", "agent_core.store", "agent_core.testing.scripted")),
-    "testing": (CORE / "agent_core" / "testing", ("agent_core.testing.*",)),
+               ("agent_core.server.*", "agent_core.store", "agent_core.testing.scripted", "agent_core.host_kit")),
+    "testing": (CORE / "agent_core" / "testing", ("agent_core.testing.*", "agent_core.host_kit")),
 }
 
 # Files that still cross the boundary, each with what it imports. Strict: a file that no

@@ -1,4 +1,6 @@
-"""The kernel stays readable: no module over about 400 lines, and no import cycle between its modules.
+"""The kernel's import structure: no cycle between its modules, and no import running back up a layer.
+
+(Module and function sizes are checked over every package by ``test_gates.py``.)
 
 Imports inside functions are left out on purpose: they run when called, not when the
 module loads, and are how an optional part (the store, the server) is reached lazily.
@@ -11,7 +13,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "core"
 PACKAGE = ROOT / "agent_core"
-LIMIT = 410  # "about 400"
 
 
 def _module(path: Path) -> str:
@@ -47,11 +48,6 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_no_module_is_over_about_400_lines():
-    long = {str(p.relative_to(ROOT)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > LIMIT}
-    assert long == {}
-
-
 def test_the_import_graph_has_no_cycle():
     graph = _graph()
     state: dict[str, int] = {}
@@ -77,7 +73,7 @@ def test_the_import_graph_has_no_cycle():
 # single module that imports nothing of the kernel when it loads, so any room may use it.
 LAYERS = ("compat", "errors", "values", "runtime", "plugins", "tools", "engine")
 # Above the kernel, bottom up: each may import the kernel and the edge packages below it.
-EDGE = ("plugin_kit", "testing", "store", "server", "cli")
+EDGE = ("plugin_kit", "host_kit", "testing", "store", "server", "cli")
 
 
 def _room(module: str) -> str:

@@ -293,6 +293,35 @@ def normal_url(url: str) -> str:
     return _DOUBLED_VERSION.sub(r"/\1", url, count=1) if "/v" in url else url
 
 
+def _route_keys() -> Dict:
+    """How a provider reaches its API: keys with no provider default (proxy, transport, headers); new dicts each call."""
+    return {
+        "proxy": {
+            "type": "string",
+            "secret": True,
+            "description": "proxy URL for the API's requests (http://, https:// or socks5://, may hold user:password); "
+            "default: $HTTPS_PROXY / $HTTP_PROXY / $ALL_PROXY as httpx reads them, $NO_PROXY honoured. "
+            "A proxied call runs on httpx's own transport",
+        },
+        "transport": {
+            "type": "string",
+            "enum": ["agent-core", "httpx"],
+            "description": "the HTTP transport under the pooled clients: agent-core's own HTTP/1.1 (default) or stock "
+            "httpx's, to rule ours out; default $AGENT_CORE_TRANSPORT, else agent-core",
+        },
+        "extra_headers": {
+            "type": "object",
+            "secret": True,
+            "description": "extra HTTP headers for every request; credentials (never in state or errors)",
+        },
+        "list_models": {
+            "type": "boolean",
+            "default": False,
+            "description": "get_models asks the server's /models endpoint instead of using `model`",
+        },
+    }
+
+
 def common_schema(prefix: str, base_url: str, model: str, timeout: float, max_retries: int) -> Dict:
     """The config keys every HTTP provider takes, with the provider's defaults and env prefix."""
     return {
@@ -334,27 +363,5 @@ def common_schema(prefix: str, base_url: str, model: str, timeout: float, max_re
             "description": "seconds a streamed answer may stay silent (from its headers, between chunks) "
             "before the attempt fails as a retryable timeout (default: only `timeout` bounds it)",
         },
-        "proxy": {
-            "type": "string",
-            "secret": True,
-            "description": "proxy URL for the API's requests (http://, https:// or socks5://, may hold user:password); "
-            "default: $HTTPS_PROXY / $HTTP_PROXY / $ALL_PROXY as httpx reads them, $NO_PROXY honoured. "
-            "A proxied call runs on httpx's own transport",
-        },
-        "transport": {
-            "type": "string",
-            "enum": ["agent-core", "httpx"],
-            "description": "the HTTP transport under the pooled clients: agent-core's own HTTP/1.1 (default) or stock "
-            "httpx's, to rule ours out; default $AGENT_CORE_TRANSPORT, else agent-core",
-        },
-        "extra_headers": {
-            "type": "object",
-            "secret": True,
-            "description": "extra HTTP headers for every request; credentials (never in state or errors)",
-        },
-        "list_models": {
-            "type": "boolean",
-            "default": False,
-            "description": "get_models asks the server's /models endpoint instead of using `model`",
-        },
+        **_route_keys(),
     }

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("starlette", reason="agent-core serve needs the server extra")
 
 from agent_core import AgentCore
-from agent_core.plugin_kit import ENGINE_KEYS
+from agent_core.host_kit import ENGINE_KEYS
 from agent_core.server.facades.client_tools import ClientTools
 from agent_core.server.facades.fields import declared_for, keys_by_plugin
 

@@ -29,6 +29,11 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                                ("agent-core serve --log-json", "one JSON line per request, for a collector"),
                            ),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_flags(serve)
+    serve.set_defaults(func=_serve)
+
+
+def _add_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1",
                        help="the address to listen on (default 127.0.0.1; beyond loopback needs --token or "
                             "--tokens-file, or --insecure)")
@@ -71,7 +76,6 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                             "duration_ms, request_id), for a log collector")
     for flag, kind, what in _LIMIT_FLAGS:
         serve.add_argument(flag, type=kind, default=None, metavar="N", help=what)
-    serve.set_defaults(func=_serve)
 
 
 # (flag, setting, action, help) for each on/off setting of ServeSettings; None: not given (the [serve] table decides)

@@ -17,9 +17,11 @@ import msgspec
 
 from ..errors import ActionInputError
 from ..plugins.chains import init_state, session_native
-from ..plugins.hooks import LivePlugin, frozen_list
+from ..plugins.answers import frozen_list
+from ..plugins.hooks import LivePlugin
 from ..plugins.lifecycle import merge_context, plugin_actions, run_action, triggers_of
-from ..plugins.resolution import Resolution, own_config
+from ..plugins.enablement import own_config
+from ..plugins.resolution import Resolution
 from ..values.frozen import FrozenList, freeze, thaw
 from ..values.messages import Session
 from ..values.native_history import store_native

@@ -5,6 +5,10 @@ every call takes a session and/or a config and returns new values, so one
 instance can serve any number of concurrent, stateless request handlers. The
 only thing it tracks is which requests are in flight, so that
 ``cancel_request(request_id)`` can reach them from another thread or task.
+
+Why one module: it is one class, the facade a caller holds, and each method is a
+short door into a room below (resolution, a request run, an action, discovery);
+cutting the class to fit a size would only spread that one list of doors.
 """
 
 from __future__ import annotations

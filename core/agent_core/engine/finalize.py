@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..plugins.chains import Built, core_dicts, finalize_chain, from_native
-from ..plugins.hooks import LivePlugin, frozen_list
+from ..plugins.answers import frozen_list
+from ..plugins.hooks import LivePlugin
 from ..plugins.lifecycle import Lifecycle, run_action
 from ..values.messages import Message, Session
 from ..values.native_history import persistable, store_native

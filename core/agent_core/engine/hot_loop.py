@@ -30,7 +30,8 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from ..errors import EmptyResponseError, PluginError
-from ..plugins.hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
+from ..plugins.answers import expect_tuple, frozen_list, frozen_map
+from ..plugins.hooks import LivePlugin, call_hook
 from ..plugins.stubs import provider_streams
 from ..runtime.effects import END, Call, CancellationToken, NextItem, OpenIter, Pump
 from ..runtime.flight import Flight, RunCancelled
@@ -42,6 +43,7 @@ from ..plugins.finals_check import checked_finals
 from ..plugins.native_view import viewing
 from .blame import PASS_CLOSING, hot_failure, provider_failure
 from .retract import retract_event, retrying_event
+from .tally import UsageTally
 
 __all__ = ["HotChain", "HotLoop", "call_once", "call_provider", "finalized", "hot_chain", "hot_failure",
            "partial_message", "pump_stream"]
@@ -97,7 +99,9 @@ def taken(plugin: LivePlugin, out: Any, native: Any, state: Any,
     """Check a hot hook's 4-tuple; freeze only the parts the plugin made new.
 
     Partials are only checked to be a list (see the module's docstring);
-    :func:`partial_message` checks each one when it is built.
+    :func:`partial_message` checks each one when it is built. An answer that is not
+    a 4-tuple is never iterated: a generator (a hook written with ``yield`` by
+    mistake) would run the plugin's code.
     """
     if out.__class__ is not tuple or len(out) != 4:
         out = expect_tuple(plugin, hook, out, 4, _SHAPE)
@@ -138,7 +142,7 @@ class HotLoop:
     ``native`` and ``state`` are the provider's history and state after the
     last chunk; ``seen`` the finals produced so far; ``chunks`` how many were fed.
     ``start`` is the history and state the call began with, which a retry goes
-    back to; ``billed`` (the request's ``[input, output, calls]`` counts) takes
+    back to; ``billed`` (the request's :class:`~.tally.UsageTally`) takes
     the usage of attempts a retry threw away.
     """
 
@@ -146,7 +150,7 @@ class HotLoop:
                  "start", "billed")
 
     def __init__(self, chain: HotChain, native: Any, state: Any, *, request_id: str = "", iteration: int = 0,
-                 token: CancellationToken | None = None, billed: list[int] | None = None) -> None:
+                 token: CancellationToken | None = None, billed: UsageTally | None = None) -> None:
         self.provider = chain[0]
         self.exts = chain[1:]
         self.native = native
@@ -160,35 +164,24 @@ class HotLoop:
         self.token = token if token is not None else CancellationToken()  # ``cancelled`` is read per chunk
 
     def feed(self, chunk: Any) -> Any:
-        """Run one native chunk through the chain; return its events.
+        """Run one native chunk through the chain (provider first, each plugin seeing what the one before returned).
 
-        The provider's ``process_chunk(chunk, native, state)`` runs first, then each extension's
-        ``process_chunk(chunk, partials, finals, native, state)``, each seeing what the one before
-        returned. New finals and native history are frozen; partials are built into events from what
-        the last plugin returned, and an invalid one is blamed on the last plugin that changed them.
-        Returns a tuple of one event (the usual chunk) or a list of any number.
-
-        Raises:
-            RunCancelled: the request was cancelled.
-            PluginError: a hook raised or returned a bad shape (names plugin and hook).
-            LLMError, ProviderRequestCancelled: raised by a hook, passed on as they are.
+        New finals and native history are frozen; partials become events, an invalid one blamed on the
+        last plugin that changed them. Returns a tuple of one event (the usual chunk) or a list of any number.
+        Raises RunCancelled (the request was cancelled), PluginError (a hook raised or returned a bad shape;
+        it names plugin and hook), and a hook's LLMError or ProviderRequestCancelled as they are.
         """
         if self.token.cancelled:
             raise RunCancelled
         if chunk.__class__ is StreamRetry:
             return self.retract(chunk)
         self.chunks += 1
-        native, state = self.native, self.state
-        owner, fn = self.provider
+        (owner, fn), native, state = self.provider, self.native, self.state
         try:
             out = fn(chunk, native, state)
         except Exception as exc:
             raise hot_failure(owner, exc)
-        # The usual chunk, checked inline: history handed back as given, state as given or frozen
-        # by the provider itself (the bundled ones hand a text chunk's state back frozen), no new final.
-        # A tuple is unpacked rather than indexed (one bytecode for four). Anything else goes to taken(),
-        # which names the shape it got: never iterated here, since a generator (a hook written with
-        # ``yield`` by mistake) would run the plugin's code.
+        # the usual chunk, checked inline; anything else goes to taken(), which names the shape it got
         try:
             p, f, n, s = out if out.__class__ is tuple else _NOT_FOUR
         except ValueError:
@@ -209,8 +202,7 @@ class HotLoop:
                 p = None
             if p is partials and f is finals and n is native and s is state:
                 continue  # a pass-through extension: nothing new to check
-            if out.__class__ is tuple and len(out) == 4 and out[0] is not partials:
-                owner = plugin
+            owner = plugin if p is not partials else owner  # whose partials an invalid one is blamed on
             partials, finals, native, state = taken(plugin, out, native, state)
         self.native, self.state = native, state
         if finals:
@@ -218,7 +210,7 @@ class HotLoop:
         if not partials:
             return _NO_EVENTS
         if len(partials) == 1:
-            (p,) = partials  # unpacked, not indexed: a FrozenList's __getitem__ is Python code
+            (p,) = partials
             if p.__class__ is dict or p.__class__ is FrozenDict:  # partial_message, inline for the usual chunk
                 get = p.get
                 try:
@@ -229,8 +221,7 @@ class HotLoop:
                                       detail=f"returned an invalid partial {p!r}") from exc
                 return (PartialEvent(self.request_id, message, self.iteration),)
             return (PartialEvent(self.request_id, partial_message(owner, p), self.iteration),)
-        rid, it = self.request_id, self.iteration
-        return [PartialEvent(rid, partial_message(owner, p), it) for p in partials]
+        return [PartialEvent(self.request_id, partial_message(owner, p), self.iteration) for p in partials]
 
     def retract(self, retry: StreamRetry) -> list[Any]:
         """The stream starts over (:mod:`.retract`): back to the call's first history and state.
@@ -282,7 +273,7 @@ class HotLoop:
 
 def call_provider(
     provider: LivePlugin, exts: list[LivePlugin], native: Any, state: Any, *,
-    stream: bool, request_id: str, flight: Flight, iteration: int, ctx: Any, billed: list[int] | None = None,
+    stream: bool, request_id: str, flight: Flight, iteration: int, ctx: Any, billed: UsageTally | None = None,
     on_first: Callable[[], None] | None = None,
 ) -> Generator[Any, Any, tuple[FrozenList, FrozenList, FrozenDict]]:
     """One provider call up to the extensions' closing ``process_chunk(None, ...)``.

@@ -27,17 +27,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from .tally import UsageTally
 from ..values.events import RetractEvent, RetryingEvent, StreamRetry, Usage, error_info
 
 __all__ = ["retract_event", "retrying_event"]
 
 
-def retract_event(retry: StreamRetry, request_id: str, iteration: int, billed: list[int] | None) -> RetractEvent:
-    """The event for ``retry``; its usage is added to ``billed`` (the request's ``[input, output, calls]``)."""
+def retract_event(retry: StreamRetry, request_id: str, iteration: int, billed: UsageTally | None) -> RetractEvent:
+    """The event for ``retry``; its usage is added to ``billed`` (the request's tally)."""
     usage = _usage_of(retry.usage)
     if usage is not None and billed is not None:
-        billed[0] += usage.input_tokens
-        billed[1] += usage.output_tokens
+        billed.add(usage)
     error = error_info(retry.error) if isinstance(retry.error, BaseException) else None
     return RetractEvent(request_id, iteration, int(retry.attempt), error, usage)
 

@@ -37,6 +37,9 @@ The run never calls back into the engine: :class:`AgentCore` hands it a
 ``core``. Everything a plugin is handed is frozen, and results are frozen on
 the way back in only where they are new, so neither the per-chunk nor the
 per-turn work grows with the length of the conversation.
+
+Why one module: it is the numbered list above as one class, a method a step, so the
+order of a request reads top to bottom in one place; each step's work lives elsewhere.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ from ..errors import (
 from ..plugins.chains import init_state, initialize_request, tail, to_native
 from ..plugins.hooks import LivePlugin, cancel_provider_call
 from ..plugins.lifecycle import lifecycle_table
-from ..plugins.resolution import Resolution, own_config
+from ..plugins.enablement import own_config
+from ..plugins.resolution import Resolution
 from ..runtime.effects import EffectCancelled
 from ..runtime.flight import Flight, RunCancelled
 from ..tools.kit import ToolKit
@@ -73,7 +77,6 @@ from ..values.events import (
     FinalEvent,
     Outcome,
     StartEvent,
-    Usage,
     error_info,
 )
 from ..values.frozen import FrozenDict, FrozenList, freeze
@@ -85,6 +88,7 @@ from .observe import ABANDONED, Observers, observers_for
 from .repeats import AnsweredCalls
 from .request_injection import inject, request_injections
 from .secret_guard import SecretGuard
+from .tally import UsageTally
 
 __all__ = ["RequestRun", "error_info"]
 
@@ -137,7 +141,7 @@ class RequestRun:
         self.approval = approval
         self.error: BaseException | None = None  # what request() raises
         self.outcome: Outcome = FINISHED
-        self.usage = [0, 0, 0]
+        self.usage = UsageTally()
         self.added: list[Message] = []
         self.ephemeral: list[Message] = []  # injected context for the next provider call only
         self.final_sessions = final_sessions  # finals carry the session (send_request_stream)
@@ -153,7 +157,7 @@ class RequestRun:
             yield from self._events()
         finally:
             if self.observer is not None:  # a no-op when done was reached; else nobody read to the end
-                self.observer.request_ended(ABANDONED, Usage(*self.usage), None)
+                self.observer.request_ended(ABANDONED, self.usage.usage(), None)
             if self.on_finish is not None:
                 self.on_finish()
 
@@ -183,7 +187,7 @@ class RequestRun:
             if reason != "cancelled":
                 yield ErrorEvent(self.request_id, error_info(exc))
         added = self.added if self.error is None else []
-        usage = Usage(self.usage[0], self.usage[1], self.usage[2])
+        usage = self.usage.usage()
         if self.observer is not None:
             self.observer.request_ended(self.outcome, usage, self.error)
         yield DoneEvent(self.request_id, session, self.outcome, usage, list(added))
@@ -300,7 +304,7 @@ class RequestRun:
             flight=self.flight, iteration=iteration, ctx=ctx, billed=self.usage,
             on_first=None if observer is None else partial(observer.first_chunk, iteration),
         )
-        self.usage[2] += 1
+        self.usage.provider_calls += 1
         messages, session, native, state = finalize_turn(
             req.provider, req.chain, req.kit.lifecycle, turn, finals, native, state, session,
             request_id=self.request_id, stream=self.stream, core=self.core, guard=req.kit.guard,
@@ -380,12 +384,7 @@ class RequestRun:
         return True
 
     def _count_usage(self, m: Message) -> None:
-        usage = m.metadata.get("usage")
-        if isinstance(usage, Mapping):
-            for i, key in enumerate(("input_tokens", "output_tokens")):
-                v = usage.get(key)
-                if isinstance(v, int) and not isinstance(v, bool):
-                    self.usage[i] += v
+        self.usage.add_reported(m.metadata.get("usage"))
 
 
 def _last_assistant_metadata(messages: list[Message]) -> Mapping[str, Any]:

@@ -2,13 +2,14 @@
 
 A plugin needs more than the hook contract: a way to find markers in text cut at any
 point, to accumulate streamed text cheaply, to rewrite a final message, the names of the
-tool formats, bases that turn fixed data and one call value into hooks; code that does
-I/O needs the effects and the two drivers that run one generator both sync and async;
-the testing kit needs what runs a plugin as a request does (the hot loop, the config a
-schema gives). They live here so that bundled plugins, features, the store, the server
-and the testing kit import only :mod:`agent_core`, this kit and the public provider
-modules, as a third party's plugin would. The kit sits on top of the kernel: it may
-import any kernel room, and no kernel room imports it.
+tool formats, and the kit classes, the one way to write each kind of plugin
+(:class:`Extension`, :class:`Feature`, :class:`Tool`; a provider subclasses
+:class:`agent_core.BaseProvider`). A plugin that does I/O (a provider) yields effects
+and hands its flow to the two drivers, so one generator runs both sync and async. Bundled
+plugins, features and providers import only :mod:`agent_core`, this kit and the public
+provider modules, as a third party's plugin would. What only code hosting the engine needs
+(the testing kit's harness, the store, the server) is in :mod:`agent_core.host_kit`. The
+kit sits on top of the kernel: it may import any kernel room, and no kernel room imports it.
 
 Its modules, one job each, all re-exported here (import from ``agent_core.plugin_kit``,
 not from the modules): :mod:`.markers` (:class:`MarkerScanner`), :mod:`.pieces` (text
@@ -22,12 +23,7 @@ whose hooks take one :class:`ToolCall`). Provider wire helpers stay with their p
 :mod:`agent_core_providers.shapes`), which plugins import directly.
 """
 
-from ..plugins.finals_check import final_fault
-from ..plugins.native_view import NativeView, misread_natives, viewing
-from ..plugins.ui_elements import ConfigElement, MessageFooter, SessionAction, StatusBar, ui_element_fault
-from ..engine.hot_loop import HotLoop
-from ..plugins.config import ENGINE_KEYS, effective_config, parse_schema
-from ..plugins.config_policy import DEFAULT_CLIENT_KEYS
+from ..plugins.ui_elements import ConfigElement, MessageFooter, SessionAction, StatusBar
 from ..plugins.tool_interop import (
     ANTHROPIC,
     JSON_SCHEMA,
@@ -38,22 +34,19 @@ from ..plugins.tool_interop import (
 )
 from ..runtime.effects import (
     Call,
-    CancellationToken,
     EffectCancelled,
     EffectTimeout,
     OpenIter,
     Pump,
 )
 from ..runtime.drivers import FlowStream, drive_async, drive_sync
-from ..tools.policy import TOOL_PRE_VERDICTS, read_verdict
-from ..values.native_history import prefix_digest, without_native_history
-from ..values.request_config import RequestConfig
+from ..tools.policy import TOOL_PRE_VERDICTS
 from .declared import Extension, Feature
 from .finals import replace_final, rewrite_finals, rewrite_last_assistant
 from .hook_types import ChunkOutput, Dict, Msgs
 from .markers import Hit, MarkerScanner
 from .metadata import annotate, reasoning_partial
-from .pieces import Pieces, push, text_of
+from .pieces import push, text_of
 from .tool_formats import adapt_schema
 from .tools import Tool, ToolCall, failure, success
 
@@ -61,7 +54,7 @@ __all__ = [
     # markers in streamed text (markers)
     "Hit", "MarkerScanner",
     # text accumulated from pieces (pieces)
-    "Pieces", "push", "text_of",
+    "push", "text_of",
     # finals rewritten with the native history in step (finals)
     "replace_final", "rewrite_finals", "rewrite_last_assistant",
     # metadata: reasoning partials, extras read from native messages (metadata)
@@ -73,30 +66,14 @@ __all__ = [
     # ToolInteropContribution are agent_core's own names
     "ANTHROPIC", "JSON_SCHEMA", "OPENAI_CHAT", "SchemaAdapter", "ToolCallReader", "adapt_schema",
     "detect_schema_format",
-    # plugin bases whose fixed hooks are declared as attributes (declared), and tools taking one call value (tools)
+    # the kit classes: bases whose fixed hooks are declared as attributes (declared), and tools taking one
+    # call value (tools)
     "Extension", "Feature", "Tool", "ToolCall", "failure", "success",
-    # effects (agent_core.runtime.effects), the sync/async drivers, and a flow handed out as an async iterator
-    # that the engine's driver pumps inline (agent_core.runtime.drivers)
-    "Call", "CancellationToken", "EffectCancelled", "EffectTimeout", "OpenIter", "Pump", "drive_async", "drive_sync",
-    "FlowStream",
-    # which stored native history a session's messages continue, and a session without that record
-    # (agent_core.values.native_history)
-    "prefix_digest", "without_native_history",
-    # the engine's per-chunk loop over a provider and its extensions, and its closing step (agent_core.engine.hot_loop)
-    "HotLoop",
-    # why a value cannot be a final message, in the words the engine uses (agent_core.plugins.finals_check)
-    "final_fault",
-    # a plugin's declared config schema read, and the config it then sees: defaults filled in, types checked
-    # (agent_core.plugins.config); the keys the engine reads for itself, and those a ConfigPolicy lets a
-    # client set unless told otherwise (agent_core.plugins.config_policy)
-    "effective_config", "parse_schema", "ENGINE_KEYS", "DEFAULT_CLIENT_KEYS",
-    # the mapping a request's config is, whose miss names the fix (agent_core.values.request_config), and the
-    # provider's natives read in the core shape during the closing step, and what the engine tells an extension
-    # that read them as core messages (agent_core.plugins.native_view)
-    "RequestConfig", "NativeView", "viewing", "misread_natives",
-    # the UI elements' schema, one Struct per kind, and why a value is no UI element in the engine's words
-    # (agent_core.plugins.ui_elements)
-    "ConfigElement", "MessageFooter", "SessionAction", "StatusBar", "ui_element_fault",
-    # what a tool_pre action may answer, and what the engine says of any other answer (agent_core.tools.policy)
-    "TOOL_PRE_VERDICTS", "read_verdict",
+    # a plugin that does I/O: its effects (agent_core.runtime.effects), the sync/async drivers, and a flow
+    # handed out as an async iterator that reads in batches (agent_core.runtime.drivers)
+    "Call", "EffectCancelled", "EffectTimeout", "OpenIter", "Pump", "drive_async", "drive_sync", "FlowStream",
+    # the UI elements' schema, one Struct per kind (agent_core.plugins.ui_elements)
+    "ConfigElement", "MessageFooter", "SessionAction", "StatusBar",
+    # what a tool_pre action may answer (agent_core.tools.policy)
+    "TOOL_PRE_VERDICTS",
 ]

@@ -22,7 +22,8 @@ from ..values.json_values import freeze_json
 from ..values.messages import Message, Session
 from ..values.native_history import load_native
 from .finals_check import final_fault
-from .hooks import LivePlugin, call_hook, expect_tuple, frozen_list, frozen_map
+from .answers import expect_tuple, frozen_list, frozen_map
+from .hooks import LivePlugin, call_hook
 
 __all__ = ["Built", "core_dicts", "from_native", "init_state", "initialize_request", "finalize_chain", "session_native",
            "tail", "to_native"]

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..errors import ConfigError, InvalidValueError, LLMError, PluginError, ProviderRequestCancelled
-from ..values.frozen import FrozenDict, FrozenList, freeze
-from ..values.native_history import freeze_over
-from .contract import HOOKS, PROVIDER_TWINS, parse_signature
+from ..errors import ConfigError, LLMError, PluginError, ProviderRequestCancelled
+from .contract import PROVIDER_TWINS, parse_signature
 from .near_miss import check_positions, warn_near_misses
 from .ui_elements import check_declared_ui
 from .protocols import (
+    HOOKS,
     FeaturePlugin,
     ProviderExtensionPlugin,
     ProviderPlugin,
@@ -56,7 +55,7 @@ def _contract_shape(signature: str) -> _Shape:
     return _Shape(tuple(p.name for p in params if not p.keyword_only), tuple(p.name for p in params if p.keyword_only))
 
 
-#: kind -> hook -> how the engine calls it, read from the contract table (agent_core.plugins.contract)
+#: kind -> hook -> how the engine calls it, read from the protocols' signatures (agent_core.plugins.protocols.HOOKS)
 _SHAPES: dict[str, dict[str, _Shape]] = {
     kind: {name: _contract_shape(spec.signature) for name, spec in hooks.items()} for kind, hooks in HOOKS.items()
 }
@@ -345,55 +344,6 @@ def call_hook(plugin: LivePlugin, hook: str, *args: Any, **kwargs: Any) -> Any:
         raise
     except Exception as exc:
         raise PluginError(plugin.name, hook, exc) from exc
-
-
-def expect_tuple(plugin: LivePlugin, hook: str, value: Any, size: int, what: str) -> tuple[Any, ...]:
-    """Check a hook returned a ``size``-tuple; name plugin and hook when not."""
-    if isinstance(value, (tuple, list)) and len(value) == size:
-        return tuple(value)
-    raise PluginError(
-        plugin.name, hook, TypeError("bad return value"),
-        detail=(f"returned a {len(value)}-{type(value).__name__}" if isinstance(value, (tuple, list))
-                else f"returned {type(value).__name__}") + f", expected a {size}-tuple {what}",
-    )
-
-
-def frozen_list(plugin: LivePlugin, hook: str, value: Any, what: str, base: Any = None) -> Any:
-    """Freeze a hook's list result, checking that it is a list.
-
-    ``base`` is the frozen list the hook was handed, when the result is
-    likely built on it (a native history): its shared head is then not
-    walked again (see :func:`freeze_over`).
-    """
-    if value.__class__ is FrozenList:
-        return value
-    if not isinstance(value, (list, tuple)):
-        raise PluginError(
-            plugin.name, hook, TypeError("bad return value"),
-            detail=f"returned {type(value).__name__} for {what}, expected a list",
-        )
-    try:
-        return freeze(value) if base is None else freeze_over(value, base)
-    except InvalidValueError as exc:
-        raise _unusable(plugin, hook, what, exc) from exc
-
-
-def frozen_map(plugin: LivePlugin, hook: str, value: Any, what: str) -> Any:
-    if value.__class__ is FrozenDict:
-        return value
-    if not isinstance(value, (dict, Mapping)):
-        raise PluginError(
-            plugin.name, hook, TypeError("bad return value"),
-            detail=f"returned {type(value).__name__} for {what}, expected a mapping",
-        )
-    try:
-        return freeze(value)
-    except InvalidValueError as exc:
-        raise _unusable(plugin, hook, what, exc) from exc
-
-
-def _unusable(plugin: LivePlugin, hook: str, what: str, exc: InvalidValueError) -> PluginError:
-    return PluginError(plugin.name, hook, exc, detail=f"returned {what} that cannot be used: {exc}")
 
 
 def cancel_provider_call(provider: LivePlugin, request_id: str) -> None:

@@ -18,7 +18,8 @@ from typing import Any
 from ..errors import InvalidValueError, PluginError
 from ..values.frozen import FrozenDict, freeze
 from ..values.messages import Session
-from .hooks import LivePlugin, call_hook, frozen_map
+from .answers import frozen_map
+from .hooks import LivePlugin, call_hook
 from .near_miss import caller_level
 
 __all__ = ["RESERVED_CONTEXT_KEYS", "REQUEST_TRIGGERS", "action_defaults", "lifecycle_table", "merge_context",

@@ -15,12 +15,14 @@ engine applies when a plugin leaves a hook out, so a plugin written as a bare
 class with only ``name`` and two hooks is complete. Subclassing a ``Base*``
 class gives the same defaults through inheritance, for authors who prefer it.
 
-The hook list itself is the contract's table (:mod:`agent_core.plugins.contract`);
-the protocols follow its groups, so a hook several kinds share is declared once:
+The hooks' parameters are stated here, once, as Python signatures; the contract's
+table (:mod:`agent_core.plugins.contract`) adds each hook's stage and default in words,
+and :data:`HOOKS` joins the two. The protocols follow the table's groups, so a hook
+several kinds share is declared once:
 :class:`~agent_core.plugins.base.TagGatedPlugin` (extensions, features, tools),
 :class:`ChainPlugin` (extensions and features), :class:`ToolFormatsPlugin`
 (providers and extensions). Each kind's protocol adds only its own hooks, and
-every one is checked against the table when this module is imported.
+every row of the table is checked against them when this module is imported.
 
 Hooks receive frozen values (see :mod:`agent_core.values.frozen`) and return new
 ones; plain dicts and lists are accepted back and frozen by the engine. A
@@ -39,7 +41,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 
 from .base import BasePlugin, Dict, Msgs, TagGatedPlugin
-from .contract import ASYNC_HOOKS, HOOKS, Param, parse_signature
+from .contract import ASYNC_HOOKS, ROWS, HookSpec, render_signature
 from .tool_interop import ToolInteropContribution
 from .tool_protocol import ToolPlugin
 
@@ -54,6 +56,7 @@ __all__ = [
     "BaseTool",
     "ChainPlugin",
     "FeaturePlugin",
+    "HOOKS",
     "ProviderExtensionPlugin",
     "ProviderPlugin",
     "TagGatedPlugin",
@@ -303,28 +306,29 @@ class BaseTool(_Identity, ToolPlugin):
     """Subclass to write a tool plugin; override only the hooks you need."""
 
 
-def _check_against_contract() -> None:
-    """Each protocol declares the contract's hooks with the contract's parameters (:mod:`agent_core.plugins.contract`).
+def _hooks_from_signatures() -> dict[str, dict[str, HookSpec]]:
+    """The contract (:mod:`agent_core.plugins.contract`) with each hook's parameters read from its protocol.
 
-    Run once, at import: a protocol that drifts from the table fails at once,
+    Run once, at import: a table row its protocol does not declare, or a hook
+    that is async where the contract says plain (or the reverse), fails at once,
     not when some plugin first meets the difference.
     """
+    hooks: dict[str, dict[str, HookSpec]] = {}
     for kind, proto in (("provider", ProviderPlugin), ("extension", ProviderExtensionPlugin),
                         ("feature", FeaturePlugin), ("tool", ToolPlugin)):
-        for name, spec in HOOKS[kind].items():
+        hooks[kind] = {}
+        for name, stage, default in ROWS[kind]:
             fn = getattr(proto, name, None)
             if not callable(fn):
                 raise TypeError(f"{proto.__name__} does not declare the contract's hook {name!r}")
-            params = list(inspect.signature(fn).parameters.values())[1:]
-            got = tuple(Param(p.name, p.default is not p.empty, p.kind is p.KEYWORD_ONLY) for p in params)
-            if got != parse_signature(spec.signature):
-                raise TypeError(f"{proto.__name__}.{name} takes ({', '.join(map(str, params))}), "
-                                f"the contract says ({spec.signature})")
             want = ASYNC_HOOKS.get(name)
             is_async = ("coroutine" if inspect.iscoroutinefunction(fn)
                         else "async generator" if inspect.isasyncgenfunction(fn) else None)
             if is_async != want:
                 raise TypeError(f"{proto.__name__}.{name} must be {want or 'a plain function'}")
+            hooks[kind][name] = HookSpec(kind, name, stage, render_signature(fn), default)
+    return hooks
 
 
-_check_against_contract()
+#: kind -> hook name -> its spec: the contract's stages and defaults, the protocols' parameters
+HOOKS = _hooks_from_signatures()

@@ -5,7 +5,10 @@ effect it yields is performed (called, or awaited) and its result or error
 goes back in at the same ``yield``; anything else it yields is an event for
 the caller. A :class:`~.effects.Pump` is the one effect that loops: the
 driver reads an open iterator itself and hands each item to the pump's
-step, so a streamed chunk resumes no generator of the flow.
+step, so a streamed chunk resumes no generator of the flow. In async mode
+every pump is read the same way, a batch of items an await (one item from
+an async iterator, one from a sync iterator on a worker thread, or what one
+read of a :class:`FlowStream`'s body gave), so the driver knows no flow.
 
 A flow inside a flow
 --------------------
@@ -14,10 +17,10 @@ A provider's stream is a flow of its own (send, read the body through a
 its hot loop. Handed out as an async generator, every network read would
 climb through two more layers (the provider's hook, and the driver of its
 flow) before the engine's step saw its events. :class:`FlowStream` is the
-same flow as an async iterator the engine's driver recognises: when it
-pumps a ``FlowStream``, it runs the inner flow itself, and once that flow
-pumps its body, one loop reads the body and calls the provider's step and
-then the engine's step on what it returns. That is one await per network
+same flow as an async iterator that reads in batches
+(:meth:`FlowStream.next_batch`): it runs the inner flow itself, and once that
+flow pumps its body, each read of the body goes through the provider's step,
+and the driver hands what it returns to the engine's step. That is one await per network
 read, from the connection to the event the caller gets. Iterated by anyone
 else (``async for``), a ``FlowStream`` behaves like the async generator it
 replaces, and both ways share its state, so the engine may take a first
@@ -27,7 +30,7 @@ item by hand and then pump the rest.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -88,48 +91,14 @@ async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
                 item = driver.resume()
             except StopIteration:
                 return
-            if item.__class__ is Pump and item.handle.is_async:
+            if item.__class__ is Pump:
                 # the hot loop, inline (as in drive_sync): no generator of its own between the
-                # iterator and this one, whose every resumption a chunk would pay
+                # reads and this one, whose every resumption a chunk would pay
                 h, step = item.handle, item.step
-                it = h.it
+                next_batch = _batches(h)
                 try:
-                    if it.__class__ is FlowStream:
-                        # a flow inside: its body's reads meet both steps here (the module's docstring)
-                        advance = it.advance
-                        while True:
-                            got = await advance()
-                            if got is END:
-                                break
-                            if got is not _PUMPING:
-                                for inner in got:
-                                    events = step(inner)
-                                    if events:
-                                        for ev in events:
-                                            yield ev
-                                continue
-                            read, inner_step = it.reading, it.inner_step
-                            while True:
-                                try:
-                                    batch = inner_step(await read())
-                                except StopAsyncIteration:
-                                    it.body_ended()
-                                    break
-                                except Exception as exc:  # noqa: BLE001 - the inner flow hears it
-                                    await it.body_failed(exc)
-                                    break
-                                for inner in batch:
-                                    events = step(inner)
-                                    if events:
-                                        for ev in events:
-                                            yield ev
-                    else:
-                        anext = it.__anext__
-                        while True:
-                            try:
-                                chunk = await anext()
-                            except StopAsyncIteration:
-                                break
+                    while (batch := await next_batch()) is not END:
+                        for chunk in batch:
                             events = step(chunk)
                             if events:
                                 for ev in events:
@@ -140,12 +109,6 @@ async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
                 except BaseException:
                     await _close_async(h)
                     raise
-            elif item.__class__ is Pump:
-                try:
-                    async for ev in _pump_thread(item):
-                        yield ev
-                except Exception as exc:  # noqa: BLE001
-                    driver.error = exc
             elif isinstance(item, Effect):
                 await driver.perform_async(item)
             else:
@@ -154,21 +117,31 @@ async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
         await driver.close_async()
 
 
-async def _pump_thread(p: Pump) -> AsyncIterator[Any]:
-    """A pump over a sync iterator in async mode: each item is pulled on a worker thread."""
-    h, step, it = p.handle, p.step, p.handle.it
-    try:
-        while True:
-            item = await asyncio.to_thread(next, it, END)
-            if item is END:
-                return
-            events = step(item)
-            if events:
-                for ev in events:
-                    yield ev
-    except BaseException:
-        await _close_async(h)
-        raise
+def _batches(handle: Any) -> Callable[[], Awaitable[Any]]:
+    """How a pump's iterator is read in async mode: the next batch of items, or :data:`END`.
+
+    A :class:`FlowStream` reads its body a batch at a time itself; an async iterator gives one
+    item an await; a sync one, one item a worker thread's ``next``.
+    """
+    it = handle.it
+    if it.__class__ is FlowStream:
+        return it.next_batch  # type: ignore[no-any-return]
+    return _OneAtATime(it.__anext__ if handle.is_async else _ThreadRead(it))
+
+
+class _OneAtATime:
+    """Batches of one item from a read that raises ``StopAsyncIteration`` at the end."""
+
+    __slots__ = ("read",)
+
+    def __init__(self, read: Callable[[], Awaitable[Any]]) -> None:
+        self.read = read
+
+    async def __call__(self) -> Any:
+        try:
+            return (await self.read(),)
+        except StopAsyncIteration:
+            return END
 
 
 #: what :meth:`FlowStream.advance` answers while the flow's body is being read
@@ -210,29 +183,32 @@ class FlowStream:
         return self
 
     async def __anext__(self) -> Any:
+        while not self._ready:
+            batch = await self.next_batch()
+            if batch is END:
+                raise StopAsyncIteration
+            self._ready = list(batch)
+        return self._ready.pop(0)
+
+    async def next_batch(self) -> Any:
+        """The flow's next events (a list or tuple, maybe empty), or :data:`END`: one read of its body while it pumps.
+
+        A read or step that fails is handed to the flow at its pump, which goes on from there.
+        """
         while True:
-            ready = self._ready
-            if ready:
-                return ready.pop(0)
-            if self._pump is None:
+            if self._ready or self._pump is None:
                 got = await self.advance()
-                if got is END:
-                    raise StopAsyncIteration
                 if got is not _PUMPING:
-                    self._ready = list(got)
-                continue
+                    return got
             try:
-                batch = self.inner_step(await self.reading())
+                return self.inner_step(await self.reading())
             except StopAsyncIteration:
                 self.body_ended()
-                continue
             except Exception as exc:  # noqa: BLE001 - the flow hears it at its pump
                 await self.body_failed(exc)
-                continue
             except BaseException:
                 await self.aclose()
                 raise
-            self._ready = list(batch)
 
     async def advance(self) -> Any:
         """Run the flow to its next events (a list), to its body being pumped (``_PUMPING``), or to its :data:`END`.

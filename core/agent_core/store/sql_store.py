@@ -40,7 +40,7 @@ from ..errors import ConflictError, InvalidArgumentError, SessionNotFoundError
 # The engine's own chained digest of a message prefix, public in the plugin kit. A load computes it
 # (so the engine's native-history check after a load hashes nothing old) and a save compares it
 # with the head's (so it can tell an appended conversation from an edited one).
-from ..plugin_kit import prefix_digest
+from ..host_kit import prefix_digest
 from .codec import (
     decode_json,
     decode_message,

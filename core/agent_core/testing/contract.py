@@ -38,7 +38,7 @@ from typing import Any
 
 from .. import freeze, thaw
 from ..errors import PluginContractError
-from ..plugin_kit import ENGINE_KEYS, final_fault, misread_natives, read_verdict
+from ..host_kit import ENGINE_KEYS, final_fault, misread_natives, read_verdict
 from .harness import PluginHarness
 from .inspection import PROTOCOLS, fit_call, short
 from .request_checks import same_finals_twice, ui_elements_read

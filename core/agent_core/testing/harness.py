@@ -40,7 +40,7 @@ from .. import (
     thaw,
 )
 from ..errors import PluginContractError, PluginError
-from ..plugin_kit import HotLoop, NativeView, RequestConfig, effective_config, parse_schema, viewing
+from ..host_kit import HotLoop, NativeView, RequestConfig, effective_config, parse_schema, viewing
 from .inputs import as_messages as _messages
 from .inputs import session_of as _session_of
 from .inspection import PROTOCOLS, fit_call, plugin_kind, short
@@ -259,13 +259,7 @@ class PluginHarness:
         For an extension or feature, ``native`` is what the provider made of
         ``messages`` (default: the messages themselves, in the core shape).
         """
-        msgs = _messages(messages)
-        if self.kind == "provider":
-            out = self.call("to_native_messages", msgs, self._state, context=self._context)
-        else:
-            base = msgs if native is None else _messages(native)
-            out = self.call("to_native_messages", msgs, base, self._state, context=self._context)
-        return thaw(self._list("to_native_messages", out, "the native messages"))  # type: ignore[no-any-return]
+        return self._convert("to_native_messages", _messages(messages), native, "the native messages")
 
     def from_native(self, native: Any, messages: Any = None) -> list[Any]:
         """``from_native_messages`` on this turn's native finals; the core message dicts it returns.
@@ -273,13 +267,15 @@ class PluginHarness:
         For an extension or feature, ``messages`` is what the provider made
         of ``native`` (default: the native messages themselves).
         """
-        nat = _messages(native)
+        return self._convert("from_native_messages", _messages(native), messages, "the core messages")
+
+    def _convert(self, hook: str, given: Any, other: Any, what: str) -> list[Any]:
+        """One conversion hook: a provider's takes the messages given; a chain plugin's also the other side."""
         if self.kind == "provider":
-            out = self.call("from_native_messages", nat, self._state, context=self._context)
+            out = self.call(hook, given, self._state, context=self._context)
         else:
-            base = nat if messages is None else _messages(messages)
-            out = self.call("from_native_messages", nat, base, self._state, context=self._context)
-        return thaw(self._list("from_native_messages", out, "the core messages"))  # type: ignore[no-any-return]
+            out = self.call(hook, given, given if other is None else _messages(other), self._state, context=self._context)
+        return thaw(self._list(hook, out, what))  # type: ignore[no-any-return]
 
     # -- the hot path ----------------------------------------------------------------------
 

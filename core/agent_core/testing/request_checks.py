@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import freeze, thaw
 from ..errors import PluginContractError
-from ..plugin_kit import ui_element_fault
+from ..host_kit import ui_element_fault
 from .harness import PluginHarness
 from .render import normalise
 

@@ -88,7 +88,14 @@ def run_tools(
         if r.call.error is None and isinstance(msg.tool_result, Mapping) and not msg.tool_result.get("success"):
             failures.append(f"{r.call.tool_name!r} (call {r.call.call_id}): {msg.tool_result.get('error')}")
         injections.extend(pre.injections)
-    # injected context goes after the turn's tool results, never between a call and its result
+    session, placed = _inject(session, pos, injections, added, ephemeral)
+    return session, count + placed, failures
+
+
+def _inject(session: Session, pos: int, injections: list[tuple[str, Message, bool]], added: list[Message],
+            ephemeral: list[Message]) -> tuple[Session, int]:
+    """Injected context goes after the turn's tool results, never between a call and its result."""
+    count = 0
     for _, message, is_ephemeral in injections:
         if is_ephemeral:
             ephemeral.append(message)
@@ -96,7 +103,7 @@ def run_tools(
             session, pos = place(session, message, pos)
             count += 1
             added.append(message)
-    return session, count, failures
+    return session, count
 
 
 def pending_calls(

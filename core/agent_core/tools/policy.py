@@ -31,7 +31,8 @@ from typing import Any
 import msgspec
 
 from ..errors import PluginError
-from ..plugins.hooks import LivePlugin, call_hook, frozen_map
+from ..plugins.answers import frozen_map
+from ..plugins.hooks import LivePlugin, call_hook
 from ..plugins.lifecycle import action_defaults, run_action
 from ..runtime.effects import Call
 from ..values.events import Outcome, ToolProgressEvent, ToolResultEvent

@@ -68,23 +68,21 @@ def describe(plugin: LivePlugin, schemas: Any) -> list[ToolDescriptor]:
 
 
 def accepted_formats(provider: LivePlugin, extensions: list[LivePlugin], config: Any) -> tuple[str, ...]:
-    formats: list[str] = []
-    for p in (provider, *extensions):
-        if "accepted_tool_schema_formats" not in p.defined:  # the default offers none
-            continue
-        for f in call_hook(p, "accepted_tool_schema_formats", config, None) or ():
-            if f not in formats:
-                formats.append(f)
-    return tuple(formats) or (OPENAI_CHAT,)
+    """Tool schema formats the provider and its extensions accept (no repeats); OpenAI's when none says."""
+    return tuple(_formats("accepted_tool_schema_formats", provider, extensions, config)) or (OPENAI_CHAT,)
 
 
 def emitted_formats(provider: LivePlugin, extensions: list[LivePlugin], config: Any) -> list[str]:
     """Tool call formats the provider and its extensions put in ``metadata["tool_calls"]`` (no repeats)."""
+    return _formats("emitted_tool_call_formats", provider, extensions, config)
+
+
+def _formats(hook: str, provider: LivePlugin, extensions: list[LivePlugin], config: Any) -> list[str]:
     formats: list[str] = []
     for p in (provider, *extensions):
-        if "emitted_tool_call_formats" not in p.defined:  # the default offers none
+        if hook not in p.defined:  # the default offers none
             continue
-        for f in call_hook(p, "emitted_tool_call_formats", config, None) or ():
+        for f in call_hook(p, hook, config, None) or ():
             if f not in formats:
                 formats.append(f)
     return formats

@@ -20,6 +20,10 @@ Events are msgspec structs: ``encode_event(ev)`` gives JSON, and the JSON
 Schemas in ``schemas/`` are generated from these classes. For code written
 against the original platform, events also answer ``event["type"]`` and
 ``event["message"]["content"]``.
+
+Why one module: the union is closed, and its codec (``encode_event``/``decode_event``)
+is written against the same list of classes, so a new event cannot be added here
+without meeting its JSON form.
 """
 
 from __future__ import annotations

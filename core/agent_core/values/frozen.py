@@ -35,6 +35,9 @@ that, so checking a session again costs only its new parts.
 A determined caller can still bypass the guards with ``dict.__setitem__(d,
 ...)``; the guards exist to catch the honest mistake (``native.append(m)``
 silently losing ``m``), not to sandbox hostile code.
+
+Why one module: the two containers and ``freeze`` keep one promise together (a frozen
+container only holds frozen values), which ``freeze`` relies on to skip what is frozen.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ Serialized forms follow the original platform: ``Message`` uses the keys
 and ``toolResult``; ``Session`` uses ``session_id``, ``messages``, ``metadata``.
 ``to_dict`` returns plain, independent dicts and lists; ``to_json`` encodes the
 same shape with msgspec without thawing first.
+
+Why one module: the values here share one serialised form (``_JsonForm``) and one set
+of field checks, which stay private to the values that use them.
 """
 
 from __future__ import annotations

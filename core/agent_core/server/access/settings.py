@@ -16,7 +16,7 @@ import msgspec
 
 from ... import ConfigPolicy
 from ...errors import ConfigError
-from ...plugin_kit import DEFAULT_CLIENT_KEYS
+from ...host_kit import DEFAULT_CLIENT_KEYS
 
 __all__ = ["LOOPBACK_NAMES", "ServeSettings", "is_loopback"]
 

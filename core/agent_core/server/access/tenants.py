@@ -162,7 +162,7 @@ def tenant_policy(base: ConfigPolicy, models: Sequence[str] | None, allow: Seque
     if models is not None:
         policy = msgspec.structs.replace(policy, models=tuple(models))
     if allow is not None:
-        from ...plugin_kit import DEFAULT_CLIENT_KEYS
+        from ...host_kit import DEFAULT_CLIENT_KEYS
 
         policy = msgspec.structs.replace(policy, allow=DEFAULT_CLIENT_KEYS | frozenset(allow))
     return policy

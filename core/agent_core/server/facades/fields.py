@@ -104,7 +104,7 @@ def declared_by(core: Any, resolution: Any) -> set[str]:
     Kept per set of running plugins (a server runs the same few all day), made
     again when the registrations change; the caller gets its own copy.
     """
-    from ...plugin_kit import ENGINE_KEYS
+    from ...host_kit import ENGINE_KEYS
 
     by_plugin = keys_by_plugin(core)
     names = resolution.enabled  # plugin refs: names (str), so the tuple is its own key

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 
 from ... import NATIVE_KEY, encode_event
 from ...errors import ConflictError, StoreError, StoreUnavailableError
-from ...plugin_kit import without_native_history
+from ...host_kit import without_native_history
 from ...store import iso_time
 from ...types import Message, Session
 from .approvals import ApprovalNote

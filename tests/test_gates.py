@@ -1,0 +1,104 @@
+"""Size and complexity gates over the four packages, held by tooling rather than by review.
+
+A function may hold at most 60 lines and a module 400, unless the module's docstring says
+why it is one idea (a paragraph opening ``Why one module:``); ruff checks how tangled a
+function may grow (``[tool.ruff]`` in pyproject.toml says why its limits are what they are).
+A long module is not to be cut into mixins to pass: the reason in its docstring is the way.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("core/agent_core", "providers/agent_core_providers", "plugins/agent_core_plugins",
+            "features/agent_core_features")
+MODULE_LIMIT = 400
+FUNCTION_LIMIT = 60
+REASON = "Why one module:"
+
+# Offenders in files other work is rewriting at the moment (the server's move, the providers'
+# transport). These lists must only shrink: an entry that no longer offends fails the last test.
+LONG_MODULES_ALLOWED = {
+    "providers/agent_core_providers/_sse.py",
+}
+LONG_FUNCTIONS_ALLOWED = {
+    "providers/agent_core_providers/transport/framing.py:feed",
+}
+RUFF_ALLOWED = {
+    "core/agent_core/server/http/ready.py:PLR0915",
+    "providers/agent_core_providers/transport/framing.py:C901",
+    "providers/agent_core_providers/transport/framing.py:PLR0912",
+    "providers/agent_core_providers/transport/framing.py:PLR0915",
+}
+
+
+@functools.cache
+def _modules() -> tuple[Path, ...]:
+    return tuple(sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")))
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+@functools.cache
+def _long_modules() -> set[str]:
+    long = set()
+    for path in _modules():
+        text = path.read_text()
+        if len(text.splitlines()) > MODULE_LIMIT and REASON not in (ast.get_docstring(ast.parse(text)) or ""):
+            long.add(_rel(path))
+    return long
+
+
+@functools.cache
+def _long_functions() -> set[str]:
+    long = set()
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if node.end_lineno - node.lineno + 1 > FUNCTION_LIMIT:  # type: ignore[operator]
+                    long.add(f"{_rel(path)}:{node.name}")
+    return long
+
+
+@functools.cache
+def _ruff_findings() -> set[str]:
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "json", "--no-cache",
+                           *PACKAGES], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode in (0, 1), done.stderr  # 1: findings; anything else: ruff itself failed
+    return {f"{Path(f['filename']).resolve().relative_to(ROOT).as_posix()}:{f['code']}"
+            for f in json.loads(done.stdout)}
+
+
+def test_no_module_is_over_400_lines_without_saying_why_it_is_one_idea():
+    assert _long_modules() - LONG_MODULES_ALLOWED == set()
+
+
+def test_no_function_is_over_60_lines():
+    assert _long_functions() - LONG_FUNCTIONS_ALLOWED == set()
+
+
+def test_ruff_finds_no_function_too_complex_or_too_long():
+    assert _ruff_findings() - RUFF_ALLOWED == set()
+
+
+def test_a_long_modules_reason_is_a_reason():
+    """The marker opens a sentence of its own, not a stub: at least a line of why."""
+    for path in _modules():
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        if REASON in doc:
+            assert len(doc.split(REASON, 1)[1].strip()) > 80, _rel(path)
+
+
+def test_the_allowed_offenders_still_offend():
+    """Each list only shrinks: fixing an offender means taking it off its list."""
+    fixed = ((LONG_MODULES_ALLOWED - _long_modules()) | (LONG_FUNCTIONS_ALLOWED - _long_functions())
+             | (RUFF_ALLOWED - _ruff_findings()))
+    assert fixed == set()
