@@ -309,8 +309,9 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
             request may override only the keys ``settings`` allows (see :class:`ConfigPolicy`).
         retries: how often a turn without ``If-Match`` starts again after losing a save race
             (each retry is another model call; see ``docs/store.md``).
-        cancel_url: a ``postgresql://`` URL (the store's): ``DELETE /v1/requests/{id}`` then also
-            reaches requests running in the other processes listening there (LISTEN/NOTIFY).
+        cancel_url: the store's URL (``postgresql://`` or ``sqlite:///``): ``DELETE /v1/requests/{id}`` and
+            approval answers then also reach requests running in the other processes on that store
+            (:mod:`agent_core.server.peers`).
         settings: who may connect, from where, and the limits (default :class:`ServeSettings`:
             loopback host names only, no cross-site pages, the documented limits).
 
@@ -340,10 +341,10 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
     server = _Server(core, store, config or {}, retries, settings, default, tokens)
     if core.approval is None:  # a sessions-API turn's client answers ask_user (docs/server.md, Tool approvals)
         core.approval = server.approvals
-    if cancel_url is not None:
-        from .relay import PgCancelRelay
+    if cancel_url is not None:  # cancels and approval answers reach the process that runs the request
+        from .peers import PeerDesk, open_relay
 
-        server.relay = PgCancelRelay(cancel_url, core.cancel_request)
+        server.relay = open_relay(cancel_url, PeerDesk(core, server.approvals, settings.max_choices))
     handlers: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         cls: on_error for cls in (Exception, HTTPException, ApiError, *LIBRARY_ERRORS)
     }

@@ -22,6 +22,7 @@ from .approvals import ApprovalBody
 from .bodies import aparse_body
 from .errors import ApiError
 from .http import path_id, plain
+from .peers import forward_approval
 
 __all__ = ["MAX_INPUT_CHARS", "CompletionApplyBody", "CompletionBody", "InputRoutes"]
 
@@ -59,10 +60,12 @@ class InputRoutes:
         if not 0 < len(call_id) <= 200:
             raise ApiError(400, "invalid_request_error", "the call id must be 1 to 200 characters", param="call_id")
         body = await aparse_body(await request.body(), ApprovalBody, max_depth=self.settings.max_json_depth)
-        if not self.approvals.answer(self.tenant(request).scope(rid), call_id, body.decision):
+        scoped = self.tenant(request).scope(rid)
+        if not (self.approvals.answer(scoped, call_id, body.decision)
+                or await forward_approval(self.relay, scoped, call_id, body.decision)):
+            where = "any server process on this store" if self.relay is not None else "this server process"
             raise ApiError(404, "approval_not_found",
-                           f"no tool call {call_id[:200]!r} of request {rid!r} is waiting for approval in this "
-                           "server process")
+                           f"no tool call {call_id[:200]!r} of request {rid!r} is waiting for approval in {where}")
         return Response(status_code=204)
 
     async def input_completions(self, request: Request) -> Response:
