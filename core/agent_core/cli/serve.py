@@ -37,6 +37,9 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--tokens-file", metavar="FILE",
                        help="a TOML file of tenants, each with its tokens (and, optionally, models and config keys)")
     serve.add_argument("--store", metavar="URL", help=STORE_HELP)
+    serve.add_argument("--workers", type=_workers, default=1, metavar="N|auto",
+                       help="serve with N processes on one port, a parent restarting any that dies; 'auto' is one "
+                            "per core (default 1). They share sessions, cancels and approvals through the store")
     serve.add_argument(
         "--grace", type=float, default=30.0, metavar="SECONDS",
         help="on SIGTERM, how long running requests may finish before they are cancelled (default 30)",
@@ -109,6 +112,21 @@ def _port(text: str) -> int:
     return port
 
 
+def _workers(text: str) -> int:
+    """``--workers``: a positive number, or ``auto`` for one per core this process may run on."""
+    if text.strip().lower() == "auto":
+        if hasattr(os, "sched_getaffinity"):  # the cores it is allowed (a container's CPU set), not the machine's
+            return max(1, len(os.sched_getaffinity(0)))
+        return max(1, os.cpu_count() or 1)
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of workers (or 'auto'): {text!r}") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"--workers must be at least 1 (or 'auto'), got {count}")
+    return count
+
+
 def _aliases(pairs: list[str] | None) -> dict[str, str] | None:
     """``--model-alias NAME=PROVIDER/MODEL`` flags as a mapping (None when none was given)."""
     if not pairs:
@@ -150,5 +168,6 @@ def _serve(args: argparse.Namespace) -> int:
     # the server says its config warnings as it starts; these words name where each key was set
     logging.getLogger(LOGGER).addFilter(SourcedConfigNotes(config_sources(args)))
     run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace,
-               settings=settings, log_level=args.log_level, log_json=args.log_json, quiet=args.quiet)
+               settings=settings, log_level=args.log_level, log_json=args.log_json, quiet=args.quiet,
+               workers=args.workers)
     return 0

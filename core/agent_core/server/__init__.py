@@ -114,21 +114,29 @@ def check_exposure(host: str, token: str | None, settings: ServeSettings) -> Ser
 def run_server(*, host: str, port: int, token: str | None, store_url: str | None,
                config: Mapping[str, Any] | None = None, grace: float = 30.0,
                settings: ServeSettings | None = None, log_level: str = "info", log_json: bool = False,
-               quiet: bool = False) -> None:
+               quiet: bool = False, workers: int = 1) -> None:
     """What ``agent-core serve`` does: set up its log on stderr, check the exposure, open the store, build the app, serve.
 
     ``log_level``, ``log_json`` and ``quiet`` are :func:`~agent_core.server.access_log.configure_logging`'s.
+    ``workers`` above 1 serves with that many processes (:mod:`agent_core.server.workers`).
     """
     from ..store import open_store
     from .access_log import configure_logging
+    from .peers import relay_url
 
     configure_logging(log_level, as_json=log_json, quiet=quiet)
     settings = check_exposure(host, token, settings or ServeSettings())
+    if workers > 1:
+        from .workers import WorkerApp, run_workers
+
+        spec = WorkerApp(token=token, store_url=store_url, config=dict(config or {}), settings=settings,
+                         log_level=log_level, log_json=log_json, quiet=quiet, gc_young=YOUNG)
+        run_workers(spec, host=host, port=port, workers=workers, grace=grace, header_timeout_s=settings.header_timeout_s)
+        return
     store = open_store(store_url)
     try:
-        # Processes on one PostgreSQL store relay cancels to each other (LISTEN/NOTIFY).
-        cancel_url = store_url if store_url and store_url.startswith(("postgresql://", "postgres://")) else None
-        app = create_app(store=store, token=token, config=config, cancel_url=cancel_url, settings=settings)
+        # Processes on one store relay cancels and approval answers to each other (.peers).
+        app = create_app(store=store, token=token, config=config, cancel_url=relay_url(store_url), settings=settings)
         serve(app, host=host, port=port, grace=grace, header_timeout_s=settings.header_timeout_s)
     finally:
         store.close()
