@@ -193,3 +193,32 @@ def test_auto_and_bad_worker_counts(tmp_path: Path) -> None:
         assert len(_wait_for_workers(proc.pid, expected)) == expected
     finally:
         stop_serve(proc)
+
+
+def test_each_worker_answers_a_scrape_with_its_own_numbers(tmp_path: Path) -> None:
+    """The workers' counts, each scrape naming the worker that answered, add up to the requests made."""
+    import re
+
+    proc, url = start_serve(tmp_path / "home", "--workers", "2", "--metrics-token", "scrape-token-0123456789",
+                            "--store", f"sqlite:///{tmp_path}/shared.db")
+    try:
+        for _ in range(10):
+            with httpx.Client() as fresh:  # a connection each: the kernel picks the worker
+                assert fresh.post(f"{url}/v1/chat/completions", timeout=30, json={
+                    "model": "echo", "messages": [{"role": "user", "content": "hi"}]}).status_code == 200
+        counts: dict[str, float] = {}
+        for _ in range(40):
+            with httpx.Client() as fresh:
+                scraped = fresh.get(f"{url}/metrics", headers={"authorization": "Bearer scrape-token-0123456789"},
+                                    timeout=10)
+            assert scraped.status_code == 200
+            instance = re.search(r'service_instance_id="([^"]+)"', scraped.text)
+            assert instance is not None
+            counts[instance.group(1)] = sum(
+                float(line.rsplit(" ", 1)[1]) for line in scraped.text.splitlines()
+                if line.startswith("http_server_request_duration_seconds_count{")
+                and 'http_route="/v1/chat/completions"' in line)
+        assert sum(counts.values()) == 10 and len(counts) <= 2
+        assert httpx.get(f"{url}/metrics", timeout=10).status_code == 401
+    finally:
+        stop_serve(proc)

@@ -296,7 +296,7 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
 
 def create_app(core: AgentCore | None = None, store: Any = None, token: str | None = None, *,
                config: Mapping[str, Any] | None = None, retries: int = 3, cancel_url: str | None = None,
-               settings: ServeSettings | None = None) -> Any:
+               settings: ServeSettings | None = None, metrics: Any = None) -> Any:
     """The ASGI app of ``agent-core serve``.
 
     Args:
@@ -314,6 +314,8 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
             (:mod:`agent_core.server.peers`).
         settings: who may connect, from where, and the limits (default :class:`ServeSettings`:
             loopback host names only, no cross-site pages, the documented limits).
+        metrics: a :class:`~agent_core.server.metrics.Metrics` to measure requests and model calls
+            with (and answer ``GET /metrics``); None: nothing is measured.
 
     A request whose config names no provider runs on the operator config's ``provider``,
     else ``settings.default_provider``, else ``echo`` (see :func:`default_provider`). Each
@@ -329,6 +331,8 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
         core = AgentCore.discover(tools=[ClientTools], disabled=[n for n in off if isinstance(n, str)])
     elif "client_tools" not in core.plugins("tool"):
         core.register_tool(ClientTools)
+    if metrics is not None:  # model calls measured through the engine's observer seam
+        core.register_feature(metrics.feature())
     policy = settings.policy()
     default = Tenant("", policy)
     tokens = None
@@ -358,6 +362,8 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
             allow_headers=["authorization", "content-type", "if-match", "x-request-id", "x-session-id"],
             expose_headers=["etag", "retry-after", "x-request-id", "x-session-revision"],
         )
+    if metrics is not None:  # outside the token check: its refusals are counted, GET /metrics has a token of its own
+        wrapped = metrics.layer(wrapped)
     # Outermost, so the requests the Gate refuses are logged too.
     server.access = AccessLog(Gate(wrapped, allowed_hosts=settings.allowed_hosts, cors_origins=settings.cors_origins),
                               state=app.state)
