@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from agent_core.store import open_store
-from providers._server import Delay, ScriptedServer, sse_reply
+from providers._server import Delay, ScriptedServer, json_reply, sse_reply
 from providers._wire import OA_DONE, oa_chunk
 
 from ._live import start_serve, stop_serve
@@ -222,3 +222,48 @@ def test_each_worker_answers_a_scrape_with_its_own_numbers(tmp_path: Path) -> No
         assert httpx.get(f"{url}/metrics", timeout=10).status_code == 401
     finally:
         stop_serve(proc)
+
+
+def test_a_budget_holds_over_two_workers(tmp_path: Path, server: ScriptedServer) -> None:
+    """Each request costs 0.02 dollars; a budget of 0.1; sixteen sent at once over the two workers."""
+    for _ in range(16):
+        server.enqueue(json_reply({
+            "id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}))
+    token = "budget-token-0123456789"
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(f'[[tenants]]\nname = "b"\ntoken = "{token}"\nlimits = {{ budget_usd = 0.1 }}\n')
+    store = f"sqlite:///{tmp_path}/shared.db"
+    proc, url = start_serve(tmp_path / "home", "--workers", "2", "--store", store, "--tokens-file", str(tokens),
+                            "-c", f"base_url={server.url}/v1", "-c", "api_key=sk-x", "-c", "max_retries=0",
+                            "-c", 'prices={"m": {"input": 1000, "output": 1000}}')
+    statuses: list[int] = []
+
+    def send() -> None:
+        for _ in range(5):
+            with httpx.Client() as fresh:
+                status = fresh.post(f"{url}/v1/chat/completions", timeout=30,
+                                    headers={"authorization": f"Bearer {token}"},
+                                    json={"model": "openai/m", "messages": [{"role": "user", "content": "hi"}]}
+                                    ).status_code
+            if status != 429:
+                break
+            time.sleep(0.05)
+        statuses.append(status)
+
+    try:
+        threads = [threading.Thread(target=send) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        stop_serve(proc)
+    from agent_core.store.tenant_ledger import TenantLedger
+
+    ledger = TenantLedger(store)
+    (use,) = ledger.usage()
+    ledger.close()
+    assert use.spent_usd <= 0.1 + 0.02 + 1e-9 and use.spent_usd >= 0.1
+    assert statuses.count(200) == use.requests == len(server.requests) and 402 in statuses

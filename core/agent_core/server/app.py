@@ -47,6 +47,7 @@ from .http import (
     plain,
 )
 from .input_api import InputRoutes
+from .limits import limited
 from .messages_api import MessagesRoutes
 from .responses_api import ResponsesRoutes
 from .sessions_api import SessionRoutes
@@ -331,7 +332,7 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
         core = AgentCore.discover(tools=[ClientTools], disabled=[n for n in off if isinstance(n, str)])
     elif "client_tools" not in core.plugins("tool"):
         core.register_tool(ClientTools)
-    if metrics is not None:  # model calls measured through the engine's observer seam
+    if metrics is not None and "server_metrics" not in core.plugins("feature"):  # model calls, via observers
         core.register_feature(metrics.feature())
     policy = settings.policy()
     default = Tenant("", policy)
@@ -355,7 +356,9 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
     app = Starlette(routes=server.routes(), exception_handlers=dict(handlers), lifespan=server.lifespan)
     app.state.server = server
     # a client's traceparent parents the spans of its turn (the otel feature's; a no-op without the API)
-    wrapped: Any = Admission(with_trace_context(app), settings, tokens, default, PUBLIC_PATHS)
+    # tenants' limits, counted in the store for every process on it (.limits), inside the token check
+    inner = limited(with_trace_context(app), core, tokens, cancel_url)
+    wrapped: Any = Admission(inner, settings, tokens, default, PUBLIC_PATHS)
     if settings.cors_origins:
         wrapped = CORSMiddleware(
             wrapped, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST", "DELETE"],
