@@ -132,8 +132,8 @@ def test_metrics_off_registers_nothing(tmp_path: Path) -> None:
 def test_prometheus_endpoint_answers_only_its_token(tmp_path: Path, tokens: str) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'sessions.db'}")
     try:
-        app = create_app(store=store, settings=ServeSettings(tokens_file=tokens),
-                         metrics=prometheus_metrics("metrics-token-0123456789"))
+        app = create_app(store=store, settings=ServeSettings(tokens_file=tokens), metrics=prometheus_metrics(),
+                         admin_token="metrics-token-0123456789")
         with running(app) as url:
             assert _chat(url, BOB, stream=True).status_code == 200
             for wrong in ({}, {"authorization": f"Bearer {ALICE}"}, {"authorization": "Bearer metrics-token"}):

@@ -21,6 +21,7 @@ from ._live import running
 
 TOKEN = "limited-token-0123456789"
 FREE = "free-token-0123456789"
+ADMIN = "admin-token-0123456789"
 PRICES = {"m": {"input": 1000.0, "output": 1000.0}}  # dollars per million tokens: 0.001 a token
 
 
@@ -49,7 +50,7 @@ def _servers(tmp_path: Path, upstream: ScriptedServer, limits: str, count: int =
         for _ in range(count):
             store = open_store(url)
             stack.callback(store.close)
-            app = create_app(store=store, config=operator, settings=settings, cancel_url=url)
+            app = create_app(store=store, config=operator, settings=settings, cancel_url=url, admin_token=ADMIN)
             bases.append(stack.enter_context(running(app, lifespan="on")))
         yield bases
 
@@ -77,6 +78,14 @@ def test_requests_per_minute_hold_across_servers_in_each_dialect(tmp_path: Path,
         assert len(server.requests) == 3  # the refused ones never reached the model
         server.enqueue(_answer())
         assert _chat(a, FREE).status_code == 200  # another tenant is not held by it
+        usage = httpx.get(f"{b}/v1/admin/tenants/usage", headers={"authorization": f"Bearer {ADMIN}"}, timeout=10)
+        assert usage.status_code == 200
+        (row,) = usage.json()["data"]  # the tenant without limits is not counted
+        assert (row["tenant"], row["requests"], row["tokens"], row["requests_this_minute"]) == ("ltd", 3, 60, 3)
+        for wrong in (TOKEN, "admin-token"):
+            refused = httpx.get(f"{a}/v1/admin/tenants/usage", headers={"authorization": f"Bearer {wrong}"},
+                                timeout=10)
+            assert refused.status_code == 401 and ADMIN not in refused.text
 
 
 def test_concurrent_requests_are_capped_across_servers(tmp_path: Path, server: ScriptedServer) -> None:

@@ -199,7 +199,7 @@ def test_each_worker_answers_a_scrape_with_its_own_numbers(tmp_path: Path) -> No
     """The workers' counts, each scrape naming the worker that answered, add up to the requests made."""
     import re
 
-    proc, url = start_serve(tmp_path / "home", "--workers", "2", "--metrics-token", "scrape-token-0123456789",
+    proc, url = start_serve(tmp_path / "home", "--workers", "2", "--admin-token", "scrape-token-0123456789",
                             "--store", f"sqlite:///{tmp_path}/shared.db")
     try:
         for _ in range(10):

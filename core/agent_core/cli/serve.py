@@ -34,10 +34,10 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                             "--tokens-file, or --insecure)")
     serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default 8000; 0 picks a free one)")
     serve.add_argument("--token", help="bearer token every route wants (default: $AGENT_CORE_TOKEN)")
-    serve.add_argument("--metrics-token", metavar="TOKEN",
-                       help="measure requests and model calls (OpenTelemetry) and answer GET /metrics, in the "
-                            "Prometheus format, to this bearer token only (default: $AGENT_CORE_METRICS_TOKEN; "
-                            "needs the metrics extra)")
+    serve.add_argument("--admin-token", metavar="TOKEN",
+                       help="the operator's token: turns metrics on (OpenTelemetry; GET /metrics in the Prometheus "
+                            "format, with the metrics extra) and opens GET /metrics and GET /v1/admin/tenants/usage "
+                            "to it alone (default: $AGENT_CORE_ADMIN_TOKEN)")
     serve.add_argument("--tokens-file", metavar="FILE",
                        help="a TOML file of tenants, each with its tokens (and, optionally, models and config keys)")
     serve.add_argument("--store", metavar="URL", help=STORE_HELP)
@@ -174,5 +174,5 @@ def _serve(args: argparse.Namespace) -> int:
     run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace,
                settings=settings, log_level=args.log_level, log_json=args.log_json, quiet=args.quiet,
                workers=args.workers,
-               metrics_token=args.metrics_token or os.environ.get("AGENT_CORE_METRICS_TOKEN") or None)
+               admin_token=args.admin_token or os.environ.get("AGENT_CORE_ADMIN_TOKEN") or None)
     return 0

@@ -114,12 +114,13 @@ def check_exposure(host: str, token: str | None, settings: ServeSettings) -> Ser
 def run_server(*, host: str, port: int, token: str | None, store_url: str | None,
                config: Mapping[str, Any] | None = None, grace: float = 30.0,
                settings: ServeSettings | None = None, log_level: str = "info", log_json: bool = False,
-               quiet: bool = False, workers: int = 1, metrics_token: str | None = None) -> None:
+               quiet: bool = False, workers: int = 1, admin_token: str | None = None) -> None:
     """What ``agent-core serve`` does: set up its log on stderr, check the exposure, open the store, build the app, serve.
 
     ``log_level``, ``log_json`` and ``quiet`` are :func:`~agent_core.server.access_log.configure_logging`'s.
     ``workers`` above 1 serves with that many processes (:mod:`agent_core.server.workers`).
-    ``metrics_token`` turns metrics on, read by ``GET /metrics`` with that token (:mod:`.metrics`).
+    ``admin_token`` turns metrics on and opens the operator's routes to that token (``GET /metrics``,
+    ``GET /v1/admin/tenants/usage``: :mod:`.admin`).
     """
     from ..store import open_store
     from .access_log import configure_logging
@@ -132,19 +133,19 @@ def run_server(*, host: str, port: int, token: str | None, store_url: str | None
 
         spec = WorkerApp(token=token, store_url=store_url, config=dict(config or {}), settings=settings,
                          log_level=log_level, log_json=log_json, quiet=quiet, gc_young=YOUNG,
-                         metrics_token=metrics_token)
+                         admin_token=admin_token)
         run_workers(spec, host=host, port=port, workers=workers, grace=grace, header_timeout_s=settings.header_timeout_s)
         return
     metrics = None
-    if metrics_token:
+    if admin_token:
         from .metrics import prometheus_metrics
 
-        metrics = prometheus_metrics(metrics_token)
+        metrics = prometheus_metrics()
     store = open_store(store_url)
     try:
         # Processes on one store relay cancels and approval answers to each other (.peers).
         app = create_app(store=store, token=token, config=config, cancel_url=relay_url(store_url), settings=settings,
-                         metrics=metrics)
+                         metrics=metrics, admin_token=admin_token)
         serve(app, host=host, port=port, grace=grace, header_timeout_s=settings.header_timeout_s)
     finally:
         store.close()

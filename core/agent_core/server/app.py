@@ -29,6 +29,7 @@ from starlette.routing import Route
 from .. import AgentCore
 from ..errors import ConfigError, UnknownConfigKeyWarning
 from .access_log import AccessLog, log_event
+from .admin import admin_routes
 from .actions_api import ActionDesk, session_action
 from .approvals import ApprovalDesk
 from .bodies import json_depth
@@ -297,7 +298,7 @@ class _Server(FacadeRoutes, MessagesRoutes, ResponsesRoutes, SessionRoutes, Inpu
 
 def create_app(core: AgentCore | None = None, store: Any = None, token: str | None = None, *,
                config: Mapping[str, Any] | None = None, retries: int = 3, cancel_url: str | None = None,
-               settings: ServeSettings | None = None, metrics: Any = None) -> Any:
+               settings: ServeSettings | None = None, metrics: Any = None, admin_token: str | None = None) -> Any:
     """The ASGI app of ``agent-core serve``.
 
     Args:
@@ -316,7 +317,9 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
         settings: who may connect, from where, and the limits (default :class:`ServeSettings`:
             loopback host names only, no cross-site pages, the documented limits).
         metrics: a :class:`~agent_core.server.metrics.Metrics` to measure requests and model calls
-            with (and answer ``GET /metrics``); None: nothing is measured.
+            with; None: nothing is measured.
+        admin_token: the bearer token of the operator's routes (``GET /metrics`` when ``metrics`` can
+            be scraped, ``GET /v1/admin/tenants/usage``); None: no such routes (:mod:`.admin`).
 
     A request whose config names no provider runs on the operator config's ``provider``,
     else ``settings.default_provider``, else ``echo`` (see :func:`default_provider`). Each
@@ -365,8 +368,10 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
             allow_headers=["authorization", "content-type", "if-match", "x-request-id", "x-session-id"],
             expose_headers=["etag", "retry-after", "x-request-id", "x-session-revision"],
         )
-    if metrics is not None:  # outside the token check: its refusals are counted, GET /metrics has a token of its own
+    if metrics is not None:  # outside the token check: its refusals are counted
         wrapped = metrics.layer(wrapped)
+    # the operator's routes, before the metrics and the tenants' token check: a scrape is not a request
+    wrapped = admin_routes(wrapped, admin_token, metrics.scrape if metrics is not None else None, cancel_url)
     # Outermost, so the requests the Gate refuses are logged too.
     server.access = AccessLog(Gate(wrapped, allowed_hosts=settings.allowed_hosts, cors_origins=settings.cors_origins),
                               state=app.state)

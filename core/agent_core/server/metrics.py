@@ -1,7 +1,7 @@
 """The server's metrics: OpenTelemetry instruments named by the HTTP and GenAI semantic conventions.
 
 Theory of operation. Metrics are off unless the application hands :func:`create_app` a
-:class:`Metrics` (``agent-core serve --metrics-token``, or an embedding application's own
+:class:`Metrics` (``agent-core serve --admin-token``, or an embedding application's own
 meter provider); off, nothing of this module runs, per request or per chunk. On, two
 parts record, both through the OpenTelemetry metrics *API* (the provider decides where
 the numbers go):
@@ -26,13 +26,12 @@ observers' hook in the context the request was made in, so the observer reads th
 the token check put in the scope and leaves the model there for the layer.
 
 ``GET /metrics`` answers the Prometheus text format when :class:`Metrics` has a scrape
-function (the ``metrics`` extra's Prometheus reader), only to ``Authorization: Bearer
-<metrics token>``: a tenant's token does not read other tenants' numbers.
+function (the ``metrics`` extra's Prometheus reader), to the admin token only
+(:mod:`agent_core.server.admin`).
 """
 
 from __future__ import annotations
 
-import hmac
 import os
 import time
 from collections.abc import Callable
@@ -80,18 +79,17 @@ class Metrics:
 
     Args:
         meter_provider: an OpenTelemetry ``MeterProvider`` (None: the global one).
-        token: the bearer token ``GET /metrics`` wants; None: no such route.
-        scrape: returns ``(body, content type)`` of the Prometheus text format; None: no such route.
+        scrape: returns ``(body, content type)`` of the Prometheus text format, for ``GET /metrics``
+            (:mod:`agent_core.server.admin`); None: no such route.
     """
 
-    def __init__(self, meter_provider: Any = None, *, token: str | None = None,
+    def __init__(self, meter_provider: Any = None, *,
                  scrape: Callable[[], tuple[bytes, str]] | None = None) -> None:
         from opentelemetry import metrics
 
         meter = metrics.get_meter("agent_core.server", meter_provider=meter_provider)
         self.instruments = _Instruments(meter)
-        self.token = token
-        self.scrape = scrape if token else None
+        self.scrape = scrape
 
     def feature(self) -> type[GenAiMetrics]:
         """The feature class to register on the pipeline, bound to these instruments."""
@@ -102,7 +100,7 @@ class Metrics:
         return MetricsLayer(app, self)
 
 
-def prometheus_metrics(token: str) -> Metrics:
+def prometheus_metrics() -> Metrics:
     """Metrics on an OpenTelemetry SDK provider of their own, read by ``GET /metrics`` (the ``metrics`` extra).
 
     Raises:
@@ -116,13 +114,13 @@ def prometheus_metrics(token: str) -> Metrics:
         from opentelemetry.sdk.resources import Resource
         from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
     except ImportError as exc:
-        raise ConfigError(f"--metrics-token needs the metrics extra: {install_hint('metrics')} ({exc})",
-                          key="metrics_token") from None
+        raise ConfigError(f"metrics (--admin-token) need the metrics extra: {install_hint('metrics')} ({exc})",
+                          key="admin_token") from None
     registry = CollectorRegistry()  # the process's own: two apps in one process do not mix their numbers
     # which process answered a scrape (each of --workers has its numbers): target_info's service_instance_id
     resource = Resource.create({"service.name": "agent-core", "service.instance.id": f"{gethostname()}:{os.getpid()}"})
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)], resource=resource)
-    return Metrics(provider, token=token, scrape=lambda: (generate_latest(registry), CONTENT_TYPE_LATEST))
+    return Metrics(provider, scrape=lambda: (generate_latest(registry), CONTENT_TYPE_LATEST))
 
 
 def _route(path: str) -> str:
@@ -151,9 +149,6 @@ class MetricsLayer:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
-            return
-        if self.metrics.scrape is not None and scope["path"] == "/metrics":
-            await self._scrape(scope, send)
             return
         started = scope[STARTED_KEY] = time.perf_counter()
         status = [0]
@@ -193,22 +188,6 @@ class MetricsLayer:
             if "error.type" in attrs:
                 gen["error.type"] = attrs["error.type"]
             self.on.server_duration.record(took, gen)
-
-    async def _scrape(self, scope: Any, send: Any) -> None:
-        assert self.metrics.scrape is not None and self.metrics.token is not None
-        given = b""
-        for key, value in scope.get("headers", ()):
-            if key == b"authorization":
-                given = value
-        wanted = b"Bearer " + self.metrics.token.encode()
-        if scope["method"] != "GET" or not hmac.compare_digest(given, wanted):
-            status, body, kind = 401, b'{"error":{"type":"authentication_error","message":"GET /metrics wants ' \
-                                      b'Authorization: Bearer <the metrics token>"}}', "application/json"
-        else:
-            status, (body, kind) = 200, self.metrics.scrape()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", kind.encode()), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
 
 
 class GenAiMetrics(Feature):

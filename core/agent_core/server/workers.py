@@ -51,7 +51,7 @@ class WorkerApp(msgspec.Struct, frozen=True, kw_only=True):
     log_json: bool = False
     quiet: bool = False
     gc_young: int = 0
-    metrics_token: str | None = None
+    admin_token: str | None = None
 
     def __call__(self) -> Any:
         from ..store import open_store
@@ -62,14 +62,14 @@ class WorkerApp(msgspec.Struct, frozen=True, kw_only=True):
 
         configure_logging(self.log_level, as_json=self.log_json, quiet=self.quiet)
         metrics = None
-        if self.metrics_token:  # each worker measures its own requests; a scrape reads the one it reaches
+        if self.admin_token:  # each worker measures its own requests; a scrape reads the one it reaches
             from .metrics import prometheus_metrics
 
-            metrics = prometheus_metrics(self.metrics_token)
+            metrics = prometheus_metrics()
         store = open_store(self.store_url)
         atexit.register(store.close)  # the child ends after its server has shut down
         app = create_app(store=store, token=self.token, config=self.config, settings=self.settings,
-                         cancel_url=relay_url(self.store_url), metrics=metrics)
+                         cancel_url=relay_url(self.store_url), metrics=metrics, admin_token=self.admin_token)
         tune_collector(self.gc_young)
         return app
 
