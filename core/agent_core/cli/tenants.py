@@ -31,7 +31,7 @@ def _usage(args: argparse.Namespace) -> int:
 
     from ..server.peers import relay_url
     from ..store import open_store
-    from ..store.tenant_ledger import TenantLedger
+    from ..store import TenantLedger
 
     url = relay_url(args.store)
     open_store(url).close()  # the same checks and messages as every command that opens the store

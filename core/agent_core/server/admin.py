@@ -63,7 +63,7 @@ class AdminRoutes:
         if self.ledger_url is None:
             return b'{"object":"list","data":[]}'
         if self._ledger is None:
-            from ..store.tenant_ledger import TenantLedger
+            from ..store import TenantLedger
 
             self._ledger = TenantLedger(self.ledger_url)
         rows = await asyncio.to_thread(self._ledger.usage)

@@ -29,10 +29,10 @@ from typing import Any
 
 import msgspec
 
-from ..engine.observe import RequestObserver
+from .. import RequestObserver
 from ..errors import ConfigError
 from ..plugin_kit import Feature
-from ..store.tenant_ledger import HOLD_S, Limits, Refused, TenantLedger
+from ..store import HOLD_S, Limits, Refused, TenantLedger
 from .failures import Failure, dialect_of, render
 from .guard import TENANT_KEY
 from .metrics import SCOPE

@@ -39,7 +39,7 @@ from contextvars import ContextVar
 from socket import gethostname
 from typing import Any, ClassVar
 
-from ..engine.observe import RequestObserver
+from .. import RequestObserver
 from ..plugin_kit import Feature
 from .guard import TENANT_KEY
 

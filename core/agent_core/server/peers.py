@@ -46,7 +46,7 @@ def relay_url(store_url: str | None) -> str:
     """The URL a process's relay is opened from: the store's own (``None``: the default SQLite file's)."""
     if store_url is not None:
         return store_url
-    from ..store.location import default_home
+    from ..store import default_home
 
     return f"sqlite:///{default_home() / 'sessions.db'}"
 

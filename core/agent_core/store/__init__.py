@@ -19,6 +19,7 @@ from .location import default_home, open_store
 from .protocol import SessionStore
 from .schema import SCHEMA_VERSION
 from .sql_store import SqlSessionStore
+from .tenant_ledger import HOLD_S, Admitted, Limits, Refused, TenantLedger, TenantUse
 from .turns import (
     TurnDiscardedEvent,
     TurnResult,
@@ -32,11 +33,15 @@ from .turns import (
 from .values import Revision, SessionInfo, Stored, iso_time
 
 __all__ = [
-    "SCHEMA_VERSION",
+    "Admitted",
     "ConflictError",
     "CorruptRecordError",
+    "HOLD_S",
     "LeaseInfo",
+    "Limits",
+    "Refused",
     "Revision",
+    "SCHEMA_VERSION",
     "SchemaVersionError",
     "SessionBusyError",
     "SessionInfo",
@@ -46,6 +51,8 @@ __all__ = [
     "SqlSessionStore",
     "StoreError",
     "Stored",
+    "TenantLedger",
+    "TenantUse",
     "TurnDiscardedEvent",
     "TurnResult",
     "TurnRetryEvent",
