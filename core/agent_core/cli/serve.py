@@ -34,16 +34,9 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                             "--tokens-file, or --insecure)")
     serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default 8000; 0 picks a free one)")
     serve.add_argument("--token", help="bearer token every route wants (default: $AGENT_CORE_TOKEN)")
-    serve.add_argument("--admin-token", metavar="TOKEN",
-                       help="the operator's token: turns metrics on (OpenTelemetry; GET /metrics in the Prometheus "
-                            "format, with the metrics extra) and opens GET /metrics and GET /v1/admin/tenants/usage "
-                            "to it alone (default: $AGENT_CORE_ADMIN_TOKEN)")
     serve.add_argument("--tokens-file", metavar="FILE",
                        help="a TOML file of tenants, each with its tokens (and, optionally, models and config keys)")
     serve.add_argument("--store", metavar="URL", help=STORE_HELP)
-    serve.add_argument("--workers", type=_workers, default=1, metavar="N|auto",
-                       help="serve with N processes on one port, a parent restarting any that dies; 'auto' is one "
-                            "per core (default 1). They share sessions, cancels and approvals through the store")
     serve.add_argument(
         "--grace", type=float, default=30.0, metavar="SECONDS",
         help="on SIGTERM, how long running requests may finish before they are cancelled (default 30)",
@@ -83,7 +76,19 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                             "duration_ms, request_id), for a log collector")
     for flag, kind, what in _LIMIT_FLAGS:
         serve.add_argument(flag, type=kind, default=None, metavar="N", help=what)
+    _add_scale_flags(serve)
     serve.set_defaults(func=_serve)
+
+
+def _add_scale_flags(serve: argparse.ArgumentParser) -> None:
+    """The flags for more than one process: workers, and the operator's token for metrics and usage."""
+    serve.add_argument("--workers", type=_workers, default=1, metavar="N|auto",
+                       help="serve with N processes on one port, a parent restarting any that dies; 'auto' is one "
+                            "per core (default 1). They share sessions, cancels and approvals through the store")
+    serve.add_argument("--admin-token", metavar="TOKEN",
+                       help="the operator's token: turns metrics on (OpenTelemetry; GET /metrics in the Prometheus "
+                            "format, with the metrics extra) and opens GET /metrics and GET /v1/admin/tenants/usage "
+                            "to it alone (default: $AGENT_CORE_ADMIN_TOKEN)")
 
 
 # (flag, type, help) for each limit of ServeSettings; the defaults live there (and in docs/security.md)

@@ -15,9 +15,19 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["AdminRoutes", "admin_routes"]
+__all__ = ["AdminRoutes", "admin_routes", "operator_layers"]
 
 _USAGE = "/v1/admin/tenants/usage"
+
+
+def operator_layers(app: Any, core: Any, metrics: Any, token: str | None, ledger_url: str | None) -> Any:
+    """``app`` measured when there are ``metrics`` (outside the tenants' token check, so its refusals count),
+    behind the admin routes when there is a ``token`` (so a scrape is not measured as a request)."""
+    if metrics is not None:
+        if "server_metrics" not in core.plugins("feature"):  # model calls, through the engine's observers
+            core.register_feature(metrics.feature())
+        app = metrics.layer(app)
+    return admin_routes(app, token, metrics.scrape if metrics is not None else None, ledger_url)
 
 
 def admin_routes(app: Any, token: str | None, scrape: Callable[[], tuple[bytes, str]] | None,

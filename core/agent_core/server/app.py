@@ -29,7 +29,7 @@ from starlette.routing import Route
 from .. import AgentCore
 from ..errors import ConfigError, UnknownConfigKeyWarning
 from .access_log import AccessLog, log_event
-from .admin import admin_routes
+from .admin import operator_layers
 from .actions_api import ActionDesk, session_action
 from .approvals import ApprovalDesk
 from .bodies import json_depth
@@ -335,8 +335,6 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
         core = AgentCore.discover(tools=[ClientTools], disabled=[n for n in off if isinstance(n, str)])
     elif "client_tools" not in core.plugins("tool"):
         core.register_tool(ClientTools)
-    if metrics is not None and "server_metrics" not in core.plugins("feature"):  # model calls, via observers
-        core.register_feature(metrics.feature())
     policy = settings.policy()
     default = Tenant("", policy)
     tokens = None
@@ -368,10 +366,7 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
             allow_headers=["authorization", "content-type", "if-match", "x-request-id", "x-session-id"],
             expose_headers=["etag", "retry-after", "x-request-id", "x-session-revision"],
         )
-    if metrics is not None:  # outside the token check: its refusals are counted
-        wrapped = metrics.layer(wrapped)
-    # the operator's routes, before the metrics and the tenants' token check: a scrape is not a request
-    wrapped = admin_routes(wrapped, admin_token, metrics.scrape if metrics is not None else None, cancel_url)
+    wrapped = operator_layers(wrapped, core, metrics, admin_token, cancel_url)  # metrics, /metrics, admin routes
     # Outermost, so the requests the Gate refuses are logged too.
     server.access = AccessLog(Gate(wrapped, allowed_hosts=settings.allowed_hosts, cors_origins=settings.cors_origins),
                               state=app.state)

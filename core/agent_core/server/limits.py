@@ -27,8 +27,6 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
-
 from .. import RequestObserver
 from ..errors import ConfigError
 from ..plugin_kit import Feature
@@ -37,33 +35,10 @@ from .failures import Failure, dialect_of, render
 from .guard import TENANT_KEY
 from .metrics import SCOPE
 
-__all__ = ["LimitsLayer", "UsageWatch", "limited", "parse_limits"]
+__all__ = ["LimitsLayer", "UsageWatch", "limited"]
 
 _SPENT = "agent_core.spent"  # [tokens, dollars] of the request, filled in by UsageWatch
 _MODEL_ROUTES = frozenset({"/v1/chat/completions", "/v1/messages", "/v1/responses"})
-
-
-class _LimitsTable(Limits, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-def parse_limits(raw: Mapping[str, Any], where: str) -> Limits:
-    """A tokens-file entry's ``limits`` table, checked.
-
-    Raises:
-        ConfigError: an unknown limit, a wrong type, or a number below 1 (0 for ``budget_usd``), named.
-    """
-    try:
-        table = msgspec.convert(dict(raw), _LimitsTable)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{where}: limits: {exc}") from None
-    for name in ("max_concurrent", "requests_per_minute", "tokens_per_minute"):
-        value = getattr(table, name)
-        if value is not None and value < 1:
-            raise ConfigError(f"{where}: limits.{name} must be at least 1, got {value}")
-    if table.budget_usd is not None and not 0 <= table.budget_usd < 1e12:
-        raise ConfigError(f"{where}: limits.budget_usd must be a number of dollars from 0, got {table.budget_usd}")
-    return Limits(**msgspec.structs.asdict(table))
 
 
 def _limited_route(path: str) -> bool:

@@ -161,7 +161,7 @@ def load_tokens_file(path: str, base: ConfigPolicy) -> list[tuple[bytes, Tenant]
                 raise ConfigError(f"{where} ({entry.name}): token_sha256 must be 64 hex digits")
         limits = None
         if entry.limits is not None:
-            from .limits import parse_limits
+            from ..store import parse_limits
 
             limits = parse_limits(entry.limits, f"{where} ({entry.name})")
         out.append((digest, Tenant(entry.name, tenant_policy(base, entry.models, entry.allow_config), limits)))

@@ -19,7 +19,7 @@ from .location import default_home, open_store
 from .protocol import SessionStore
 from .schema import SCHEMA_VERSION
 from .sql_store import SqlSessionStore
-from .tenant_ledger import HOLD_S, Admitted, Limits, Refused, TenantLedger, TenantUse
+from .tenant_ledger import HOLD_S, Admitted, Limits, Refused, TenantLedger, TenantUse, parse_limits
 from .turns import (
     TurnDiscardedEvent,
     TurnResult,
@@ -62,6 +62,7 @@ __all__ = [
     "default_home",
     "iso_time",
     "open_store",
+    "parse_limits",
     "run_turn",
     "stream_turn",
 ]

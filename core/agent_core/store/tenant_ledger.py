@@ -34,11 +34,14 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-__all__ = ["HOLD_S", "Admitted", "Refused", "TenantLedger", "TenantUse"]
+from ..errors import ConfigError
+
+__all__ = ["HOLD_S", "Admitted", "Limits", "Refused", "TenantLedger", "TenantUse", "parse_limits"]
 
 #: how long a running request's row counts without its process renewing it
 HOLD_S = 60.0
@@ -62,6 +65,29 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
     budget_usd: float | None = None
+
+
+class _LimitsTable(Limits, frozen=True, kw_only=True, forbid_unknown_fields=True):  # a tokens file's table
+    pass
+
+
+def parse_limits(raw: Mapping[str, Any], where: str) -> Limits:
+    """A tokens-file entry's ``limits`` table, checked.
+
+    Raises:
+        ConfigError: an unknown limit, a wrong type, or a number below 1 (0 for ``budget_usd``), named.
+    """
+    try:
+        table = msgspec.convert(dict(raw), _LimitsTable)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{where}: limits: {exc}") from None
+    for name in ("max_concurrent", "requests_per_minute", "tokens_per_minute"):
+        value = getattr(table, name)
+        if value is not None and value < 1:
+            raise ConfigError(f"{where}: limits.{name} must be at least 1, got {value}")
+    if table.budget_usd is not None and not 0 <= table.budget_usd < 1e12:
+        raise ConfigError(f"{where}: limits.budget_usd must be a number of dollars from 0, got {table.budget_usd}")
+    return Limits(**msgspec.structs.asdict(table))
 
 
 class Admitted(msgspec.Struct, frozen=True):
