@@ -30,7 +30,7 @@ from typing import Any
 from .. import RequestObserver
 from ..errors import ConfigError
 from ..plugin_kit import Feature
-from ..store import HOLD_S, Limits, Refused, TenantLedger
+from ..store import Refused, TenantLedger
 from .failures import Failure, dialect_of, render
 from .guard import TENANT_KEY
 from .metrics import SCOPE
@@ -89,7 +89,7 @@ class LimitsLayer:
     async def _renew(self) -> None:
         """While requests of this process run, keep their rows counted (one statement a third of the hold)."""
         while True:
-            await asyncio.sleep(HOLD_S / 3)
+            await asyncio.sleep(self.ledger.hold_s / 3)
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.ledger.renew)
 

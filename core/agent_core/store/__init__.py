@@ -19,7 +19,7 @@ from .location import default_home, open_store
 from .protocol import SessionStore
 from .schema import SCHEMA_VERSION
 from .sql_store import SqlSessionStore
-from .tenant_ledger import HOLD_S, Admitted, Limits, Refused, TenantLedger, TenantUse, parse_limits
+from .tenant_ledger import Admitted, Limits, Refused, TenantLedger, TenantUse, parse_limits
 from .turns import (
     TurnDiscardedEvent,
     TurnResult,
@@ -36,7 +36,6 @@ __all__ = [
     "Admitted",
     "ConflictError",
     "CorruptRecordError",
-    "HOLD_S",
     "LeaseInfo",
     "Limits",
     "Refused",

@@ -118,6 +118,8 @@ class TenantUse(msgspec.Struct, frozen=True):
 class TenantLedger:
     """The ledger on the database at ``url`` (the store's), on a connection of its own."""
 
+    hold_s = HOLD_S  #: how long a running request's row counts without a renewal
+
     def __init__(self, url: str) -> None:
         self.url = url
         self.postgres = url.startswith(("postgresql://", "postgres://"))
@@ -185,7 +187,7 @@ class TenantLedger:
                 return refused
             rid = uuid.uuid4().hex
             execute("INSERT INTO agent_core_tenant_running (tenant, rid, hold, holder, expires_at) VALUES (?, ?, ?, ?, ?)",
-                    (tenant, rid, largest, self.holder, now + HOLD_S))
+                    (tenant, rid, largest, self.holder, now + self.hold_s))
             execute("INSERT INTO agent_core_tenant_minutes (tenant, minute, requests, tokens) VALUES (?, ?, 1, 0) "
                     "ON CONFLICT (tenant, minute) DO UPDATE SET requests = agent_core_tenant_minutes.requests + 1",
                     (tenant, minute))
@@ -216,7 +218,7 @@ class TenantLedger:
         """Keep this process's running requests counted for another :data:`HOLD_S` (one statement)."""
         now = time.time() if now is None else now
         self._run(None, lambda execute: execute(
-            "UPDATE agent_core_tenant_running SET expires_at = ? WHERE holder = ?", (now + HOLD_S, self.holder)))
+            "UPDATE agent_core_tenant_running SET expires_at = ? WHERE holder = ?", (now + self.hold_s, self.holder)))
 
     def usage(self, now: float | None = None) -> list[TenantUse]:
         """Every tenant's totals, what runs now and this minute's numbers, by tenant name."""
