@@ -64,6 +64,7 @@ class LimitsLayer:
         self.app = app
         self.ledger = ledger
         self._renewing: asyncio.Task[None] | None = None
+        self.in_flight = 0  # this process's admitted requests still running
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         tenant = scope.get(TENANT_KEY) if scope["type"] == "http" else None
@@ -74,6 +75,7 @@ class LimitsLayer:
         if isinstance(verdict, Refused):
             await self._refuse(scope, send, verdict)
             return
+        self.in_flight += 1
         if self._renewing is None or self._renewing.done():
             self._renewing = asyncio.ensure_future(self._renew())
         spent = scope[_SPENT] = [0, 0.0]
@@ -82,15 +84,16 @@ class LimitsLayer:
             await self.app(scope, receive, send)
         finally:
             SCOPE.reset(token)
+            self.in_flight -= 1
             settle = asyncio.ensure_future(asyncio.to_thread(self.ledger.settle, tenant.name, verdict.rid,
                                                              spent[0], spent[1]))
             await asyncio.shield(settle)  # a cancelled request is still settled
 
     async def _renew(self) -> None:
         """While requests of this process run, keep their rows counted (one statement a third of the hold)."""
-        while True:
+        while self.in_flight:
             await asyncio.sleep(self.ledger.hold_s / 3)
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # a database away now: the next tick tries again
                 await asyncio.to_thread(self.ledger.renew)
 
     async def _refuse(self, scope: Any, send: Any, refused: Refused) -> None:
