@@ -51,7 +51,7 @@ class Tenant(msgspec.Struct, frozen=True):
 
     name: str
     policy: ConfigPolicy
-    limits: Any = None  # a TenantLimits (agent_core.server.limits) from the tokens file, or None
+    limits: Any = None  # an agent_core.store.Limits from the tokens file (see agent_core.server.limits), or None
 
     def scope(self, client_id: str) -> str:
         """The id the store and the engine use for this tenant's ``client_id``."""
@@ -67,7 +67,7 @@ class _Entry(msgspec.Struct, forbid_unknown_fields=True):
     token_sha256: str | None = None
     models: list[str] | None = None
     allow_config: list[str] | None = None
-    limits: dict[str, Any] | None = None  # read by agent_core.server.limits
+    limits: dict[str, Any] | None = None  # checked by agent_core.store.parse_limits
 
 
 class _TokensFile(msgspec.Struct, forbid_unknown_fields=True):
