@@ -5,6 +5,7 @@ many clients at once, measured from outside, optionally side by side with the Li
     .venv/bin/python benchmarks/bench_gateway.py --litellm /tmp/litellm-venv
     .venv/bin/python benchmarks/bench_gateway.py --streams 1,50 --rounds 1
     .venv/bin/python benchmarks/bench_gateway.py --quick              # smoke run, a few seconds
+    .venv/bin/python benchmarks/bench_gateway.py --workers 2          # also agent-core*2 (and litellm*2)
 
 Processes
 ---------
@@ -23,6 +24,9 @@ Processes
   protocols on uvloop, each client connection piped to a connection of its own to the upstream,
   bytes passed on unread. No gateway that parses and re-encodes a chunk can cost less in Python
   on this machine: it is the floor under the per-chunk figures.
+  With ``--workers N`` (N > 1), ``agent-core*N`` (``agent-core serve --workers N``) and, with
+  ``--litellm``, ``litellm*N`` (``--num_workers N``) run beside the one-process gateways, in the
+  same run; their CPU is that of the parent and every worker.
 * **Clients** (this file with ``--worker``): worker processes, each running up to 125 streams
   as plain asyncio protocols, one connection per stream, finding the tokens in the bytes as they
   arrive (no coroutine step per read, so the clients leave most of the two cores to the
@@ -466,21 +470,21 @@ def start_relay(upstream: str) -> Gateway:
     return Gateway("relay", f"http://127.0.0.1:{int(proc.stdout.readline())}", "paced", "full", proc)
 
 
-def start_agent_core(upstream: str, home: str, tree: Path) -> Gateway:
+def start_agent_core(upstream: str, home: str, tree: Path, workers: int = 1) -> Gateway:
     port = _free_port()
-    log = Path(home) / "serve.log"
+    log = Path(home) / f"serve-{workers}.log"
     args = [sys.executable, "-m", "agent_core.cli", "serve", "--log-level", "warning", "--port", str(port),
             "--token", API_KEY, "--max-concurrent", "4096", "-c", f"base_url={upstream}/v1", "-c", f"api_key={API_KEY}",
-            "-c", "max_retries=0"]
+            "-c", "max_retries=0", "--workers", str(workers)]
     with log.open("wb") as err:
         proc = subprocess.Popen(args, env={**tree_env(tree), "AGENT_CORE_HOME": home}, stdout=subprocess.DEVNULL,
                                 stderr=err)
     url = f"http://127.0.0.1:{port}"
     _wait_listening(proc, url, log, "agent-core serve")
-    return Gateway("agent-core", url, "openai/paced", "openai/full", proc)
+    return Gateway("agent-core" if workers == 1 else f"agent-core*{workers}", url, "openai/paced", "openai/full", proc)
 
 
-def start_litellm(venv: str, upstream: str, home: str) -> Gateway:
+def start_litellm(venv: str, upstream: str, home: str, workers: int = 1) -> Gateway:
     """The LiteLLM proxy from ``venv``: one worker, both models at the upstream, nothing logged or stored."""
     port = _free_port()
     config = Path(home) / "litellm.yaml"
@@ -496,11 +500,11 @@ def start_litellm(venv: str, upstream: str, home: str) -> Gateway:
     log = Path(home) / "litellm.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([str(Path(venv) / "bin" / "litellm"), "--config", str(config), "--host", "127.0.0.1",
-                                 "--port", str(port), "--num_workers", "1"],
+                                 "--port", str(port), "--num_workers", str(workers)],
                                 env=env, stdout=out, stderr=subprocess.STDOUT, cwd=home)
     url = f"http://127.0.0.1:{port}"
     _wait_listening(proc, url, log, "litellm proxy", timeout=240)
-    return Gateway("litellm", url, "paced", "full", proc)
+    return Gateway("litellm" if workers == 1 else f"litellm*{workers}", url, "paced", "full", proc)
 
 
 # -- rounds and cells -------------------------------------------------------------------------
@@ -658,6 +662,10 @@ def run(args: argparse.Namespace) -> int:
         gateways.append(start_agent_core(up_url, home, args.tree))
         if args.litellm and not args.profile:
             gateways.append(start_litellm(args.litellm, up_url, home))
+        if args.workers > 1 and not args.profile:
+            gateways.append(start_agent_core(up_url, home, args.tree, args.workers))
+            if args.litellm:
+                gateways.append(start_litellm(args.litellm, up_url, home, args.workers))
         if args.relay and not args.profile:
             gateways.append(start_relay(up_url))
         for g in gateways:
@@ -821,6 +829,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead of the table: py-spy on agent-core serve through each --streams cell "
                              "(0: one full-speed stream; -1: non-streamed calls), raw samples to PREFIX.<n>.txt, "
                              "shares by area printed")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="also run agent-core serve --workers N (and, with --litellm, LiteLLM --num_workers N) "
+                             "beside the one-process gateways")
     parser.add_argument("--quick", action="store_true", help="a smoke run: tiny sizes, one round")
     # the harness's own processes
     parser.add_argument("--upstream", action="store_true", help=argparse.SUPPRESS)

@@ -67,3 +67,13 @@ def test_a_client_worker_counts_tokens_against_a_real_upstream():
     assert len(tally["first"]) == 3 and len(tally["gaps"]) == 15 and len(tally["delays"]) == 18
     assert all(g > -5 for g in tally["gaps"])  # each gap is the interval minus the 5 ms pacing
     assert all(0 <= d < 5000 for d in tally["delays"])  # from the upstream's write to the client, ms
+
+
+def test_quick_mode_with_two_workers_relays_through_both_gateways():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--workers", "2"], check=False,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()]
+    gateways = {row[-11] for row in rows if len(row) > 11 and row[-11] in ("agent-core", "agent-core*2")}
+    assert gateways == {"agent-core", "agent-core*2"}
+    assert "agent-core*2" in done.stdout.split("non-streamed")[1].split("\n")[0]

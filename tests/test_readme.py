@@ -104,7 +104,7 @@ def test_user_extras_and_test_extras_do_not_overlap() -> None:
     import tomllib
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    users = {"server", "postgres", "mcp", "otel", "files", "testing"}
+    users = {"server", "postgres", "mcp", "otel", "metrics", "files", "testing"}
     tiers = {name for name in extras if name == "test" or name.startswith("test-")}
     assert set(extras) == users | tiers and tiers == {"test", "test-live", "test-clients", "test-browser"}
 

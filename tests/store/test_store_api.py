@@ -218,10 +218,10 @@ def test_the_store_package_s_public_names_are_locked() -> None:
     import agent_core.store as store_pkg
 
     assert sorted(store_pkg.__all__) == [
-        "ConflictError", "CorruptRecordError", "LeaseInfo", "Revision", "SCHEMA_VERSION", "SchemaVersionError",
-        "SessionBusyError", "SessionInfo", "SessionLease", "SessionNotFoundError", "SessionStore", "SqlSessionStore",
-        "StoreError", "Stored", "TurnDiscardedEvent", "TurnResult",
-        "TurnRetryEvent", "TurnSavedEvent", "arun_turn", "astream_turn", "default_home", "iso_time", "open_store", "run_turn",
-        "stream_turn",
+        "Admitted", "ConflictError", "CorruptRecordError", "LeaseInfo", "Limits", "Refused", "Revision", "SCHEMA_VERSION",
+        "SchemaVersionError", "SessionBusyError", "SessionInfo", "SessionLease", "SessionNotFoundError", "SessionStore",
+        "SqlSessionStore", "StoreError", "Stored", "TenantLedger", "TenantUse", "TurnDiscardedEvent", "TurnResult",
+        "TurnRetryEvent", "TurnSavedEvent", "arun_turn", "astream_turn", "default_home", "iso_time", "open_store",
+        "parse_limits", "run_turn", "stream_turn",
     ]
     assert store_pkg.ConflictError is agent_core.ConflictError

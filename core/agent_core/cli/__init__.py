@@ -41,6 +41,7 @@ from .notes import show_python_warning
 from .paths import add_paths
 from .serve import add_serve
 from .sessions import add_sessions
+from .tenants import add_tenants
 from .settings import config_sources
 
 __all__ = ["build_parser", "main"]
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve(sub)
     add_chat(sub, common)
     add_sessions(sub)
+    add_tenants(sub)
     add_models(sub, common)
     add_paths(sub)
     add_completion(sub)

@@ -30,6 +30,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                            ),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_flags(serve)
+    _add_scale_flags(serve)
     serve.set_defaults(func=_serve)
 
 
@@ -78,6 +79,17 @@ def _add_flags(serve: argparse.ArgumentParser) -> None:
         serve.add_argument(flag, type=kind, default=None, metavar="N", help=what)
 
 
+def _add_scale_flags(serve: argparse.ArgumentParser) -> None:
+    """The flags for more than one process: workers, and the operator's token for metrics and usage."""
+    serve.add_argument("--workers", type=_workers, default=1, metavar="N|auto",
+                       help="serve with N processes on one port, a parent restarting any that dies; 'auto' is one "
+                            "per core (default 1). They share sessions, cancels and approvals through the store")
+    serve.add_argument("--admin-token", metavar="TOKEN",
+                       help="the operator's token: turns metrics on (OpenTelemetry; GET /metrics in the Prometheus "
+                            "format, with the metrics extra) and opens GET /metrics and GET /v1/admin/tenants/usage "
+                            "to it alone (default: $AGENT_CORE_ADMIN_TOKEN)")
+
+
 # (flag, setting, action, help) for each on/off setting of ServeSettings; None: not given (the [serve] table decides)
 _SWITCHES = (
     ("--insecure", "insecure", "store_true", "allow listening beyond loopback without a token"),
@@ -116,6 +128,21 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port: ports go from 0 to 65535")
     return port
+
+
+def _workers(text: str) -> int:
+    """``--workers``: a positive number, or ``auto`` for one per core this process may run on."""
+    if text.strip().lower() == "auto":
+        if hasattr(os, "sched_getaffinity"):  # the cores it is allowed (a container's CPU set), not the machine's
+            return max(1, len(os.sched_getaffinity(0)))
+        return max(1, os.cpu_count() or 1)
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of workers (or 'auto'): {text!r}") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"--workers must be at least 1 (or 'auto'), got {count}")
+    return count
 
 
 def _aliases(pairs: list[str] | None) -> dict[str, str] | None:
@@ -160,5 +187,7 @@ def _serve(args: argparse.Namespace) -> int:
     # the server says its config warnings as it starts; these words name where each key was set
     logging.getLogger(LOGGER).addFilter(SourcedConfigNotes(config_sources(args)))
     run_server(host=args.host, port=args.port, token=token, store_url=args.store, config=config, grace=args.grace,
-               settings=settings, log_level=args.log_level, log_json=args.log_json, quiet=args.quiet)
+               settings=settings, log_level=args.log_level, log_json=args.log_json, quiet=args.quiet,
+               workers=args.workers,
+               admin_token=args.admin_token or os.environ.get("AGENT_CORE_ADMIN_TOKEN") or None)
     return 0

@@ -114,21 +114,38 @@ def check_exposure(host: str, token: str | None, settings: ServeSettings) -> Ser
 def run_server(*, host: str, port: int, token: str | None, store_url: str | None,
                config: Mapping[str, Any] | None = None, grace: float = 30.0,
                settings: ServeSettings | None = None, log_level: str = "info", log_json: bool = False,
-               quiet: bool = False) -> None:
+               quiet: bool = False, workers: int = 1, admin_token: str | None = None) -> None:
     """What ``agent-core serve`` does: set up its log on stderr, check the exposure, open the store, build the app, serve.
 
     ``log_level``, ``log_json`` and ``quiet`` are :func:`~agent_core.server.http.access_log.configure_logging`'s.
+    ``workers`` above 1 serves with that many processes (:mod:`agent_core.server.fleet.workers`).
+    ``admin_token`` turns metrics on and opens the operator's routes to that token (``GET /metrics``,
+    ``GET /v1/admin/tenants/usage``: :mod:`.metering.admin`).
     """
     from ..store import open_store
+    from .fleet.peers import relay_url
     from .http.access_log import configure_logging
 
     configure_logging(log_level, as_json=log_json, quiet=quiet)
     settings = check_exposure(host, token, settings or ServeSettings())
+    if workers > 1:
+        from .fleet.workers import WorkerApp, run_workers
+
+        spec = WorkerApp(token=token, store_url=store_url, config=dict(config or {}), settings=settings,
+                         log_level=log_level, log_json=log_json, quiet=quiet, gc_young=YOUNG,
+                         admin_token=admin_token)
+        run_workers(spec, host=host, port=port, workers=workers, grace=grace, header_timeout_s=settings.header_timeout_s)
+        return
+    metrics = None
+    if admin_token:
+        from .metering.metrics import prometheus_metrics
+
+        metrics = prometheus_metrics()
     store = open_store(store_url)
     try:
-        # Processes on one PostgreSQL store relay cancels to each other (LISTEN/NOTIFY).
-        cancel_url = store_url if store_url and store_url.startswith(("postgresql://", "postgres://")) else None
-        app = create_app(store=store, token=token, config=config, cancel_url=cancel_url, settings=settings)
+        # Processes on one store relay cancels and approval answers to each other (.peers).
+        app = create_app(store=store, token=token, config=config, cancel_url=relay_url(store_url), settings=settings,
+                         metrics=metrics, admin_token=admin_token)
         serve(app, host=host, port=port, grace=grace, header_timeout_s=settings.header_timeout_s)
     finally:
         store.close()

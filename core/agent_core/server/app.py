@@ -45,6 +45,8 @@ from .http.errors import ApiError
 from .http.trace_context import with_trace_context
 from .access.ids import path_id
 from .http.wire import LIBRARY_ERRORS, on_error
+from .metering.admin import operator_layers
+from .metering.limits import limited
 from .sessions.actions import ActionDesk, session_action
 from .sessions.approvals import ApprovalDesk
 from .sessions.catalog import actions, plugins, ui_schema
@@ -136,7 +138,7 @@ def _lifespan(state: ServerState) -> Callable[[Any], contextlib.AbstractAsyncCon
 
 def create_app(core: AgentCore | None = None, store: Any = None, token: str | None = None, *,
                config: Mapping[str, Any] | None = None, retries: int = 3, cancel_url: str | None = None,
-               settings: ServeSettings | None = None) -> Any:
+               settings: ServeSettings | None = None, metrics: Any = None, admin_token: str | None = None) -> Any:
     """The ASGI app of ``agent-core serve``.
 
     Args:
@@ -149,10 +151,15 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
             request may override only the keys ``settings`` allows (see :class:`ConfigPolicy`).
         retries: how often a turn without ``If-Match`` starts again after losing a save race
             (each retry is another model call; see ``docs/store.md``).
-        cancel_url: a ``postgresql://`` URL (the store's): ``DELETE /v1/requests/{id}`` then also
-            reaches requests running in the other processes listening there (LISTEN/NOTIFY).
+        cancel_url: the store's URL (``postgresql://`` or ``sqlite:///``): ``DELETE /v1/requests/{id}`` and
+            approval answers then also reach requests running in the other processes on that store
+            (:mod:`agent_core.server.fleet.peers`).
         settings: who may connect, from where, and the limits (default :class:`ServeSettings`:
             loopback host names only, no cross-site pages, the documented limits).
+        metrics: a :class:`~agent_core.server.metering.metrics.Metrics` to measure requests and model calls
+            with; None: nothing is measured.
+        admin_token: the bearer token of the operator's routes (``GET /metrics`` when ``metrics`` can
+            be scraped, ``GET /v1/admin/tenants/usage``); None: no such routes (:mod:`.metering.admin`).
 
     A request whose config names no provider runs on the operator config's ``provider``,
     else ``settings.default_provider``, else ``echo`` (see :func:`~.state.default_provider`). Each
@@ -175,16 +182,16 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
     state.action_desk = ActionDesk(settings.max_actions, settings.tenant_max_actions)
     if core.approval is None:  # a sessions-API turn's client answers ask_user (docs/server.md, Tool approvals)
         core.approval = state.approvals
-    if cancel_url is not None:
-        from .relay import PgCancelRelay
+    if cancel_url is not None:  # cancels and approval answers reach the process that runs the request
+        from .fleet.peers import PeerDesk, open_relay
 
-        state.relay = PgCancelRelay(cancel_url, core.cancel_request)
+        state.relay = open_relay(cancel_url, PeerDesk(core, state.approvals, settings.max_choices))
     handlers: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         cls: on_error for cls in (Exception, HTTPException, ApiError, *LIBRARY_ERRORS)
     }
     app = Starlette(routes=ROUTES, exception_handlers=dict(handlers), lifespan=_lifespan(state))
     app.state.server = state
-    state.access = AccessLog(_front_door(app, settings, tokens, default), state=app.state)
+    state.access = AccessLog(_front_door(app, state, cancel_url, metrics, admin_token), state=app.state)
     return state.access
 
 
@@ -197,17 +204,22 @@ def _tokens(settings: ServeSettings, token: str | None, default: Tenant) -> Toke
     return TokenTable.single(token, default) if token else None
 
 
-def _front_door(app: Any, settings: ServeSettings, tokens: TokenTable | None, default: Tenant) -> Any:
-    """The layers a request passes before the routes: the Gate, CORS when allowed, Admission, the trace context.
+def _front_door(app: Any, state: ServerState, cancel_url: str | None, metrics: Any, admin_token: str | None) -> Any:
+    """The layers a request passes before the routes: the Gate, the operator's, CORS when allowed, Admission, the
+    tenants' limits, the trace context.
 
     The access log goes around all of them, so the requests the Gate refuses are logged too.
     """
-    # a client's traceparent parents the spans of its turn (the otel feature's; a no-op without the API)
-    wrapped: Any = Admission(with_trace_context(app), settings, tokens, default, PUBLIC_PATHS)
+    settings, tokens = state.settings, state.tokens
+    # a client's traceparent parents the spans of its turn (the otel feature's; a no-op without the API);
+    # tenants' limits, counted in the store for every process on it (metering.limits), inside the token check
+    inner = limited(with_trace_context(app), state.core, tokens, cancel_url)
+    wrapped: Any = Admission(inner, settings, tokens, state.default, PUBLIC_PATHS)
     if settings.cors_origins:
         wrapped = CORSMiddleware(
             wrapped, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["authorization", "content-type", "if-match", "x-request-id", "x-session-id"],
             expose_headers=["etag", "retry-after", "x-request-id", "x-session-revision"],
         )
+    wrapped = operator_layers(wrapped, state.core, metrics, admin_token, cancel_url)  # metrics, /metrics, admin routes
     return Gate(wrapped, allowed_hosts=settings.allowed_hosts, cors_origins=settings.cors_origins)

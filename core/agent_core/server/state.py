@@ -87,7 +87,7 @@ class ServerState:
         self.tasks: set[asyncio.Future[None]] = set()  # running turns (kept referenced until they end)
         self.running: set[str] = set()  # engine ids of the requests this process runs (cancelled at shutdown)
         self.cut = 0  # turns whose request task was cancelled while they ran (the server's grace ran out)
-        self.relay: Any = None  # a PgCancelRelay when cancels reach the other processes
+        self.relay: Any = None  # the relay to the other processes on the store (fleet.peers), when there are any
         self.approvals: Any = None  # the sessions wing's ApprovalDesk
         self.action_desk: Any = None  # the sessions wing's ActionDesk
         self.access: Any = None  # the app's outer layer (AccessLog), which counts the requests in flight

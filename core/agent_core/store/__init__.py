@@ -19,6 +19,7 @@ from .location import default_home, open_store
 from .protocol import SessionStore
 from .schema import SCHEMA_VERSION
 from .sql_store import SqlSessionStore
+from .tenant_ledger import Admitted, Limits, Refused, TenantLedger, TenantUse, parse_limits
 from .turns import (
     TurnDiscardedEvent,
     TurnResult,
@@ -32,11 +33,14 @@ from .turns import (
 from .values import Revision, SessionInfo, Stored, iso_time
 
 __all__ = [
-    "SCHEMA_VERSION",
+    "Admitted",
     "ConflictError",
     "CorruptRecordError",
     "LeaseInfo",
+    "Limits",
+    "Refused",
     "Revision",
+    "SCHEMA_VERSION",
     "SchemaVersionError",
     "SessionBusyError",
     "SessionInfo",
@@ -46,6 +50,8 @@ __all__ = [
     "SqlSessionStore",
     "StoreError",
     "Stored",
+    "TenantLedger",
+    "TenantUse",
     "TurnDiscardedEvent",
     "TurnResult",
     "TurnRetryEvent",
@@ -55,6 +61,7 @@ __all__ = [
     "default_home",
     "iso_time",
     "open_store",
+    "parse_limits",
     "run_turn",
     "stream_turn",
 ]

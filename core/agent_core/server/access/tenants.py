@@ -51,6 +51,7 @@ class Tenant(msgspec.Struct, frozen=True):
 
     name: str
     policy: ConfigPolicy
+    limits: Any = None  # an agent_core.store.Limits from the tokens file (see agent_core.server.metering.limits), or None
 
     def scope(self, client_id: str) -> str:
         """The id the store and the engine use for this tenant's ``client_id``."""
@@ -66,6 +67,7 @@ class _Entry(msgspec.Struct, forbid_unknown_fields=True):
     token_sha256: str | None = None
     models: list[str] | None = None
     allow_config: list[str] | None = None
+    limits: dict[str, Any] | None = None  # checked by agent_core.store.parse_limits
 
 
 class _TokensFile(msgspec.Struct, forbid_unknown_fields=True):
@@ -110,6 +112,10 @@ class TokenTable:
     def tenants(self) -> list[str]:
         return sorted({t.name for _, t in self._entries})
 
+    def limited(self) -> bool:
+        """Whether any tenant has limits (:mod:`agent_core.server.metering.limits`)."""
+        return any(t.limits is not None for _, t in self._entries)
+
 
 def load_tokens_file(path: str, base: ConfigPolicy) -> list[tuple[bytes, Tenant]]:
     """The entries of a tokens file (TOML: one ``[[tenants]]`` table per token).
@@ -153,7 +159,12 @@ def load_tokens_file(path: str, base: ConfigPolicy) -> list[tuple[bytes, Tenant]
                 digest = b""
             if len(digest) != 32:
                 raise ConfigError(f"{where} ({entry.name}): token_sha256 must be 64 hex digits")
-        out.append((digest, Tenant(entry.name, tenant_policy(base, entry.models, entry.allow_config))))
+        limits = None
+        if entry.limits is not None:
+            from ...store import parse_limits
+
+            limits = parse_limits(entry.limits, f"{where} ({entry.name})")
+        out.append((digest, Tenant(entry.name, tenant_policy(base, entry.models, entry.allow_config), limits)))
     return out
 
 

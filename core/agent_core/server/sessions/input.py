@@ -24,6 +24,7 @@ from ..http.errors import ApiError
 from ..access.ids import path_id
 from ..http.wire import plain
 from ..state import state_of
+from ..fleet.peers import forward_approval
 
 __all__ = ["MAX_INPUT_CHARS", "CompletionApplyBody", "CompletionBody", "answer_approval", "apply_input_completion",
            "input_completions"]
@@ -60,10 +61,12 @@ async def answer_approval(request: Request) -> Response:
     if not 0 < len(call_id) <= 200:
         raise ApiError(400, "invalid_request_error", "the call id must be 1 to 200 characters", param="call_id")
     body = await aparse_body(await request.body(), ApprovalBody, max_depth=state.settings.max_json_depth)
-    if not state.approvals.answer(state.tenant(request).scope(rid), call_id, body.decision):
+    scoped = state.tenant(request).scope(rid)
+    if not (state.approvals.answer(scoped, call_id, body.decision)
+            or await forward_approval(state.relay, scoped, call_id, body.decision)):
+        where = "any server process on this store" if state.relay is not None else "this server process"
         raise ApiError(404, "approval_not_found",
-                       f"no tool call {call_id[:200]!r} of request {rid!r} is waiting for approval in this "
-                       "server process")
+                       f"no tool call {call_id[:200]!r} of request {rid!r} is waiting for approval in {where}")
     return Response(status_code=204)
 
 
