@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
-from agent_core.plugins.contract import HOOKS, PROVIDER_TWINS
+from agent_core.plugins.contract import PROVIDER_TWINS
+from agent_core.plugins.protocols import HOOKS
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "writing-plugins.md"
 SECTIONS = {"provider": "7. A provider", "tool": "8. A tool", "extension": "9. A provider extension",

@@ -118,7 +118,7 @@ def run_server(*, host: str, port: int, token: str | None, store_url: str | None
     """What ``agent-core serve`` does: set up its log on stderr, check the exposure, open the store, build the app, serve.
 
     ``log_level``, ``log_json`` and ``quiet`` are :func:`~agent_core.server.http.access_log.configure_logging`'s.
-    ``workers`` above 1 serves with that many processes (:mod:`agent_core.server.fleet.workers`).
+    ``workers`` above 1 serves with that many processes (:mod:`agent_core.server.workers`).
     ``admin_token`` turns metrics on and opens the operator's routes to that token (``GET /metrics``,
     ``GET /v1/admin/tenants/usage``: :mod:`.metering.admin`).
     """
@@ -129,7 +129,7 @@ def run_server(*, host: str, port: int, token: str | None, store_url: str | None
     configure_logging(log_level, as_json=log_json, quiet=quiet)
     settings = check_exposure(host, token, settings or ServeSettings())
     if workers > 1:
-        from .fleet.workers import WorkerApp, run_workers
+        from .workers import WorkerApp, run_workers
 
         spec = WorkerApp(token=token, store_url=store_url, config=dict(config or {}), settings=settings,
                          log_level=log_level, log_json=log_json, quiet=quiet, gc_young=YOUNG,

@@ -1,1 +1,1 @@
-"""What lets several processes serve as one: the workers on one socket, and cancels and approvals relayed to the process that runs a request."""
+"""What lets several processes serve as one store's requests: cancels and approval answers relayed to the process that runs the request."""

@@ -31,7 +31,7 @@ import msgspec
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from ..access.settings import ServeSettings
+from .access.settings import ServeSettings
 
 __all__ = ["WorkerApp", "WorkerConfig", "run_workers"]
 
@@ -54,16 +54,16 @@ class WorkerApp(msgspec.Struct, frozen=True, kw_only=True):
     admin_token: str | None = None
 
     def __call__(self) -> Any:
-        from ...store import open_store
-        from .. import create_app
-        from ..http.access_log import configure_logging
-        from ..http.collector import tune_collector
-        from .peers import relay_url
+        from ..store import open_store
+        from .app import create_app
+        from .http.access_log import configure_logging
+        from .http.collector import tune_collector
+        from .fleet.peers import relay_url
 
         configure_logging(self.log_level, as_json=self.log_json, quiet=self.quiet)
         metrics = None
         if self.admin_token:  # each worker measures its own requests; a scrape reads the one it reaches
-            from ..metering.metrics import prometheus_metrics
+            from .metering.metrics import prometheus_metrics
 
             metrics = prometheus_metrics()
         store = open_store(self.store_url)
@@ -82,7 +82,7 @@ class WorkerConfig(uvicorn.Config):
         self.header_timeout_s = header_timeout_s
 
     def load(self) -> None:
-        from ..http.uvicorn_tuning import http_option
+        from .http.uvicorn_tuning import http_option
 
         self.http = http_option(self.header_timeout_s)
         super().load()
@@ -95,7 +95,7 @@ def run_workers(app: WorkerApp, *, host: str, port: int, workers: int, grace: fl
     The parent says where it listens (the port it got, for ``--port 0``) before the workers
     are up: connections made meanwhile wait in the socket's backlog for the first worker.
     """
-    from ..http.access_log import log_event
+    from .http.access_log import log_event
 
     config = WorkerConfig(app, header_timeout_s=header_timeout_s, host=host, port=port, workers=workers,
                           log_config=None, log_level=None, access_log=False, lifespan="on",
