@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import AgentCore
-from ..errors import ConfigError
+from ..errors import ConfigError, StoreError
 from .access.guard import Admission, Gate
 from .access.settings import ServeSettings
 from .access.tenants import Tenant, TokenTable, load_tokens_file
@@ -61,6 +61,22 @@ async def health(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+async def readiness(request: Request) -> Response:
+    """``GET /readyz``: whether this process can run turns now, for a load balancer choosing replicas.
+
+    ``/healthz`` says the process answers; this asks the session store too (a listing that
+    matches nothing, on a thread), so a replica whose database is out of reach is taken out of
+    rotation instead of answering 503s. The reason names the store, never its URL.
+    """
+    state = state_of(request)
+    try:
+        await asyncio.to_thread(lambda: state.store.list(limit=1, prefix="\x00readyz"))
+    except (StoreError, OSError) as exc:
+        reason = f"the session store cannot be reached ({type(exc).__name__})"
+        return JSONResponse({"status": "unready", "reason": reason}, status_code=503, headers={"retry-after": "5"})
+    return JSONResponse({"status": "ready"})
+
+
 async def cancel(request: Request) -> Response:
     """``DELETE /v1/requests/{id}``: cancel a running request, here or in another process on the store."""
     state = state_of(request)
@@ -86,6 +102,7 @@ ROUTES = [
     Route("/", page, methods=["GET"]),
     Route("/console/{name}", asset, methods=["GET"]),
     Route("/healthz", health, methods=["GET"]),
+    Route("/readyz", readiness, methods=["GET"]),
     Route("/v1/chat/completions", chat, methods=["POST"]),
     Route("/v1/messages", messages, methods=["POST"]),
     Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
