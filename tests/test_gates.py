@@ -28,9 +28,7 @@ LONG_MODULES_ALLOWED = {
     "providers/agent_core_providers/_sse.py",
 }
 LONG_FUNCTIONS_ALLOWED: set[str] = set()
-RUFF_ALLOWED = {
-    "core/agent_core/server/http/ready.py:PLR0915",
-}
+RUFF_ALLOWED: set[str] = set()
 
 
 @functools.cache
