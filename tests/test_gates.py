@@ -22,11 +22,9 @@ MODULE_LIMIT = 400
 FUNCTION_LIMIT = 60
 REASON = "Why one module:"
 
-# Offenders in files other work is rewriting at the moment (the server's move, the providers'
-# transport). These lists must only shrink: an entry that no longer offends fails the last test.
-LONG_MODULES_ALLOWED = {
-    "providers/agent_core_providers/_sse.py",
-}
+# Offenders let through for a while. The lists only shrink (an entry that no longer offends fails
+# the last test) and all three are empty: a new offender is fixed, or says why it is one idea.
+LONG_MODULES_ALLOWED: set[str] = set()
 LONG_FUNCTIONS_ALLOWED: set[str] = set()
 RUFF_ALLOWED: set[str] = set()
 
