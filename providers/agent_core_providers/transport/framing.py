@@ -5,7 +5,7 @@ Theory of operation
 h11 parses a body event by event: two ``next_event`` calls, a state machine
 step and a buffer copy for every network read. A model's stream arrives as
 one small chunk per read, hundreds per answer, so that was most of what a
-client paid per chunk below the provider (:mod:`.lean_conn` has the figures).
+client paid per chunk below the provider (:mod:`.lean_conn` says where the figures are).
 These decoders take the body over once the response head is read (:mod:`.head`): each
 ``feed`` is handed the bytes of one read and gives back the body bytes they
 complete, usually in one ``find`` and one slice: a list with one item per
