@@ -30,7 +30,7 @@ import msgspec
 from agent_core.errors import LLMError
 
 from ._errors import error_from_event
-from .openai import message_text
+from .openai import message_text, multipart_item
 from .shapes import usage_fault
 
 __all__ = [
@@ -100,19 +100,13 @@ def responses_tools(tools: Iterable[Any]) -> list[Any]:
 
 def _input_part(item: Any) -> Dict | None:
     """One core ``multipartContent`` item as an input content part (text and images; others have none)."""
-    if not isinstance(item, Mapping):
+    read = multipart_item(item)
+    if read is None:
         return None
-    kind, value = item.get("type"), item.get("content")
+    kind, value, detail = read
     if kind == "text":
-        return {"type": "input_text", "text": value if isinstance(value, str) else str(value)}
-    if kind == "image":
-        url = value.get("url") if isinstance(value, Mapping) else value
-        if isinstance(url, str) and url:
-            part: Dict = {"type": "input_image", "image_url": url}
-            detail = (item.get("metadata") or {}).get("detail")
-            part["detail"] = detail or "auto"
-            return part
-    return None
+        return {"type": "input_text", "text": value}
+    return {"type": "input_image", "image_url": value, "detail": detail or "auto"}
 
 
 def input_content(message: Mapping[str, Any]) -> Any:

@@ -57,6 +57,7 @@ from .shapes import malformed, openai_answer_fault, openai_chunk_fault
 __all__ = [
     "OpenAIProvider",
     "message_text",
+    "multipart_item",
     "normalize_usage",
     "openai_content",
     "replace_final",
@@ -83,22 +84,30 @@ def _chained(link: Any) -> list[Any]:
 # -- message conversion helpers (also used by the openai_* extensions) -----------------
 
 
-def _part(item: Any) -> Dict | None:
-    """One core ``multipartContent`` item as a Chat Completions content part."""
+def multipart_item(item: Any) -> tuple[str, str, Any] | None:
+    """A core ``multipartContent`` item read once for an OpenAI API: ``("text", text, None)``,
+    ``("image", url, detail)``, or None for an item neither API has a part for."""
     if not isinstance(item, Mapping):
         return None
     kind, value = item.get("type"), item.get("content")
     if kind == "text":
-        return {"type": "text", "text": value if isinstance(value, str) else str(value)}
+        return kind, value if isinstance(value, str) else str(value), None
     if kind == "image":
         url = value.get("url") if isinstance(value, Mapping) else value
         if isinstance(url, str) and url:
-            image: Dict = {"url": url}
-            detail = (item.get("metadata") or {}).get("detail")
-            if detail:
-                image["detail"] = detail
-            return {"type": "image_url", "image_url": image}
+            return kind, url, (item.get("metadata") or {}).get("detail")
     return None
+
+
+def _part(item: Any) -> Dict | None:
+    """One core ``multipartContent`` item as a Chat Completions content part."""
+    read = multipart_item(item)
+    if read is None:
+        return None
+    kind, value, detail = read
+    if kind == "text":
+        return {"type": "text", "text": value}
+    return {"type": "image_url", "image_url": {"url": value, "detail": detail} if detail else {"url": value}}
 
 
 def openai_content(message: Mapping[str, Any]) -> Any:
