@@ -30,6 +30,7 @@ import msgspec
 from agent_core.errors import LLMError
 
 from ._errors import error_from_event
+from ._openai_answer import openai_usage
 from .openai import message_text, multipart_item
 from .shapes import usage_fault
 
@@ -273,25 +274,8 @@ def finish_reason(status: Any, incomplete: Any, items: Iterable[Mapping[str, Any
 
 
 def normalize_usage(usage: Mapping[str, Any]) -> Dict:
-    """Responses usage as ``{"input_tokens", "output_tokens", ...}``, like the other providers'.
-
-    Cached input tokens become ``cache_read_tokens`` and reasoning tokens
-    ``reasoning_tokens``; every other key the API sent is kept as it is.
-    """
-    out: Dict = {
-        "input_tokens": int(usage.get("input_tokens") or 0),
-        "output_tokens": int(usage.get("output_tokens") or 0),
-    }
-    cached = (usage.get("input_tokens_details") or {}).get("cached_tokens")
-    if cached:
-        out["cache_read_tokens"] = cached
-    reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens")
-    if reasoning:
-        out["reasoning_tokens"] = reasoning
-    for key, value in usage.items():
-        if key not in out:
-            out[key] = value
-    return out
+    """Responses usage as ``{"input_tokens", "output_tokens", ...}`` (see :func:`openai_usage`)."""
+    return openai_usage(usage, "input_tokens", "output_tokens")
 
 
 # -- failures ---------------------------------------------------------------------------------------
