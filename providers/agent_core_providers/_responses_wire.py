@@ -31,7 +31,7 @@ from agent_core.errors import LLMError
 
 from ._errors import error_from_event
 from ._openai_answer import openai_usage
-from .openai import message_text, multipart_item
+from .openai import message_text, multipart_parts
 from .shapes import usage_fault
 
 __all__ = [
@@ -99,15 +99,12 @@ def responses_tools(tools: Iterable[Any]) -> list[Any]:
 # -- core messages -> input items ----------------------------------------------------------------
 
 
-def _input_part(item: Any) -> Dict | None:
-    """One core ``multipartContent`` item as an input content part (text and images; others have none)."""
-    read = multipart_item(item)
-    if read is None:
-        return None
-    kind, value, detail = read
-    if kind == "text":
-        return {"type": "input_text", "text": value}
-    return {"type": "input_image", "image_url": value, "detail": detail or "auto"}
+def _input_text(text: str) -> Dict:
+    return {"type": "input_text", "text": text}
+
+
+def _input_image(url: str, detail: Any) -> Dict:
+    return {"type": "input_image", "image_url": url, "detail": detail or "auto"}
 
 
 def input_content(message: Mapping[str, Any]) -> Any:
@@ -118,7 +115,7 @@ def input_content(message: Mapping[str, Any]) -> Any:
     if not multipart:
         return text
     parts: list[Any] = [{"type": "input_text", "text": text}] if text else []
-    parts.extend(p for p in map(_input_part, multipart) if p is not None)
+    parts.extend(multipart_parts(multipart, _input_text, _input_image))
     return parts
 
 

@@ -33,7 +33,7 @@ sees it: valid JSON in a shape the API never uses is a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -57,7 +57,7 @@ from .shapes import malformed, openai_answer_fault, openai_chunk_fault
 __all__ = [
     "OpenAIProvider",
     "message_text",
-    "multipart_item",
+    "multipart_parts",
     "normalize_usage",
     "openai_content",
     "replace_final",
@@ -84,30 +84,32 @@ def _chained(link: Any) -> list[Any]:
 # -- message conversion helpers (also used by the openai_* extensions) -----------------
 
 
-def multipart_item(item: Any) -> tuple[str, str, Any] | None:
-    """A core ``multipartContent`` item read once for an OpenAI API: ``("text", text, None)``,
-    ``("image", url, detail)``, or None for an item neither API has a part for."""
-    if not isinstance(item, Mapping):
-        return None
-    kind, value = item.get("type"), item.get("content")
-    if kind == "text":
-        return kind, value if isinstance(value, str) else str(value), None
-    if kind == "image":
-        url = value.get("url") if isinstance(value, Mapping) else value
-        if isinstance(url, str) and url:
-            return kind, url, (item.get("metadata") or {}).get("detail")
-    return None
+def multipart_parts(items: Iterable[Any], text: Callable[[str], Dict], image: Callable[[str, Any], Dict]) -> list[Dict]:
+    """Core ``multipartContent`` items as an OpenAI API's content parts, read the same way for both APIs.
+
+    A text item becomes ``text(its text)``, an image with a URL ``image(url, detail)`` (``detail``
+    from its metadata, or None); other items have no part in either API and are left out.
+    """
+    parts: list[Dict] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        kind, value = item.get("type"), item.get("content")
+        if kind == "text":
+            parts.append(text(value if isinstance(value, str) else str(value)))
+        elif kind == "image":
+            url = value.get("url") if isinstance(value, Mapping) else value
+            if isinstance(url, str) and url:
+                parts.append(image(url, (item.get("metadata") or {}).get("detail")))
+    return parts
 
 
-def _part(item: Any) -> Dict | None:
-    """One core ``multipartContent`` item as a Chat Completions content part."""
-    read = multipart_item(item)
-    if read is None:
-        return None
-    kind, value, detail = read
-    if kind == "text":
-        return {"type": "text", "text": value}
-    return {"type": "image_url", "image_url": {"url": value, "detail": detail} if detail else {"url": value}}
+def _text_part(text: str) -> Dict:
+    return {"type": "text", "text": text}
+
+
+def _image_part(url: str, detail: Any) -> Dict:
+    return {"type": "image_url", "image_url": {"url": url, "detail": detail} if detail else {"url": url}}
 
 
 def openai_content(message: Mapping[str, Any]) -> Any:
@@ -129,7 +131,7 @@ def openai_content(message: Mapping[str, Any]) -> Any:
             parts.append({"type": "text", "text": content})
     elif isinstance(content, list):
         parts.extend(content)
-    parts.extend(p for p in map(_part, multipart) if p is not None)
+    parts.extend(multipart_parts(multipart, _text_part, _image_part))
     return parts
 
 
