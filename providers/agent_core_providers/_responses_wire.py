@@ -31,7 +31,8 @@ from agent_core.errors import LLMError
 
 from ._errors import error_from_event
 from ._openai_answer import openai_usage
-from .openai import message_text, multipart_parts
+from ._openai_parts import multipart_parts
+from .openai import message_text
 from .shapes import usage_fault
 
 __all__ = [

@@ -33,7 +33,7 @@ sees it: valid JSON in a shape the API never uses is a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -43,6 +43,7 @@ from agent_core.plugin_kit import push, replace_final, text_of
 from ._base import HTTPProvider
 from ._errors import error_from_event
 from ._openai_answer import answer_notes, normalize_usage, noted
+from ._openai_parts import multipart_parts
 from ._sampling import (
     EXTRA_BODY,
     OPENAI_FIELDS,
@@ -57,7 +58,6 @@ from .shapes import malformed, openai_answer_fault, openai_chunk_fault
 __all__ = [
     "OpenAIProvider",
     "message_text",
-    "multipart_parts",
     "normalize_usage",
     "openai_content",
     "replace_final",
@@ -82,26 +82,6 @@ def _chained(link: Any) -> list[Any]:
 
 
 # -- message conversion helpers (also used by the openai_* extensions) -----------------
-
-
-def multipart_parts(items: Iterable[Any], text: Callable[[str], Dict], image: Callable[[str, Any], Dict]) -> list[Dict]:
-    """Core ``multipartContent`` items as an OpenAI API's content parts, read the same way for both APIs.
-
-    A text item becomes ``text(its text)``, an image with a URL ``image(url, detail)`` (``detail``
-    from its metadata, or None); other items have no part in either API and are left out.
-    """
-    parts: list[Dict] = []
-    for item in items:
-        if not isinstance(item, Mapping):
-            continue
-        kind, value = item.get("type"), item.get("content")
-        if kind == "text":
-            parts.append(text(value if isinstance(value, str) else str(value)))
-        elif kind == "image":
-            url = value.get("url") if isinstance(value, Mapping) else value
-            if isinstance(url, str) and url:
-                parts.append(image(url, (item.get("metadata") or {}).get("detail")))
-    return parts
 
 
 def _text_part(text: str) -> Dict:
