@@ -11,7 +11,7 @@ may be hostile too. Four bounds hold whatever they are:
   and the model reads why. RE2's fallback matcher still costs time per byte
   *and* per program instruction, so a pattern over :data:`MAX_PROGRAM_SIZE`
   instructions is refused and a big one gets smaller blocks: one call of the
-  matcher stays under ~150 ms. Without RE2, a pattern with no special
+  matcher stays short whatever the pattern. Without RE2, a pattern with no special
   character (or any, with ``literal: true``) is searched as plain text, and a
   regular expression is refused with a message naming the extra.
 * Memory. A file is read in blocks of whole lines (:data:`SEARCH_BLOCK_BYTES`,
@@ -62,8 +62,8 @@ SEARCH_BLOCK_BYTES = 256 * 2**10
 SEARCH_MAX_DEPTH = 64
 #: RE2 instructions a pattern may compile to (RE2's fallback matcher costs time per byte and instruction)
 MAX_PROGRAM_SIZE = 2000
-# Bytes x instructions in one block. RE2 was measured at up to ~35 ns per unit on patterns that
-# thrash its DFA cache, so one block costs at most ~150 ms (a block holds up to twice its size).
+# Bytes x instructions in one block. RE2's cost per unit is highest on patterns that thrash its DFA
+# cache; this bounds one block's work even then (a block holds up to twice its size).
 _BLOCK_WORK = 2**21
 _MIN_BLOCK_BYTES = 1024
 _SHOWN_CHARS = 200  # of a matching line, around the match

@@ -18,7 +18,7 @@ import httpx
 
 from .transport import BODY, TRANSPORT_ERRORS, as_httpx
 
-__all__ = ["BODY_TOO_LONG", "TRANSPORT_ERRORS", "aread_direct", "as_httpx", "direct_chunks", "read_direct"]
+__all__ = ["TRANSPORT_ERRORS", "as_httpx", "direct_chunks", "plain_body"]
 
 
 def direct_chunks(response: httpx.Response, asynchronous: bool) -> Any:
@@ -32,48 +32,12 @@ def direct_chunks(response: httpx.Response, asynchronous: bool) -> Any:
     return body.__aiter__() if asynchronous else iter(body)
 
 
-#: what :func:`read_direct` answers for a body longer than its ``limit`` (the caller raises its own error)
-BODY_TOO_LONG = b"<too long>"
+def plain_body(response: httpx.Response) -> Any:
+    """The body straight from the connection when it is sent as it is (no ``Content-Encoding``), else None.
 
-
-def _plain(response: httpx.Response) -> Any:
+    Iterate it (``for``, or ``async for`` on an async client's) for its chunks; it raises
+    httpcore's errors, which the caller maps with :func:`as_httpx`.
+    """
     if ", ".join(response.headers.get_list("content-encoding")):
         return None
     return response.extensions.get(BODY)
-
-
-def read_direct(response: httpx.Response, limit: int) -> bytes | None:
-    """The whole body of a response from our transport (None otherwise), without httpx's reading layers.
-
-    A body past ``limit`` bytes is :data:`BODY_TOO_LONG`, found as it is read, never joined.
-    """
-    body = _plain(response)
-    if body is None:
-        return None
-    parts, size = [], 0
-    try:
-        for part in body:
-            size += len(part)
-            if size > limit:
-                return BODY_TOO_LONG
-            parts.append(part)
-    except TRANSPORT_ERRORS as exc:
-        raise as_httpx(exc) from exc
-    return b"".join(parts)
-
-
-async def aread_direct(response: httpx.Response, limit: int) -> bytes | None:
-    """The async twin of :func:`read_direct`."""
-    body = _plain(response)
-    if body is None:
-        return None
-    parts, size = [], 0
-    try:
-        async for part in body:
-            size += len(part)
-            if size > limit:
-                return BODY_TOO_LONG
-            parts.append(part)
-    except TRANSPORT_ERRORS as exc:
-        raise as_httpx(exc) from exc
-    return b"".join(parts)

@@ -41,7 +41,7 @@ from agent_core.plugin_kit import Call, OpenIter
 
 from ._call import HTTPCall, build_request
 from ._decoding import raw_body
-from ._direct import BODY_TOO_LONG, aread_direct, direct_chunks, read_direct
+from ._direct import TRANSPORT_ERRORS, as_httpx, direct_chunks, plain_body
 from ._inflight import InFlight
 from ._pool import asend, send
 from .transport.watched import bound
@@ -158,30 +158,26 @@ class Exchange:
     def _read_all(self) -> bytes:
         try:
             response = self._current()
-            body = read_direct(response, MAX_ANSWER_BYTES)
-            if body is None:  # an encoded body (gzip...): counted after decoding, read by read
-                kept = _Kept(self.call, response.status_code)
-                for part in response.iter_bytes():
+            kept, body = _Kept(self.call, response.status_code), plain_body(response)
+            try:  # an encoded body (gzip...) is counted after decoding, read by read
+                for part in response.iter_bytes() if body is None else body:
                     kept.add(part)
-                body = kept.body()
-            elif body is BODY_TOO_LONG:
-                raise _too_long(self.call, response.status_code)
-            return body
+            except TRANSPORT_ERRORS as exc:
+                raise as_httpx(exc) from exc
+            return kept.body()
         finally:
             self._release()
 
     async def _aread_all(self) -> bytes:
         try:
             response = self._current()
-            body = await aread_direct(response, MAX_ANSWER_BYTES)
-            if body is None:
-                kept = _Kept(self.call, response.status_code)
-                async for part in response.aiter_bytes():
+            kept, body = _Kept(self.call, response.status_code), plain_body(response)
+            try:
+                async for part in response.aiter_bytes() if body is None else body:
                     kept.add(part)
-                body = kept.body()
-            elif body is BODY_TOO_LONG:
-                raise _too_long(self.call, response.status_code)
-            return body
+            except TRANSPORT_ERRORS as exc:
+                raise as_httpx(exc) from exc
+            return kept.body()
         finally:
             await self._arelease()
 

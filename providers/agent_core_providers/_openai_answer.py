@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["NOTES", "answer_notes", "normalize_usage", "noted"]
+__all__ = ["NOTES", "answer_notes", "normalize_usage", "noted", "openai_usage"]
 
 #: the top-level answer fields kept
 NOTES = ("system_fingerprint", "service_tier")
@@ -27,23 +27,29 @@ def noted(native: Mapping[str, Any]) -> dict[str, Any]:
     return {key: native[f"_{key}"] for key in NOTES if native.get(f"_{key}")}
 
 
-def normalize_usage(usage: Mapping[str, Any]) -> Dict:
-    """Chat Completions usage as ``{"input_tokens", "output_tokens", ...}``.
+def normalize_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """Chat Completions usage as ``{"input_tokens", "output_tokens", ...}`` (see :func:`openai_usage`)."""
+    return openai_usage(usage, "prompt_tokens", "completion_tokens")
 
-    Cached prompt tokens become ``cache_read_tokens`` and reasoning tokens
-    ``reasoning_tokens``; every other key the server sent is kept as it is.
+
+def openai_usage(usage: Mapping[str, Any], input_key: str, output_key: str) -> dict[str, Any]:
+    """Usage in either OpenAI API's shape as ``{"input_tokens", "output_tokens", ...}``.
+
+    The two APIs name their counts differently (``input_key`` and ``output_key``, each with
+    its ``<key>_details``) but mean the same: cached input tokens become ``cache_read_tokens``
+    and reasoning tokens ``reasoning_tokens``; every other key the API sent is kept as it is.
     """
-    out: Dict = {
-        "input_tokens": int(usage.get("prompt_tokens") or 0),
-        "output_tokens": int(usage.get("completion_tokens") or 0),
+    out: dict[str, Any] = {
+        "input_tokens": int(usage.get(input_key) or 0),
+        "output_tokens": int(usage.get(output_key) or 0),
     }
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    cached = (usage.get(f"{input_key}_details") or {}).get("cached_tokens")
     if cached:
         out["cache_read_tokens"] = cached
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    reasoning = (usage.get(f"{output_key}_details") or {}).get("reasoning_tokens")
     if reasoning:
         out["reasoning_tokens"] = reasoning
     for key, value in usage.items():
-        if key not in ("prompt_tokens", "completion_tokens") and key not in out:
+        if key not in (input_key, output_key) and key not in out:
             out[key] = value
     return out

@@ -30,6 +30,8 @@ import msgspec
 from agent_core.errors import LLMError
 
 from ._errors import error_from_event
+from ._openai_answer import openai_usage
+from ._openai_parts import multipart_parts
 from .openai import message_text
 from .shapes import usage_fault
 
@@ -98,21 +100,12 @@ def responses_tools(tools: Iterable[Any]) -> list[Any]:
 # -- core messages -> input items ----------------------------------------------------------------
 
 
-def _input_part(item: Any) -> Dict | None:
-    """One core ``multipartContent`` item as an input content part (text and images; others have none)."""
-    if not isinstance(item, Mapping):
-        return None
-    kind, value = item.get("type"), item.get("content")
-    if kind == "text":
-        return {"type": "input_text", "text": value if isinstance(value, str) else str(value)}
-    if kind == "image":
-        url = value.get("url") if isinstance(value, Mapping) else value
-        if isinstance(url, str) and url:
-            part: Dict = {"type": "input_image", "image_url": url}
-            detail = (item.get("metadata") or {}).get("detail")
-            part["detail"] = detail or "auto"
-            return part
-    return None
+def _input_text(text: str) -> Dict:
+    return {"type": "input_text", "text": text}
+
+
+def _input_image(url: str, detail: Any) -> Dict:
+    return {"type": "input_image", "image_url": url, "detail": detail or "auto"}
 
 
 def input_content(message: Mapping[str, Any]) -> Any:
@@ -123,7 +116,7 @@ def input_content(message: Mapping[str, Any]) -> Any:
     if not multipart:
         return text
     parts: list[Any] = [{"type": "input_text", "text": text}] if text else []
-    parts.extend(p for p in map(_input_part, multipart) if p is not None)
+    parts.extend(multipart_parts(multipart, _input_text, _input_image))
     return parts
 
 
@@ -279,25 +272,8 @@ def finish_reason(status: Any, incomplete: Any, items: Iterable[Mapping[str, Any
 
 
 def normalize_usage(usage: Mapping[str, Any]) -> Dict:
-    """Responses usage as ``{"input_tokens", "output_tokens", ...}``, like the other providers'.
-
-    Cached input tokens become ``cache_read_tokens`` and reasoning tokens
-    ``reasoning_tokens``; every other key the API sent is kept as it is.
-    """
-    out: Dict = {
-        "input_tokens": int(usage.get("input_tokens") or 0),
-        "output_tokens": int(usage.get("output_tokens") or 0),
-    }
-    cached = (usage.get("input_tokens_details") or {}).get("cached_tokens")
-    if cached:
-        out["cache_read_tokens"] = cached
-    reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens")
-    if reasoning:
-        out["reasoning_tokens"] = reasoning
-    for key, value in usage.items():
-        if key not in out:
-            out[key] = value
-    return out
+    """Responses usage as ``{"input_tokens", "output_tokens", ...}`` (see :func:`openai_usage`)."""
+    return openai_usage(usage, "input_tokens", "output_tokens")
 
 
 # -- failures ---------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ feeds them the same way sync and async, and tests can feed them bytes.
 Work per byte is constant: an unterminated tail longer than 64 KiB is kept
 as a list of pieces, each later read without a line end is only appended,
 and the pieces are joined once, when the line ends (joining the tail to every
-read made one 20 MB line cost seconds of CPU). Shorter tails are still copied
+read made a long line cost time quadratic in its length). Shorter tails are still copied
 into the next read, which is cheaper than the bookkeeping and bounded. A line longer
 than :data:`MAX_LINE_BYTES` (16 MiB) is refused with
 :class:`~agent_core.errors.MalformedResponseError`, so a server cannot make
@@ -34,30 +34,12 @@ they are cut to length (:func:`quote_line`).
 
 Why not httpx-sse
 -----------------
-``benchmarks/bench_sse.py`` streams the same bodies (20,000 OpenAI chunks;
-20,000 Anthropic ``content_block_delta`` events; 1 KiB reads through an
-``httpx.Response``) through httpx-sse's ``EventSource`` and through this
-module, decoding every event's JSON. Best of 5 on the project machine (2
-shared cores, CPython 3.11, httpx 0.28, httpx-sse 0.4.3, msgspec 0.22),
-events/s, measured again after the decoder became linear (the figures of
-the quadratic version, run alongside, were the same within 3%):
-
-=============================  ===========  ==============
-path                           OpenAI       Anthropic
-=============================  ===========  ==============
-httpx-sse + ``json.loads``     ~285,000     ~340,000
-httpx-sse + msgspec            ~485,000     ~555,000
-this module (msgspec)          ~785,000     ~985,000
-=============================  ===========  ==============
-
-Ours is 1.6-1.8x faster than httpx-sse with the same JSON decoder and
-2.7-2.9x faster than the usual httpx-sse + ``json.loads`` (runs vary on a
-shared machine; the ratios held across runs). One 20 MB line in 64 KiB
-reads takes ~0.05 s and a 50 MB one ~0.13 s (the quadratic version: ~3 s
-and ~20 s). httpx-sse decodes bytes to text and parses line by line in
-Python; here a read is split once with ``bytes.split`` and JSON is decoded
-straight from bytes. httpx-sse would
-also be an extra dependency, so it is not used.
+httpx-sse decodes the bytes to text and parses it line by line in Python; here a
+read is split once with ``bytes.split`` and each event's JSON is decoded straight
+from bytes with a reused decoder, so it does markedly less work per event, and it
+is no extra dependency. ``benchmarks/bench_sse.py`` streams the same OpenAI and
+Anthropic bodies through both (with ``json.loads`` and with msgspec behind
+httpx-sse) and times one very long line, and prints the figures.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from agent_core.plugin_kit import push, replace_final, text_of
 from ._base import HTTPProvider
 from ._errors import error_from_event
 from ._openai_answer import answer_notes, normalize_usage, noted
+from ._openai_parts import multipart_parts
 from ._sampling import (
     EXTRA_BODY,
     OPENAI_FIELDS,
@@ -83,22 +84,12 @@ def _chained(link: Any) -> list[Any]:
 # -- message conversion helpers (also used by the openai_* extensions) -----------------
 
 
-def _part(item: Any) -> Dict | None:
-    """One core ``multipartContent`` item as a Chat Completions content part."""
-    if not isinstance(item, Mapping):
-        return None
-    kind, value = item.get("type"), item.get("content")
-    if kind == "text":
-        return {"type": "text", "text": value if isinstance(value, str) else str(value)}
-    if kind == "image":
-        url = value.get("url") if isinstance(value, Mapping) else value
-        if isinstance(url, str) and url:
-            image: Dict = {"url": url}
-            detail = (item.get("metadata") or {}).get("detail")
-            if detail:
-                image["detail"] = detail
-            return {"type": "image_url", "image_url": image}
-    return None
+def _text_part(text: str) -> Dict:
+    return {"type": "text", "text": text}
+
+
+def _image_part(url: str, detail: Any) -> Dict:
+    return {"type": "image_url", "image_url": {"url": url, "detail": detail} if detail else {"url": url}}
 
 
 def openai_content(message: Mapping[str, Any]) -> Any:
@@ -120,7 +111,7 @@ def openai_content(message: Mapping[str, Any]) -> Any:
             parts.append({"type": "text", "text": content})
     elif isinstance(content, list):
         parts.extend(content)
-    parts.extend(p for p in map(_part, multipart) if p is not None)
+    parts.extend(multipart_parts(multipart, _text_part, _image_part))
     return parts
 
 

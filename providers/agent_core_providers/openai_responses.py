@@ -77,7 +77,7 @@ from ._responses_fields import (
     responses_text,
     responses_tool_choice,
 )
-from ._sampling import EXTRA_BODY, checked, optional_fields
+from ._sampling import EXTRA_BODY, OPENAI_FIELDS, checked, optional_fields
 from ._sse import JSONEventReader
 from .openai import message_text
 from .shapes import malformed
@@ -87,20 +87,17 @@ __all__ = ["RESPONSES_FIELDS", "OpenAIResponsesProvider", "normalize_usage"]
 Dict = dict[str, Any]
 
 #: Optional body fields, sent as they are when set (the engine checks the types, :func:`checked` the bounds).
+#: Those the two OpenAI APIs share mean the same in both, so they are Chat Completions' own entries.
 RESPONSES_FIELDS: Dict = {
     "max_output_tokens": {"type": "integer", "minimum": 1,
                           "description": "upper bound on generated tokens, reasoning included (wins over max_tokens)"},
-    "top_p": {"type": "number", "description": "nucleus sampling: keep the tokens within this probability mass"},
-    "parallel_tool_calls": {"type": "boolean", "description": "allow several tool calls in one answer"},
+    **{key: OPENAI_FIELDS[key] for key in ("top_p", "parallel_tool_calls")},
     "max_tool_calls": {"type": "integer", "minimum": 1, "description": "most tool calls the answer may make"},
     "text": {"type": "object", "description": 'output format and verbosity: {"format": {...}, "verbosity": ...}'},
     "truncation": {"type": "string", "enum": ["auto", "disabled"],
                    "description": '"auto" lets the API drop the middle of an over-long input'},
     "top_logprobs": {"type": "integer", "description": "how many alternatives per token to return"},
-    "user": {"type": "string", "description": "an end-user id the API may use to detect abuse"},
-    "safety_identifier": {"type": "string", "description": "a stable, hashed id of the end user, for abuse detection"},
-    "prompt_cache_key": {"type": "string", "description": "groups requests that share a prefix, for the prompt cache"},
-    "service_tier": {"type": "string", "description": '"auto", "default", "flex" or "priority"'},
+    **{key: OPENAI_FIELDS[key] for key in ("user", "safety_identifier", "prompt_cache_key", "service_tier")},
     "metadata": {"type": "object", "description": "up to 16 string pairs stored with the response"},
 }
 

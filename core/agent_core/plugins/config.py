@@ -161,8 +161,8 @@ _parsed: dict[str, tuple[Any, tuple[FieldSpec, ...]]] = {}
 def parse_schema(plugin: str, raw: Any) -> tuple[FieldSpec, ...]:
     """Normalize a plugin's config schema into field specs.
 
-    Every request asks each candidate plugin for its schema, and a provider's takes
-    over 0.1 ms to parse (a secret-name check per key); a schema equal to the one the
+    Every request asks each candidate plugin for its schema, and a provider's is costly
+    to parse (a secret-name check per key); a schema equal to the one the
     same plugin name gave last time gets the fields parsed then. The comparison is
     with a copy made when it was parsed, so a plugin changing its schema (or the dict
     it returned) is parsed again.

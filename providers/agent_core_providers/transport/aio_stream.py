@@ -7,8 +7,8 @@ stops the transport reading after every read and starts it again before the
 next (``pause_reading`` / ``resume_reading``: an epoll registration removed
 and added again per network read) and puts every read inside a cancel scope
 with a deadline. A model's stream arrives one small read at a time, so that
-was paid for every chunk: 28 % of ``agent-core serve``'s CPU at 200 paced
-streams went to reading the upstream.
+was paid for every chunk, and reading the upstream became one of the largest
+shares of ``agent-core serve``'s CPU under hundreds of paced streams.
 
 Here an :class:`asyncio.Protocol` keeps what arrives in a queue and the
 transport keeps reading, until more than :data:`HIGH_WATER` bytes wait

@@ -5,7 +5,7 @@ Theory of operation
 h11 parses a body event by event: two ``next_event`` calls, a state machine
 step and a buffer copy for every network read. A model's stream arrives as
 one small chunk per read, hundreds per answer, so that was most of what a
-client paid per chunk below the provider (:mod:`.lean_conn` has the figures).
+client paid per chunk below the provider (:mod:`.lean_conn` says where the figures are).
 These decoders take the body over once the response head is read (:mod:`.head`): each
 ``feed`` is handed the bytes of one read and gives back the body bytes they
 complete, usually in one ``find`` and one slice: a list with one item per
@@ -39,6 +39,7 @@ MAX_TRAILERS = 16384
 
 _SIZE = re.compile(rb"([0-9A-Fa-f]{1,20})[ \t]*(?:;[^\r\n]*)?")
 
+#: the parser's states, in the order of :meth:`Chunked._parse`'s steps
 _LINE, _DATA, _CRLF, _TRAILER, _DONE = range(5)
 
 
@@ -138,78 +139,97 @@ class Chunked(Framing):
         if self._state == _LINE and not self._buf:  # the usual read: exactly one whole chunk
             # A bare size of hex digits, checked without the regular expression: isalnum() leaves
             # out the sign, spaces and underscores int() would take, and the x and X bytes (120,
-            # 88) its 0x prefix. Anything else (an extension, a long line) takes the loop below.
+            # 88) its 0x prefix. Anything else (an extension, a long line) goes step by step.
             eol = data.find(b"\r\n")
             if 0 < eol <= 16:
                 head = data[:eol]
                 if head.isalnum() and 120 not in head and 88 not in head:
                     try:
                         stop = eol + 2 + int(head, 16)
-                    except ValueError:  # a letter past f: the loop below names it
+                    except ValueError:  # a letter past f: the size line step names it
                         stop = 0
                     if stop > eol + 2 and len(data) == stop + 2 and data[stop:] == b"\r\n":
                         return [data[eol + 2:stop]]
-        buf = self._buf + data if self._buf else data
+        return self._parse(self._buf + data if self._buf else data)
+
+    def _parse(self, buf: bytes) -> list[bytes]:
+        """Every other read: one step of the state in force at a time, until the bytes run out.
+
+        Each step takes what its state can from ``buf`` at ``at`` and says where it stopped; a
+        step that stops where it began waits for the next read, and what is left is kept.
+        """
         end = len(buf)
         at = 0
         out: list[bytes] = []
-        state = self._state
+        steps = self._STEPS
         while at < end:
-            if state == _DATA:
-                take = min(self._left, end - at)
-                out.append(buf[at:at + take])
-                at += take
-                self._left -= take
-                if self._left:
-                    break
-                state = _CRLF
-            elif state == _CRLF:
-                if end - at < 2:
-                    if buf[at:end] != b"\r":
-                        raise httpcore.RemoteProtocolError("chunk data was not followed by CRLF")
-                    break
-                if buf[at:at + 2] != b"\r\n":
-                    raise httpcore.RemoteProtocolError("chunk data was not followed by CRLF")
-                at += 2
-                state = _LINE
-            elif state == _LINE:
-                eol = buf.find(b"\r\n", at, at + MAX_LINE + 2)
-                if eol < 0:
-                    if end - at - _cr_at_end(buf) > MAX_LINE:  # a CR that may start the CRLF does not count
-                        raise httpcore.RemoteProtocolError(f"a chunk size line was longer than {MAX_LINE} bytes")
-                    break
-                matched = _SIZE.fullmatch(buf, at, eol)
-                if matched is None:
-                    raise httpcore.RemoteProtocolError("a chunk size line was not a hexadecimal size")
-                at = eol + 2
-                size = int(matched.group(1), 16)
-                if size:
-                    self._left = size
-                    state = _DATA
-                else:
-                    state = _TRAILER
-            elif state == _TRAILER:
-                eol = buf.find(b"\r\n", at)
-                if eol < 0:
-                    if self._trailers + end - at - _cr_at_end(buf) > MAX_TRAILERS:
-                        raise httpcore.RemoteProtocolError(f"the trailers were longer than {MAX_TRAILERS} bytes")
-                    break
-                if eol == at:  # the blank line: the body is complete
-                    at += 2
-                    state = _DONE
-                    self.done = True
-                    self.leftover = buf[at:]
-                    at = end
-                    break
-                self._trailers += eol + 2 - at
-                if self._trailers > MAX_TRAILERS:
-                    raise httpcore.RemoteProtocolError(f"the trailers were longer than {MAX_TRAILERS} bytes")
-                if b":" not in buf[at:eol]:
-                    raise httpcore.RemoteProtocolError("a trailer line was not a header field")
-                at = eol + 2
-        self._state = state
+            moved = steps[self._state](self, buf, at, end, out)
+            if moved == at:
+                break
+            at = moved
         self._buf = buf[at:] if at < end else b""
         return out
+
+    def _data(self, buf: bytes, at: int, end: int, out: list[bytes]) -> int:
+        take = min(self._left, end - at)
+        out.append(buf[at:at + take])
+        self._left -= take
+        if not self._left:
+            self._state = _CRLF
+        return at + take
+
+    def _crlf(self, buf: bytes, at: int, end: int, out: list[bytes]) -> int:
+        if end - at < 2:
+            if buf[at:end] != b"\r":
+                raise httpcore.RemoteProtocolError("chunk data was not followed by CRLF")
+            return at
+        if buf[at:at + 2] != b"\r\n":
+            raise httpcore.RemoteProtocolError("chunk data was not followed by CRLF")
+        self._state = _LINE
+        return at + 2
+
+    def _line(self, buf: bytes, at: int, end: int, out: list[bytes]) -> int:
+        eol = buf.find(b"\r\n", at, at + MAX_LINE + 2)
+        if eol < 0:
+            if end - at - _cr_at_end(buf) > MAX_LINE:  # a CR that may start the CRLF does not count
+                raise httpcore.RemoteProtocolError(f"a chunk size line was longer than {MAX_LINE} bytes")
+            return at
+        matched = _SIZE.fullmatch(buf, at, eol)
+        if matched is None:
+            raise httpcore.RemoteProtocolError("a chunk size line was not a hexadecimal size")
+        at = eol + 2
+        size = int(matched.group(1), 16)
+        if not size:
+            self._state = _TRAILER
+            return at
+        stop = at + size
+        if buf[stop:stop + 2] == b"\r\n":  # the whole chunk is here: its data and CRLF in this step
+            out.append(buf[at:stop])
+            return stop + 2
+        self._left = size
+        self._state = _DATA
+        return at
+
+    def _trailer(self, buf: bytes, at: int, end: int, out: list[bytes]) -> int:
+        eol = buf.find(b"\r\n", at)
+        if eol < 0:
+            if self._trailers + end - at - _cr_at_end(buf) > MAX_TRAILERS:
+                raise httpcore.RemoteProtocolError(f"the trailers were longer than {MAX_TRAILERS} bytes")
+            return at
+        if eol == at:  # the blank line: the body is complete, what follows is the next response's
+            self._state = _DONE
+            self.done = True
+            self.leftover = buf[at + 2:]
+            return end
+        self._trailers += eol + 2 - at
+        if self._trailers > MAX_TRAILERS:
+            raise httpcore.RemoteProtocolError(f"the trailers were longer than {MAX_TRAILERS} bytes")
+        if b":" not in buf[at:eol]:
+            raise httpcore.RemoteProtocolError("a trailer line was not a header field")
+        return eol + 2
+
+    #: the step for each state but the last, indexed by state
+    _STEPS = (_line, _data, _crlf, _trailer)
 
     def _incomplete(self) -> str:
         return "peer closed connection without sending complete message body: incomplete chunked read"

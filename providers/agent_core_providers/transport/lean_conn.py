@@ -3,8 +3,8 @@
 Theory of operation
 -------------------
 httpcore's HTTP/1.1 connection hands every read of a body to h11 through
-generators, trace blocks and exception maps: on a loopback stream paced like
-a model, 63 µs of CPU per chunk against 15 µs for a bare socket loop.
+generators, trace blocks and exception maps: several times the CPU per chunk
+of a bare socket loop (``benchmarks/bench_transports.py`` measures it).
 
 These connections write the request and read the response head with
 :mod:`.head` (h11's grammar and refusals; h11 is its test oracle), then the

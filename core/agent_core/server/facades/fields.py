@@ -46,7 +46,7 @@ def keys_by_plugin(core: Any) -> Mapping[str, frozenset[str]]:
     """Each registered plugin's declared config keys, by plugin name.
 
     Asking every plugin for its schema makes an instance of each and parses what
-    it returns (about 0.6 ms with the bundled plugins), and two routes asked on
+    it returns (more than the rest of a small request's work), and two routes asked on
     every request; the answer changes only when plugins are registered, so it is
     kept per core and made again when the registered names change.
     """

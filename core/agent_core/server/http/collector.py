@@ -10,8 +10,8 @@ session, its generators, its plugins' state), so the young objects it walks
 mostly survive, are promoted, and every few promotions a full collection walks
 the whole heap. Measured on ``agent-core serve`` at 500 paced streams (see
 ``docs/performance.md``), the collector took over a fifth of the process's
-CPU, and a full collection stopped every stream for 120 to 160 ms at a time:
-the longest gaps any client saw.
+CPU, and each full collection stopped every stream at once: the longest gaps
+any client saw.
 
 :func:`tune_collector` does two things when the server starts:
 

@@ -112,61 +112,68 @@ class Relay:
     async def send_all(self, send: Callable[[dict[str, Any]], Awaitable[None]],
                        write: Callable[[bytes], bool] | None = None) -> None:
         """Send every frame as ASGI body parts marked :data:`WHOLE_BATCH`; a frame's failure after what was ready."""
-        next_frame, is_last = self.frames.__anext__, self.is_last
-        batch: list[bytes] = []
-        size = 0
-        step: Any = None
-        waiting: Any = None
         try:
             try:
-                while True:
-                    step = next_frame()
-                    try:
-                        waiting = step.send(None)
-                    except StopIteration as done:  # ready at once
-                        step = None
-                        batch.append(done.value)
-                        size += len(done.value)
-                        if len(batch) < MAX_FRAMES and size < MAX_BYTES:
-                            continue
-                    except StopAsyncIteration:
-                        step = None
-                        break
-                    except Exception:
-                        step = None
-                        if batch:  # what was ready still goes out before the failure
-                            self.finished = is_last(batch[-1])
-                            await _out(send, write, batch)
-                        raise
-                    if batch:  # a full batch, or the next frame must wait: send what is ready first
-                        last = batch[-1]
-                        self.finished = is_last(last)
-                        body = last if len(batch) == 1 else b"".join(batch)
-                        if write is None or not write(body):  # _out, inline: written at once, or sent
-                            await send({"type": "http.response.body", "more_body": True, WHOLE_BATCH: True,
-                                        "body": body})
-                        batch, size = [], 0
-                    if step is None:
-                        continue
-                    pending, step = step, None
-                    try:
-                        frame = await _resume(pending, waiting)
-                    except StopAsyncIteration:
-                        break
-                    batch.append(frame)
-                    size += len(frame)
-                if batch:
-                    self.finished = is_last(batch[-1])
-                    await _out(send, write, batch)
+                await self._relay(send, write)
             finally:
-                if step is not None:  # send failed between a batch and its wait
-                    await _unwind(step, waiting)
                 await self.frames.aclose()  # type: ignore[attr-defined]
         except asyncio.CancelledError:
             self.cut_short()
             raise
         finally:
             await self.end(self.finished)
+
+    async def _relay(self, send: Callable[[dict[str, Any]], Awaitable[None]],
+                     write: Callable[[bytes], bool] | None) -> None:
+        """The loop of :meth:`send_all`: batches out until the frames end; a step left half-way unwound."""
+        next_frame, is_last = self.frames.__anext__, self.is_last
+        batch: list[bytes] = []
+        size = 0
+        step: Any = None
+        waiting: Any = None
+        try:
+            while True:
+                step = next_frame()
+                try:
+                    waiting = step.send(None)
+                except StopIteration as done:  # ready at once
+                    step = None
+                    batch.append(done.value)
+                    size += len(done.value)
+                    if len(batch) < MAX_FRAMES and size < MAX_BYTES:
+                        continue
+                except StopAsyncIteration:
+                    step = None
+                    break
+                except Exception:
+                    step = None
+                    if batch:  # what was ready still goes out before the failure
+                        self.finished = is_last(batch[-1])
+                        await _out(send, write, batch)
+                    raise
+                if batch:  # a full batch, or the next frame must wait: send what is ready first
+                    last = batch[-1]
+                    self.finished = is_last(last)
+                    body = last if len(batch) == 1 else b"".join(batch)
+                    if write is None or not write(body):  # _out, inline: written at once, or sent
+                        await send({"type": "http.response.body", "more_body": True, WHOLE_BATCH: True,
+                                    "body": body})
+                    batch, size = [], 0
+                if step is None:
+                    continue
+                pending, step = step, None
+                try:
+                    frame = await _resume(pending, waiting)
+                except StopAsyncIteration:
+                    break
+                batch.append(frame)
+                size += len(frame)
+            if batch:
+                self.finished = is_last(batch[-1])
+                await _out(send, write, batch)
+        finally:
+            if step is not None:  # send failed between a batch and its wait
+                await _unwind(step, waiting)
 
 
 async def _out(send: Callable[[dict[str, Any]], Awaitable[None]], write: Callable[[bytes], bool] | None,
