@@ -160,10 +160,11 @@ def test_an_origin_that_closes_after_each_streamed_answer_is_asked_once_per_call
     # Calls one after the other must not meet that close as a failure of their own, which,
     # as the upstream may have read the request, would be a retry with its backoff.
     head = SSE_HEAD.replace(b"\r\n\r\n", b"\r\nKeep-Alive: timeout=5, max=100\r\n\r\n")
-    upstream.script(*[(head + events(f"a{i}") + LAST_CHUNK, Pause(close_after), CLOSE) for i in range(12)])
+    n = 12 if transport != "httpx" else 3  # stock httpx pays a backoff on most calls: three show it answers
+    upstream.script(*[(head + events(f"a{i}") + LAST_CHUNK, Pause(close_after), CLOSE) for i in range(n)])
     with caplog.at_level(logging.DEBUG, logger="agent_core_providers"):
-        outcomes = calls(upstream, use_async, 12, max_retries=2)
-    assert outcomes == [f"a{i}" for i in range(12)]
+        outcomes = calls(upstream, use_async, n, max_retries=2)
+    assert outcomes == [f"a{i}" for i in range(n)]
     if transport == "httpx":
         # Stock httpx reuses the connection whenever the close has not arrived yet (at once is
         # not soon enough every time); the request then meets it, and that is a counted retry
