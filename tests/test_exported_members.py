@@ -172,6 +172,8 @@ HOST: dict[str, str] = {
     "ui_element_fault": "why a value is no UI element, in the engine's words (contract checks)",
     "ENGINE_KEYS": "the config keys the engine reads itself (the server)",
     "DEFAULT_CLIENT_KEYS": "the keys a client may set unless told otherwise (the server)",
+    "complete_sync": "runs a flow of effects for its value on this thread (the store's lease wait)",
+    "complete_async": "runs the same flow for its value on an event loop",
     "prefix_digest": "which stored native history a session's messages continue (the store)",
     "without_native_history": "a session without that record (the server)",
 }

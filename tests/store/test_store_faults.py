@@ -59,7 +59,7 @@ def test_sqlite_url_parameters_are_checked(tmp_path: Path) -> None:
     from agent_core.errors import InvalidArgumentError
 
     with open_store(f"sqlite:///{tmp_path}/a.db?busy_timeout=1.5&lease_ttl=2") as store:
-        assert store.lease_ttl_s == 2.0
+        assert store.leases.lease_ttl_s == 2.0
     for bad, named in [("busy_timeout=-1", "busy_timeout"), ("lease_ttl=0.1", "lease_ttl"),
                        ("busy_timeout=soon", "busy_timeout"), ("timeout=3", "'timeout'")]:
         with pytest.raises(InvalidArgumentError, match=named):

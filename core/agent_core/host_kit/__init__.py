@@ -20,6 +20,7 @@ from ..plugins.config import ENGINE_KEYS, effective_config, parse_schema
 from ..plugins.config_policy import DEFAULT_CLIENT_KEYS
 from ..plugins.finals_check import final_fault
 from ..plugins.native_view import NativeView, misread_natives, viewing
+from ..runtime.drivers import complete_async, complete_sync
 from ..runtime.effects import CancellationToken
 from ..plugins.ui_elements import ui_element_fault
 from ..tools.policy import read_verdict
@@ -33,6 +34,8 @@ __all__ = [
     "final_fault", "misread_natives", "read_verdict", "ui_element_fault",
     # the config keys the engine reads itself, and those a client may set unless told otherwise (the server)
     "DEFAULT_CLIENT_KEYS", "ENGINE_KEYS",
+    # a flow of effects run for its value, sync or on an event loop (the store's lease wait)
+    "complete_async", "complete_sync",
     # which stored native history a session continues, and a session without that record (the store, the server)
     "prefix_digest", "without_native_history",
 ]

@@ -36,7 +36,7 @@ from typing import Any
 
 from .effects import END, Effect, Pump, _close_async, _close_sync, _Driver
 
-__all__ = ["FlowStream", "complete_sync", "drive_async", "drive_sync"]
+__all__ = ["FlowStream", "complete_async", "complete_sync", "drive_async", "drive_sync"]
 
 
 def drive_sync(gen: Generator[Any, Any, Any]) -> Generator[Any, None, Any]:
@@ -80,6 +80,25 @@ def complete_sync(gen: Generator[Any, Any, Any]) -> Any:
             next(events)
         except StopIteration as stop:
             return stop.value
+
+
+async def complete_async(gen: Generator[Any, Any, Any]) -> Any:
+    """Drive a sub-flow on the event loop, dropping its events, and return its value (``complete_sync``'s twin).
+
+    An async generator cannot return a value, so this does not go through :func:`drive_async`.
+    A flow run this way performs effects, never pumps.
+    """
+    driver = _Driver(gen)
+    try:
+        while True:
+            try:
+                item = driver.resume()
+            except StopIteration as stop:
+                return stop.value
+            if isinstance(item, Effect):
+                await driver.perform_async(item)
+    finally:
+        await driver.close_async()
 
 
 async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:

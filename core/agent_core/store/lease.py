@@ -25,7 +25,7 @@ The row also carries ``claim``, how waiters talk to the holder in any process:
 because the holder is saving already (the waiter then simply waits): never both. The
 store's watcher thread reads each held lease's claim every ``TICK_S`` and calls
 ``on_claim`` (cancel the request), so a claim reaches a holder in another process without
-any channel. The store's methods are in :mod:`agent_core.store.lease_methods`.
+any channel. A store's ``leases`` (:mod:`agent_core.store.leases`) are how callers use them.
 """
 
 from __future__ import annotations

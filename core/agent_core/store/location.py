@@ -102,7 +102,7 @@ def open_store(url: str | None = None) -> SqlSessionStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         options = _sqlite_options(query, url)
         store = SqlSessionStore(SqliteBackend(str(path), busy_timeout_s=options["busy_timeout"]), url=url)
-        store.lease_ttl_s = options["lease_ttl"]
+        store.leases.lease_ttl_s = options["lease_ttl"]
         return store
     if scheme in ("postgresql", "postgres"):
         display = _redacted(url)

@@ -48,7 +48,7 @@ from .codec import (
     native_head,
     split_metadata,
 )
-from .lease_methods import LeaseMethods
+from .leases import SessionLeases
 from .schema import MIGRATIONS, migrate
 from .values import Revision, SessionInfo, Stored
 
@@ -99,12 +99,14 @@ class _Save:
         self.now = time.time()
 
 
-class SqlSessionStore(LeaseMethods):
+class SqlSessionStore:
     """A :class:`~agent_core.store.SessionStore` on SQLite or PostgreSQL (see :func:`open_store`)."""
 
     def __init__(self, backend: Any, *, url: str, migrations: Any = MIGRATIONS) -> None:
         self._backend = backend
         self.url = url  # for display: a password is never kept here
+        #: take, wait for, inspect and claim a session's lease (:class:`~agent_core.store.leases.SessionLeases`)
+        self.leases = SessionLeases(backend)
         self._seen: OrderedDict[tuple[str, int], _Natives] = OrderedDict()
         self._seen_lock = threading.Lock()
         with backend.transaction(write=True) as tx:

@@ -118,9 +118,9 @@ async def session_action(request: Request) -> Response:
 async def _lease(state: Any, scoped: str, sid: str, rid: str) -> Any:
     """The session's lease for the action's run, or a 409 when a turn or another action holds it."""
     raw = state.store
-    if not hasattr(raw, "atry_lease"):  # a store without leases: actions race as turns do there
+    if getattr(raw, "leases", None) is None:  # a store without leases: actions race as turns do there
         return None
-    lease = await raw.atry_lease(scoped, request_id=rid)
+    lease = await raw.leases.atry_lease(scoped, request_id=rid)
     if lease is None:
         raise ApiError(409, "session_busy", f"session {sid!r} is running a turn or another action; retry once it "
                        "has ended", headers={"retry-after": "1"})

@@ -108,7 +108,7 @@ class QueuedNote:
     """The session is busy: the turn waits, and tells its client who it waits for."""
 
     def __init__(self, ask: _Ask, holder: Any, wait_s: float) -> None:
-        ahead = 0 if ask.busy in ("interrupt", "rollback") else ask.raw.lease_waiters(ask.scoped)
+        ahead = 0 if ask.busy in ("interrupt", "rollback") else ask.raw.leases.lease_waiters(ask.scoped)
         self.frame = {"type": "queued", "session_id": ask.sid, "busy": ask.busy, "wait_limit_s": wait_s,
                       "holder_started_at": holder.started_at if holder is not None else None, "ahead": ahead}
 
@@ -229,13 +229,13 @@ async def _check_revision(ask: _Ask) -> Stored:
 
 async def _try_lease(state: ServerState, ask: _Ask) -> tuple[Any, Any]:
     """The lease now, or who holds it; ``busy=reject`` answers 409 here, before the stream starts."""
-    if not hasattr(ask.raw, "atry_lease"):
+    if getattr(ask.raw, "leases", None) is None:
         return _NoLease(), None
     for _ in range(2):  # the holder may finish between the try and the look
-        lease = await ask.raw.atry_lease(ask.scoped, request_id=ask.rid, on_claim=ask.on_claim)
+        lease = await ask.raw.leases.atry_lease(ask.scoped, request_id=ask.rid, on_claim=ask.on_claim)
         if lease is not None:
             return lease, None
-        holder = await ask.raw.alease_holder(ask.scoped)
+        holder = await ask.raw.leases.alease_holder(ask.scoped)
         if holder is not None:
             break
     if ask.busy == "reject":
@@ -268,7 +268,7 @@ async def _queued_turn(state: ServerState, ask: _Ask, lease: Any, holder: Any) -
     try:
         if lease is None:
             yield QueuedNote(ask, holder, state.settings.turn_wait_s)
-            lease = await ask.raw.await_lease(ask.scoped, wait_s=state.settings.turn_wait_s, request_id=ask.rid,
+            lease = await ask.raw.leases.await_lease(ask.scoped, wait_s=state.settings.turn_wait_s, request_id=ask.rid,
                                               on_claim=ask.on_claim, between=partial(_claim, state, ask),
                                               stop=ask.gone, front=ask.busy in ("interrupt", "rollback"))
             if lease is None:
@@ -304,11 +304,11 @@ async def _claim(state: ServerState, ask: _Ask) -> None:
     """
     if ask.busy not in ("interrupt", "rollback"):
         return
-    holder = await ask.raw.alease_holder(ask.scoped)
+    holder = await ask.raw.leases.alease_holder(ask.scoped)
     claim = "interrupt" if ask.busy == "interrupt" else "discard"
     if holder is None or holder.started_at > ask.arrived or holder.claim in ("saving", "discard", claim):
         return
-    if await ask.raw.aclaim_lease(ask.scoped, holder.holder, claim) and holder.request_id:
+    if await ask.raw.leases.aclaim_lease(ask.scoped, holder.holder, claim) and holder.request_id:
         state.core.cancel_request(holder.request_id)
 
 

@@ -1,4 +1,4 @@
-"""The lease half of :class:`~agent_core.store.SqlSessionStore`: take, wait for, inspect and claim a session's lease.
+"""A store's session leases (``store.leases``): take one, wait in line for one, see who holds one, claim it.
 
 How a lease is held on each database, and why, is in :mod:`agent_core.store.lease`. Waiting is
 polling on purpose: a waiter can then stop at its limit, when its client leaves, or claim the
@@ -6,6 +6,11 @@ running turn between two tries, without a blocked connection or thread to undo. 
 one session in one store object stand in a :class:`_Line`: only the first polls the database
 (a hundred waiters cost one poll and, on PostgreSQL, one connection), and they win in the order
 they came. Across processes the lines race, so order across processes is not kept.
+
+The wait itself is one flow of effects (:meth:`SessionLeases._waiting`), driven by the same
+drivers as a request: :meth:`~SessionLeases.wait_lease` runs it on this thread, and
+:meth:`~SessionLeases.await_lease` on the event loop, where a database try runs on a worker
+thread and a pause is an ``asyncio`` wait.
 """
 
 from __future__ import annotations
@@ -14,10 +19,13 @@ import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any
+
+from ..host_kit import complete_async, complete_sync
+from ..plugin_kit import Call
 
 from .lease import (
     Claim,
@@ -30,9 +38,7 @@ from .lease import (
     write_claim,
 )
 
-__all__ = ["LeaseMethods"]
-
-_WATCHERS_LOCK = threading.Lock()
+__all__ = ["SessionLeases"]
 
 
 class _Line:
@@ -125,35 +131,35 @@ class _Line:
                         loop.call_soon_threadsafe(event.set)
 
 
-class LeaseMethods:
-    """The lease half of :class:`~agent_core.store.SqlSessionStore` (sync, and async twins in a thread)."""
+class SessionLeases:
+    """Every session's lease in one store (``store.leases``), sync with async twins.
 
-    _backend: Any
-    #: SQLite: how long a lease outlives its holder's last renewal (a dead holder frees the session after this)
-    lease_ttl_s: float = 10.0
-    #: PostgreSQL: most lock connections this store object opens at once (a held lease keeps one); past
-    #: it a turn waits for one as for a busy session, rather than the database refusing connections
-    max_lease_connections: int = 32
+    One object per store, so the waiters of one session in this process share one line and
+    the lock connections one limit.
+    """
+
+    def __init__(self, backend: Any, *, lease_ttl_s: float = 10.0, max_lease_connections: int = 32) -> None:
+        self._backend = backend
+        #: SQLite: how long a lease outlives its holder's last renewal (a dead holder frees the session after this)
+        self.lease_ttl_s = lease_ttl_s
+        #: PostgreSQL: most lock connections this store opens at once (a held lease keeps one); past it a turn
+        #: waits for one as for a busy session, rather than the database refusing connections
+        self.max_lease_connections = max_lease_connections
+        self._line = _Line()
+        self._watcher: Watcher | None = None
+        self._watcher_lock = threading.Lock()
 
     def lease_attempt(self, session_id: str, *, request_id: str | None = None,
                       on_claim: Callable[[], bool] | None = None) -> LeaseAttempt:
         """A way to the lease of ``session_id`` for one turn; ``request_id`` tells waiters what to cancel."""
-        with _WATCHERS_LOCK:
-            watcher = self.__dict__.get("_lease_watcher")
+        with self._watcher_lock:
+            watcher = self._watcher
             if watcher is None or not watcher.alive():
-                watcher = self.__dict__["_lease_watcher"] = Watcher(self._backend, self.max_lease_connections)
+                watcher = self._watcher = Watcher(self._backend, self.max_lease_connections)
         return LeaseAttempt(self._backend, session_id, request_id, on_claim, self.lease_ttl_s, watcher)
 
-    @property
-    def _line(self) -> _Line:
-        with _WATCHERS_LOCK:
-            line = self.__dict__.get("_lease_line")
-            if line is None:
-                line = self.__dict__["_lease_line"] = _Line()
-            return line
-
     def lease_waiters(self, session_id: str) -> int:
-        """How many turns wait for the session's lease through this store object."""
+        """How many turns wait for the session's lease through this store."""
         return self._line.waiting(session_id)
 
     def try_lease(self, session_id: str, *, request_id: str | None = None,
@@ -185,20 +191,10 @@ class LeaseMethods:
         claim the holder); ``front`` puts this waiter first in line (a turn that interrupts).
         """
         attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
-        line, deadline = self._line, time.monotonic() + wait_s
-        ticket = line.join(session_id, front)
         try:
-            while True:
-                seen = line.generation(session_id)
-                if line.first(session_id, ticket) and (lease := attempt.take()) is not None:
-                    return self._woken_on_release(lease, session_id)
-                if time.monotonic() >= deadline:
-                    return None
-                if between is not None:
-                    between()
-                line.pause(session_id, seen, min(poll_s, max(0.0, deadline - time.monotonic())))
+            return complete_sync(self._waiting(attempt, session_id, wait_s, poll_s, front,  # type: ignore[no-any-return]
+                                               Call(between) if between else None, None))
         finally:
-            line.leave(session_id, ticket)
             attempt.close()
 
     async def await_lease(self, session_id: str, *, wait_s: float, request_id: str | None = None,
@@ -207,21 +203,35 @@ class LeaseMethods:
                           front: bool = False, poll_s: float = 0.05) -> SessionLease | None:
         """Async twin of :meth:`wait_lease`; also gives up (None) once ``stop`` is set."""
         attempt = self.lease_attempt(session_id, request_id=request_id, on_claim=on_claim)
+        try:
+            return await complete_async(self._waiting(attempt, session_id, wait_s, poll_s,  # type: ignore[no-any-return]
+                                                      front, Call(None, between) if between else None, stop))
+        finally:
+            await asyncio.to_thread(attempt.close)
+
+    def _waiting(self, attempt: LeaseAttempt, session_id: str, wait_s: float, poll_s: float, front: bool,
+                 between: Call | None, stop: asyncio.Event | None) -> Generator[Any, Any, SessionLease | None]:
+        """Stand in line and try until won or out of time: the steps both waits share, as effects.
+
+        Joining and leaving the line touch no I/O, so they stay here, and leaving runs however
+        the wait ends (won, out of time, an error, a cancelled task closing the flow).
+        """
         line, deadline = self._line, time.monotonic() + wait_s
         ticket = line.join(session_id, front)
+        take = Call(attempt.take, label="taking a session lease")
         try:
             while True:
                 seen = line.generation(session_id)
-                if line.first(session_id, ticket) and (lease := await asyncio.to_thread(attempt.take)):
+                if line.first(session_id, ticket) and (lease := (yield take)) is not None:
                     return self._woken_on_release(lease, session_id)
                 if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
                     return None
                 if between is not None:
-                    await between()
-                await line.apause(session_id, seen, min(poll_s, max(0.0, deadline - time.monotonic())))
+                    yield between
+                pause = min(poll_s, max(0.0, deadline - time.monotonic()))
+                yield Call(partial(line.pause, session_id, seen, pause), partial(line.apause, session_id, seen, pause))
         finally:
             line.leave(session_id, ticket)
-            await asyncio.to_thread(attempt.close)
 
     @contextmanager
     def lease(self, session_id: str, *, wait_s: float = 60.0, request_id: str | None = None,
