@@ -7,8 +7,10 @@ only thing it tracks is which requests are in flight, so that
 ``cancel_request(request_id)`` can reach them from another thread or task.
 
 Why one module: it is one class, the facade a caller holds, and each method is a
-short door into a room below (resolution, a request run, an action, discovery);
-cutting the class to fit a size would only spread that one list of doors.
+short door into a room below (resolution, a request run, tools, UI, an action,
+discovery) after :mod:`.arguments` has checked what it was handed. Cutting the
+class to fit a size would only spread that one list of doors over classes that
+each pretend to be the engine.
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ from ..runtime.flight import Flight, in_flight
 from ..values.events import DoneEvent, Event
 from ..values.frozen import thaw
 from ..values.messages import Message, Session
-from .actions import ActionResult
-from .calls import EngineCalls, check_kind
-from .calls import check_config as _check_config
-from .calls import check_session as _check_session
+from ..tools.api import catalog, run_calls, tool_schemas
+from ..values.messages import ToolDescriptor
+from .actions import ActionResult, execute_action, execute_lifecycle, list_actions
+from .arguments import check_action, check_config, check_kind, check_lifecycle, check_session, check_tool_calls
+from .info import apply_completion, completions, config_schema, ui_schema
 from .discovery import ENTRY_POINT_GROUPS, load_installed
 from .flow import Flow, keep_done
 from .handed import Basis, check_handed
@@ -43,7 +46,7 @@ from .run import RequestRun
 
 __all__ = ["ActionResult", "AgentCore", "RequestResult"]
 
-class AgentCore(EngineCalls, PlatformNames):
+class AgentCore(PlatformNames):
     """A stateless pipeline over registered plugin classes.
 
     Args:
@@ -185,7 +188,7 @@ class AgentCore(EngineCalls, PlatformNames):
         Accepts a ``Message``, a message dict, or the original platform's
         ``add_message(session, role, content, metadata)`` form.
         """
-        _check_session(session, "add_message")
+        check_session(session, "add_message")
         if isinstance(message, str):
             message = Message(message, content, metadata)  # type: ignore[arg-type]
         return session.with_message(message)
@@ -215,14 +218,171 @@ class AgentCore(EngineCalls, PlatformNames):
     def get_tags(self, config: Mapping[str, Any] | None = None) -> list[str]:
         return list(self.resolve(config).tags)
 
+    # -- tools ----------------------------------------------------------------
+
+    def get_tool_descriptors(self, config: Mapping[str, Any] | None = None) -> list[ToolDescriptor]:
+        """The tools a request with ``config`` would offer, after features' ``prepare_tools``.
+
+        Each :class:`ToolDescriptor` names its plugin and keeps the schema in
+        the tool's own format.
+
+        Raises:
+            ConfigError: two offered tools share a name, or a schema is unreadable.
+        """
+        return list(catalog(self.resolve(config), PluginCore(self), prepare=True)[1])
+
+    def get_tool_schemas(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The tool schemas a request with ``config`` sends (the original platform's shape).
+
+        Plain dicts, adapted to a format the provider accepts, exactly as they
+        reach the provider in ``config["tools"]``. :meth:`get_tool_descriptors`
+        gives the same tools with their plugins.
+        """
+        return tool_schemas(self.resolve(config), PluginCore(self))
+
+    def execute_tool_calls(
+        self, session: Any, tool_calls: Any = None, config: Mapping[str, Any] | None = None
+    ) -> Any:
+        """Run tool calls outside a request, for applications with their own loop.
+
+        ``execute_tool_calls(session, calls, config)`` returns one ``tool``
+        :class:`Message` per call (append them with ``session.with_messages``).
+        The original platform's two-argument form ``execute_tool_calls(calls,
+        config)`` returns message dicts (``role``, ``content``, ``metadata``)
+        for ``add_message(session, m["role"], m["content"], m.get("metadata"))``.
+        Failures become error results, as in a request. Lifecycle actions do
+        not run here.
+
+        Raises:
+            InvalidArgumentError: the arguments fit neither form, or ``tool_calls``
+                is not a list of tool-call mappings.
+            ConfigError: ``config`` is not a mapping or cannot work.
+        """
+        if not isinstance(session, Session):
+            if config is not None:
+                raise InvalidArgumentError(
+                    "execute_tool_calls takes (session, tool_calls, config) or (tool_calls, config)",
+                    argument="session",
+                )
+            messages = self._execute_tool_calls(Session("execute_tool_calls"), session, tool_calls)
+            return [m.to_dict() for m in messages]
+        return self._execute_tool_calls(session, tool_calls or (), config)
+
+    def _execute_tool_calls(
+        self, session: Session, tool_calls: Sequence[Mapping[str, Any]], config: Mapping[str, Any] | None
+    ) -> list[Message]:
+        check_tool_calls(tool_calls)
+        check_config(config)
+        return run_calls(self.resolve(config, session=session), session, tool_calls, PluginCore(self))
+
+    # -- UI, completions, config ------------------------------------------------
+
+    def get_ui_schema(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every enabled plugin's UI elements, normalized into one flat list.
+
+        Missing ``ui_type`` becomes ``"config"``; ``plugin`` is added when
+        absent; config elements are de-duplicated on ``key`` (first wins);
+        action elements from extensions and features get ``action_owner``.
+        """
+        return ui_schema(self.resolve(config), PluginCore(self))
+
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        """Every registered plugin's config keys, one flat entry per key, with ``plugin``."""
+        return config_schema(spec for kind in KINDS for spec in self._specs[kind])
+
+    def get_completions(self, config: Mapping[str, Any] | None, text: str) -> list[dict[str, Any]]:
+        """Completions from every enabled feature for ``text``; each names its ``plugin``."""
+        return completions(self.resolve(config), text)
+
+    def apply_completion(self, config: Mapping[str, Any] | None, text: str, completion: Mapping[str, Any]) -> str:
+        """Ask the feature that offered ``completion`` for replacement text ("" for none)."""
+        return apply_completion(self.resolve(config), text, completion)
+
+    # -- actions --------------------------------------------------------------
+
+    def get_actions(self, config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Action definitions of the enabled extensions and features, each with ``plugin``."""
+        return list_actions(self.resolve(config))
+
+    def execute_action(
+        self,
+        session: Session,
+        action_id: str,
+        params: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+        request_id: str | None = None,
+        side_requests: bool = True,
+    ) -> ActionResult:
+        """Run a session-scoped action of an enabled extension or feature.
+
+        With ``request_id`` the action is in flight under that id while it runs:
+        ``cancel_request(request_id)`` cancels the model calls it makes through
+        ``context["core"].side_request`` and refuses any it would start after.
+        ``side_requests=False`` refuses those calls outright (a server that does
+        not let clients spend money through actions).
+
+        ``action_id`` may be qualified as ``"plugin:action"`` when two plugins
+        declare the same id. Params are checked against the action's
+        ``inputs`` before the plugin runs.
+
+        Returns:
+            ActionResult: the new session (metadata merged, native history
+            replaced), the native history, and the result's other keys.
+
+        Raises:
+            ActionInputError: unknown action (``action_id`` not a string included), or a
+                missing/ill-typed/unknown input, or ``params`` not a mapping.
+            InvalidArgumentError: ``session`` is not a Session or ``context`` not a mapping.
+            ConfigError: ``config`` is not a mapping or cannot work.
+            PluginError: the plugin failed.
+        """
+        check_action(session, action_id, params, context, config)
+        resolution = self.resolve(config, session=session)
+        if request_id is None:
+            return execute_action(resolution, session, action_id, params, context,
+                                  PluginCore(self, config=config or {}, side_requests=side_requests))
+        with self._in_flight(request_id, config):
+            return execute_action(resolution, session, action_id, params, context,
+                                  PluginCore(self, request_id, side_requests=side_requests))
+
+    def execute_lifecycle_actions(
+        self,
+        session: Session,
+        trigger: str,
+        config: Mapping[str, Any] | None = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Run every enabled extension's and feature's action bound to ``trigger``; return the new session.
+
+        For the lifecycle points an application decides (``session_created``,
+        ``session_saved``, ...): actions run in chain order, each seeing the
+        session and native history the previous one left; ``session_metadata``
+        is merged and ``native_messages`` replaces the stored native history.
+        The points a request drives itself (``llm_request``,
+        ``response_finalize``, ``tool_pre``, ``tool_post``) run only inside requests.
+
+        Raises:
+            ActionInputError: ``trigger`` is not a string or is one the engine runs during requests.
+            InvalidArgumentError: ``session`` is not a Session or ``context`` not a mapping.
+            ConfigError: ``config`` is not a mapping or cannot work.
+            PluginError: an action failed (or ``get_actions`` returned a bad shape); the input
+                session is untouched.
+        """
+        check_lifecycle(session, trigger, context, config)
+        return execute_lifecycle(self.resolve(config, session=session), session, trigger, context,
+                                 PluginCore(self, config=config or {}))
+
     # -- requests -------------------------------------------------------------
 
     def _start(
         self, session: Session, config: Mapping[str, Any] | None, stream_default: bool, request_id: str | None,
         final_sessions: bool = False, resolution: Resolution | None = None,
     ) -> tuple[RequestRun, Flight]:
-        _check_session(session, "a request")
-        _check_config(config)
+        check_session(session, "a request")
+        check_config(config)
         if request_id is not None and (not isinstance(request_id, str) or not request_id):
             raise InvalidArgumentError(
                 f"request_id must be a non-empty string, got {request_id!r}", argument="request_id"
@@ -368,7 +528,7 @@ class AgentCore(EngineCalls, PlatformNames):
         return await self.arequest(session, config, request_id=rid)
 
     def _side(self, request_id: str, session: Session, overrides: Any) -> tuple[dict[str, Any], str]:
-        _check_session(session, "side_request")
+        check_session(session, "side_request")
         with self._lock:
             flight = self._flights.get(request_id) if isinstance(request_id, str) else None
         if flight is None:
