@@ -122,6 +122,7 @@ KIT: dict[str, str] = {
     "Hit": "a marker MarkerScanner found",
     "MarkerScanner": "finds markers in text cut at any point (think tags, say)",
     "push": "adds a streamed piece to accumulated text at O(1)",
+    "pushed": "a state with one key's text grown by a piece, kept frozen when handed in frozen",
     "text_of": "the text of accumulated pieces",
     # finals and metadata
     "replace_final": "one final replaced, the native history in step",

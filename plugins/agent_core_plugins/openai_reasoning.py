@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from agent_core.plugin_kit import (
     Extension,
     annotate,
-    push,
+    pushed,
     reasoning_partial,
     rewrite_last_assistant,
     text_of,
@@ -81,7 +81,7 @@ class OpenAIReasoningExtension(Extension):
             text = thinking_text(content)  # typed parts (Mistral): the thinking ones
             if not text:
                 return partial_messages, final_messages, native_messages, state
-        new_state = {**state, "openai_reasoning": push(state.get("openai_reasoning"), text)}
+        new_state = pushed(state, "openai_reasoning", text)
         return [*partial_messages, reasoning_partial(text)], final_messages, native_messages, new_state
 
     @staticmethod

@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from agent_core.plugin_kit import drive_sync, push, replace_final, text_of
+from agent_core.plugin_kit import drive_sync, push, pushed, replace_final, text_of
 
 from ._anthropic_content import (
     CLIENT_BLOCK_TYPES,
@@ -228,8 +228,7 @@ class AnthropicProvider(HTTPProvider):
             if state.get("anthropic_text_at") != index:
                 state = _streaming(state, index)
             # the usual chunk: only the text key changes, not the block table
-            new_state = {**state, "anthropic_text": push(state["anthropic_text"], text)}
-            return [{"role": "assistant", "content": text}], [], native_messages, new_state
+            return [{"role": "assistant", "content": text}], [], native_messages, pushed(state, "anthropic_text", text)
         if kind == "content_block_start":
             block = native_chunk.get("content_block") or {}
             if block.get("type") == "text":

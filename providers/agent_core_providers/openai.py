@@ -37,8 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from agent_core import FrozenDict, FrozenList
-from agent_core.plugin_kit import push, replace_final, text_of
+from agent_core.plugin_kit import push, pushed, replace_final, text_of
 
 from ._base import HTTPProvider
 from ._errors import error_from_event
@@ -178,11 +177,6 @@ def _wire(message: Mapping[str, Any]) -> Mapping[str, Any]:
 # -- the provider -------------------------------------------------------------------
 
 
-#: ``push(pieces, text)`` for a non-empty ``text`` and frozen ``pieces``, as the frozen list the
-#: engine would make of the pair; and a dict of frozen values, frozen without the engine's walk
-_link, _frozen_dict = FrozenList.from_frozen, FrozenDict.from_frozen
-
-
 class OpenAIProvider(HTTPProvider):
     """Chat Completions over httpx: streaming (SSE) and non-streaming, sync and async.
 
@@ -253,12 +247,7 @@ class OpenAIProvider(HTTPProvider):
         if changes:
             state = {**state, "openai": {**state["openai"], **changes}}
         if text:  # the usual chunk: only this key changes
-            if state.__class__ is FrozenDict:
-                # handed back frozen, so the engine has nothing to walk: the state's values are frozen
-                # already, and so is a link of frozen pieces
-                state = _frozen_dict({**state, "openai_text": _link((state.get("openai_text"), text))})
-            else:
-                state = {**state, "openai_text": push(state.get("openai_text"), text)}
+            state = pushed(state, "openai_text", text)
         return partials, [], native_messages, state
 
     def finalize(

@@ -19,7 +19,7 @@ import asyncio
 import threading
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from ..compat import PlatformNames

@@ -46,7 +46,7 @@ from .finals import replace_final, rewrite_finals, rewrite_last_assistant
 from .hook_types import ChunkOutput, Dict, Msgs
 from .markers import Hit, MarkerScanner
 from .metadata import annotate, reasoning_partial
-from .pieces import push, text_of
+from .pieces import push, pushed, text_of
 from .tool_formats import adapt_schema
 from .tools import Tool, ToolCall, failure, success
 
@@ -54,7 +54,7 @@ __all__ = [
     # markers in streamed text (markers)
     "Hit", "MarkerScanner",
     # text accumulated from pieces (pieces)
-    "push", "text_of",
+    "push", "pushed", "text_of",
     # finals rewritten with the native history in step (finals)
     "replace_final", "rewrite_finals", "rewrite_last_assistant",
     # metadata: reasoning partials, extras read from native messages (metadata)

@@ -33,8 +33,6 @@ from typing import Any
 from .. import (
     FrozenDict,
     FrozenList,
-    Message,
-    PartialMessage,
     Session,
     freeze,
     thaw,
