@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, aclosing
 from typing import Any
 
 from .effects import END, Effect, Pump, _close_async, _close_sync, _Driver
@@ -85,20 +85,17 @@ def complete_sync(gen: Generator[Any, Any, Any]) -> Any:
 async def complete_async(gen: Generator[Any, Any, Any]) -> Any:
     """Drive a sub-flow on the event loop, dropping its events, and return its value (``complete_sync``'s twin).
 
-    An async generator cannot return a value, so this does not go through :func:`drive_async`.
-    A flow run this way performs effects, never pumps.
+    An async generator cannot return a value, so the flow runs inside one that keeps it.
     """
-    driver = _Driver(gen)
-    try:
-        while True:
-            try:
-                item = driver.resume()
-            except StopIteration as stop:
-                return stop.value
-            if isinstance(item, Effect):
-                await driver.perform_async(item)
-    finally:
-        await driver.close_async()
+    kept: list[Any] = []
+
+    def keeping() -> Generator[Any, Any, None]:
+        kept.append((yield from gen))
+
+    async with aclosing(drive_async(keeping())) as events:
+        async for _event in events:
+            pass
+    return kept[0]
 
 
 async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
