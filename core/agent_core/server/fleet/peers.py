@@ -33,7 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LocalRelay", "PeerDesk", "approval_message", "forward_approval", "open_relay", "relay_url"]
+__all__ = ["LocalRelay", "PeerDesk", "approval_message", "connect_unix", "forward_approval", "listen_unix", "open_relay",
+           "relay_url"]
 
 _SEP = "\x1f"
 _APPROVE = f"{_SEP}approve{_SEP}"
@@ -109,6 +110,30 @@ async def forward_approval(relay: Any, rid: str, call_id: str, decision: str) ->
         return False
 
 
+async def listen_unix(path: Path, answer: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]
+                      ) -> asyncio.AbstractServer:
+    """A Unix socket at ``path`` that only this server's own user may connect to, each connection handed to ``answer``."""
+    server = await asyncio.start_unix_server(answer, path=str(path))
+    os.chmod(path, 0o600)  # the directory is 0700 too: no other user reaches a process through it
+    return server
+
+
+async def connect_unix(peer: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    """A connection to the process listening at ``peer``; None when none does (its socket left behind is removed).
+
+    Only for sockets whose name no other process will take again (a pid and a random part): a
+    refused one belongs to a process that died without closing it.
+    """
+    try:
+        return await asyncio.open_unix_connection(str(peer))
+    except (ConnectionRefusedError, FileNotFoundError):
+        with contextlib.suppress(OSError):
+            peer.unlink()
+    except OSError:
+        pass
+    return None
+
+
 class LocalRelay:
     """The processes on one SQLite file, each listening on a Unix socket of its own in a shared directory."""
 
@@ -126,8 +151,7 @@ class LocalRelay:
 
     async def start(self) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._server = await asyncio.start_unix_server(self._answer, path=str(self.path))
-        os.chmod(self.path, 0o600)  # only the server's own user may cancel through it
+        self._server = await listen_unix(self.path, self._answer)
 
     async def close(self) -> None:
         if self._server is not None:
@@ -149,14 +173,10 @@ class LocalRelay:
             writer.close()
 
     async def _ask(self, peer: Path, message: bytes) -> bool:
-        try:
-            reader, writer = await asyncio.open_unix_connection(str(peer))
-        except (ConnectionRefusedError, FileNotFoundError):
-            with contextlib.suppress(OSError):
-                peer.unlink()  # a process that died without closing its socket
+        opened = await connect_unix(peer)
+        if opened is None:
             return False
-        except OSError:
-            return False
+        reader, writer = opened
         try:
             writer.write(message)
             await writer.drain()
