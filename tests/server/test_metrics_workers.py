@@ -96,6 +96,7 @@ def test_a_scrape_of_either_worker_holds_both(tmp_path: Path, workers_dir: Path)
             assert scraped.status_code == 200
             assert sorted(_counts(scraped.text).items()) == [("0", 3.0), ("1", 2.0)]
             assert "agent_core_workers_scraped 2" in scraped.text and "did not answer" not in scraped.text
+            assert scraped.text.count("# TYPE http_server_request_duration_seconds histogram") == 1
         assert httpx.get(f"{first}/metrics", timeout=10).status_code == 401
 
 
@@ -158,5 +159,5 @@ def test_slots_are_the_lowest_free_and_pass_to_the_next_worker(workers_dir: Path
 
 def test_a_directory_others_may_enter_is_refused(workers_dir: Path) -> None:
     os.chmod(workers_dir, 0o755)
-    with pytest.raises(PermissionError, match="mode 0700"):
+    with pytest.raises(PermissionError, match="no other user may enter"):
         asyncio.run(Siblings(workers_dir, 2, b"k", lambda: b"").start())

@@ -252,6 +252,7 @@ def test_every_scrape_holds_both_workers_numbers(tmp_path: Path) -> None:
                 assert set(now) == {"0", "1"} and sum(now.values()) == made
                 assert all(now[worker] >= counts[worker] for worker in counts)  # no worker's count goes back
                 assert "agent_core_workers_scraped 2" in body and "did not answer" not in body
+                assert body.count("# TYPE http_server_request_duration_seconds histogram") == 1  # merged, not stacked
                 counts = now
         assert httpx.get(f"{url}/metrics", timeout=10).status_code == 401
     finally:

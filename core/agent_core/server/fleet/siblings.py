@@ -28,14 +28,13 @@ import contextlib
 import fcntl
 import hmac
 import os
-import stat
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
-from .peers import connect_unix, listen_unix
+from .peers import check_private, connect_unix, listen_unix
 
 __all__ = ["Gathered", "Siblings"]
 
@@ -76,7 +75,7 @@ class Siblings:
             PermissionError: the directory is not this user's alone.
             OSError: every slot is held, or the socket cannot be made.
         """
-        _check_private(self.directory)
+        check_private(self.directory)
         self.slot, self._lock = _claim_slot(self.directory, self.count)
         for stale in self.directory.glob(f"{self.slot}-*.sock"):  # the slot's last holder died: its socket is dead
             with contextlib.suppress(OSError):
@@ -140,14 +139,6 @@ class Siblings:
                     answers[asks[task]] = body
         missing = tuple(slot for slot in range(self.count) if slot != self.slot and slot not in answers)
         return Gathered(answers, missing)
-
-
-def _check_private(directory: Path) -> None:
-    """Refuse a directory another user could enter: a socket planted there would be asked, with the key."""
-    info = os.lstat(directory)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise PermissionError(f"the workers' directory {directory} must be a directory of this user's "
-                              "that no other user may enter (mode 0700)")
 
 
 def _claim_slot(directory: Path, count: int) -> tuple[int, int]:
