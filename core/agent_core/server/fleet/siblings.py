@@ -156,4 +156,4 @@ def _claim_slot(directory: Path, count: int) -> tuple[int, int]:
 
 def _slot_of(path: Path) -> int | None:
     head = path.name.partition("-")[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if head.isascii() and head.isdigit() else None
