@@ -135,7 +135,7 @@ def test_a_dead_process_socket_is_swept_and_does_not_hold_a_cancel_up(tmp_path: 
     with open_store(url) as store:
         app = create_app(build_core(), store, config=OPERATOR_CONFIG, cancel_url=url)
         relay = _server_of(app).relay
-        relay.directory.mkdir(parents=True, exist_ok=True)
+        relay.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # as the process before made it
         stale = relay.directory / "999999-dead.sock"
         with socket.socket(socket.AF_UNIX) as sock:  # bound, never listening, then closed: what a SIGKILL leaves
             sock.bind(str(stale))
@@ -145,6 +145,31 @@ def test_a_dead_process_socket_is_swept_and_does_not_hold_a_cancel_up(tmp_path: 
             assert gone.status_code == 404, gone.text
             assert time.monotonic() - started < 1.5
             assert not stale.exists()
+
+
+def test_a_socket_directory_another_user_could_write_in_is_refused(tmp_path: Path) -> None:
+    """Made first by someone else beside a database in a shared place, it could hold their socket, asked every cancel."""
+    import asyncio
+    import os
+
+    from agent_core.server.fleet.peers import LocalRelay
+
+    planted = tmp_path / "shared.db.peers"
+    planted.mkdir()
+    os.chmod(planted, 0o777)
+    relay = LocalRelay(planted, lambda message: False)
+    with pytest.raises(PermissionError, match="shared.db.peers must be a directory of this user's"):
+        asyncio.run(relay.start())
+    assert list(planted.iterdir()) == []  # no socket of ours in it
+    os.chmod(planted, 0o700)
+
+    async def start_and_close() -> bool:
+        await relay.start()
+        listening = relay.path.exists()
+        await relay.close()
+        return listening
+
+    assert asyncio.run(start_and_close())  # the same directory, made private, is taken
 
 
 def _server_of(app: Any) -> Any:

@@ -195,30 +195,65 @@ def test_auto_and_bad_worker_counts(tmp_path: Path) -> None:
         stop_serve(proc)
 
 
-def test_each_worker_answers_a_scrape_with_its_own_numbers(tmp_path: Path) -> None:
-    """The workers' counts, each scrape naming the worker that answered, add up to the requests made."""
-    import re
+def _spread_chats(url: str, count: int) -> None:
+    """``count`` chat completions at once, each on a connection of its own: the kernel spreads them over the workers."""
+    statuses: list[int] = []
 
-    proc, url = start_serve(tmp_path / "home", "--workers", "2", "--admin-token", "scrape-token-0123456789",
+    def chat() -> None:
+        with httpx.Client() as fresh:
+            statuses.append(fresh.post(f"{url}/v1/chat/completions", timeout=30, json={
+                "model": "echo", "messages": [{"role": "user", "content": "hi"}]}).status_code)
+
+    threads = [threading.Thread(target=chat) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses == [200] * count
+
+
+def _scraped_chats(url: str, token: str) -> tuple[dict[str, float], str]:
+    """One scrape on a fresh connection: chat completions counted per worker, and the body."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with httpx.Client() as fresh:
+        scraped = fresh.get(f"{url}/metrics", headers={"authorization": f"Bearer {token}"}, timeout=10)
+    assert scraped.status_code == 200
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(scraped.text):  # the parser refuses a badly merged body
+        for sample in family.samples:
+            if sample.name == "http_server_request_duration_seconds_count" \
+                    and sample.labels.get("http_route") == "/v1/chat/completions":
+                counts[sample.labels["worker"]] = counts.get(sample.labels["worker"], 0) + sample.value
+    return counts, scraped.text
+
+
+def test_every_scrape_holds_both_workers_numbers(tmp_path: Path) -> None:
+    """Requests spread over two workers; each scrape, whichever worker takes it, holds both workers' series,
+    whose counts add up to the requests made so far and never go down."""
+    token = "scrape-token-0123456789"
+    proc, url = start_serve(tmp_path / "home", "--workers", "2", "--admin-token", token,
                             "--store", f"sqlite:///{tmp_path}/shared.db")
     try:
-        for _ in range(10):
-            with httpx.Client() as fresh:  # a connection each: the kernel picks the worker
-                assert fresh.post(f"{url}/v1/chat/completions", timeout=30, json={
-                    "model": "echo", "messages": [{"role": "user", "content": "hi"}]}).status_code == 200
-        counts: dict[str, float] = {}
-        for _ in range(40):
-            with httpx.Client() as fresh:
-                scraped = fresh.get(f"{url}/metrics", headers={"authorization": "Bearer scrape-token-0123456789"},
-                                    timeout=10)
-            assert scraped.status_code == 200
-            instance = re.search(r'service_instance_id="([^"]+)"', scraped.text)
-            assert instance is not None
-            counts[instance.group(1)] = sum(
-                float(line.rsplit(" ", 1)[1]) for line in scraped.text.splitlines()
-                if line.startswith("http_server_request_duration_seconds_count{")
-                and 'http_route="/v1/chat/completions"' in line)
-        assert sum(counts.values()) == 10 and len(counts) <= 2
+        made = 0
+        for _ in range(20):  # until the kernel has handed each worker some (the first batch, nearly always)
+            _spread_chats(url, 8)
+            made += 8
+            counts, _ = _scraped_chats(url, token)
+            assert sum(counts.values()) == made
+            if len(counts) == 2:
+                break
+        assert set(counts) == {"0", "1"}
+        for _ in range(3):
+            _spread_chats(url, 5)
+            made += 5
+            for _ in range(4):
+                now, body = _scraped_chats(url, token)
+                assert set(now) == {"0", "1"} and sum(now.values()) == made
+                assert all(now[worker] >= counts[worker] for worker in counts)  # no worker's count goes back
+                assert "agent_core_workers_scraped 2" in body and "did not answer" not in body
+                assert body.count("# TYPE http_server_request_duration_seconds histogram") == 1  # merged, not stacked
+                counts = now
         assert httpx.get(f"{url}/metrics", timeout=10).status_code == 401
     finally:
         stop_serve(proc)

@@ -125,15 +125,19 @@ ROUTES = [
 ]
 
 
-def _lifespan(state: ServerState) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
-    """The app's lifespan: the cancel relay while it serves; on shutdown, after the grace period,
-    cancel what still runs and let the turns save."""
+def _lifespan(state: ServerState, metrics: Any) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the cancel relay and what the metrics serve with (the workers' sockets) while it serves;
+    on shutdown, after the grace period, cancel what still runs and let the turns save."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         if state.relay is not None:
             await state.relay.start()
+        if metrics is not None:
+            await metrics.start()
         yield
+        if metrics is not None:
+            await metrics.close()
         if state.relay is not None:
             await state.relay.close()
         cancelled = len(state.running) + state.cut  # those still running, and those already unwound
@@ -206,7 +210,7 @@ def create_app(core: AgentCore | None = None, store: Any = None, token: str | No
     handlers: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         cls: on_error for cls in (Exception, HTTPException, ApiError, *LIBRARY_ERRORS)
     }
-    app = Starlette(routes=ROUTES, exception_handlers=dict(handlers), lifespan=_lifespan(state))
+    app = Starlette(routes=ROUTES, exception_handlers=dict(handlers), lifespan=_lifespan(state, metrics))
     app.state.server = state
     state.access = AccessLog(_front_door(app, state, cancel_url, metrics, admin_token), state=app.state)
     return state.access

@@ -17,7 +17,9 @@ pickle).
 
 Every child opens the store itself, so what the processes share lives there: sessions,
 leases, and (for cancels and approvals sent to a process that does not run the request)
-the relay of :mod:`agent_core.server.fleet.peers`.
+the relay of :mod:`agent_core.server.fleet.peers`. With metrics on, the parent also makes a
+directory for its workers' sockets, through which a scrape of one worker gathers the numbers
+of all (:mod:`agent_core.server.metering.exposition`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -52,6 +57,9 @@ class WorkerApp(msgspec.Struct, frozen=True, kw_only=True):
     quiet: bool = False
     gc_young: int = 0
     admin_token: str | None = None
+    #: the directory :func:`run_workers` made for its workers' sockets, and how many workers it runs
+    siblings: str | None = None
+    workers: int = 1
 
     def __call__(self) -> Any:
         from ..store import open_store
@@ -61,17 +69,25 @@ class WorkerApp(msgspec.Struct, frozen=True, kw_only=True):
         from .fleet.peers import relay_url
 
         configure_logging(self.log_level, as_json=self.log_json, quiet=self.quiet)
-        metrics = None
-        if self.admin_token:  # each worker measures its own requests; a scrape reads the one it reaches
-            from .metering.metrics import prometheus_metrics
-
-            metrics = prometheus_metrics()
+        metrics = self.metrics()
         store = open_store(self.store_url)
         atexit.register(store.close)  # the child ends after its server has shut down
         app = create_app(store=store, token=self.token, config=self.config, settings=self.settings,
                          cancel_url=relay_url(self.store_url), metrics=metrics, admin_token=self.admin_token)
         tune_collector(self.gc_young)
         return app
+
+    def metrics(self) -> Any:
+        """Each worker measures its own requests; a scrape of any of them gathers every worker's numbers."""
+        if not self.admin_token:
+            return None
+        if self.siblings is None:
+            from .metering.metrics import prometheus_metrics
+
+            return prometheus_metrics()
+        from .metering.exposition import worker_metrics
+
+        return worker_metrics(Path(self.siblings), self.workers, self.admin_token)
 
 
 class WorkerConfig(uvicorn.Config):
@@ -97,6 +113,7 @@ def run_workers(app: WorkerApp, *, host: str, port: int, workers: int, grace: fl
     """
     from .http.access_log import log_event
 
+    app = _with_siblings(msgspec.structs.replace(app, workers=workers))
     config = WorkerConfig(app, header_timeout_s=header_timeout_s, host=host, port=port, workers=workers,
                           log_config=None, log_level=None, access_log=False, lifespan="on",
                           timeout_graceful_shutdown=grace)
@@ -112,3 +129,18 @@ def run_workers(app: WorkerApp, *, host: str, port: int, workers: int, grace: fl
     finally:
         sock.close()
     log_event(logging.INFO, "stop", "stopped: every worker has ended", workers=workers)
+
+
+def _with_siblings(app: WorkerApp) -> WorkerApp:
+    """With metrics on, ``app`` naming a directory for the workers' sockets (a scrape gathers through it).
+
+    The directory goes when this process exits, however run_workers ended.
+    """
+    if not app.admin_token:
+        return app
+    base = tempfile.gettempdir()
+    if len(base) > 60:  # a socket's path in it must fit in 108 bytes
+        base = "/tmp"
+    directory = tempfile.mkdtemp(prefix="agent-core-workers-", dir=base)  # mode 0700, a name nobody can guess
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return msgspec.structs.replace(app, siblings=directory)

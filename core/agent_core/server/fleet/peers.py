@@ -27,13 +27,15 @@ import contextlib
 import hashlib
 import logging
 import os
+import stat
 import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LocalRelay", "PeerDesk", "approval_message", "forward_approval", "open_relay", "relay_url"]
+__all__ = ["LocalRelay", "PeerDesk", "approval_message", "check_private", "connect_unix", "forward_approval",
+           "listen_unix", "open_relay", "relay_url"]
 
 _SEP = "\x1f"
 _APPROVE = f"{_SEP}approve{_SEP}"
@@ -95,7 +97,11 @@ def _socket_dir(db: Path) -> Path:
     if len(str(beside)) + 40 <= _MAX_PATH:
         return beside
     digest = hashlib.sha256(str(db).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"agent-core-{os.getuid()}" / digest
+    return _temp_parent() / digest
+
+
+def _temp_parent() -> Path:
+    return Path(tempfile.gettempdir()) / f"agent-core-{os.getuid()}"
 
 
 async def forward_approval(relay: Any, rid: str, call_id: str, decision: str) -> bool:
@@ -107,6 +113,48 @@ async def forward_approval(relay: Any, rid: str, call_id: str, decision: str) ->
         return bool(await relay.forward(message))
     except OverflowError:
         return False
+
+
+def check_private(directory: Path, *, others_may_list: bool = False) -> None:
+    """Refuse a directory of sockets that another user made or may write in (or, unless ``others_may_list``, read).
+
+    A socket another user put there would be asked what only this server's processes should
+    hear, and its answers believed; ``mkdir(exist_ok=True)`` alone accepts a directory someone
+    made first in a shared place (``/tmp``, or beside a database file there).
+
+    Raises:
+        PermissionError: naming the directory.
+    """
+    info = os.lstat(directory)
+    barred = 0o022 if others_may_list else 0o077
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & barred:
+        raise PermissionError(f"{directory} must be a directory of this user's that no other user may "
+                              f"{'write in' if others_may_list else 'enter'}: the server processes reach each "
+                              "other through the sockets in it")
+
+
+async def listen_unix(path: Path, answer: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]
+                      ) -> asyncio.AbstractServer:
+    """A Unix socket at ``path`` that only this server's own user may connect to, each connection handed to ``answer``."""
+    server = await asyncio.start_unix_server(answer, path=str(path))
+    os.chmod(path, 0o600)  # the directory is 0700 too: no other user reaches a process through it
+    return server
+
+
+async def connect_unix(peer: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    """A connection to the process listening at ``peer``; None when none does (its socket left behind is removed).
+
+    Only for sockets whose name no other process will take again (a pid and a random part): a
+    refused one belongs to a process that died without closing it.
+    """
+    try:
+        return await asyncio.open_unix_connection(str(peer))
+    except (ConnectionRefusedError, FileNotFoundError):
+        with contextlib.suppress(OSError):
+            peer.unlink()
+    except OSError:
+        pass
+    return None
 
 
 class LocalRelay:
@@ -126,8 +174,10 @@ class LocalRelay:
 
     async def start(self) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._server = await asyncio.start_unix_server(self._answer, path=str(self.path))
-        os.chmod(self.path, 0o600)  # only the server's own user may cancel through it
+        check_private(self.directory)
+        if self.directory.parent == _temp_parent():  # made by mkdir(parents=True) above, or by someone before
+            check_private(self.directory.parent, others_may_list=True)
+        self._server = await listen_unix(self.path, self._answer)
 
     async def close(self) -> None:
         if self._server is not None:
@@ -149,14 +199,10 @@ class LocalRelay:
             writer.close()
 
     async def _ask(self, peer: Path, message: bytes) -> bool:
-        try:
-            reader, writer = await asyncio.open_unix_connection(str(peer))
-        except (ConnectionRefusedError, FileNotFoundError):
-            with contextlib.suppress(OSError):
-                peer.unlink()  # a process that died without closing its socket
+        opened = await connect_unix(peer)
+        if opened is None:
             return False
-        except OSError:
-            return False
+        reader, writer = opened
         try:
             writer.write(message)
             await writer.drain()

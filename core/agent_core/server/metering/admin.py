@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 __all__ = ["AdminLayer", "admin_routes", "operator_layers"]
 
 _USAGE = "/v1/admin/tenants/usage"
+#: what answers ``GET /metrics``: the body and its content type, at once or awaited
+Scrape = Callable[[], "tuple[bytes, str] | Awaitable[tuple[bytes, str]]"]
 
 
 def operator_layers(app: Any, core: Any, metrics: Any, token: str | None, ledger_url: str | None) -> Any:
@@ -30,7 +33,7 @@ def operator_layers(app: Any, core: Any, metrics: Any, token: str | None, ledger
     return admin_routes(app, token, metrics.scrape if metrics is not None else None, ledger_url)
 
 
-def admin_routes(app: Any, token: str | None, scrape: Callable[[], tuple[bytes, str]] | None,
+def admin_routes(app: Any, token: str | None, scrape: Scrape | None,
                  ledger_url: str | None) -> Any:
     """``app`` with the admin routes in front when there is an admin token; else ``app`` itself."""
     return app if not token else AdminLayer(app, token, scrape, ledger_url)
@@ -39,7 +42,7 @@ def admin_routes(app: Any, token: str | None, scrape: Callable[[], tuple[bytes, 
 class AdminLayer:
     """The ASGI layer that answers the admin routes and passes every other request on."""
 
-    def __init__(self, app: Any, token: str, scrape: Callable[[], tuple[bytes, str]] | None,
+    def __init__(self, app: Any, token: str, scrape: Scrape | None,
                  ledger_url: str | None) -> None:
         self.app = app
         self._wanted = b"Bearer " + token.encode()
@@ -62,7 +65,8 @@ class AdminLayer:
                                                            "(agent-core serve --admin-token)"}}).encode())
         elif path == "/metrics":
             assert self.scrape is not None
-            body, kind = self.scrape()
+            scraped = self.scrape()  # with --workers, an awaitable: the other workers are asked too
+            body, kind = await scraped if inspect.isawaitable(scraped) else scraped
             await _answer(send, 200, body, kind)
         else:
             await _answer(send, 200, await self._usage())

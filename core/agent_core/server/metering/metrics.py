@@ -27,14 +27,15 @@ the token check put in the scope and leaves the model there for the layer.
 
 ``GET /metrics`` answers the Prometheus text format when :class:`Metrics` has a scrape
 function (the ``metrics`` extra's Prometheus reader), to the admin token only
-(:mod:`agent_core.server.metering.admin`).
+(:mod:`agent_core.server.metering.admin`). With ``--workers``, a worker's scrape gathers the
+other workers' numbers too (:mod:`agent_core.server.metering.exposition`).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from socket import gethostname
 from typing import Any, ClassVar
@@ -43,7 +44,7 @@ from ... import RequestObserver
 from ...plugin_kit import Feature
 from ..access.guard import TENANT_KEY
 
-__all__ = ["SCOPE", "GenAiMetrics", "Metrics", "MetricsLayer", "prometheus_metrics"]
+__all__ = ["SCOPE", "GenAiMetrics", "Metrics", "MetricsLayer", "prometheus_metrics", "prometheus_reader"]
 
 #: the ASGI scope of the HTTP request being served (set by :class:`MetricsLayer`)
 SCOPE: ContextVar[dict[str, Any] | None] = ContextVar("agent_core_server_scope", default=None)
@@ -79,17 +80,29 @@ class Metrics:
 
     Args:
         meter_provider: an OpenTelemetry ``MeterProvider`` (None: the global one).
-        scrape: returns ``(body, content type)`` of the Prometheus text format, for ``GET /metrics``
-            (:mod:`agent_core.server.metering.admin`); None: no such route.
+        scrape: returns ``(body, content type)`` of the Prometheus text format, or an awaitable of
+            them, for ``GET /metrics`` (:mod:`agent_core.server.metering.admin`); None: no such route.
+        serving: what runs while the app serves, with async ``start()`` and ``close()`` (the
+            workers' sockets a scrape gathers through); the app's lifespan calls them.
     """
 
     def __init__(self, meter_provider: Any = None, *,
-                 scrape: Callable[[], tuple[bytes, str]] | None = None) -> None:
+                 scrape: Callable[[], tuple[bytes, str] | Awaitable[tuple[bytes, str]]] | None = None,
+                 serving: Any = None) -> None:
         from opentelemetry import metrics
 
         meter = metrics.get_meter("agent_core.server", meter_provider=meter_provider)
         self.instruments = _Instruments(meter)
         self.scrape = scrape
+        self.serving = serving
+
+    async def start(self) -> None:
+        if self.serving is not None:
+            await self.serving.start()
+
+    async def close(self) -> None:
+        if self.serving is not None:
+            await self.serving.close()
 
     def feature(self) -> type[GenAiMetrics]:
         """The feature class to register on the pipeline, bound to these instruments."""
@@ -106,6 +119,17 @@ def prometheus_metrics() -> Metrics:
     Raises:
         ConfigError: the ``metrics`` extra is not installed (with the command that installs it).
     """
+    provider, render, kind = prometheus_reader()
+    return Metrics(provider, scrape=lambda: (render(), kind))
+
+
+def prometheus_reader() -> tuple[Any, Callable[[], bytes], str]:
+    """An OpenTelemetry SDK meter provider of its own, the function rendering its numbers in the Prometheus
+    text format, and that format's content type.
+
+    Raises:
+        ConfigError: the ``metrics`` extra is not installed (with the command that installs it).
+    """
     from ...errors import ConfigError, install_hint
 
     try:
@@ -117,10 +141,10 @@ def prometheus_metrics() -> Metrics:
         raise ConfigError(f"metrics (--admin-token) need the metrics extra: {install_hint('metrics')} ({exc})",
                           key="admin_token") from None
     registry = CollectorRegistry()  # the process's own: two apps in one process do not mix their numbers
-    # which process answered a scrape (each of --workers has its numbers): target_info's service_instance_id
+    # which process measured (with --workers, target_info has its worker label too): service_instance_id
     resource = Resource.create({"service.name": "agent-core", "service.instance.id": f"{gethostname()}:{os.getpid()}"})
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)], resource=resource)
-    return Metrics(provider, scrape=lambda: (generate_latest(registry), CONTENT_TYPE_LATEST))
+    return provider, lambda: generate_latest(registry), CONTENT_TYPE_LATEST
 
 
 def _route(path: str) -> str:
