@@ -1,8 +1,8 @@
 """An async streamed call is one pump: a network read reaches the provider's step with one driver above it.
 
 The provider's ``astream_api`` hands the engine a ``FlowStream``, and the engine's driver
-reads the body (one :meth:`FlowStream.next_batch` a read) and runs the provider's step and its own
-hot loop in one loop. Before, each
+reads the body itself (the stream is a source of batches) and runs the provider's step and its
+own hot loop in one loop. Before, each
 read climbed through the provider's hook and the driver of its flow (two async generators)
 on its way up. A profile hook notes the frames under every call of the SSE reader's
 ``feed`` (which the provider's step calls once a network read) on a real stream from a
@@ -83,8 +83,8 @@ def test_a_network_read_reaches_the_providers_step_with_one_driver_above_it(serv
         drivers = [n for n in names if n.endswith(":drive_async")]
         assert drivers == ["drivers.py:drive_async"], names
         assert not any(n.endswith(":astream_api") for n in names), names
-        # the flow's read of its body, then the engine's own driver: nothing between them and the step
-        assert names[1:3] == ["drivers.py:next_batch", "drivers.py:drive_async"], names[:4]
+        # the engine's own driver calls the provider's step on the body's read: nothing between them
+        assert names[1] == "drivers.py:drive_async", names[:4]
 
 
 def test_a_body_read_after_the_first_byte_passes_through_no_frame_of_the_pools_watcher(server: Any) -> None:

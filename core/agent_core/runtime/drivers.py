@@ -6,9 +6,12 @@ goes back in at the same ``yield``; anything else it yields is an event for
 the caller. A :class:`~.effects.Pump` is the one effect that loops: the
 driver reads an open iterator itself and hands each item to the pump's
 step, so a streamed chunk resumes no generator of the flow. In async mode
-every pump is read the same way, a batch of items an await (one item from
-an async iterator, one from a sync iterator on a worker thread, or what one
-read of a :class:`FlowStream`'s body gave), so the driver knows no flow.
+every pump is read as a *source*: a read to await and a step that turns what
+it gave into a batch of items (an async iterator's item, a sync iterator's
+item pulled on a worker thread, or what a :class:`FlowStream`'s body read
+gave its provider's step), and what comes when the reads end or fail. The
+driver calls both in its own loop, so no frame stands between a network read
+and the steps, and the driver knows no particular flow.
 
 A flow inside a flow
 --------------------
@@ -17,10 +20,10 @@ A provider's stream is a flow of its own (send, read the body through a
 its hot loop. Handed out as an async generator, every network read would
 climb through two more layers (the provider's hook, and the driver of its
 flow) before the engine's step saw its events. :class:`FlowStream` is the
-same flow as an async iterator that reads in batches
-(:meth:`FlowStream.next_batch`): it runs the inner flow itself, and once that
-flow pumps its body, each read of the body goes through the provider's step,
-and the driver hands what it returns to the engine's step. That is one await per network
+same flow as an async iterator that is also such a source: it runs the inner
+flow itself, and once that flow pumps its body, the engine's driver reads the
+body, hands each read to the provider's step, and what that returns to the
+engine's step. That is one await per network
 read, from the connection to the event the caller gets. Iterated by anyone
 else (``async for``), a ``FlowStream`` behaves like the async generator it
 replaces, and both ways share its state, so the engine may take a first
@@ -30,7 +33,7 @@ item by hand and then pump the rest.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import AbstractAsyncContextManager, aclosing
 from typing import Any
 
@@ -108,17 +111,27 @@ async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
             except StopIteration:
                 return
             if item.__class__ is Pump:
-                # the hot loop, inline (as in drive_sync): no generator of its own between the
-                # reads and this one, whose every resumption a chunk would pay
+                # the hot loop, inline (as in drive_sync): no generator or coroutine of its own between
+                # the reads and this one, whose every resumption a chunk would pay
                 h, step = item.handle, item.step
-                next_batch = _batches(h)
+                source = h.it if h.it.__class__ is FlowStream else _Items(h)
                 try:
-                    while (batch := await next_batch()) is not END:
+                    batch = await source.more()
+                    read, inner_step = source.reading, source.inner_step
+                    while batch is not END:
                         for chunk in batch:
                             events = step(chunk)
                             if events:
                                 for ev in events:
                                     yield ev
+                        try:
+                            batch = inner_step(await read())
+                        except StopAsyncIteration:
+                            batch = await source.after_body(None)
+                            read, inner_step = source.reading, source.inner_step
+                        except Exception as exc:  # noqa: BLE001 - the source decides who hears it
+                            batch = await source.after_body(exc)
+                            read, inner_step = source.reading, source.inner_step
                 except Exception as exc:  # noqa: BLE001 - handed back to the pipeline
                     await _close_async(h)
                     driver.error = exc
@@ -133,31 +146,30 @@ async def drive_async(gen: Generator[Any, Any, Any]) -> AsyncIterator[Any]:
         await driver.close_async()
 
 
-def _batches(handle: Any) -> Callable[[], Awaitable[Any]]:
-    """How a pump's iterator is read in async mode: the next batch of items, or :data:`END`.
+class _Items:
+    """A pump's plain iterator read as a source of batches: one item a read, each its own batch.
 
-    A :class:`FlowStream` reads its body a batch at a time itself; an async iterator gives one
-    item an await; a sync one, one item a worker thread's ``next``.
+    A source gives the driver ``reading`` (the next read, ``StopAsyncIteration`` at the end),
+    ``inner_step`` (what a read's item becomes: a batch for the pump's step), ``more()`` (what
+    comes before the first read) and ``after_body(failure)`` (the batch after the reads ended or
+    failed, or :data:`END`). A :class:`FlowStream` is the other source.
     """
-    it = handle.it
-    if it.__class__ is FlowStream:
-        return it.next_batch  # type: ignore[no-any-return]
-    return _OneAtATime(it.__anext__ if handle.is_async else _ThreadRead(it))
 
+    __slots__ = ("reading",)
 
-class _OneAtATime:
-    """Batches of one item from a read that raises ``StopAsyncIteration`` at the end."""
+    inner_step = staticmethod(lambda item: (item,))
 
-    __slots__ = ("read",)
+    def __init__(self, handle: Any) -> None:
+        it = handle.it
+        self.reading = it.__anext__ if handle.is_async else _ThreadRead(it)
 
-    def __init__(self, read: Callable[[], Awaitable[Any]]) -> None:
-        self.read = read
+    async def more(self) -> Any:
+        return ()
 
-    async def __call__(self) -> Any:
-        try:
-            return (await self.read(),)
-        except StopAsyncIteration:
-            return END
+    async def after_body(self, failure: Exception | None) -> Any:
+        if failure is not None:
+            raise failure
+        return END
 
 
 #: what :meth:`FlowStream.advance` answers while the flow's body is being read
@@ -226,6 +238,25 @@ class FlowStream:
                 await self.aclose()
                 raise
 
+    async def more(self) -> Any:
+        """What comes before the next read of a body: events (a list), ``()`` while a body is read, or :data:`END`.
+
+        With :meth:`after_body`, ``reading`` and ``inner_step``, this is how :func:`drive_async` reads a
+        ``FlowStream`` it pumps, with no frame of the stream's own between a read and its steps.
+        """
+        got = await self.advance()
+        return () if got is _PUMPING else got
+
+    async def after_body(self, failure: Exception | None) -> Any:
+        """The body's reads ended (``failure`` None) or failed: the flow goes on, to what :meth:`more` says."""
+        if self._pump is None:  # no body was being read (a flow that has not pumped yet)
+            return await self.more()
+        if failure is None:
+            self.body_ended()
+        else:
+            await self.body_failed(failure)
+        return await self.more()
+
     async def advance(self) -> Any:
         """Run the flow to its next events (a list), to its body being pumped (``_PUMPING``), or to its :data:`END`.
 
@@ -272,10 +303,12 @@ class FlowStream:
     def body_ended(self) -> None:
         """The body is read to its end: the flow goes on after its pump."""
         self._pump = None
+        self.reading, self.inner_step = _no_read, _no_step
 
     async def body_failed(self, exc: Exception) -> None:
         """A read or the flow's step failed: the body is closed, and the flow hears ``exc`` at its pump."""
         pump, self._pump = self._pump, None
+        self.reading, self.inner_step = _no_read, _no_step
         if pump is not None:
             await _close_async(pump.handle)
         if self._driver is not None:
