@@ -48,7 +48,9 @@ from .codec import (
     native_head,
     split_metadata,
 )
+from .lease import read_lapsed
 from .lease_methods import LeaseMethods
+from .lost_turns import take_each
 from .schema import MIGRATIONS, migrate
 from .values import Revision, SessionInfo, Stored
 
@@ -347,6 +349,15 @@ class SqlSessionStore(LeaseMethods):
             for r, at, first, added, rep in revs
         ]
 
+    def save_lost_turns(self, *, limit: int = 100) -> int:
+        """Save as stopped up to ``limit`` turns whose process ended before saving them; return how many were saved.
+
+        Their sessions' next turn would save them anyway (:mod:`~agent_core.store.lost_turns`); this
+        is for the sessions nobody touches again. ``agent-core serve`` runs it as it starts and every
+        ``lease_ttl_s`` (one small read of the leases table each time).
+        """
+        return take_each(self, read_lapsed(self._backend, limit))
+
     def close(self) -> None:
         """Close the store's connections; later calls raise StoreError."""
         self._backend.close()
@@ -377,6 +388,9 @@ class SqlSessionStore(LeaseMethods):
 
     async def ahistory(self, session_id: str) -> list[Revision]:
         return await asyncio.to_thread(self.history, session_id)
+
+    async def asave_lost_turns(self, *, limit: int = 100) -> int:
+        return await asyncio.to_thread(lambda: self.save_lost_turns(limit=limit))
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
