@@ -51,6 +51,7 @@ from .sessions.actions import ActionDesk, session_action
 from .sessions.approvals import ApprovalDesk
 from .sessions.catalog import actions, plugins, ui_schema
 from .sessions.input import answer_approval, apply_input_completion, input_completions
+from .sessions.lost_turns import sweep_lost_turns
 from .sessions.routes import create_session, delete_session, get_session, list_sessions, turn
 from .state import ServerState, state_of
 
@@ -126,14 +127,18 @@ ROUTES = [
 
 
 def _lifespan(state: ServerState) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
-    """The app's lifespan: the cancel relay while it serves; on shutdown, after the grace period,
-    cancel what still runs and let the turns save."""
+    """The app's lifespan: the cancel relay and the sweep for lost turns while it serves; on shutdown,
+    after the grace period, cancel what still runs and let the turns save."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         if state.relay is not None:
             await state.relay.start()
+        sweep = (asyncio.ensure_future(sweep_lost_turns(state.store_if_open))
+                 if hasattr(state.store_if_open, "asave_lost_turns") else None)
         yield
+        if sweep is not None:
+            sweep.cancel()
         if state.relay is not None:
             await state.relay.close()
         cancelled = len(state.running) + state.cut  # those still running, and those already unwound
