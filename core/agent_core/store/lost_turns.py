@@ -107,12 +107,12 @@ def _append(tx: Any, sid: str, base: int, message: Message) -> int | None:
     head = tx.rows("SELECT revision, message_count FROM agent_core_sessions WHERE session_id = ?"
                    + tx.for_update, (sid,))
     now, revision = time.time(), base + 1
-    if base == 0:
-        if head:
-            return None
+    if base == 0:  # a writer without a lease may be creating it right now: the insert, not the read, decides
         count, digest = 0, prefix_digest([message], 1)
-        tx.run("INSERT INTO agent_core_sessions (session_id, revision, message_count, digest, metadata, native, "
-               "created_at, updated_at) VALUES (?, 1, 1, ?, '{}', '{}', ?, ?)", (sid, digest, now, now))
+        if head or not tx.run("INSERT INTO agent_core_sessions (session_id, revision, message_count, digest, metadata, "
+                              "native, created_at, updated_at) VALUES (?, 1, 1, ?, '{}', '{}', ?, ?) "
+                              "ON CONFLICT (session_id) DO NOTHING", (sid, digest, now, now)):
+            return None
     else:
         if not head or int(head[0][0]) != base:
             return None

@@ -350,11 +350,10 @@ class SqlSessionStore(LeaseMethods):
         ]
 
     def save_lost_turns(self, *, limit: int = 100) -> int:
-        """Save as stopped up to ``limit`` turns whose process ended before saving them; return how many were saved.
+        """Save as stopped up to ``limit`` turns lost with their process; return how many were saved.
 
-        Their sessions' next turn would save them anyway (:mod:`~agent_core.store.lost_turns`); this
-        is for the sessions nobody touches again. ``agent-core serve`` runs it as it starts and every
-        ``lease_ttl_s`` (one small read of the leases table each time).
+        For the sessions nobody touches again: a session's next turn saves its lost one anyway
+        (:mod:`~agent_core.store.lost_turns`). One small read of the leases table, and a take per turn found.
         """
         return take_each(self, read_lapsed(self._backend, limit))
 
