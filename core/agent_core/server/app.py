@@ -139,6 +139,8 @@ def _lifespan(state: ServerState) -> Callable[[Any], contextlib.AbstractAsyncCon
         yield
         if sweep is not None:
             sweep.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweep
         if state.relay is not None:
             await state.relay.close()
         cancelled = len(state.running) + state.cut  # those still running, and those already unwound
