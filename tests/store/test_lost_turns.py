@@ -150,6 +150,20 @@ def test_a_normal_turn_records_itself_and_leaves_nothing_behind(store: SqlSessio
     assert not any(m.metadata.get("stopped") for m in store.get("s1").session.messages)
 
 
+def test_recording_a_turn_costs_one_write_at_its_start(tmp_path: Path) -> None:
+    """On SQLite every write goes through the traced backend (PostgreSQL's lease writes use the lock's connection)."""
+    with open_store(f"sqlite:///{tmp_path}/cost.db") as store:
+        _earlier(store, "s1")
+        writes: list[str] = []
+        with store.lease("s1") as lease:
+            store._backend.trace = lambda sql, rows, size: writes.append(sql)
+            events = list(stream_turn(AgentCore(providers=[EchoProvider]), store, "s1", "hi", ECHO, lease=lease))
+            store._backend.trace = None
+        assert events[-1].type == "saved"
+        assert [sql for sql in writes if "running" in sql] == [
+            "UPDATE agent_core_leases SET running = ? WHERE session_id = ? AND holder = ?"]
+
+
 def test_a_lost_turn_that_cannot_be_saved_leaves_the_session_as_it_was(store: SqlSessionStore) -> None:
     _earlier(store, "s1")
     with store._backend.transaction(write=True) as tx:
