@@ -293,7 +293,8 @@ def test_an_unknown_strategy_is_400(pair: tuple[list[str], str]) -> None:
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_killed_holder_frees_the_session(backend: str, tmp_path: Path, upstream: ScriptedServer,
                                            request: pytest.FixtureRequest) -> None:
-    """SQLite: after the lease's expiry (here 2 s); PostgreSQL: at once. Nothing of the killed turn is saved."""
+    """SQLite: after the lease's expiry (here 2 s); PostgreSQL: at once. The next turn first saves the killed one's
+    question as stopped (its answer died with the process)."""
     pg = request.getfixturevalue("pg") if backend == "postgresql" else None
     url = _store_url(backend, tmp_path, pg) + ("?lease_ttl=2" if backend == "sqlite" else "")
     servers = _serve_pair(tmp_path, url, upstream)
@@ -309,9 +310,11 @@ def test_a_killed_holder_frees_the_session(backend: str, tmp_path: Path, upstrea
         nxt.start()
         nxt.join(40)
         waited = time.monotonic() - killed
-        assert nxt.events[-1]["type"] == "saved" and nxt.events[-1]["revision"] == 1, nxt.types
+        assert nxt.events[-1]["type"] == "saved" and nxt.events[-1]["revision"] == 2, nxt.types
         assert waited < 5
-        assert _messages(b, sid) == [("user", "B"), ("assistant", "after")]
+        assert _messages(b, sid) == [("user", "A"), ("user", "B"), ("assistant", "after")]
+        lost = httpx.get(f"{b}/v1/sessions/{sid}").json()["messages"][0]
+        assert lost["metadata"]["stopped"] == "process_lost"
         holder.join(5)
     finally:
         for proc, _ in servers:

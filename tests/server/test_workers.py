@@ -131,24 +131,43 @@ def test_a_worker_stopped_mid_turn_saves_it_as_stopped_and_is_replaced(tmp_path:
         stop_serve(proc)
 
 
-def test_a_worker_killed_outright_is_replaced_and_its_session_frees_itself(tmp_path: Path,
-                                                                           server: ScriptedServer) -> None:
-    """SIGKILL leaves nothing to save; the next turn on the session runs once the dead holder's lease lapses."""
-    config = _slow_upstream(server, 1, 60)
+def _stopped_turn(url: str, sid: str) -> list[dict[str, Any]]:
+    """The session's messages once its lost turn is saved (by the next turn, or by a worker's sweep)."""
+    deadline = time.monotonic() + 30
+    while (got := httpx.get(f"{url}/v1/sessions/{sid}", timeout=10)).status_code == 404:
+        assert time.monotonic() < deadline, f"the lost turn on {sid!r} was never saved"
+        time.sleep(0.2)
+    assert got.status_code == 200, got.text
+    messages: list[dict[str, Any]] = got.json()["messages"]
+    assert (messages[0]["role"], messages[0]["content"]) == ("user", "hi")  # the input, as the client sent it
+    assert messages[0]["metadata"]["stopped"] == "process_lost"
+    assert "process running this turn ended" in messages[0]["metadata"]["stopped_detail"]
+    return messages
+
+
+def test_a_worker_killed_outright_is_replaced_and_its_turn_saved_as_stopped(tmp_path: Path, server: ScriptedServer,
+                                                                           store_url: str) -> None:
+    """SIGKILL saves nothing: the next turn on the session saves the lost one first; a restarted worker's sweep saves
+    the turn of a session nobody touches again."""
+    config = _slow_upstream(server, 2, 60)
     server.enqueue(sse_reply(oa_chunk({"role": "assistant", "content": "again"}), oa_chunk({}, "stop"), OA_DONE))
-    store = f"sqlite:///{tmp_path}/shared.db?lease_ttl=1"
+    store = f"{store_url}?lease_ttl=1" if store_url.startswith("sqlite") else store_url
     proc, url = start_serve(tmp_path / "home", "--workers", "2", "--store", store, *config)
     try:
         first = _wait_for_workers(proc.pid, 2)
-        turn = _Turn(url, "killed", "req-killed")
-        assert turn.partial.wait(30)
+        turns = [_Turn(url, "killed", "req-killed"), _Turn(url, "untouched", "req-untouched")]
+        for turn in turns:
+            assert turn.partial.wait(30)
         for pid in first:
             os.kill(pid, signal.SIGKILL)
-        turn.end()
+        for turn in turns:
+            turn.end()
         _wait_for_workers(proc.pid, 2, other_than=first)
         again = _Turn(url, "killed", "req-again")
         saved = [e for e in again.end() if e["type"] == "saved"]
-        assert saved and saved[-1]["revision"] == 1
+        assert saved and saved[-1]["revision"] == 2  # the lost turn is revision 1
+        assert [m["content"] for m in _stopped_turn(url, "killed")] == ["hi", "hi", "again"]
+        assert len(_stopped_turn(url, "untouched")) == 1
     finally:
         stop_serve(proc)
 

@@ -51,6 +51,7 @@ from .sessions.actions import ActionDesk, session_action
 from .sessions.approvals import ApprovalDesk
 from .sessions.catalog import actions, plugins, ui_schema
 from .sessions.input import answer_approval, apply_input_completion, input_completions
+from .sessions.lost_turns import sweep_lost_turns
 from .sessions.routes import create_session, delete_session, get_session, list_sessions, turn
 from .state import ServerState, state_of
 
@@ -126,7 +127,8 @@ ROUTES = [
 
 
 def _lifespan(state: ServerState, metrics: Any) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
-    """The app's lifespan: the cancel relay and what the metrics serve with (the workers' sockets) while it serves;
+    """The app's lifespan: the cancel relay, the sweep for lost turns and what the metrics serve with (the workers'
+    sockets) while it serves;
     on shutdown, after the grace period, cancel what still runs and let the turns save."""
 
     @contextlib.asynccontextmanager
@@ -135,7 +137,13 @@ def _lifespan(state: ServerState, metrics: Any) -> Callable[[Any], contextlib.Ab
             await state.relay.start()
         if metrics is not None:
             await metrics.start()
+        sweep = (asyncio.ensure_future(sweep_lost_turns(state.store_if_open))
+                 if hasattr(state.store_if_open, "asave_lost_turns") else None)
         yield
+        if sweep is not None:
+            sweep.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweep
         if metrics is not None:
             await metrics.close()
         if state.relay is not None:

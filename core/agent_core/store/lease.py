@@ -26,6 +26,10 @@ because the holder is saving already (the waiter then simply waits): never both.
 store's watcher thread reads each held lease's claim every ``TICK_S`` and calls
 ``on_claim`` (cancel the request), so a claim reaches a holder in another process without
 any channel. A store's ``leases`` (:mod:`agent_core.store.leases`) are how callers use them.
+
+The row's ``running`` column records the turn its holder runs, so that a holder that dies
+before saving leaves what to save as stopped; a take keeps it, and the new holder saves it
+before it gets the lease (:mod:`agent_core.store.lost_turns`).
 """
 
 from __future__ import annotations
@@ -41,10 +45,12 @@ from typing import Any, Literal
 
 import msgspec
 
+from .. import Message
 from ..errors import InvalidArgumentError, StoreError
+from .lost_turns import lapsed_sessions, running_record, save_left
 
 __all__ = ["TICK_S", "Claim", "LeaseAttempt", "LeaseInfo", "SessionBusyError", "SessionLease", "Watcher", "read_holder",
-           "write_claim"]
+           "read_lapsed", "write_claim"]
 
 TICK_S = 0.2  # how often a holder reads its claim (the delay of an interrupt from another process)
 _log = logging.getLogger("agent_core.store.lease")
@@ -55,14 +61,15 @@ _INSERT = (
     "INSERT INTO agent_core_leases (session_id, holder, request_id, started_at, expires_at, claim) "
     "VALUES (?, ?, ?, ?, ?, NULL) ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, "
     "request_id = excluded.request_id, started_at = excluded.started_at, expires_at = excluded.expires_at, "
-    "claim = NULL"
-)
+    "claim = NULL, running = CASE WHEN agent_core_leases.claim = 'discard' THEN NULL ELSE agent_core_leases.running END"
+)  # ``running`` outlives its dead holder, for the new one to save, unless a waiter had it discarded
 _PG_KEY = "hashtextextended(current_schema() || '/' || {}, 0)"  # the schema too: advisory locks are per database
-_PG_HELD = (
-    " AND EXISTS (SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 1"
+_PG_LOCKED = (
+    "EXISTS (SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 1"
     " AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND ((k.classid::bigint << 32) | k.objid::bigint) = " + _PG_KEY.format("session_id") + ")"
 )
+_PG_HELD = " AND " + _PG_LOCKED
 _CLAIM_FROM = {"interrupt": "claim IS NULL", "discard": "(claim IS NULL OR claim = 'interrupt')"}
 
 
@@ -196,11 +203,13 @@ class SessionLease:
     it cancels may not have started yet). ``lost`` turns True when the lease went away
     under the holder (a SQLite renewal came too late, the PostgreSQL connection dropped):
     the turn may still save, and the store's revisions still guard that save.
+    ``recovered`` is the revision at which the take saved a dead holder's turn as stopped, if it did.
     """
 
     def __init__(self, rows: _Rows, info: LeaseInfo, on_claim: Callable[[], bool] | None,
                  ttl_s: float | None, watcher: Watcher, conn: Any = None) -> None:
         self.info, self.lost = info, False
+        self.recovered: int | None = None
         self._rows, self._on_claim, self._ttl, self._conn, self._watcher = rows, on_claim, ttl_s, conn, watcher
         #: called once the lease is released (the store wakes the next waiter in its own line)
         self.on_release: Callable[[], None] | None = None
@@ -255,16 +264,35 @@ class SessionLease:
     async def aclaim_save(self) -> bool:
         return await asyncio.to_thread(self.claim_save)
 
+    def record_turn(self, message: Message, base: int) -> None:
+        """Record the turn starting now, adding ``message`` at revision ``base`` (one write; StoreError if it fails).
+
+        Should this process die before the turn is saved, the lease's next holder saves
+        ``message`` as stopped (:mod:`agent_core.store.lost_turns`).
+        """
+        record = running_record(message, base, self.info.request_id)
+        self._rows.run("UPDATE agent_core_leases SET running = ? WHERE session_id = ? AND holder = ?",
+                       (record, self.info.session_id, self.info.holder))
+
+    async def arecord_turn(self, message: Message, base: int) -> None:
+        await asyncio.to_thread(self.record_turn, message, base)
+
     def release(self) -> None:
         """Free the session (idempotent): delete the row, close the lock's connection."""
+        self._free("DELETE FROM agent_core_leases WHERE session_id = ? AND holder = ?")
+
+    def abandon(self) -> None:
+        """Free the session but keep the row and what it records, for the next holder (an expired row on SQLite)."""
+        self._free("UPDATE agent_core_leases SET expires_at = 0 WHERE session_id = ? AND holder = ?")
+
+    def _free(self, sql: str) -> None:
         with self._lock:
             if self._released:
                 return
             self._released = True
         self._watcher.discard(self)
         try:
-            self._rows.run("DELETE FROM agent_core_leases WHERE session_id = ? AND holder = ?",
-                           (self.info.session_id, self.info.holder))
+            self._rows.run(sql, (self.info.session_id, self.info.holder))
         except Exception as exc:  # noqa: BLE001 - SQLite: the row expires; PostgreSQL: closing frees the lock
             _log.warning("releasing the lease on %r: %s", self.info.session_id, exc)
         finally:
@@ -304,12 +332,13 @@ class LeaseAttempt:
         if row and float(row[0][0]) >= now:
             return None
         with self._backend.transaction(write=True) as tx:
-            won = tx.run(_INSERT + " WHERE agent_core_leases.expires_at < ?",
-                         (sid, self.holder, self.request_id, now, now + self._ttl, now))
+            won = tx.rows(_INSERT + " WHERE agent_core_leases.expires_at < ? RETURNING running",
+                          (sid, self.holder, self.request_id, now, now + self._ttl, now))
         if not won:
             return None
         info = LeaseInfo(sid, self.holder, self.request_id, now, None)
-        return SessionLease(_Rows(self._backend), info, self._on_claim, self._ttl, self._watcher)
+        lease = SessionLease(_Rows(self._backend), info, self._on_claim, self._ttl, self._watcher)
+        return save_left(self._backend, lease, won[0][0])
 
     def _take_pg(self) -> SessionLease | None:
         import psycopg
@@ -326,7 +355,8 @@ class LeaseAttempt:
                     return None
                 now = time.time()
                 rows = _Rows(self._backend, self._conn)
-                rows.run(_INSERT, (self.session_id, self.holder, self.request_id, now, now))
+                running = rows.rows(_INSERT + " RETURNING running",
+                                    (self.session_id, self.holder, self.request_id, now, now))[0][0]
                 break
             except psycopg.Error as exc:
                 conn, self._conn = self._conn, None
@@ -337,7 +367,7 @@ class LeaseAttempt:
                                      f"{type(exc).__name__}", session_id=self.session_id) from None
         conn, self._conn = self._conn, None
         info = LeaseInfo(self.session_id, self.holder, self.request_id, now, None)
-        return SessionLease(rows, info, self._on_claim, None, self._watcher, conn)
+        return save_left(self._backend, SessionLease(rows, info, self._on_claim, None, self._watcher, conn), running)
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -353,6 +383,11 @@ def read_holder(backend: Any, session_id: str) -> LeaseInfo | None:
         found = tx.rows(f"SELECT {_COLUMNS} FROM agent_core_leases WHERE session_id = ?{held}",
                         (session_id, time.time()) if sqlite else (session_id,))
     return _info(found[0]) if found else None
+
+
+def read_lapsed(backend: Any, limit: int) -> list[str]:
+    """Up to ``limit`` sessions whose holder ended with a turn recorded as running (taking each saves it)."""
+    return lapsed_sessions(backend, limit, _PG_LOCKED)
 
 
 def write_claim(backend: Any, session_id: str, holder: str, claim: Claim) -> bool:

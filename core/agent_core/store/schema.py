@@ -75,7 +75,11 @@ _V2 = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+# The turn running under the lease (``agent_core.store.lost_turns``): what its process would have to save as
+# stopped if it died before saving (the input and the revision it started from), as JSON; NULL when none runs.
+_V3 = ("ALTER TABLE agent_core_leases ADD COLUMN running TEXT",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -48,7 +48,9 @@ from .codec import (
     native_head,
     split_metadata,
 )
+from .lease import read_lapsed
 from .leases import SessionLeases
+from .lost_turns import take_each
 from .schema import MIGRATIONS, migrate
 from .values import Revision, SessionInfo, Stored
 
@@ -349,6 +351,14 @@ class SqlSessionStore:
             for r, at, first, added, rep in revs
         ]
 
+    def save_lost_turns(self, *, limit: int = 100) -> int:
+        """Save as stopped up to ``limit`` turns lost with their process; return how many were saved.
+
+        For the sessions nobody touches again: a session's next turn saves its lost one anyway
+        (:mod:`~agent_core.store.lost_turns`). One small read of the leases table, and a take per turn found.
+        """
+        return take_each(self.leases, read_lapsed(self._backend, limit))
+
     def close(self) -> None:
         """Close the store's connections; later calls raise StoreError."""
         self._backend.close()
@@ -379,6 +389,9 @@ class SqlSessionStore:
 
     async def ahistory(self, session_id: str) -> list[Revision]:
         return await asyncio.to_thread(self.history, session_id)
+
+    async def asave_lost_turns(self, *, limit: int = 100) -> int:
+        return await asyncio.to_thread(lambda: self.save_lost_turns(limit=limit))
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)

@@ -183,6 +183,10 @@ class _Turn:
             stored: Stored | None = yield Call(partial(_load, store, sid), partial(_aload, store, sid), "load")
             expected = stored.revision if stored is not None else 0
             asked = (stored.session if stored is not None else Session(sid)).with_message(self.message)
+            if self.lease is not None:  # should this process die before the save, the next holder saves it as stopped
+                lease, message = self.lease, self.message
+                yield Call(partial(lease.record_turn, message, expected), partial(lease.arecord_turn, message, expected),
+                           "record")
             result = yield from self._ask(asked)
             if result is None:
                 return
@@ -280,8 +284,9 @@ def stream_turn(
     is saved: no ``saved`` event.
 
     With ``lease`` (a :class:`~agent_core.store.lease.SessionLease` the caller holds on the
-    session), the turn asks it before saving: a turn a waiter rolled back ends with a
-    ``discarded`` event (:class:`TurnDiscardedEvent`) instead of ``saved``, and nothing is saved.
+    session), the turn records itself in it as it starts (so a turn whose process dies is saved
+    as stopped by the lease's next holder) and asks it before saving: a turn a waiter rolled back
+    ends with a ``discarded`` event (:class:`TurnDiscardedEvent`) instead of ``saved``, and nothing is saved.
 
     Raises:
         ConflictError: still losing after ``retries`` retries (after the last ``done``).

@@ -88,6 +88,12 @@ class _NoLease:
     async def aclaim_save(self) -> bool:
         return True
 
+    def record_turn(self, message: Message, base: int) -> None:
+        return None
+
+    async def arecord_turn(self, message: Message, base: int) -> None:
+        return None
+
     async def arelease(self) -> None:
         return None
 
@@ -281,6 +287,7 @@ async def _queued_turn(state: ServerState, ask: _Ask, lease: Any, holder: Any) -
             except ConflictError as exc:  # another turn saved while this one waited
                 yield ConflictNote(exc)
                 return
+            await lease.arecord_turn(ask.message, ask.want)  # a process lost from here on: saved as stopped
             turn = _turn_at(state, ask.store, stored.session.with_message(ask.message), ask.want, ask.config,
                                  ask.rid, lease)
         else:
