@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from agent_core import AgentCore
 from agent_core.store import SqlSessionStore, astream_turn, open_store, stream_turn
-from agent_core.store.lease import TICK_S, SessionBusyError
+from agent_core.store.lease import TICK_S, LeaseAttempt, SessionBusyError
 from agent_core_providers.echo import EchoProvider
 
 from .conftest import ECHO
@@ -216,6 +216,36 @@ def test_a_cancelled_async_waiter_leaves_the_line_and_the_next_one_wins(store: S
         return after_cancel, store.leases.lease_waiters("s1"), won.info.session_id == "s1"
 
     assert asyncio.run(main()) == (1, 0, True)
+
+
+@pytest.mark.parametrize("call", ["await_lease", "atry_lease"])
+def test_a_take_under_way_when_its_task_is_cancelled_keeps_no_lease(store: SqlSessionStore, call: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread cannot be stopped: the take it runs may win after the cancel, and that lease must not be left held."""
+    real, started = LeaseAttempt.take, threading.Event()
+
+    def slow_take(self: LeaseAttempt) -> Any:
+        started.set()
+        time.sleep(0.3)  # the database round trip, made long enough for the cancel to land during it
+        return real(self)
+
+    monkeypatch.setattr(LeaseAttempt, "take", slow_take)
+
+    async def main() -> None:
+        waiting = (store.leases.await_lease("s1", wait_s=5) if call == "await_lease"
+                   else store.leases.atry_lease("s1"))
+        task = asyncio.ensure_future(waiting)
+        await asyncio.to_thread(started.wait, 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    monkeypatch.undo()
+    assert store.leases.lease_holder("s1") is None
+    again = store.leases.try_lease("s1")
+    assert again is not None
+    again.release()
 
 
 def test_the_sync_and_async_waits_run_one_flow(store: SqlSessionStore) -> None:

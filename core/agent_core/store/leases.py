@@ -180,7 +180,7 @@ class SessionLeases:
 
     async def atry_lease(self, session_id: str, *, request_id: str | None = None,
                          on_claim: Callable[[], bool] | None = None) -> SessionLease | None:
-        return await asyncio.to_thread(lambda: self.try_lease(session_id, request_id=request_id, on_claim=on_claim))
+        return await _taken_in_thread(lambda: self.try_lease(session_id, request_id=request_id, on_claim=on_claim))
 
     def wait_lease(self, session_id: str, *, wait_s: float, request_id: str | None = None,
                    on_claim: Callable[[], bool] | None = None, between: Callable[[], Any] | None = None,
@@ -218,7 +218,7 @@ class SessionLeases:
         """
         line, deadline = self._line, time.monotonic() + wait_s
         ticket = line.join(session_id, front)
-        take = Call(attempt.take, label="taking a session lease")
+        take = Call(attempt.take, partial(_taken_in_thread, attempt.take), label="taking a session lease")
         try:
             while True:
                 seen = line.generation(session_id)
@@ -277,3 +277,24 @@ class SessionLeases:
 
     async def aclaim_lease(self, session_id: str, holder: str, claim: Claim) -> bool:
         return await asyncio.to_thread(self.claim_lease, session_id, holder, claim)
+
+
+async def _taken_in_thread(take: Callable[[], SessionLease | None]) -> SessionLease | None:
+    """``take()`` on a worker thread; cancelled meanwhile, the take still ends there, and a lease it won is freed.
+
+    A thread cannot be stopped: a take under way when its task is cancelled may still win the
+    lease, which nobody would then hold or release (the session stays busy for good on
+    PostgreSQL). So the cancel waits for that one database round trip, frees what it won, and
+    then goes on.
+    """
+    taking = asyncio.ensure_future(asyncio.to_thread(take))
+    try:
+        return await asyncio.shield(taking)
+    except asyncio.CancelledError:
+        try:
+            won = await taking
+        except Exception:  # noqa: BLE001 - the take failed: nothing was won
+            won = None
+        if won is not None:
+            await asyncio.to_thread(won.release)
+        raise
