@@ -236,3 +236,40 @@ def test_a_holder_killed_mid_turn_has_its_turn_saved_by_the_next_taker(store: Sq
     done = store.get("done")
     assert done.revision == 1 and [m.role for m in done.session.messages] == ["user", "assistant"]
     assert not any(m.metadata.get("stopped") for m in done.session.messages)
+
+
+def test_a_turn_this_store_ended_unsaved_is_not_saved_as_lost_by_it_but_is_by_another(tmp_path: Path) -> None:
+    """The database was away when the turn ended (its client was told nothing was saved), so its row stayed.
+
+    The store that ran it knows the turn ended and only clears the record; another store (another
+    process) cannot tell it from a lost turn and saves it as stopped.
+    """
+    import sqlite3
+
+    path = tmp_path / "s.db"
+    url = f"sqlite:///{path}?busy_timeout=0.1&lease_ttl=0.5"
+    for sid, taker_is_other in (("mine", False), ("theirs", True)):
+        store = open_store(url)
+        _earlier(store, sid)
+        lease = store.leases.try_lease(sid, request_id=f"req-{sid}")
+        assert lease is not None
+        lease.record_turn(Message("user", f"question {sid}"), 1)
+        blocker = sqlite3.connect(path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # another writer holds the file: the release's delete fails
+        try:
+            lease.release()
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        assert lease.unreleased and _running(store)[sid] is not None
+        time.sleep(0.6)  # the row lapses
+        taker = open_store(url) if taker_is_other else store
+        recovered = _take(taker, sid)
+        messages = store.get(sid).session.messages
+        if taker_is_other:
+            assert recovered == 2 and _stopped(messages[-1], sid)
+        else:
+            assert recovered is None and len(messages) == 2 and _running(store) == {}
+        store.close()
+        if taker is not store:
+            taker.close()

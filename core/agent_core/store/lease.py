@@ -40,17 +40,17 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any, Literal
 
 import msgspec
 
 from .. import Message
 from ..errors import InvalidArgumentError, StoreError
-from .lost_turns import lapsed_sessions, running_record, save_left
+from .lost_turns import running_record, save_left
 
-__all__ = ["TICK_S", "Claim", "LeaseAttempt", "LeaseInfo", "SessionBusyError", "SessionLease", "Watcher", "read_holder",
-           "read_lapsed", "write_claim"]
+__all__ = ["PG_LOCKED", "TICK_S", "Claim", "LeaseAttempt", "LeaseInfo", "SessionBusyError", "SessionLease", "Watcher",
+           "read_holder", "write_claim"]
 
 TICK_S = 0.2  # how often a holder reads its claim (the delay of an interrupt from another process)
 _log = logging.getLogger("agent_core.store.lease")
@@ -64,12 +64,12 @@ _INSERT = (
     "claim = NULL, running = CASE WHEN agent_core_leases.claim = 'discard' THEN NULL ELSE agent_core_leases.running END"
 )  # ``running`` outlives its dead holder, for the new one to save, unless a waiter had it discarded
 _PG_KEY = "hashtextextended(current_schema() || '/' || {}, 0)"  # the schema too: advisory locks are per database
-_PG_LOCKED = (
+PG_LOCKED = (  # a row's advisory lock is held (by a live lease)
     "EXISTS (SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 1"
     " AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND ((k.classid::bigint << 32) | k.objid::bigint) = " + _PG_KEY.format("session_id") + ")"
 )
-_PG_HELD = " AND " + _PG_LOCKED
+_PG_HELD = " AND " + PG_LOCKED
 _CLAIM_FROM = {"interrupt": "claim IS NULL", "discard": "(claim IS NULL OR claim = 'interrupt')"}
 
 
@@ -210,6 +210,7 @@ class SessionLease:
                  ttl_s: float | None, watcher: Watcher, conn: Any = None) -> None:
         self.info, self.lost = info, False
         self.recovered: int | None = None
+        self.unreleased = False  # the release could not delete the row (the database was away)
         self._rows, self._on_claim, self._ttl, self._conn, self._watcher = rows, on_claim, ttl_s, conn, watcher
         #: called once the lease is released (the store wakes the next waiter in its own line)
         self.on_release: Callable[[], None] | None = None
@@ -295,6 +296,7 @@ class SessionLease:
             self._rows.run(sql, (self.info.session_id, self.info.holder))
         except Exception as exc:  # noqa: BLE001 - SQLite: the row expires; PostgreSQL: closing frees the lock
             _log.warning("releasing the lease on %r: %s", self.info.session_id, exc)
+            self.unreleased = True  # its row, and the turn it records, stay: see agent_core.store.lost_turns
         finally:
             if self._conn is not None:
                 self._watcher.give_back(self._conn)
@@ -321,6 +323,8 @@ class LeaseAttempt:
         self._on_claim, self._ttl, self._watcher = on_claim, ttl_s, watcher
         self.holder = uuid.uuid4().hex
         self._conn: Any = None
+        #: request ids of turns this store ended unsaved but could not clear: a take does not save them as lost
+        self.ended: Container[str] = ()
 
     def take(self) -> SessionLease | None:
         """The lease, or None while another turn holds it. Raises StoreError when the database is away."""
@@ -338,7 +342,7 @@ class LeaseAttempt:
             return None
         info = LeaseInfo(sid, self.holder, self.request_id, now, None)
         lease = SessionLease(_Rows(self._backend), info, self._on_claim, self._ttl, self._watcher)
-        return save_left(self._backend, lease, won[0][0])
+        return save_left(self._backend, lease, won[0][0], self.ended)
 
     def _take_pg(self) -> SessionLease | None:
         import psycopg
@@ -367,7 +371,8 @@ class LeaseAttempt:
                                      f"{type(exc).__name__}", session_id=self.session_id) from None
         conn, self._conn = self._conn, None
         info = LeaseInfo(self.session_id, self.holder, self.request_id, now, None)
-        return save_left(self._backend, SessionLease(rows, info, self._on_claim, None, self._watcher, conn), running)
+        lease = SessionLease(rows, info, self._on_claim, None, self._watcher, conn)
+        return save_left(self._backend, lease, running, self.ended)
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -383,11 +388,6 @@ def read_holder(backend: Any, session_id: str) -> LeaseInfo | None:
         found = tx.rows(f"SELECT {_COLUMNS} FROM agent_core_leases WHERE session_id = ?{held}",
                         (session_id, time.time()) if sqlite else (session_id,))
     return _info(found[0]) if found else None
-
-
-def read_lapsed(backend: Any, limit: int) -> list[str]:
-    """Up to ``limit`` sessions whose holder ended with a turn recorded as running (taking each saves it)."""
-    return lapsed_sessions(backend, limit, _PG_LOCKED)
 
 
 def write_claim(backend: Any, session_id: str, holder: str, claim: Claim) -> bool:

@@ -148,6 +148,9 @@ class SessionLeases:
         self._line = _Line()
         self._watcher: Watcher | None = None
         self._watcher_lock = threading.Lock()
+        #: request ids of turns that ended here unsaved while their lease row could not be deleted (the
+        #: database away): their record must not be saved as a lost turn's (agent_core.store.lost_turns)
+        self._ended: deque[str] = deque(maxlen=4096)
 
     def lease_attempt(self, session_id: str, *, request_id: str | None = None,
                       on_claim: Callable[[], bool] | None = None) -> LeaseAttempt:
@@ -156,7 +159,9 @@ class SessionLeases:
             watcher = self._watcher
             if watcher is None or not watcher.alive():
                 watcher = self._watcher = Watcher(self._backend, self.max_lease_connections)
-        return LeaseAttempt(self._backend, session_id, request_id, on_claim, self.lease_ttl_s, watcher)
+        attempt = LeaseAttempt(self._backend, session_id, request_id, on_claim, self.lease_ttl_s, watcher)
+        attempt.ended = self._ended
+        return attempt
 
     def lease_waiters(self, session_id: str) -> int:
         """How many turns wait for the session's lease through this store."""
@@ -175,8 +180,14 @@ class SessionLeases:
 
     def _woken_on_release(self, lease: SessionLease | None, session_id: str) -> SessionLease | None:
         if lease is not None:
-            lease.on_release = partial(self._line.wake, session_id)
+            lease.on_release = partial(self._released, lease)
         return lease
+
+    def _released(self, lease: SessionLease) -> None:
+        rid = lease.info.request_id
+        if lease.unreleased and rid is not None:
+            self._ended.append(rid)
+        self._line.wake(lease.info.session_id)
 
     async def atry_lease(self, session_id: str, *, request_id: str | None = None,
                          on_claim: Callable[[], bool] | None = None) -> SessionLease | None:

@@ -22,7 +22,10 @@ and clears the record. Exactly once, because two guards hold it:
 
 A taker that dies between the take and this save leaves the record in its own row, which
 lapses in turn. A turn a waiter asked to discard (``claim = 'discard'``) is dropped by the
-take itself. A turn whose session another writer saved while it ran without a lease (a
+take itself. A turn the process running it ended unsaved, but whose record it could not clear
+(the database was away when it released the lease), is only cleared if that same store takes
+the lease next: it remembers such turns. Another process cannot tell it from a lost one and
+saves it as stopped. A turn whose session another writer saved while it ran without a lease (a
 facade's ``X-Session-Id`` save) is not saved: its base has gone.
 """
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Container
 from typing import Any
 
 import msgspec
@@ -80,10 +84,12 @@ def _parse(text: str, session_id: str) -> tuple[RunningTurn, Message] | None:
         return None
 
 
-def save_stopped(backend: Any, session_id: str, holder: str, text: str) -> int | None:
+def save_stopped(backend: Any, session_id: str, holder: str, text: str, ended: Container[str] = ()) -> int | None:
     """Save the turn recorded as ``text`` as stopped, if the session is still where it left it; clear the record.
 
     One write transaction, run by ``holder`` (the lease's new holder) before it uses the lease.
+    A turn whose request id is in ``ended`` is only cleared: its process lives, ended it
+    unsaved, and told its client so (it could not clear the record, the database being away).
 
     Returns:
         The revision saved, or None when the session moved on or went, or the record does not decode.
@@ -93,6 +99,8 @@ def save_stopped(backend: Any, session_id: str, holder: str, text: str) -> int |
         StoreError: the database failed (nothing was written).
     """
     parsed = _parse(text, session_id)
+    if parsed and parsed[0].request_id is not None and parsed[0].request_id in ended:
+        parsed = None
     with backend.transaction(write=True) as tx:
         saved = _append(tx, session_id, parsed[0].base, stopped_input(parsed[1])) if parsed else None
         tx.run("UPDATE agent_core_leases SET running = NULL WHERE session_id = ? AND holder = ?", (session_id, holder))
@@ -133,7 +141,7 @@ def _append(tx: Any, sid: str, base: int, message: Message) -> int | None:
     return revision
 
 
-def save_left(backend: Any, lease: Any, running: str | None) -> Any:
+def save_left(backend: Any, lease: Any, running: str | None, ended: Container[str] = ()) -> Any:
     """``lease``, just taken, once the turn its dead holder left ``running`` is saved as stopped.
 
     A save that fails frees the session again with the record kept (the next take tries
@@ -141,7 +149,7 @@ def save_left(backend: Any, lease: Any, running: str | None) -> Any:
     """
     if running is not None:
         try:
-            lease.recovered = save_stopped(backend, lease.info.session_id, lease.info.holder, running)
+            lease.recovered = save_stopped(backend, lease.info.session_id, lease.info.holder, running, ended)
         except BaseException:
             lease.abandon()
             raise

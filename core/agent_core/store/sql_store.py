@@ -48,9 +48,9 @@ from .codec import (
     native_head,
     split_metadata,
 )
-from .lease import read_lapsed
+from .lease import PG_LOCKED
 from .leases import SessionLeases
-from .lost_turns import take_each
+from .lost_turns import lapsed_sessions, take_each
 from .schema import MIGRATIONS, migrate
 from .values import Revision, SessionInfo, Stored
 
@@ -357,7 +357,7 @@ class SqlSessionStore:
         For the sessions nobody touches again: a session's next turn saves its lost one anyway
         (:mod:`~agent_core.store.lost_turns`). One small read of the leases table, and a take per turn found.
         """
-        return take_each(self.leases, read_lapsed(self._backend, limit))
+        return take_each(self.leases, lapsed_sessions(self._backend, limit, PG_LOCKED))
 
     def close(self) -> None:
         """Close the store's connections; later calls raise StoreError."""
