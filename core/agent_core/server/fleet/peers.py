@@ -33,6 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .relay_base import Relay
+
 __all__ = ["LocalRelay", "PeerDesk", "approval_message", "forward_approval", "open_relay", "relay_url"]
 
 _SEP = "\x1f"
@@ -109,13 +111,8 @@ async def forward_approval(relay: Any, rid: str, call_id: str, decision: str) ->
         return False
 
 
-class LocalRelay:
+class LocalRelay(Relay):
     """The processes on one SQLite file, each listening on a Unix socket of its own in a shared directory."""
-
-    #: at most this many asks wait at once in one process; more are refused (the route answers 503)
-    max_pending = 256
-    #: how long an ask waits for the other processes' answers (it ends once all have answered)
-    wait = 2.0
 
     def __init__(self, directory: Path, here: Callable[[str], bool]) -> None:
         self.directory = directory
@@ -172,8 +169,7 @@ class LocalRelay:
         Raises:
             OverflowError: ``max_pending`` asks are waiting already.
         """
-        if self.pending >= self.max_pending:
-            raise OverflowError("too many cancels are waiting for other server processes")
+        self._admit(self.pending)
         try:
             peers = [p for p in self.directory.glob("*.sock") if p != self.path]
         except OSError:
