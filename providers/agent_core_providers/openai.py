@@ -42,7 +42,8 @@ from agent_core.plugin_kit import push, replace_final, text_of
 
 from ._base import HTTPProvider
 from ._errors import error_from_event
-from ._openai_answer import answer_notes, normalize_usage, noted
+from ._metadata import noted
+from ._openai_answer import NOTES, answer_notes, normalize_usage
 from ._openai_parts import multipart_parts
 from ._sampling import (
     EXTRA_BODY,
@@ -323,11 +324,7 @@ class OpenAIProvider(HTTPProvider):
         metadata: Dict = {}
         if message.get("refusal") and isinstance(message["refusal"], str):
             metadata["refusal"] = message["refusal"]
-        if message.get("_finish_reason"):
-            metadata["finish_reason"] = message["_finish_reason"]
-        if message.get("_logprobs"):
-            metadata["logprobs"] = message["_logprobs"]
-        metadata.update(noted(message))
+        metadata.update(noted(message, ("finish_reason", "logprobs", *NOTES)))
         return metadata
 
     def _api_auth_headers(self, api_key: str) -> Dict:
@@ -348,9 +345,7 @@ class OpenAIProvider(HTTPProvider):
     def _api_reader(self, secrets: tuple[str, ...]) -> JSONEventReader:
         name = self.name
 
-        def classify(event: str, value: Any) -> Any:
-            if type(value) is not dict:
-                return malformed(name, value, "the event is not an object", secrets)
+        def classify(event: str, value: Dict) -> Any:
             if "error" in value:
                 return error_from_event(name, value, secrets)
             fault = openai_chunk_fault(value)
