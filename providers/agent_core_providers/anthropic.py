@@ -322,8 +322,9 @@ class AnthropicProvider(HTTPProvider):
         """The stop reason and stop sequence; the blocks the API handled itself, as received, in ``server_tools``;
         the citations of the text blocks in ``citations``."""
         content = message.get("content")
-        metadata = present(server_tools=server_tool_blocks(content), citations=citations(content)) if isinstance(
-            content, list) else {}
+        metadata: Dict = {}
+        if isinstance(content, list):
+            metadata = present(server_tools=server_tool_blocks(content), citations=citations(content))
         metadata.update(noted(message, ("stop_reason", "stop_sequence")))
         return metadata
 
