@@ -56,18 +56,18 @@ from ._anthropic_content import (
     content_blocks,
     image_block,
     merge_turns,
-    message_text,
     normalize_usage,
     server_tool_blocks,
     stop_notes,
     system_field,
 )
 from ._base import HTTPProvider
-from ._metadata import noted, present
 from ._errors import error_from_event
+from ._metadata import noted, present
 from ._oneshot import answer_flow
 from ._sampling import ANTHROPIC_FIELDS, EXTRA_BODY, optional_fields
 from ._sse import JSONEventReader
+from ._text import message_text
 from .shapes import anthropic_answer_fault, anthropic_event_fault, malformed
 
 __all__ = [

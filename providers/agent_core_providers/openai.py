@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
 from agent_core import FrozenDict, FrozenList
 from agent_core.plugin_kit import push, replace_final, text_of
 
@@ -54,6 +53,7 @@ from ._sampling import (
     token_limit,
 )
 from ._sse import JSONEventReader
+from ._text import json_text, message_text
 from .shapes import malformed, openai_answer_fault, openai_chunk_fault
 
 __all__ = [
@@ -70,7 +70,6 @@ Dict = dict[str, Any]
 # Fields an API answer carries that a request message must not (DeepSeek and
 # others reject their own reasoning_content when it is sent back).
 RESPONSE_ONLY_KEYS = frozenset({"reasoning_content", "reasoning", "reasoning_details", "refusal", "annotations"})
-_json = msgspec.json.Encoder()
 
 
 def _chained(link: Any) -> list[Any]:
@@ -105,7 +104,7 @@ def openai_content(message: Mapping[str, Any]) -> Any:
     if not multipart:
         if content is None or isinstance(content, (str, list)):
             return content if content is not None else ""
-        return _json.encode(content).decode()
+        return json_text(content)
     parts: list[Any] = []
     if isinstance(content, str):
         if content:
@@ -114,19 +113,6 @@ def openai_content(message: Mapping[str, Any]) -> Any:
         parts.extend(content)
     parts.extend(multipart_parts(multipart, _text_part, _image_part))
     return parts
-
-
-def message_text(content: Any) -> str:
-    """The text of a content value: a string, or the text parts of a part list."""
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
-    if isinstance(content, Mapping) and content.get("type") == "provider_native_tool_result":
-        return message_text(content.get("content"))
-    return _json.encode(content).decode()
 
 
 def thinking_text(content: Any) -> str:

@@ -47,8 +47,8 @@ from agent_core.errors import LLMError
 from agent_core.plugin_kit import OPENAI_CHAT, push
 
 from ._base import HTTPProvider
-from ._metadata import noted, present
 from ._errors import error_from_event, scrub_error
+from ._metadata import noted, present
 from ._responses_stream import (
     HANDLERS,
     answer_events,
