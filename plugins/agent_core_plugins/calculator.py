@@ -236,9 +236,7 @@ class CalculatorTool(Tool):
     name = "calculator"
     version = "1.0.0"
     default_enabled = False  # opt-in: enabled_plugins=["calculator"]
-
-    def get_tool_schemas(self, state: Any) -> list[dict[str, Any]]:
-        return [_SCHEMA]
+    tool_schemas = (_SCHEMA,)
 
     def preview(self, call: ToolCall) -> str:
         expr = call.arguments.get("expression")

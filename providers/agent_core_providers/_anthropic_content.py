@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
+from ._text import json_text, message_text
 
 __all__ = [
     "CLIENT_BLOCK_TYPES",
@@ -20,7 +20,6 @@ __all__ = [
     "content_blocks",
     "image_block",
     "merge_turns",
-    "message_text",
     "normalize_usage",
     "server_tool_blocks",
     "stop_notes",
@@ -29,7 +28,6 @@ __all__ = [
 ]
 
 Dict = dict[str, Any]
-_json = msgspec.json.Encoder()
 _DATA_URL = re.compile(r"data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)", re.DOTALL)
 #: Block types that are the client's business: text, thinking, and the
 #: client-side tool calls the engine runs. Every other block type in an
@@ -47,18 +45,7 @@ def content_blocks(content: Any) -> list[Any]:
         return [b for b in content if not (isinstance(b, Mapping) and b.get("type") == "text" and not b.get("text"))]
     if content is None:
         return []
-    return [{"type": "text", "text": _json.encode(content).decode()}]
-
-
-def message_text(content: Any) -> str:
-    """The text of a content value: a string, or its text blocks joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text")
-    if isinstance(content, Mapping) and content.get("type") == "provider_native_tool_result":
-        return message_text(content.get("content"))
-    return "" if content is None else _json.encode(content).decode()
+    return [{"type": "text", "text": json_text(content)}]
 
 
 def server_tool_blocks(content: Any) -> list[Any]:

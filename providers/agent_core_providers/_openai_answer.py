@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["NOTES", "answer_notes", "normalize_usage", "noted", "openai_usage"]
+__all__ = ["NOTES", "answer_notes", "normalize_usage", "openai_usage"]
 
 #: the top-level answer fields kept
 NOTES = ("system_fingerprint", "service_tier")
@@ -20,11 +20,6 @@ NOTES = ("system_fingerprint", "service_tier")
 def answer_notes(body: Mapping[str, Any]) -> dict[str, Any]:
     """The :data:`NOTES` an answer (or a chunk) sets."""
     return {key: body[key] for key in NOTES if body.get(key)}
-
-
-def noted(native: Mapping[str, Any]) -> dict[str, Any]:
-    """The :data:`NOTES` kept on a native message (``_system_fingerprint``...), under their own names."""
-    return {key: native[f"_{key}"] for key in NOTES if native.get(f"_{key}")}
 
 
 def normalize_usage(usage: Mapping[str, Any]) -> dict[str, Any]:

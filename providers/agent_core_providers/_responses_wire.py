@@ -26,13 +26,12 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import msgspec
 from agent_core.errors import LLMError
 
 from ._errors import error_from_event
 from ._openai_answer import openai_usage
 from ._openai_parts import multipart_parts
-from .openai import message_text
+from ._text import json_text, message_text
 from .shapes import usage_fault
 
 __all__ = [
@@ -53,7 +52,6 @@ __all__ = [
 ]
 
 Dict = dict[str, Any]
-_json = msgspec.json.Encoder()
 
 #: Output items the client deals with itself; any other type is a tool the API ran on its own side.
 CLIENT_ITEM_TYPES = frozenset({"message", "reasoning", "function_call"})
@@ -125,7 +123,7 @@ def _wire_call(call: Mapping[str, Any]) -> Dict:
     fn = call.get("function") or {}
     args = fn.get("arguments")
     if not isinstance(args, str):
-        args = _json.encode(args if args is not None else {}).decode()
+        args = json_text(args if args is not None else {})
     return {"type": "function_call", "call_id": call.get("id"), "name": fn.get("name"), "arguments": args}
 
 

@@ -225,15 +225,18 @@ class SSEDecoder:
         return out
 
 
-Classify = Callable[[str, Any], "str | LLMError | None"]
+Classify = Callable[[str, dict[str, Any]], "str | LLMError | None"]
 
 
 class JSONEventReader:
-    """One response body's SSE events, decoded to JSON values.
+    """One response body's SSE events, decoded to JSON objects.
+
+    Every API read here sends one object an event, so an event that decodes
+    to anything else is refused here, once, before ``classify`` sees it.
 
     Args:
         provider: provider name for error messages.
-        classify: ``(event_name, decoded) -> verdict`` where the verdict is
+        classify: ``(event_name, decoded object) -> verdict`` where the verdict is
             ``None`` (yield the event), ``"skip"`` (a keep-alive), ``"done"``
             (the stream is complete; yield nothing), ``"last"`` (yield it,
             then the stream is complete) or an ``LLMError`` to raise (the
@@ -343,6 +346,8 @@ class JSONEventReader:
                     self._cut = data  # the body ended inside this event: truncated, not malformed
                     break
                 raise self._malformed(data, exc) from None
+            if type(value) is not dict:
+                raise self._malformed(data, None)
             verdict = self._classify(name, value)
             if verdict is None or verdict == "last":
                 out.append(value)
@@ -360,10 +365,14 @@ class JSONEventReader:
                 raise verdict  # type: ignore[misc]
         return out
 
-    def _malformed(self, data: bytes, exc: Exception) -> MalformedResponseError:
-        what = "invalid UTF-8" if bad_utf8(exc) else "malformed JSON"
+    def _malformed(self, data: bytes, exc: Exception | None) -> MalformedResponseError:
+        """The error for an event's data that did not decode (``exc``), or decoded to no object (``None``)."""
+        if exc is None:
+            what = "the server sent an answer in an unexpected shape (the event is not an object):"
+        else:
+            what = ("invalid UTF-8" if bad_utf8(exc) else "malformed JSON") + " in server-sent event:"
         return MalformedResponseError(
-            f"{what} in server-sent event: {quote_line(data, secrets=self.secrets)}",
+            f"{what} {quote_line(data, secrets=self.secrets)}",
             provider=self.provider,
             status_code=self.status_code,
         )

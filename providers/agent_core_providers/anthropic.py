@@ -56,7 +56,6 @@ from ._anthropic_content import (
     content_blocks,
     image_block,
     merge_turns,
-    message_text,
     normalize_usage,
     server_tool_blocks,
     stop_notes,
@@ -64,9 +63,11 @@ from ._anthropic_content import (
 )
 from ._base import HTTPProvider
 from ._errors import error_from_event
+from ._metadata import noted, present
 from ._oneshot import answer_flow
 from ._sampling import ANTHROPIC_FIELDS, EXTRA_BODY, optional_fields
 from ._sse import JSONEventReader
+from ._text import message_text
 from .shapes import anthropic_answer_fault, anthropic_event_fault, malformed
 
 __all__ = [
@@ -319,18 +320,11 @@ class AnthropicProvider(HTTPProvider):
     def _api_metadata(self, message: Mapping[str, Any]) -> Dict:
         """The stop reason and stop sequence; the blocks the API handled itself, as received, in ``server_tools``;
         the citations of the text blocks in ``citations``."""
-        metadata: Dict = {}
         content = message.get("content")
+        metadata: Dict = {}
         if isinstance(content, list):
-            server = server_tool_blocks(content)
-            if server:
-                metadata["server_tools"] = server
-            found = citations(content)
-            if found:
-                metadata["citations"] = found
-        for key in ("stop_reason", "stop_sequence"):
-            if message.get(f"_{key}"):
-                metadata[key] = message[f"_{key}"]
+            metadata = present(server_tools=server_tool_blocks(content), citations=citations(content))
+        metadata.update(noted(message, ("stop_reason", "stop_sequence")))
         return metadata
 
     def _api_auth_headers(self, api_key: str) -> Dict:
@@ -365,9 +359,7 @@ class AnthropicProvider(HTTPProvider):
     def _api_reader(self, secrets: tuple[str, ...]) -> JSONEventReader:
         name = self.name
 
-        def classify(event: str, value: Any) -> Any:
-            if type(value) is not dict:
-                return malformed(name, value, "the event is not an object", secrets)
+        def classify(event: str, value: Dict) -> Any:
             kind = value.get("type")
             if kind == "ping":
                 return "skip"

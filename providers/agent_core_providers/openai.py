@@ -36,12 +36,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
 from agent_core.plugin_kit import push, pushed, replace_final, text_of
 
 from ._base import HTTPProvider
 from ._errors import error_from_event
-from ._openai_answer import answer_notes, normalize_usage, noted
+from ._metadata import noted
+from ._openai_answer import NOTES, answer_notes, normalize_usage
 from ._openai_parts import multipart_parts
 from ._sampling import (
     EXTRA_BODY,
@@ -52,6 +52,7 @@ from ._sampling import (
     token_limit,
 )
 from ._sse import JSONEventReader
+from ._text import json_text, message_text
 from .shapes import malformed, openai_answer_fault, openai_chunk_fault
 
 __all__ = [
@@ -68,7 +69,6 @@ Dict = dict[str, Any]
 # Fields an API answer carries that a request message must not (DeepSeek and
 # others reject their own reasoning_content when it is sent back).
 RESPONSE_ONLY_KEYS = frozenset({"reasoning_content", "reasoning", "reasoning_details", "refusal", "annotations"})
-_json = msgspec.json.Encoder()
 
 
 def _chained(link: Any) -> list[Any]:
@@ -103,7 +103,7 @@ def openai_content(message: Mapping[str, Any]) -> Any:
     if not multipart:
         if content is None or isinstance(content, (str, list)):
             return content if content is not None else ""
-        return _json.encode(content).decode()
+        return json_text(content)
     parts: list[Any] = []
     if isinstance(content, str):
         if content:
@@ -112,19 +112,6 @@ def openai_content(message: Mapping[str, Any]) -> Any:
         parts.extend(content)
     parts.extend(multipart_parts(multipart, _text_part, _image_part))
     return parts
-
-
-def message_text(content: Any) -> str:
-    """The text of a content value: a string, or the text parts of a part list."""
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
-    if isinstance(content, Mapping) and content.get("type") == "provider_native_tool_result":
-        return message_text(content.get("content"))
-    return _json.encode(content).decode()
 
 
 def thinking_text(content: Any) -> str:
@@ -312,11 +299,7 @@ class OpenAIProvider(HTTPProvider):
         metadata: Dict = {}
         if message.get("refusal") and isinstance(message["refusal"], str):
             metadata["refusal"] = message["refusal"]
-        if message.get("_finish_reason"):
-            metadata["finish_reason"] = message["_finish_reason"]
-        if message.get("_logprobs"):
-            metadata["logprobs"] = message["_logprobs"]
-        metadata.update(noted(message))
+        metadata.update(noted(message, ("finish_reason", "logprobs", *NOTES)))
         return metadata
 
     def _api_auth_headers(self, api_key: str) -> Dict:
@@ -337,9 +320,7 @@ class OpenAIProvider(HTTPProvider):
     def _api_reader(self, secrets: tuple[str, ...]) -> JSONEventReader:
         name = self.name
 
-        def classify(event: str, value: Any) -> Any:
-            if type(value) is not dict:
-                return malformed(name, value, "the event is not an object", secrets)
+        def classify(event: str, value: Dict) -> Any:
             if "error" in value:
                 return error_from_event(name, value, secrets)
             fault = openai_chunk_fault(value)

@@ -48,6 +48,7 @@ from agent_core.plugin_kit import OPENAI_CHAT, push
 
 from ._base import HTTPProvider
 from ._errors import error_from_event, scrub_error
+from ._metadata import noted, present
 from ._responses_stream import (
     HANDLERS,
     answer_events,
@@ -202,32 +203,15 @@ class OpenAIResponsesProvider(HTTPProvider):
     def _api_metadata(self, message: Mapping[str, Any]) -> Dict:
         """How the answer ended, its calls, reasoning (and the encrypted items), refusal and server-side tools."""
         items = message.get("items") or ()
-        metadata: Dict = {}
-        if message.get("_finish_reason"):
-            metadata["finish_reason"] = message["_finish_reason"]
-        if message.get("_status"):
-            metadata["status"] = message["_status"]
-        if message.get("_incomplete_reason"):
-            metadata["incomplete_reason"] = message["_incomplete_reason"]
-        if message.get("_response_id"):
-            metadata["response_id"] = message["_response_id"]
-        if message.get("_service_tier"):
-            metadata["service_tier"] = message["_service_tier"]
-        calls = core_calls(items)
-        if calls:
-            metadata["tool_calls"] = calls
-        reasoning = reasoning_text(items)
-        if reasoning:
-            metadata["reasoning"] = reasoning
-        kept = [dict(i) for i in items if i.get("type") == "reasoning"]
-        if kept:  # as the API gave them: a history rebuilt from core messages hands the encrypted ones back
-            metadata["reasoning_items"] = kept
-        refusal = items_text(items, "refusal")
-        if refusal:
-            metadata["refusal"] = refusal
-        server = [dict(i) for i in items if i.get("type") not in CLIENT_ITEM_TYPES]
-        if server:
-            metadata["server_tools"] = server
+        metadata = noted(message, ("finish_reason", "status", "incomplete_reason", "response_id", "service_tier"))
+        metadata.update(present(
+            tool_calls=core_calls(items),
+            reasoning=reasoning_text(items),
+            # as the API gave them: a history rebuilt from core messages hands the encrypted ones back
+            reasoning_items=[dict(i) for i in items if i.get("type") == "reasoning"],
+            refusal=items_text(items, "refusal"),
+            server_tools=[dict(i) for i in items if i.get("type") not in CLIENT_ITEM_TYPES],
+        ))
         return metadata
 
     # -- the hot path -------------------------------------------------------------------------------
@@ -327,9 +311,7 @@ class OpenAIResponsesProvider(HTTPProvider):
     def _api_reader(self, secrets: tuple[str, ...]) -> JSONEventReader:
         name = self.name
 
-        def classify(event: str, value: Any) -> Any:
-            if type(value) is not dict:
-                return malformed(name, value, "the event is not an object", secrets)
+        def classify(event: str, value: Dict) -> Any:
             kind = value.get("type")
             if kind == "response.output_text.delta" and type(value.get("delta")) is str:
                 return None  # most of the stream: nothing else to check

@@ -24,6 +24,7 @@ from agent_core.errors import MalformedResponseError
 
 from ._errors import scrub
 from ._sse import quote_line
+from ._text import json_text
 
 __all__ = [
     "anthropic_answer_fault", "anthropic_event_fault", "malformed", "openai_answer_fault", "openai_chunk_fault",
@@ -31,7 +32,6 @@ __all__ = [
 ]
 
 Dict = dict[str, Any]
-_json = msgspec.json.Encoder()
 # Token counts the providers add up; other usage keys (Groq's timings,
 # Anthropic's service_tier, nested details) may be any JSON value.
 _TOKEN_KEYS = (
@@ -59,7 +59,7 @@ def malformed(provider: str, value: Any, fault: str, secrets: Iterable[str | Non
     bounded quote, so a key echoed by a proxy never reaches the message.
     """
     try:
-        text = _json.encode(value).decode()
+        text = json_text(value)
     except (TypeError, msgspec.EncodeError):
         text = repr(value)
     return MalformedResponseError(

@@ -127,9 +127,7 @@ def test_adapt_schema_leaves_a_schema_in_the_target_format_or_an_unknown_one_as_
 class Echo(Tool):
     name = "echo_tool"
     config_schema = {"echo_prefix": {"type": "string", "default": ">"}}
-
-    def get_tool_schemas(self, state: Any) -> list[dict[str, Any]]:
-        return [{"type": "function", "function": {"name": "echo", "parameters": {"type": "object"}}}]
+    tool_schemas = ({"type": "function", "function": {"name": "echo", "parameters": {"type": "object"}}},)
 
     def run(self, call: ToolCall) -> dict[str, Any]:
         return success(f"{call.config['echo_prefix']} {call.arguments.get('text', '')}")
@@ -167,6 +165,23 @@ def test_only_the_methods_a_tool_writes_become_hooks():
     assert spec.defines("execute_tool") and spec.defines("format_tool_call_preview")
     assert not any(spec.defines(h) for h in ("execute_tool_async", "stream_tool", "stream_tool_async"))
     assert spec.defines("get_config_schema") and not spec.defines("required_tags")
+
+
+def test_declared_tool_schemas_answer_get_tool_schemas_for_a_tool_only() -> None:
+    schemas = Echo().get_tool_schemas({}, prepared=None)
+    assert schemas == [{"type": "function", "function": {"name": "echo", "parameters": {"type": "object"}}}]
+    assert schemas is not Echo().get_tool_schemas({})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        class Misnamed(Tool):
+            name = "misnamed"
+            tool_schema = ({"name": "x"},)
+
+    assert [(w.message.name, w.message.suggestion) for w in caught
+            if issubclass(w.category, UnknownHookWarning)] == [("tool_schema", "tool_schemas")]
+    assert not spec_for("tool", Misnamed).defines("get_tool_schemas")
+    assert "get_tool_schemas" not in type("Ext", (Extension,), {"name": "ext", "tool_schemas": ()}).__dict__
 
 
 def test_a_kit_tool_keeps_the_hook_contract_and_runs_in_a_request():

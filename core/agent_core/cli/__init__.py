@@ -31,6 +31,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import AgentCoreError, ConfigError, UnknownConfigKeyWarning
 from .chat import add_chat
@@ -47,10 +48,19 @@ from .settings import config_sources
 __all__ = ["build_parser", "main"]
 
 
-def examples(*pairs: tuple[str, str]) -> str:
+def examples_epilog(*pairs: tuple[str, str]) -> str:
     """An ``examples:`` block for a command's help: each command line, then its comment in one column."""
     width = max(len(command) for command, _ in pairs) + 2
     return "examples:\n" + "\n".join(f"  {command.ljust(width)}# {what}" for command, what in pairs)
+
+
+def add_command(sub: Any, name: str, *, examples: Sequence[tuple[str, str]], **options: Any) -> argparse.ArgumentParser:
+    """A subcommand of ``sub`` whose help ends in an ``examples:`` block (:func:`examples_epilog`), kept as laid out.
+
+    ``options`` go to ``add_parser`` as they are (``help``, ``parents``, ``description``).
+    """
+    return sub.add_parser(name, epilog=examples_epilog(*examples), formatter_class=argparse.RawDescriptionHelpFormatter,
+                          **options)
 
 
 def _common() -> argparse.ArgumentParser:
@@ -78,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="agent-core", description="Run prompts through the agent-core pipeline.",
-        epilog=examples(
+        epilog=examples_epilog(
             ('agent-core run "Hello, agent"', "offline: the echo provider answers"),
             ("echo hi | agent-core run", "the prompt from stdin"),
             ('agent-core run --continue "and then?"', "go on from the last run"),

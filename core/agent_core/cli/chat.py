@@ -356,14 +356,13 @@ def _say(core: Any, store: Any, session_id: str, line: str, config: dict[str, An
 
 
 def add_chat(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from . import examples
+    from . import add_command
 
-    chat = sub.add_parser(
-        "chat", parents=[common], help="a conversation, kept in the session store",
-        epilog=examples(("agent-core chat", "offline, the echo provider"),
-                        ("agent-core chat --session work", "resume (or start) the session 'work'"),
-                        ("agent-core chat --provider openai --model gpt-4o-mini", "needs OPENAI_API_KEY")),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    chat = add_command(
+        sub, "chat", parents=[common], help="a conversation, kept in the session store",
+        examples=(("agent-core chat", "offline, the echo provider"),
+                  ("agent-core chat --session work", "resume (or start) the session 'work'"),
+                  ("agent-core chat --provider openai --model gpt-4o-mini", "needs OPENAI_API_KEY")))
     chat.add_argument("--session", metavar="ID", help="resume (or start) the session with this id")
     chat.add_argument("--store", metavar="URL", help=STORE_HELP)
     chat.add_argument("--system", help="a system message for a new session")

@@ -246,21 +246,20 @@ def _plugins(args: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """``run`` and ``plugins`` (``serve`` is :mod:`agent_core.cli.serve`)."""
-    from . import examples
+    from . import add_command
 
-    run = sub.add_parser(
-        "run", parents=[common], help="send one prompt and stream the reply",
+    run = add_command(
+        sub, "run", parents=[common], help="send one prompt and stream the reply",
         description="Send one prompt and stream the reply to stdout. The exchange is kept in the session "
                     "store (--no-log to skip), so --continue can go on from it.",
-        epilog=examples(
+        examples=(
             ('agent-core run "Hello, agent"', "offline, the echo provider"),
             ('echo "a question" | agent-core run', "the prompt from stdin"),
             ('git diff | agent-core run "review this"', "piped text, then the argument"),
             ('agent-core run --continue "and then?"', "go on from the last run"),
             ('agent-core run --no-log "not kept"', "leave the store alone"),
             ('agent-core run --provider openai --model gpt-4o-mini "Hi"', "needs OPENAI_API_KEY"),
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        ))
     run.add_argument("prompt", nargs="?", help="the prompt; '-' reads it from stdin, and piped input comes "
                                                 "before it when both are given")
     run.add_argument("--system", help="a system message to send first (a new conversation only)")
@@ -279,9 +278,8 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
              "using(client=...): the bundled HTTP ones and yours)",
     )
     run.set_defaults(func=_run)
-    plugins = sub.add_parser(
-        "plugins", parents=[common], help="list installed plugins and whether they run",
-        epilog=examples(("agent-core plugins", "for the default config (echo)"),
-                        ("agent-core plugins --provider anthropic -c thinking_budget=2048", "what that config runs")),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    plugins = add_command(
+        sub, "plugins", parents=[common], help="list installed plugins and whether they run",
+        examples=(("agent-core plugins", "for the default config (echo)"),
+                  ("agent-core plugins --provider anthropic -c thinking_budget=2048", "what that config runs")))
     plugins.set_defaults(func=_plugins)

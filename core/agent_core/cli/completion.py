@@ -77,12 +77,11 @@ def _completion(args: argparse.Namespace) -> int:
 
 
 def add_completion(sub: Any) -> None:
-    from . import examples
+    from . import add_command
 
-    completion = sub.add_parser(
-        "completion", help="print a shell completion script (bash or zsh)",
-        epilog=examples(('eval "$(agent-core completion bash)"', "in ~/.bashrc"),
-                        ('eval "$(agent-core completion zsh)"', "in ~/.zshrc")),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    completion = add_command(
+        sub, "completion", help="print a shell completion script (bash or zsh)",
+        examples=(('eval "$(agent-core completion bash)"', "in ~/.bashrc"),
+                  ('eval "$(agent-core completion zsh)"', "in ~/.zshrc")))
     completion.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
     completion.set_defaults(func=_completion)

@@ -98,15 +98,14 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def add_models(sub: Any, common: argparse.ArgumentParser) -> None:
-    from . import examples
+    from . import add_command
 
-    models = sub.add_parser(
-        "models", parents=[common], help="the models each installed provider offers, and the default",
-        epilog=examples(("agent-core models", "every provider; the public APIs only with their key set"),
-                        ("agent-core models --provider openai --base-url http://127.0.0.1:11434/v1",
-                         "what a local Ollama serves"),
-                        ("agent-core models --only anthropic", "one provider, whatever the default")),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    models = add_command(
+        sub, "models", parents=[common], help="the models each installed provider offers, and the default",
+        examples=(("agent-core models", "every provider; the public APIs only with their key set"),
+                  ("agent-core models --provider openai --base-url http://127.0.0.1:11434/v1",
+                   "what a local Ollama serves"),
+                  ("agent-core models --only anthropic", "one provider, whatever the default")))
     models.add_argument("--only", metavar="PROVIDER", help="list only this provider")
     models.add_argument("--json", action="store_true", help="one JSON object")
     models.set_defaults(func=_models)

@@ -66,13 +66,12 @@ def _paths(args: argparse.Namespace) -> int:
 
 
 def add_paths(sub: argparse._SubParsersAction) -> None:
-    from . import examples
+    from . import add_command
 
-    paths = sub.add_parser(
-        "paths", help="where the config file, the session store and the logs are",
-        epilog=examples(("agent-core paths", "the config file, the store, the logs"),
-                        ("agent-core paths --init", "write a commented config file there")),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    paths = add_command(
+        sub, "paths", help="where the config file, the session store and the logs are",
+        examples=(("agent-core paths", "the config file, the store, the logs"),
+                  ("agent-core paths --init", "write a commented config file there")))
     paths.add_argument("--init", action="store_true", help="write a commented starter config file if there is none")
     paths.add_argument("--json", action="store_true", help="one JSON object")
     paths.set_defaults(func=_paths)

@@ -15,20 +15,19 @@ __all__ = ["add_serve"]
 
 def add_serve(sub: argparse._SubParsersAction) -> None:
     """The ``serve`` command and its flags."""
-    from . import examples
-    serve = sub.add_parser("serve", help="serve the pipeline over HTTP (OpenAI-compatible + sessions API)",
-                           description="Serve the pipeline over HTTP. Safe as it starts: loopback only, no other "
-                                       "site's pages, and requests may set only the keys a chat client chooses. "
-                                       "See docs/security.md.",
-                           epilog=examples(
-                               ("agent-core serve", "127.0.0.1:8000, the echo provider by default"),
-                               ("agent-core serve -c provider=openai -c model=gpt-4o-mini",
-                                "every request through OpenAI (OPENAI_API_KEY)"),
-                               ("agent-core serve --host 0.0.0.0 --token \"$TOKEN\"", "beyond loopback: a token"),
-                               ("agent-core serve --store postgresql://u@db/agents", "sessions shared by servers"),
-                               ("agent-core serve --log-json", "one JSON line per request, for a collector"),
-                           ),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    from . import add_command
+    serve = add_command(sub, "serve", help="serve the pipeline over HTTP (OpenAI-compatible + sessions API)",
+                        description="Serve the pipeline over HTTP. Safe as it starts: loopback only, no other "
+                                    "site's pages, and requests may set only the keys a chat client chooses. "
+                                    "See docs/security.md.",
+                        examples=(
+                            ("agent-core serve", "127.0.0.1:8000, the echo provider by default"),
+                            ("agent-core serve -c provider=openai -c model=gpt-4o-mini",
+                             "every request through OpenAI (OPENAI_API_KEY)"),
+                            ("agent-core serve --host 0.0.0.0 --token \"$TOKEN\"", "beyond loopback: a token"),
+                            ("agent-core serve --store postgresql://u@db/agents", "sessions shared by servers"),
+                            ("agent-core serve --log-json", "one JSON line per request, for a collector"),
+                        ))
     _add_flags(serve)
     _add_scale_flags(serve)
     serve.set_defaults(func=_serve)

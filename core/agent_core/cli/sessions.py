@@ -155,19 +155,18 @@ def _delete(args: argparse.Namespace) -> int:
 
 def add_sessions(sub: argparse._SubParsersAction) -> None:
     """``sessions`` and its four subcommands, and ``logs`` (the recent ones)."""
-    from . import examples
+    from . import add_command
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument("--store", metavar="URL", help=STORE_HELP)
     listing_flags = argparse.ArgumentParser(add_help=False)
     listing_flags.add_argument("--json", action="store_true",
                                help="one JSON object per line (id, revision, message_count, created_at, updated_at, "
                                     "title)")
-    sessions = sub.add_parser(
-        "sessions", help="list, show, export or delete stored sessions",
-        epilog=examples(("agent-core sessions list --limit 5", "the five updated last"),
-                        ("agent-core sessions show 3f2a9c1b7d0e", "its messages"),
-                        ("agent-core sessions export 3f2a9c1b7d0e > chat.json", "as JSON, for Session.from_json")),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sessions = add_command(
+        sub, "sessions", help="list, show, export or delete stored sessions",
+        examples=(("agent-core sessions list --limit 5", "the five updated last"),
+                  ("agent-core sessions show 3f2a9c1b7d0e", "its messages"),
+                  ("agent-core sessions export 3f2a9c1b7d0e > chat.json", "as JSON, for Session.from_json")))
     verbs = sessions.add_subparsers(dest="verb", required=True)
     listing = verbs.add_parser("list", parents=[store, listing_flags], help="stored sessions, most recently updated first")
     listing.add_argument("--limit", type=int, default=100, metavar="N", help="show at most N (default 100)")
@@ -181,11 +180,10 @@ def add_sessions(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--native", action="store_true",
                            help="include each provider's native history (the engine's own record)")
         p.set_defaults(func=func)
-    logs = sub.add_parser("logs", parents=[store, listing_flags],
-                          help="the latest runs and chats, with their first prompt (agent-core sessions list)",
-                          epilog=examples(("agent-core logs", "the ten latest"),
-                                          ("agent-core logs -n 3 --json", "as JSON lines"),
-                                          ('agent-core run --session ID "go on"', "continue one of them")),
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    logs = add_command(sub, "logs", parents=[store, listing_flags],
+                       help="the latest runs and chats, with their first prompt (agent-core sessions list)",
+                       examples=(("agent-core logs", "the ten latest"),
+                                 ("agent-core logs -n 3 --json", "as JSON lines"),
+                                 ('agent-core run --session ID "go on"', "continue one of them")))
     logs.add_argument("--limit", "-n", type=int, default=10, metavar="N", help="show at most N (default 10)")
     logs.set_defaults(func=_list)

@@ -12,12 +12,11 @@ __all__ = ["add_tenants"]
 
 def add_tenants(sub: argparse._SubParsersAction) -> None:
     """The ``tenants`` command and its ``usage`` subcommand."""
-    from . import examples
-    tenants = sub.add_parser(
-        "tenants", help="what the tenants of agent-core serve used (requests, tokens, spend)",
-        epilog=examples(("agent-core tenants usage --store postgresql://u@db/agents", "every replica's tenants"),
-                        ("agent-core tenants usage --json", "one JSON object per tenant")),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    from . import add_command
+    tenants = add_command(
+        sub, "tenants", help="what the tenants of agent-core serve used (requests, tokens, spend)",
+        examples=(("agent-core tenants usage --store postgresql://u@db/agents", "every replica's tenants"),
+                  ("agent-core tenants usage --json", "one JSON object per tenant")))
     verbs = tenants.add_subparsers(dest="verb", required=True)
     usage = verbs.add_parser("usage", help="each tenant's requests, tokens and spend, and what runs now; counted "
                                            "for tenants with limits in the tokens file")

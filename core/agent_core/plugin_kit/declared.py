@@ -13,6 +13,7 @@ attribute          the hook it answers
 ``config_schema``  ``get_config_schema``
 ``ui_elements``    ``get_ui_elements``
 ``actions``        ``get_actions`` (extensions and features)
+``tool_schemas``   ``get_tool_schemas`` (tools)
 =================  =====================
 
 Only the attributes a class declares become hooks, as with :class:`Tool`'s
@@ -62,6 +63,9 @@ class _Answers:
 
     def get_actions(self: Any, state: Mapping[str, Any]) -> list[Any]:
         return list(self.actions)
+
+    def get_tool_schemas(self: Any, state: Mapping[str, Any], *, prepared: Any = None) -> list[Any]:
+        return list(self.tool_schemas)
 
 
 def install_declared(cls: type, hooks: Mapping[str, str]) -> None:

@@ -19,11 +19,11 @@ method             the hook it becomes
 Only the methods a subclass writes become hooks. The engine reads which hooks
 a class defines to decide how to run it (a tool with ``stream_tool`` is
 streamed; one with only async hooks needs the async API), so a base that
-defined all five would misreport every tool. Fixed tags, config schema and UI
-elements may be declared as class attributes (``requires``, ``forbids``,
-``config_schema``, ``ui_elements``; see :mod:`agent_core.plugin_kit.declared`).
-The other hooks (``get_tool_schemas``, ``format_tool_result``, ...) are
-written as usual; :class:`Tool` is a :class:`~agent_core.BaseTool`, so the
+defined all five would misreport every tool. Fixed tags, config schema, UI
+elements and tool schemas may be declared as class attributes (``requires``,
+``forbids``, ``config_schema``, ``ui_elements``, ``tool_schemas``; see
+:mod:`agent_core.plugin_kit.declared`). The other hooks (``format_tool_result``,
+a ``get_tool_schemas`` that depends on the state, ...) are written as usual; :class:`Tool` is a :class:`~agent_core.BaseTool`, so the
 ones left out keep the protocol's defaults.
 """
 
@@ -118,8 +118,9 @@ PACKED_HOOKS = {
 }
 
 
-#: the attributes a tool may declare (a tool has no actions)
-_TOOL_DECLARED = {attr: hook for attr, hook in DECLARED_HOOKS.items() if attr != "actions"}
+#: the attributes a tool may declare (a tool has no actions, and offers schemas)
+_TOOL_DECLARED = {**{attr: hook for attr, hook in DECLARED_HOOKS.items() if attr != "actions"},
+                  "tool_schemas": "get_tool_schemas"}
 
 
 class Tool(BaseTool):

@@ -3,11 +3,14 @@
 Part of the plugin protocols (:mod:`agent_core.plugins.protocols` re-exports it); the
 bodies are the defaults the engine applies to a hook a tool leaves out.
 
-The four hooks that run a call (``execute_tool``, ``stream_tool`` and their async
-twins) take one parameter list, the contract's ``_TOOL_RUN``. It is spelled out
-once, on :meth:`ToolPlugin.execute_tool`; the other three declare that they take
-the same (:func:`_takes_the_call_of`), so ``inspect.signature`` and the engine's
-binder read the full list from each of them.
+Every hook that is handed one tool call takes the same description of it. The
+parameter list is spelled out once, on :meth:`ToolPlugin.execute_tool`; the hooks
+that run a call (``stream_tool`` and the async twins) declare that they take the
+same, and the two that only look at a call (``can_handle_tool_call``,
+``format_tool_call_preview``) the same without what running needs (the
+cancellation and the request's context), routing also with the tool's schema
+(:func:`_takes_the_call_of`). ``inspect.signature`` and the engine's binder read
+the full list from each of them.
 """
 
 from __future__ import annotations
@@ -24,13 +27,23 @@ __all__ = ["ToolPlugin"]
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
 
-def _takes_the_call_of(hook: Callable[..., Any]) -> Callable[[_Hook], _Hook]:
+#: what running a call needs beyond its description
+_RUNNING = ("cancellation", "context")
+
+
+def _takes_the_call_of(
+    hook: Callable[..., Any], *, leaving_out: tuple[str, ...] = (), adding: tuple[str, ...] = ()
+) -> Callable[[_Hook], _Hook]:
     """Declare that the decorated hook takes ``hook``'s parameters (its body takes them as ``**call``).
 
+    ``leaving_out`` names keywords of ``hook`` it does not take; ``adding``
+    names keywords it takes besides (each an optional dict, ``None`` unless given).
     Only the parameters are copied into ``__signature__``; the return
     annotation and whether the hook is async stay the decorated function's own.
     """
-    parameters = list(inspect.signature(hook).parameters.values())
+    parameters = [p for p in inspect.signature(hook).parameters.values() if p.name not in leaving_out]
+    parameters += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="Optional[Dict]")
+                   for name in adding]
 
     def declare(twin: _Hook) -> _Hook:
         twin.__signature__ = inspect.signature(twin).replace(parameters=parameters)  # type: ignore[attr-defined]
@@ -63,37 +76,6 @@ class ToolPlugin(TagGatedPlugin, Protocol):
     def get_tool_interop_contribution(self, state: Dict) -> ToolInteropContribution:
         return ToolInteropContribution()
 
-    def can_handle_tool_call(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        tool_schema: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
-    ) -> Optional[bool]:
-        """Claim (True) or refuse (False) a call; None routes by function name."""
-        return None
-
-    def format_tool_call_preview(
-        self,
-        tool_name: Optional[str],
-        payload: Any,
-        state: Dict,
-        *,
-        payload_kind: Optional[str] = None,
-        payload_format: Optional[str] = None,
-        payload_metadata: Optional[Dict] = None,
-        tool_call: Optional[Dict] = None,
-        prepared: Optional[Dict] = None,
-    ) -> str:
-        """One line for a UI, shown before the call runs."""
-        return ""
-
     def execute_tool(
         self,
         tool_name: Optional[str],
@@ -110,6 +92,16 @@ class ToolPlugin(TagGatedPlugin, Protocol):
     ) -> Dict:
         """Run the call; return ``{"success": bool, "result": ..., "error": ...}``."""
         return {"success": False, "error": f"Unknown tool: {tool_name}"}
+
+    @_takes_the_call_of(execute_tool, leaving_out=_RUNNING, adding=("tool_schema",))
+    def can_handle_tool_call(self, tool_name: Optional[str], payload: Any, state: Dict, **call: Any) -> Optional[bool]:
+        """Claim (True) or refuse (False) a call; None routes by function name."""
+        return None
+
+    @_takes_the_call_of(execute_tool, leaving_out=_RUNNING)
+    def format_tool_call_preview(self, tool_name: Optional[str], payload: Any, state: Dict, **call: Any) -> str:
+        """One line for a UI, shown before the call runs."""
+        return ""
 
     @_takes_the_call_of(execute_tool)
     async def execute_tool_async(self, tool_name: Optional[str], payload: Any, state: Dict, **call: Any) -> Dict:

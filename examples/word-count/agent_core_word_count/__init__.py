@@ -40,9 +40,7 @@ class WordCountTool(Tool):
     name = "word_count"
     version = "0.1.0"
     default_enabled = False  # opt-in: enabled_plugins=["word_count"]
-
-    def get_tool_schemas(self, state: Any) -> list[dict[str, Any]]:
-        return [_SCHEMA]
+    tool_schemas = (_SCHEMA,)
 
     def run(self, call: ToolCall) -> dict[str, Any]:
         text = call.arguments.get("text")

@@ -28,22 +28,13 @@ __all__ = ["BODY", "TRANSPORT_ERRORS", "AsyncLeanTransport", "LeanTransport", "a
 #: read; the response's own stream reads the same body, so either way is whole
 BODY = "agent_core.body"
 
-#: httpcore's errors and the httpx error each becomes, most specific first (as httpx's transport maps them)
-_ERRORS: tuple[tuple[type[Exception], type[Exception]], ...] = (
-    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
-    (httpcore.ReadTimeout, httpx.ReadTimeout),
-    (httpcore.WriteTimeout, httpx.WriteTimeout),
-    (httpcore.PoolTimeout, httpx.PoolTimeout),
-    (httpcore.TimeoutException, httpx.TimeoutException),
-    (httpcore.ConnectError, httpx.ConnectError),
-    (httpcore.ReadError, httpx.ReadError),
-    (httpcore.WriteError, httpx.WriteError),
-    (httpcore.NetworkError, httpx.NetworkError),
-    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
-    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
-    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
-    (httpcore.ProtocolError, httpx.ProtocolError),
-)
+#: httpcore's errors that httpx maps, most specific first: each becomes httpx's error of the same name
+#: (as httpx's own transport maps them)
+_MAPPED = ("ConnectTimeout", "ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException", "ConnectError",
+           "ReadError", "WriteError", "NetworkError", "UnsupportedProtocol", "LocalProtocolError",
+           "RemoteProtocolError", "ProtocolError")
+_ERRORS: tuple[tuple[type[Exception], type[Exception]], ...] = tuple(
+    (getattr(httpcore, name), getattr(httpx, name)) for name in _MAPPED)
 
 
 #: httpcore's errors (what a read of :data:`BODY` may raise)
@@ -70,6 +61,18 @@ class _Outgoing:
         self.headers = request.headers.raw
         self.stream = request.stream
         self.extensions = request.extensions
+
+
+def _pool_settings(verify: Any, trust_env: bool, max_keepalive: int, keepalive_expiry: float) -> dict[str, Any]:
+    """What either pool is made with: its keep-alive limits and httpx's own TLS context."""
+    return {"max_keepalive": max_keepalive, "keepalive_expiry": keepalive_expiry,
+            "ssl_context": httpx.create_ssl_context(verify=verify, trust_env=trust_env)}
+
+
+def _response(answer: Any, stream: httpx.SyncByteStream | httpx.AsyncByteStream) -> httpx.Response:
+    """httpx's response for the pool's ``answer``, read through ``stream``; the bare body rides along as :data:`BODY`."""
+    return httpx.Response(answer.status, headers=answer.headers, stream=stream,
+                          extensions={**answer.extensions, BODY: answer.stream})
 
 
 class _SyncBody(httpx.SyncByteStream):
@@ -106,25 +109,19 @@ class LeanTransport(httpx.BaseTransport):
 
     def __init__(self, *, verify: Any = True, trust_env: bool = True, max_keepalive: int = 128,
                  keepalive_expiry: float = 5.0) -> None:
-        self._pool = FlatPool(network_backend=watch_sync_backend(httpcore.SyncBackend()),
-                              max_keepalive=max_keepalive, keepalive_expiry=keepalive_expiry,
-                              ssl_context=httpx.create_ssl_context(verify=verify, trust_env=trust_env))
+        #: its connection pool (tests and benchmarks read how many connections it holds)
+        self.pool = FlatPool(network_backend=watch_sync_backend(httpcore.SyncBackend()),
+                             **_pool_settings(verify, trust_env, max_keepalive, keepalive_expiry))
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         try:
-            answer = self._pool.handle_request(_Outgoing(request))
+            answer = self.pool.handle_request(_Outgoing(request))
         except Exception as exc:
             raise as_httpx(exc) from exc
-        return httpx.Response(answer.status, headers=answer.headers, stream=_SyncBody(answer.stream),
-                              extensions={**answer.extensions, BODY: answer.stream})
-
-    @property
-    def pool(self) -> FlatPool:
-        """Its connection pool (for tests and benchmarks: how many connections it holds)."""
-        return self._pool
+        return _response(answer, _SyncBody(answer.stream))
 
     def close(self) -> None:
-        self._pool.close()
+        self.pool.close()
 
 
 class AsyncLeanTransport(httpx.AsyncBaseTransport):
@@ -132,22 +129,16 @@ class AsyncLeanTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, *, verify: Any = True, trust_env: bool = True, max_keepalive: int = 128,
                  keepalive_expiry: float = 5.0) -> None:
-        self._pool = FlatAsyncPool(network_backend=watch_async_backend(AsyncioBackend()),
-                                   max_keepalive=max_keepalive, keepalive_expiry=keepalive_expiry,
-                                   ssl_context=httpx.create_ssl_context(verify=verify, trust_env=trust_env))
+        #: its connection pool (see :class:`LeanTransport`)
+        self.pool = FlatAsyncPool(network_backend=watch_async_backend(AsyncioBackend()),
+                                  **_pool_settings(verify, trust_env, max_keepalive, keepalive_expiry))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
-            answer = await self._pool.handle_async_request(_Outgoing(request))
+            answer = await self.pool.handle_async_request(_Outgoing(request))
         except Exception as exc:
             raise as_httpx(exc) from exc
-        return httpx.Response(answer.status, headers=answer.headers, stream=_AsyncBody(answer.stream),
-                              extensions={**answer.extensions, BODY: answer.stream})
-
-    @property
-    def pool(self) -> FlatAsyncPool:
-        """Its connection pool (see :attr:`LeanTransport.pool`)."""
-        return self._pool
+        return _response(answer, _AsyncBody(answer.stream))
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        await self.pool.aclose()

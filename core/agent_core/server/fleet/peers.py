@@ -34,6 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .relay_base import Relay
+
 __all__ = ["LocalRelay", "PeerDesk", "approval_message", "check_private", "connect_unix", "forward_approval",
            "listen_unix", "open_relay", "relay_url"]
 
@@ -157,13 +159,8 @@ async def connect_unix(peer: Path) -> tuple[asyncio.StreamReader, asyncio.Stream
     return None
 
 
-class LocalRelay:
+class LocalRelay(Relay):
     """The processes on one SQLite file, each listening on a Unix socket of its own in a shared directory."""
-
-    #: at most this many asks wait at once in one process; more are refused (the route answers 503)
-    max_pending = 256
-    #: how long an ask waits for the other processes' answers (it ends once all have answered)
-    wait = 2.0
 
     def __init__(self, directory: Path, here: Callable[[str], bool]) -> None:
         self.directory = directory
@@ -218,8 +215,7 @@ class LocalRelay:
         Raises:
             OverflowError: ``max_pending`` asks are waiting already.
         """
-        if self.pending >= self.max_pending:
-            raise OverflowError("too many cancels are waiting for other server processes")
+        self._admit(self.pending)
         try:
             peers = [p for p in self.directory.glob("*.sock") if p != self.path]
         except OSError:

@@ -26,6 +26,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from .relay_base import Relay
+
 __all__ = ["PgCancelRelay"]
 
 _ASK = "agent_core_cancel"
@@ -51,13 +53,8 @@ class _Ask:
             self.done.set_result(False)
 
 
-class PgCancelRelay:
+class PgCancelRelay(Relay):
     """One listening connection per process (reconnecting), one sending connection; ``forward`` asks the others."""
-
-    #: at most this many asks wait at once in one process; more are refused (the route answers 503)
-    max_pending = 256
-    #: how long an ask waits for the other processes' answers (it ends sooner once all have answered)
-    wait = 2.0
 
     def __init__(self, url: str, cancel_here: Callable[[str], bool]) -> None:
         self.url = url
@@ -176,8 +173,7 @@ class PgCancelRelay:
         Raises:
             OverflowError: ``max_pending`` asks are waiting already.
         """
-        if len(self._asks) >= self.max_pending:
-            raise OverflowError("too many cancels are waiting for other server processes")
+        self._admit(len(self._asks))
         peers = await self._peers()
         if peers == 0:
             return False
