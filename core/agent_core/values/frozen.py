@@ -80,7 +80,36 @@ def _refuse_list(name: str) -> Any:
     )
 
 
-class FrozenDict(dict):  # type: ignore[type-arg]
+class _Frozen:
+    """What both frozen containers do alike: a hash made once and kept, a repr and a pickle that
+    name the frozen type, and copies that are the value itself (nothing in it can change)."""
+
+    __slots__ = ()
+    _hash: int | None
+    _builtin: type  # the container it is made of (dict, list), for its repr and its pickle
+
+    def _hash_key(self) -> Any:
+        raise NotImplementedError
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(self._hash_key())
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._builtin.__repr__(self)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self._builtin(self),))
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+
+class FrozenDict(_Frozen, dict):  # type: ignore[type-arg]
     """A ``dict`` that refuses mutation and freezes the values it is given.
 
     Equal to any dict with the same items; hashable when its values are.
@@ -89,6 +118,10 @@ class FrozenDict(dict):  # type: ignore[type-arg]
     """
 
     __slots__ = ("_hash", "_json")
+    _builtin = dict
+
+    def _hash_key(self) -> Any:
+        return frozenset(self.items())
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raw = dict(*args, **kwargs)
@@ -113,8 +146,6 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         new._json = False
         return new
 
-    _trusted = from_frozen  # the name the kernel used before from_frozen was public
-
     @classmethod
     def fromkeys(cls, keys: Iterable[Any], value: Any = None) -> FrozenDict:  # type: ignore[override]
         # dict.fromkeys fills the new instance with __setitem__, which we refuse.
@@ -129,23 +160,6 @@ class FrozenDict(dict):  # type: ignore[type-arg]
     popitem = _refuse_dict("popitem")
     setdefault = _refuse_dict("setdefault")
     update = _refuse_dict("update")
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        if self._hash is None:
-            self._hash = hash(frozenset(self.items()))
-        return self._hash
-
-    def __repr__(self) -> str:
-        return f"FrozenDict({dict.__repr__(self)})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenDict, (dict(self),))
-
-    def __copy__(self) -> FrozenDict:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
-        return self
 
     def __or__(self, other: Any) -> FrozenDict:  # type: ignore[override]
         if not isinstance(other, Mapping):
@@ -171,7 +185,7 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         return type(self).from_frozen({k: v for k, v in self.items() if k not in keys})
 
 
-class FrozenList(list):  # type: ignore[type-arg]
+class FrozenList(_Frozen, list):  # type: ignore[type-arg]
     """A ``list`` that refuses mutation and freezes its items.
 
     Equal to any list with the same items; hashable when its items are.
@@ -179,6 +193,10 @@ class FrozenList(list):  # type: ignore[type-arg]
 
     # _head: a weak reference to the list this one was made from by _joined (see begins_with)
     __slots__ = ("_hash", "_json", "_head", "__weakref__")
+    _builtin = list
+
+    def _hash_key(self) -> Any:
+        return tuple(self)
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         list.__init__(self, [freeze(v) for v in items])
@@ -197,8 +215,6 @@ class FrozenList(list):  # type: ignore[type-arg]
         new._hash = None
         new._json = False
         return new
-
-    _trusted = from_frozen  # the name the kernel used before from_frozen was public
 
     @classmethod
     def joined(cls, head: Iterable[Any], tail: Iterable[Any]) -> FrozenList:
@@ -232,38 +248,21 @@ class FrozenList(list):  # type: ignore[type-arg]
     reverse = _refuse_list("reverse")
     sort = _refuse_list("sort")
 
-    def __hash__(self) -> int:  # type: ignore[override]
-        if self._hash is None:
-            self._hash = hash(tuple(self))
-        return self._hash
-
-    def __repr__(self) -> str:
-        return f"FrozenList({list.__repr__(self)})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenList, (list(self),))
-
-    def __copy__(self) -> FrozenList:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
-        return self
-
     @overload
     def __getitem__(self, index: int) -> Any: ...
     @overload
     def __getitem__(self, index: slice) -> FrozenList: ...
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
-            return FrozenList._trusted(list.__getitem__(self, index))
+            return FrozenList.from_frozen(list.__getitem__(self, index))
         return list.__getitem__(self, index)
 
     def __add__(self, other: Any) -> FrozenList:  # type: ignore[override]
-        return FrozenList._trusted([*self, *(freeze(v) for v in other)])
+        return FrozenList.from_frozen([*self, *(freeze(v) for v in other)])
 
     def appended(self, item: Any) -> FrozenList:
         """Return a copy with ``item`` (frozen) at the end."""
-        return FrozenList._trusted([*self, freeze(item)])
+        return FrozenList.from_frozen([*self, freeze(item)])
 
 
 #: classes ``freeze`` returns as they are: checked in its loops so a mostly frozen value costs
