@@ -242,6 +242,8 @@ def test_the_responses_base_bodies_are_accepted(fuzz_url: str, http: httpx.Clien
 @pytest.mark.parametrize(("change", "param"), [
     ({"text": {"format": []}}, "text.format"),  # found by the fuzz above: a 500 before
     ({"input": [{"role": [], "content": "hi"}]}, "input[0].role"),  # likewise
+    ({"text": {"format": {"type": []}}}, "text.format.type"),  # likewise
+    ({"text": {"format": {"type": {"k": 1}}}}, "text.format.type"),
     ({"text": {"verbosity": {"x": 1}}}, "text.verbosity"),
     ({"reasoning": {"effort": 3}}, "reasoning.effort"),
 ])

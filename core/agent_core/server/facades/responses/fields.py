@@ -52,7 +52,7 @@ def response_format(fmt: Any) -> dict[str, Any]:
     if not isinstance(fmt, Mapping):
         raise _bad(f"text.format: expected an object, got {type(fmt).__name__}", "text.format")
     kind = fmt.get("type")
-    if kind not in _FORMAT_KEYS:
+    if not isinstance(kind, str) or kind not in _FORMAT_KEYS:  # a list or an object would not even hash
         raise _bad(f"text.format.type: expected text, json_object or json_schema, got {kind!r}", "text.format.type")
     extra = sorted(set(fmt) - _FORMAT_KEYS[kind])
     if extra:
