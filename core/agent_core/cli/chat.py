@@ -249,26 +249,35 @@ def _chat(args: argparse.Namespace) -> int:
         err.write(f"provider {config['provider']}{model}; {_HELP}\n")
         err.flush()
         _readline(core, config)
-        interrupted = False  # the last prompt ended with Ctrl-C: a second one in a row quits
-        while (line := _prompt(out)) is not None:
-            if line is _INTERRUPTED:
-                if interrupted:
-                    break
-                interrupted = True
-                err.write("(Ctrl-C again, Ctrl-D or /exit quits)\n")
-                err.flush()
-                continue
-            interrupted = False
-            if not line:
-                continue
-            if line in _LEAVE:
-                break
-            if not _command(line, core, store, session_id, config, out, err):
-                said = line[1:] if line.startswith("//") else line  # //text: a message that starts with a slash
-                _say(core, store, session_id, said, config, status, out, err)
+        try:
+            _converse(core, store, session_id, config, status, out, err)
+        except KeyboardInterrupt:  # a Ctrl-C outside the prompt and a model call (the second of two quick ones)
+            out.write("\n")
     finally:
         store.close()
     return 0
+
+
+def _converse(core: Any, store: Any, session_id: str, config: dict[str, Any], status: Any, out: Any,
+              err: Any) -> None:
+    """Prompt, answer, repeat, until Ctrl-D, ``/exit`` or two Ctrl-C in a row."""
+    interrupted = False  # the last prompt ended with Ctrl-C: a second one in a row quits
+    while (line := _prompt(out)) is not None:
+        if line is _INTERRUPTED:
+            if interrupted:
+                return
+            interrupted = True
+            err.write("(Ctrl-C again, Ctrl-D or /exit quits)\n")
+            err.flush()
+            continue
+        interrupted = False
+        if not line:
+            continue
+        if line in _LEAVE:
+            return
+        if not _command(line, core, store, session_id, config, out, err):
+            said = line[1:] if line.startswith("//") else line  # //text: a message that starts with a slash
+            _say(core, store, session_id, said, config, status, out, err)
 
 
 def _open_session(store: Any, args: argparse.Namespace, err: Any) -> str:
