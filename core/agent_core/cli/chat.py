@@ -254,8 +254,20 @@ def _chat(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # a Ctrl-C outside the prompt and a model call (the second of two quick ones)
             out.write("\n")
     finally:
-        store.close()
+        _closing(store)
     return 0
+
+
+def _closing(store: Any) -> None:
+    """Close the store with Ctrl-C ignored: a key pressed again while the chat ends must not make it a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        store.close()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        store.close()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _converse(core: Any, store: Any, session_id: str, config: dict[str, Any], status: Any, out: Any,
