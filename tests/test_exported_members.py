@@ -130,6 +130,9 @@ KIT: dict[str, str] = {
     "rewrite_last_assistant": "the last assistant final rewritten",
     "annotate": "extras read from native messages put in the finals' metadata",
     "reasoning_partial": "a partial that carries reasoning, not content",
+    # a history as a tool extension sends it
+    "ToolTurn": "one history message with the tool calls it made and whether it answers a cut call",
+    "tool_turns": "walks a history, leaving out calls never made and marking their results",
     # hook signatures
     "ChunkOutput": "what process_chunk returns, for a signature",
     "Dict": "a message, state or config mapping, for a signature",

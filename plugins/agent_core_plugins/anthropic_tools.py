@@ -55,6 +55,7 @@ from agent_core.plugin_kit import (
     adapt_schema,
     annotate,
     rewrite_last_assistant,
+    tool_turns,
 )
 from agent_core_providers.anthropic import (
     content_blocks,
@@ -124,6 +125,26 @@ def _result_content(content: Any) -> Any:
 _NAMED_KINDS = {"auto": "auto", "none": "none", "any": "any", "required": "any"}
 
 
+def _tool_use(call: Mapping[str, Any]) -> Dict:
+    """A core tool call (Chat Completions shape) as a ``tool_use`` block."""
+    fn = call.get("function") or {}
+    return {"type": "tool_use", "id": call.get("id"), "name": fn.get("name"), "input": _input_of(fn.get("arguments"))}
+
+
+def _tool_result(message: Mapping[str, Any]) -> Dict:
+    """A core tool message as a ``tool_result`` block, with the error flag and a client's cache breakpoint."""
+    metadata = message.get("metadata") or {}
+    result: Dict = {"type": "tool_result", "tool_use_id": metadata.get("tool_call_id")}
+    body = _result_content(message.get("content"))
+    if body:
+        result["content"] = body
+    if metadata.get("is_error") is True:
+        result["is_error"] = True
+    if isinstance(metadata.get("cache_control"), Mapping):  # a client's cache breakpoint, as it wrote it
+        result["cache_control"] = metadata["cache_control"]
+    return result
+
+
 def anthropic_tool_choice(choice: Any, parallel: Any = None) -> Dict | None:
     """The engine's tool choice (OpenAI's shapes, or Anthropic's) as the Messages API's object.
 
@@ -180,38 +201,14 @@ class AnthropicToolsExtension(Extension):
         is a result for it (an empty user message, which the provider drops).
         """
         out: Msgs = []
-        cut_ids: set[Any] = set()
-        for core, native in zip(messages, native_messages, strict=True):
-            metadata = core.get("metadata") or {}
-            if core.get("role") == "assistant" and metadata.get("tool_calls"):
-                uses = []
-                for call in metadata["tool_calls"]:
-                    if call.get("incomplete"):
-                        cut_ids.add(call.get("id"))
-                        continue
-                    uses.append(
-                        {
-                            "type": "tool_use",
-                            "id": call.get("id"),
-                            "name": (call.get("function") or {}).get("name"),
-                            "input": _input_of((call.get("function") or {}).get("arguments")),
-                        }
-                    )
-                if uses:
-                    native = {**native, "content": [*content_blocks(native.get("content")), *uses]}
-            elif core.get("role") == "tool":
-                if cut_ids and metadata.get("tool_call_id") in cut_ids:
-                    out.append({"role": "user", "content": []})
-                    continue
-                result: Dict = {"type": "tool_result", "tool_use_id": metadata.get("tool_call_id")}
-                body = _result_content(core.get("content"))
-                if body:
-                    result["content"] = body
-                if metadata.get("is_error") is True:
-                    result["is_error"] = True
-                if isinstance(metadata.get("cache_control"), Mapping):  # a client's cache breakpoint, as it wrote it
-                    result["cache_control"] = metadata["cache_control"]
-                native = {"role": "user", "content": [result]}
+        for turn in tool_turns(messages, native_messages):
+            native = turn.native
+            if turn.calls:
+                native = {**native, "content": [*content_blocks(native.get("content")), *map(_tool_use, turn.calls)]}
+            elif turn.cut:
+                native = {"role": "user", "content": []}
+            elif turn.is_result:
+                native = {"role": "user", "content": [_tool_result(turn.message)]}
             out.append(native)
         return out
 

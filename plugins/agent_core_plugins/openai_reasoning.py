@@ -8,7 +8,6 @@ for Mistral's Magistral models, as ``{"type": "thinking"}`` parts of a
 must never be mixed into ``content``, and must not be sent back on the next
 turn (some servers reject it). This extension:
 
-* sends ``reasoning_effort`` when configured (``initialize_request``);
 * collects reasoning deltas on the hot path and also emits them as partials
   with empty ``content`` and ``metadata["reasoning"]`` = the new text, so a
   UI can show the model thinking live;
@@ -49,20 +48,10 @@ class OpenAIReasoningExtension(Extension):
     version = "0.1.0"
     priority = 60
     requires = ("provider:openai",)
-    config_schema = {
-        "reasoning_effort": {
-            "type": "string",
-            "description": '"minimal", "low", "medium" or "high" for reasoning models; not sent when unset',
-        },
-    }
 
     def initialize_request(self, native_messages: Msgs, state: Dict, *,
                            context: Dict | None = None) -> tuple[Msgs, Dict]:
-        request = state["request"]
-        effort = state["config"].get("reasoning_effort")
-        if effort:
-            request = {**request, "payload": {**request["payload"], "reasoning_effort": effort}}
-        return native_messages, {**state, "request": request, "openai_reasoning": None}
+        return native_messages, {**state, "openai_reasoning": None}
 
     def process_chunk(self, native_chunk: Dict | None, partial_messages: Msgs, final_messages: Msgs,
                       native_messages: Msgs, state: Dict) -> ChunkOutput:

@@ -49,6 +49,7 @@ from agent_core.plugin_kit import (
     push,
     rewrite_last_assistant,
     text_of,
+    tool_turns,
 )
 from agent_core_providers.openai import message_text
 
@@ -128,25 +129,17 @@ class OpenAIToolsExtension(Extension):
         :meth:`initialize_request` drops from the payload.
         """
         out: Msgs = []
-        cut_ids: set[Any] = set()
-        for core, native in zip(messages, native_messages, strict=True):
-            metadata = core.get("metadata") or {}
-            if core.get("role") == "assistant" and metadata.get("tool_calls"):
-                calls = []
-                for c in metadata["tool_calls"]:
-                    if c.get("incomplete"):
-                        cut_ids.add(c.get("id"))
-                    else:
-                        calls.append(_wire_call(c))
-                if calls:
-                    native = {**native, "tool_calls": calls}
-            elif core.get("role") == "tool":
+        for turn in tool_turns(messages, native_messages):
+            native = turn.native
+            if turn.calls:
+                native = {**native, "tool_calls": [_wire_call(c) for c in turn.calls]}
+            elif turn.is_result:
                 native = {
                     "role": "tool",
-                    "tool_call_id": metadata.get("tool_call_id"),
-                    "content": _tool_result_content(core.get("content")),
+                    "tool_call_id": (turn.message.get("metadata") or {}).get("tool_call_id"),
+                    "content": _tool_result_content(turn.message.get("content")),
                 }
-                if cut_ids and metadata.get("tool_call_id") in cut_ids:
+                if turn.cut:
                     native["_omit"] = True
             out.append(native)
         return out

@@ -16,7 +16,7 @@ not from the modules): :mod:`.markers` (:class:`MarkerScanner`), :mod:`.pieces` 
 pushed piece by piece), :mod:`.finals` (rewriting finals with the native history in
 step), :mod:`.metadata` (reasoning partials, extras read from native messages),
 :mod:`.hook_types` (short names for signatures), :mod:`.tool_formats` (schema
-adapting), :mod:`.declared` (:class:`Extension` and :class:`Feature`, whose fixed tags,
+adapting), :mod:`.tool_history` (which tool calls and results a history sends), :mod:`.declared` (:class:`Extension` and :class:`Feature`, whose fixed tags,
 schema, UI elements and actions are class attributes) and :mod:`.tools` (:class:`Tool`,
 whose hooks take one :class:`ToolCall`). Provider wire helpers stay with their providers
 (:mod:`agent_core_providers.openai`, :mod:`agent_core_providers.anthropic`,
@@ -48,6 +48,7 @@ from .markers import Hit, MarkerScanner
 from .metadata import annotate, reasoning_partial
 from .pieces import push, pushed, text_of
 from .tool_formats import adapt_schema
+from .tool_history import ToolTurn, tool_turns
 from .tools import Tool, ToolCall, failure, success
 
 __all__ = [
@@ -66,6 +67,8 @@ __all__ = [
     # ToolInteropContribution are agent_core's own names
     "ANTHROPIC", "JSON_SCHEMA", "OPENAI_CHAT", "SchemaAdapter", "ToolCallReader", "adapt_schema",
     "detect_schema_format",
+    # a history walked as a tool extension sends it: calls made, results whose call was cut (tool_history)
+    "ToolTurn", "tool_turns",
     # the kit classes: bases whose fixed hooks are declared as attributes (declared), and tools taking one
     # call value (tools)
     "Extension", "Feature", "Tool", "ToolCall", "failure", "success",
