@@ -225,3 +225,10 @@ def test_the_original_platforms_method_names_stay_on_agent_core() -> None:
     """``PlatformNames`` is the original platform's documented API: its names stay on AgentCore."""
     for name in ("send_request", "send_request_stream", "slice_session", "execute_session_action"):
         assert callable(getattr(agent_core.AgentCore, name))
+
+
+def test_the_installed_distribution_has_the_version_the_package_says() -> None:
+    """The version is written once, in ``agent_core.__version__``; the build reads it from there."""
+    from importlib.metadata import version
+
+    assert version("agent-core") == agent_core.__version__
