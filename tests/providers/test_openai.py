@@ -85,6 +85,9 @@ def test_reasoning_goes_to_metadata_not_content(server):
     assert [p["metadata"]["reasoning"] for p in turn.partials if p.get("metadata")] == ["Think", "ing...", " more"]
     assert "".join(p["content"] for p in turn.partials) == "Answer"
     assert server.requests[0].body["reasoning_effort"] == "low"
+    owners = [e["plugin"] for e in AgentCore([OpenAIProvider], [OpenAIReasoningExtension]).get_config_schema()
+              if e["key"] == "reasoning_effort"]
+    assert owners == ["openai"]  # one declaration, by the provider that sends it
 
     # The next request does not send the reasoning back.
     server.enqueue(oa_text("ok"))
